@@ -1,0 +1,592 @@
+//===- OffloadComputeOps.td - Tensor compute ops at ATen granularity -*- tablegen -*-===//
+//
+// Part of offload. Value-semantics tensor ops, one per ATen function, with
+// PyTorch 1.13 semantics (docs/op-semantics.md is the full table, shared with
+// the runtime's kernels). Ops of the same shape come from one class each:
+// unary elementwise ops and their backward ops, broadcasting binary ops,
+// reductions. Every op implements the cost interface; forward ops implement
+// the differentiation interface (VJPs in lib/Dialect/Offload/IR/OffloadVJP.cpp)
+// and, where the result type follows from the operands, type inference.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_COMPUTE_OPS_TD
+#define OFFLOAD_COMPUTE_OPS_TD
+
+include "offload/Dialect/Offload/IR/OffloadDialect.td"
+include "offload/Dialect/Offload/IR/OffloadTypes.td"
+include "offload/Dialect/Offload/IR/OffloadInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// A pure compute op. `costOverrides` lists the cost methods the op defines
+// itself (the rest use the interface defaults: one FLOP per result element,
+// operand and result bytes).
+class Offload_ComputeOp<string mnemonic, list<Trait> traits = [],
+                        list<string> costOverrides = []>
+    : Offload_Op<mnemonic, !listconcat([Pure,
+        DeclareOpInterfaceMethods<Offload_CostOpInterface, costOverrides>],
+        traits)>;
+
+// A differentiable compute op whose VJP is written in OffloadVJP.cpp.
+class Offload_DiffOp<string mnemonic, list<Trait> traits = [],
+                     list<string> costOverrides = []>
+    : Offload_ComputeOp<mnemonic, !listconcat(traits,
+        [DeclareOpInterfaceMethods<Offload_DifferentiableOpInterface>]),
+        costOverrides>;
+
+//===----------------------------------------------------------------------===//
+// Unary elementwise ops and their backward ops
+//===----------------------------------------------------------------------===//
+
+// `bwd` names the C++ class of the backward op (grad_output, saved) ->
+// grad_input; it receives this op's attributes. `savesResult` picks what is
+// saved: the result (relu, sigmoid, tanh: what PyTorch saves) or the input.
+// An empty `bwd` means the VJP is hand-written in OffloadVJP.cpp.
+class Offload_UnaryOp<string mnemonic, string bwd, bit savesResult,
+                      dag attrs = (ins), string doc = "">
+    : Offload_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise `" # mnemonic # "` (ATen semantics)";
+  let description = doc # [{
+
+    ```mlir
+    %y = offload.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Offload_FloatTensor:$input), attrs);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let extraClassDefinition = !if(!empty(bwd), "", [{
+    void $cppClass::getSavedValues(::llvm::SmallVectorImpl<::mlir::Value> &saved) {
+      saved.push_back(}] # !if(savesResult, "getResult()", "getInput()") # [{);
+    }
+    ::llvm::LogicalResult $cppClass::buildVJP(::mlir::OpBuilder &b,
+        ::mlir::ValueRange saved, ::mlir::ValueRange resultGrads,
+        ::llvm::SmallVectorImpl<::mlir::Value> &operandGrads) {
+      return ::mlir::offload::detail::buildUnaryVJP<}] # bwd # [{>(
+          getOperation(), b, saved, resultGrads, operandGrads);
+    }
+  }]);
+}
+
+class Offload_UnaryBackwardOp<string mnemonic, string savedName, dag attrs = (ins)>
+    : Offload_ComputeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Gradient of `" # !subst("_backward", "", mnemonic) # "`";
+  let description = [{
+    `grad_input` from `grad_output` and the saved }] # savedName # [{ of the
+    forward op (docs/op-semantics.md gives the formula).
+
+    ```mlir
+    %dx = offload.}] # mnemonic # [{ %dy, %s : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Offload_FloatTensor:$grad_output,
+                            Offload_FloatTensor:$saved), attrs);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $saved attr-dict `:` type($grad_input)";
+}
+
+def Offload_ReluOp : Offload_UnaryOp<"relu", "ReluBackwardOp", 1>;
+def Offload_ReluBackwardOp : Offload_UnaryBackwardOp<"relu_backward", "result">;
+def Offload_HardtanhOp : Offload_UnaryOp<"hardtanh", "HardtanhBackwardOp", 0,
+    (ins F64Attr:$min_val, F64Attr:$max_val), "ReLU6 is hardtanh(0, 6).">;
+def Offload_HardtanhBackwardOp : Offload_UnaryBackwardOp<"hardtanh_backward", "input",
+    (ins F64Attr:$min_val, F64Attr:$max_val)>;
+def Offload_HardswishOp : Offload_UnaryOp<"hardswish", "HardswishBackwardOp", 0>;
+def Offload_HardswishBackwardOp : Offload_UnaryBackwardOp<"hardswish_backward", "input">;
+def Offload_SiluOp : Offload_UnaryOp<"silu", "SiluBackwardOp", 0>;
+def Offload_SiluBackwardOp : Offload_UnaryBackwardOp<"silu_backward", "input">;
+def Offload_GeluOp : Offload_UnaryOp<"gelu", "GeluBackwardOp", 0,
+    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate)>;
+def Offload_GeluBackwardOp : Offload_UnaryBackwardOp<"gelu_backward", "input",
+    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate)>;
+def Offload_SigmoidOp : Offload_UnaryOp<"sigmoid", "SigmoidBackwardOp", 1>;
+def Offload_SigmoidBackwardOp : Offload_UnaryBackwardOp<"sigmoid_backward", "result">;
+def Offload_TanhOp : Offload_UnaryOp<"tanh", "TanhBackwardOp", 1>;
+def Offload_TanhBackwardOp : Offload_UnaryBackwardOp<"tanh_backward", "result">;
+def Offload_ExpOp : Offload_UnaryOp<"exp", "", 1>;
+def Offload_NegOp : Offload_UnaryOp<"neg", "", 0>;
+def Offload_SqrtOp : Offload_UnaryOp<"sqrt", "", 1>;
+def Offload_RsqrtOp : Offload_UnaryOp<"rsqrt", "", 1>;
+
+def Offload_AddScalarOp : Offload_DiffOp<"add_scalar", [SameOperandsAndResultType]> {
+  let summary = "Adds a constant: `x + value`";
+  let arguments = (ins Offload_FloatTensor:$input, F64Attr:$value);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+def Offload_MulScalarOp : Offload_DiffOp<"mul_scalar", [SameOperandsAndResultType]> {
+  let summary = "Multiplies by a constant: `x * value`";
+  let arguments = (ins Offload_FloatTensor:$input, F64Attr:$value);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Offload_FillOp : Offload_ComputeOp<"fill"> {
+  let summary = "A tensor whose every element is `value`";
+  let description = [{
+    Deliberately not `ConstantLike`: canonicalization would hoist constants
+    to the top of the step and keep them alive for its whole length, which
+    changes the step's peak memory. A fill runs where it stands.
+
+    ```mlir
+    %one = offload.fill {value = 1.0 : f64} : tensor<f32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting binary ops
+//===----------------------------------------------------------------------===//
+
+class Offload_BinaryOp<string mnemonic, string doc>
+    : Offload_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "Elementwise `" # mnemonic # "` with numpy broadcasting";
+  let description = doc # [{
+
+    ```mlir
+    %c = offload.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$lhs, Offload_FloatTensor:$rhs);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::offload::detail::inferBroadcast(loc, adaptor.getLhs().getType(),
+                                                     adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+def Offload_AddOp : Offload_BinaryOp<"add", "`lhs + rhs`. Saves nothing.">;
+def Offload_SubOp : Offload_BinaryOp<"sub", "`lhs - rhs`. Saves nothing.">;
+def Offload_MulOp : Offload_BinaryOp<"mul", "`lhs * rhs`. Saves both operands.">;
+def Offload_DivOp : Offload_BinaryOp<"div", "`lhs / rhs`. Saves both operands.">;
+
+def Offload_MaskedFillOp : Offload_DiffOp<"masked_fill", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "`input.masked_fill(mask, value)`; mask broadcasts to input";
+  let arguments = (ins Offload_FloatTensor:$input, RankedTensorOf<[I1]>:$mask, F64Attr:$value);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $mask attr-dict `:` type($input) `,` type($mask)";
+  let hasVerifier = 1;
+}
+
+def Offload_WhereOp : Offload_DiffOp<"where", [InferTypeOpAdaptor]> {
+  let summary = "`where(condition, lhs, rhs)` with broadcasting";
+  let arguments = (ins RankedTensorOf<[I1]>:$condition, Offload_FloatTensor:$lhs,
+                       Offload_FloatTensor:$rhs);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, shape and data movement
+//===----------------------------------------------------------------------===//
+
+class Offload_ReduceOp<string mnemonic> : Offload_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "`" # !subst("reduce_", "", mnemonic) # "` over `dims` (all when empty)";
+  let description = [{
+    ```mlir
+    %s = offload.}] # mnemonic # [{ %x {dims = array<i64: 0>} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$input,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dims,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+def Offload_ReduceSumOp : Offload_ReduceOp<"reduce_sum">;
+def Offload_ReduceMeanOp : Offload_ReduceOp<"reduce_mean">;
+
+def Offload_BroadcastToOp : Offload_DiffOp<"broadcast_to"> {
+  let summary = "Expands `input` to the result shape (numpy rules), materialized";
+  let arguments = (ins Offload_AnyTensor:$input);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Offload_ReshapeOp : Offload_DiffOp<"reshape", [], ["getFlops", "getBytesRead", "getBytesWritten"]> {
+  let summary = "A view of `input` with the result's shape (same element count)";
+  let description = [{
+    Covers `view`, `reshape`, `flatten`, `unsqueeze`, `squeeze`. The lowering
+    aliases the result to the input's buffer: no copy, no bytes, no FLOPs.
+  }];
+  let arguments = (ins Offload_AnyTensor:$input);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Offload_TransposeOp : Offload_DiffOp<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "`input.permute(perm).contiguous()`";
+  let arguments = (ins Offload_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+def Offload_CatOp : Offload_DiffOp<"cat", [InferTypeOpAdaptor]> {
+  let summary = "Concatenates `inputs` along `dim`";
+  let arguments = (ins Variadic<Offload_AnyTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+}
+
+def Offload_SliceOp : Offload_DiffOp<"slice", [InferTypeOpAdaptor]> {
+  let summary = "`input[start:end:step]` along `dim`, copied";
+  let arguments = (ins Offload_AnyTensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+def Offload_SliceBackwardOp : Offload_ComputeOp<"slice_backward"> {
+  let summary = "Gradient of `slice`: zeros with `grad_output` in the slice";
+  let arguments = (ins Offload_FloatTensor:$grad_output, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
+}
+
+def Offload_CopyOp : Offload_ComputeOp<"copy"> {
+  let summary = "Copies `input`, casting the element type if they differ";
+  let arguments = (ins Offload_AnyTensor:$input);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Offload_LinearOp : Offload_DiffOp<"linear", [InferTypeOpAdaptor],
+                                      ["getFlops"]> {
+  let summary = "`linear(x, weight, bias)`: `x @ weight^T + bias`";
+  let description = [{
+    `input` [*, K], `weight` [M, K], optional `bias` [M] -> [*, M].
+    FLOPs: 2·rows·K·M (+ rows·M for the bias). Saves `input` and `weight`,
+    as PyTorch does.
+
+    ```mlir
+    %y = offload.linear %x, %w, %b : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$weight,
+                       Optional<Offload_FloatTensor>:$bias);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?";
+}
+
+def Offload_MatmulOp : Offload_DiffOp<"matmul", [InferTypeOpAdaptor], ["getFlops"]> {
+  let summary = "Batched matrix product with optional transposes";
+  let description = [{
+    `lhs` [..., M, K] (or [..., K, M] with `transpose_lhs`), `rhs` [..., K, N]
+    (or [..., N, K] with `transpose_rhs`) -> [..., M, N]; batch dimensions
+    broadcast. FLOPs: 2·batch·M·N·K. Saves both operands.
+
+    ```mlir
+    %c = offload.matmul %a, %b {transpose_rhs = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$lhs, Offload_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+def Offload_Conv2dOp : Offload_DiffOp<"conv2d", [InferTypeOpAdaptor],
+                                      ["getFlops"]> {
+  let summary = "2-D convolution (`conv2d`), NCHW, groups and dilation";
+  let description = [{
+    `input` [N, C, H, W], `weight` [O, C/groups, KH, KW], optional `bias` [O].
+    FLOPs: 2·N·O·OH·OW·(C/groups)·KH·KW. Saves `input` and `weight`.
+
+    ```mlir
+    %y = offload.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+        dilation = array<i64: 1, 1>, groups = 1 : i64}
+        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$weight,
+                       Optional<Offload_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?";
+  let hasVerifier = 1;
+}
+def Offload_Conv2dBackwardInputOp : Offload_ComputeOp<"conv2d_backward_input", [], ["getFlops"]> {
+  let summary = "Gradient of conv2d with respect to its input";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$weight,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $weight attr-dict `:` type($grad_output) `,` type($weight) `->` type($grad_input)";
+}
+def Offload_Conv2dBackwardWeightOp : Offload_ComputeOp<"conv2d_backward_weight", [], ["getFlops"]> {
+  let summary = "Gradient of conv2d with respect to its weight";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Offload_FloatTensor:$grad_weight);
+  let assemblyFormat = "$grad_output `,` $input attr-dict `:` type($grad_output) `,` type($input) `->` type($grad_weight)";
+}
+
+def Offload_MaxPool2dOp : Offload_DiffOp<"max_pool2d", [InferTypeOpAdaptor]> {
+  let summary = "`max_pool2d_with_indices`; saves only the indices";
+  let arguments = (ins Offload_FloatTensor:$input, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Offload_FloatTensor:$result, Offload_IndexTensor:$indices);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+def Offload_MaxPool2dBackwardOp : Offload_ComputeOp<"max_pool2d_backward"> {
+  let summary = "Gradient of max_pool2d: scatter-add at the saved indices";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_IndexTensor:$indices);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_input)";
+}
+def Offload_AvgPool2dOp : Offload_DiffOp<"avg_pool2d", [InferTypeOpAdaptor]> {
+  let summary = "`avg_pool2d`; saves nothing";
+  let arguments = (ins Offload_FloatTensor:$input, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "true">:$count_include_pad);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+def Offload_AvgPool2dBackwardOp : Offload_ComputeOp<"avg_pool2d_backward"> {
+  let summary = "Gradient of avg_pool2d";
+  let arguments = (ins Offload_FloatTensor:$grad_output, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "true">:$count_include_pad);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
+}
+def Offload_AdaptiveAvgPool2dOp : Offload_DiffOp<"adaptive_avg_pool2d", [InferTypeOpAdaptor]> {
+  let summary = "`adaptive_avg_pool2d`; saves nothing";
+  let arguments = (ins Offload_FloatTensor:$input, DenseI64ArrayAttr:$output_size);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+def Offload_AdaptiveAvgPool2dBackwardOp : Offload_ComputeOp<"adaptive_avg_pool2d_backward"> {
+  let summary = "Gradient of adaptive_avg_pool2d";
+  let arguments = (ins Offload_FloatTensor:$grad_output);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and softmax
+//===----------------------------------------------------------------------===//
+
+def Offload_BatchNormOp : Offload_DiffOp<"batch_norm", [InferTypeOpAdaptor,
+    AttrSizedOperandSegments, AllTypesMatch<["running_mean", "running_var"]>]> {
+  let summary = "Training-mode batch norm; running statistics as explicit state";
+  let description = [{
+    `native_batch_norm` in training mode over [N, C, ...]: normalizes with the
+    batch statistics and returns the updated running statistics as values
+    (`(1 - momentum) * running + momentum * batch_stat`, unbiased variance),
+    so that recomputing the op never updates state twice. Saves `input`,
+    `weight`, `save_mean` and `save_invstd`, as PyTorch does.
+  }];
+  let arguments = (ins Offload_FloatTensor:$input, Optional<Offload_FloatTensor>:$weight,
+                       Optional<Offload_FloatTensor>:$bias,
+                       Offload_FloatTensor:$running_mean, Offload_FloatTensor:$running_var,
+                       F64Attr:$momentum, F64Attr:$eps);
+  let results = (outs Offload_FloatTensor:$result, Offload_FloatTensor:$save_mean,
+                      Offload_FloatTensor:$save_invstd,
+                      Offload_FloatTensor:$new_running_mean,
+                      Offload_FloatTensor:$new_running_var);
+  let assemblyFormat = [{
+    $input (`weight` $weight^ `:` type($weight))? (`bias` $bias^ `:` type($bias))?
+    `running` $running_mean `,` $running_var attr-dict `:` type($input) `,` type($running_mean)
+  }];
+  let hasVerifier = 1;
+}
+def Offload_BatchNormBackwardOp : Offload_ComputeOp<"batch_norm_backward", [
+    AllTypesMatch<["grad_output", "input", "grad_input"]>,
+    AllTypesMatch<["save_mean", "save_invstd", "grad_weight", "grad_bias"]>]> {
+  let summary = "Gradient of training-mode batch norm";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
+                       Optional<Offload_FloatTensor>:$weight,
+                       Offload_FloatTensor:$save_mean, Offload_FloatTensor:$save_invstd,
+                       F64Attr:$eps);
+  let results = (outs Offload_FloatTensor:$grad_input, Offload_FloatTensor:$grad_weight,
+                      Offload_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` $weight^ `:` type($weight))? `stats` $save_mean `,`
+    $save_invstd attr-dict `:` type($input) `,` type($save_mean)
+  }];
+}
+
+def Offload_LayerNormOp : Offload_DiffOp<"layer_norm", [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+  let summary = "`native_layer_norm` over the last `normalized_ndim` dimensions";
+  let arguments = (ins Offload_FloatTensor:$input, Optional<Offload_FloatTensor>:$weight,
+                       Optional<Offload_FloatTensor>:$bias,
+                       I64Attr:$normalized_ndim, F64Attr:$eps);
+  let results = (outs Offload_FloatTensor:$result, Offload_FloatTensor:$mean,
+                      Offload_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` type($input)
+    (`,` type($weight)^)? (`,` type($bias)^)?
+  }];
+}
+def Offload_LayerNormBackwardOp : Offload_ComputeOp<"layer_norm_backward", [
+    AllTypesMatch<["grad_output", "input", "grad_input"]>, AllTypesMatch<["grad_weight", "grad_bias"]>, AllTypesMatch<["mean", "rstd"]>]> {
+  let summary = "Gradient of layer norm";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
+                       Optional<Offload_FloatTensor>:$weight,
+                       Offload_FloatTensor:$mean, Offload_FloatTensor:$rstd,
+                       I64Attr:$normalized_ndim);
+  let results = (outs Offload_FloatTensor:$grad_input, Offload_FloatTensor:$grad_weight,
+                      Offload_FloatTensor:$grad_bias);
+  let assemblyFormat = [{
+    $grad_output `,` $input (`weight` $weight^ `:` type($weight))? `stats` $mean `,` $rstd
+    attr-dict `:` type($input) `,` type($mean) `->` type($grad_weight)
+  }];
+}
+
+class Offload_SoftmaxLikeOp<string mnemonic> : Offload_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "`" # mnemonic # "` along `dim`; saves its result";
+  let arguments = (ins Offload_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+def Offload_SoftmaxOp : Offload_SoftmaxLikeOp<"softmax">;
+def Offload_LogSoftmaxOp : Offload_SoftmaxLikeOp<"log_softmax">;
+class Offload_SoftmaxLikeBackwardOp<string mnemonic> : Offload_ComputeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Gradient of `" # !subst("_backward", "", mnemonic) # "` from its result";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$output, I64Attr:$dim);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $output attr-dict `:` type($grad_input)";
+}
+def Offload_SoftmaxBackwardOp : Offload_SoftmaxLikeBackwardOp<"softmax_backward">;
+def Offload_LogSoftmaxBackwardOp : Offload_SoftmaxLikeBackwardOp<"log_softmax_backward">;
+
+//===----------------------------------------------------------------------===//
+// Embedding, dropout, losses
+//===----------------------------------------------------------------------===//
+
+def Offload_EmbeddingOp : Offload_DiffOp<"embedding", [InferTypeOpAdaptor]> {
+  let summary = "Row lookup `weight[indices]`; saves the indices";
+  let arguments = (ins Offload_FloatTensor:$weight, Offload_IndexTensor:$indices);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices)";
+}
+def Offload_EmbeddingBackwardOp : Offload_ComputeOp<"embedding_backward"> {
+  let summary = "Gradient of embedding: scatter-add rows of `grad_output`";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_IndexTensor:$indices);
+  let results = (outs Offload_FloatTensor:$grad_weight);
+  let assemblyFormat = "$grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_weight)";
+}
+
+def Offload_DropoutOp : Offload_DiffOp<"dropout", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "Dropout from a counter-based generator (Philox4x32-10)";
+  let description = [{
+    Element `i` is kept iff `philox_uniform(seed, offset + i) >= p`, and kept
+    elements are scaled by `1 / (1 - p)` (docs/op-semantics.md). The same
+    seed and offset give the same mask on every backend and in every
+    recomputation; the VJP regenerates the mask, so only the seed is saved
+    (PyTorch saves a mask of the input's size).
+
+    ```mlir
+    %y = offload.dropout %x, %seed {p = 1.0e-01 : f64, offset = 0 : i64} : tensor<4x8xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$input, Offload_SeedTensor:$seed,
+                       F64Attr:$p, I64Attr:$offset);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict `:` type($input) `,` type($seed)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+def Offload_DropoutBackwardOp : Offload_ComputeOp<"dropout_backward", [AllTypesMatch<["grad_output", "grad_input"]>]> {
+  let summary = "Gradient of dropout, regenerating the mask from the seed";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_SeedTensor:$seed,
+                       F64Attr:$p, I64Attr:$offset);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $seed attr-dict `:` type($grad_output) `,` type($seed)";
+}
+
+def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor]> {
+  let summary = "`cross_entropy(logits, target)` with class indices";
+  let description = [{
+    `logits` [N, C], `target` [N] (i64) -> scalar. Saves `logits` and
+    `target`.
+
+    ```mlir
+    %l = offload.cross_entropy %z, %t {reduction = mean} : tensor<32x10xf32>, tensor<32xi64>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$logits, Offload_IndexTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $target attr-dict `:` type($logits) `,` type($target)";
+  let hasVerifier = 1;
+}
+def Offload_CrossEntropyBackwardOp : Offload_ComputeOp<"cross_entropy_backward", [AllTypesMatch<["logits", "grad_input"]>]> {
+  let summary = "Gradient of cross_entropy with respect to the logits";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$logits,
+                       Offload_IndexTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $logits `,` $target attr-dict `:` type($grad_output) `,` type($logits) `,` type($target)";
+}
+def Offload_NllLossOp : Offload_DiffOp<"nll_loss", [InferTypeOpAdaptor]> {
+  let summary = "`nll_loss(log_probs, target)`";
+  let arguments = (ins Offload_FloatTensor:$input, Offload_IndexTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $target attr-dict `:` type($input) `,` type($target)";
+}
+def Offload_NllLossBackwardOp : Offload_ComputeOp<"nll_loss_backward", [AllTypesMatch<["input", "grad_input"]>]> {
+  let summary = "Gradient of nll_loss";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
+                       Offload_IndexTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input `,` $target attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
+}
+def Offload_MseLossOp : Offload_DiffOp<"mse_loss", [InferTypeOpAdaptor]> {
+  let summary = "`mse_loss(input, target)`";
+  let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction);
+  let results = (outs Offload_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $target attr-dict `:` type($input) `,` type($target)";
+}
+def Offload_MseLossBackwardOp : Offload_ComputeOp<"mse_loss_backward", [AllTypesMatch<["input", "target", "grad_input"]>]> {
+  let summary = "Gradient of mse_loss";
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
+                       Offload_FloatTensor:$target,
+                       DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction);
+  let results = (outs Offload_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad_output `,` $input `,` $target attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
+}
+
+#endif // OFFLOAD_COMPUTE_OPS_TD

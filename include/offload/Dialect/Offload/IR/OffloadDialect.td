@@ -1,0 +1,53 @@
+//===- OffloadDialect.td - The offload dialect --------------*- tablegen -*-===//
+#ifndef OFFLOAD_DIALECT_TD
+#define OFFLOAD_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Offload_Dialect : Dialect {
+  let name = "offload";
+  let cppNamespace = "::mlir::offload";
+  let summary = "A training step with explicit saved values and memory placement";
+  let description = [{
+    The `offload` dialect models one training step of a neural network:
+    value-semantics tensor compute at ATen granularity, the step's phases
+    (forward, backward, optionally split into input- and weight-gradient
+    halves, optimizer), every forward value that backward needs as an
+    explicit saved value (`!offload.saved<T>`), recompute regions, copies
+    between device and host memory with async tokens, and optimizer updates.
+
+    A function carrying the unit attribute `offload.step` is a training step.
+    Its body is one block whose op order is the execution order; the
+    `offload.phase` markers split it into phases. The dialect verifies that
+    markers appear in phase order, that `offload.save` only occurs in forward
+    and `offload.restore` only after it, and that every argument and result
+    carries `offload.name` and `offload.role`.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 0;
+  let hasOperationAttrVerify = 1;
+  let hasConstantMaterializer = 0;
+  let extraClassDeclaration = [{
+    /// Attribute names used on step functions and their arguments/results.
+    static constexpr ::llvm::StringLiteral kStepAttrName = "offload.step";
+    static constexpr ::llvm::StringLiteral kNameAttrName = "offload.name";
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "offload.role";
+    static constexpr ::llvm::StringLiteral kLocAttrName = "offload.source";
+
+  private:
+    void registerTypes();
+  public:
+  }];
+}
+
+// Device and host memory as side-effect resources: copies between them read
+// one and write the other, so generic passes (CSE, DCE) never merge or drop a
+// copy that matters, while pure compute ops stay freely foldable.
+def Offload_DeviceMemory : Resource<"::mlir::offload::DeviceMemoryResource">;
+def Offload_HostMemory : Resource<"::mlir::offload::HostMemoryResource">;
+
+class Offload_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Offload_Dialect, mnemonic, traits>;
+
+#endif // OFFLOAD_DIALECT_TD

@@ -1,0 +1,45 @@
+//===- OffloadOps.h - offload operations --------------------------*- C++ -*-===//
+#ifndef OFFLOAD_DIALECT_OFFLOAD_IR_OFFLOADOPS_H
+#define OFFLOAD_DIALECT_OFFLOAD_IR_OFFLOADOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/OffloadInterfaces.h"
+
+namespace mlir {
+namespace offload {
+namespace detail {
+/// Result type of numpy-style broadcasting of `lhs` and `rhs`.
+LogicalResult inferBroadcast(std::optional<Location> loc, Type lhs, Type rhs,
+                             SmallVectorImpl<Type> &types);
+/// Builds the VJP of a unary elementwise op through its backward op
+/// `BwdOp(grad_output, saved)`, copying the forward op's attributes.
+template <typename BwdOp>
+LogicalResult buildUnaryVJP(Operation *op, OpBuilder &b, ValueRange saved,
+                            ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0]) {
+    operandGrads.push_back(Value());
+    return success();
+  }
+  SmallVector<NamedAttribute> attrs(op->getAttrs());
+  auto bwd = BwdOp::create(b, op->getLoc(), TypeRange{resultGrads[0].getType()},
+                           ValueRange{resultGrads[0], saved[0]}, attrs);
+  operandGrads.push_back(bwd->getResult(0));
+  return success();
+}
+} // namespace detail
+} // namespace offload
+} // namespace mlir
+
+#define GET_OP_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadOps.h.inc"
+
+#endif

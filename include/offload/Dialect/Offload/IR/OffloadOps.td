@@ -1,0 +1,261 @@
+//===- OffloadOps.td - Step structure, memory and optimizer ops -*- tablegen -*-===//
+//
+// Part of offload. The ops that give a training step its structure (phases,
+// saved values, recompute regions), move tensors between device and host
+// memory, and update parameters. Compute ops are in OffloadComputeOps.td.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_OPS_TD
+#define OFFLOAD_OPS_TD
+
+include "offload/Dialect/Offload/IR/OffloadDialect.td"
+include "offload/Dialect/Offload/IR/OffloadTypes.td"
+include "offload/Dialect/Offload/IR/OffloadInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Structure
+//===----------------------------------------------------------------------===//
+
+def Offload_PhaseOp : Offload_Op<"phase"> {
+  let summary = "Marks the start of a phase of the training step";
+  let description = [{
+    Ops after this marker, up to the next marker, belong to `phase`. Markers
+    appear in the order forward, backward (or backward_input then
+    backward_weight), optimizer; a step without markers is all forward.
+    The marker has unknown side effects on purpose: no generic pass moves or
+    removes it.
+
+    ```mlir
+    offload.phase forward
+    %y = offload.relu %x : tensor<4x8xf32>
+    offload.phase backward
+    ```
+  }];
+  let arguments = (ins Offload_Phase:$phase);
+  let assemblyFormat = "$phase attr-dict";
+}
+
+def Offload_SaveOp : Offload_Op<"save", [Pure,
+    TypesMatchWith<"result is the saved handle of the value's type", "value",
+      "result", "::mlir::offload::SavedType::get($_self.getContext(), ::llvm::cast<::mlir::RankedTensorType>($_self))">]> {
+  let summary = "Keeps a forward value for the backward phase";
+  let description = [{
+    Makes `value` an explicit saved value: the handle keeps its bytes alive
+    until the last `offload.restore` of it. Only valid in the forward phase.
+    The memory passes replace save/restore pairs by recomputation or host
+    offload.
+
+    ```mlir
+    %s = offload.save %y : tensor<32x128xf32>
+    ```
+  }];
+  let arguments = (ins Offload_AnyTensor:$value);
+  let results = (outs Offload_SavedType:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+def Offload_RestoreOp : Offload_Op<"restore", [Pure,
+    TypesMatchWith<"result is the tensor type of the saved handle", "saved",
+      "result", "::llvm::cast<::mlir::offload::SavedType>($_self).getTensorType()">]> {
+  let summary = "Reads a saved value in a backward phase";
+  let description = [{
+    ```mlir
+    %y = offload.restore %s : !offload.saved<tensor<32x128xf32>>
+    ```
+  }];
+  let arguments = (ins Offload_SavedType:$saved);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$saved attr-dict `:` qualified(type($saved))";
+  let hasFolder = 0;
+}
+
+def Offload_RecomputeOp : Offload_Op<"recompute", [IsolatedFromAbove,
+    RecursiveMemoryEffects, SingleBlock,
+    DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
+  let summary = "Recomputes forward values in backward instead of saving them";
+  let description = [{
+    A region cloned from the forward ops that produced the results, fed by
+    `inputs` (restored saved values, parameters, or the step's inputs). The
+    region is isolated from above, so CSE never merges the recomputed ops
+    with their forward originals. Random ops inside regenerate the same
+    numbers from their explicit seed and offset; ops that update state
+    (batch-norm running statistics) have value semantics, so a recomputed
+    copy's state results are simply unused.
+
+    ```mlir
+    %r = offload.recompute (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%a: tensor<4x8xf32>):
+      %y = offload.relu %a : tensor<4x8xf32>
+      offload.yield %y : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, OptionalAttr<StrAttr>:$policy);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Offload_YieldOp : Offload_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"RecomputeOp">]> {
+  let summary = "Returns the values of a recompute region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Device <-> host memory
+//===----------------------------------------------------------------------===//
+
+def Offload_ToHostOp : Offload_Op<"to_host", [
+    MemoryEffects<[MemRead<Offload_DeviceMemory>, MemAlloc<Offload_HostMemory>,
+                   MemWrite<Offload_HostMemory>]>,
+    TypesMatchWith<"result is the host tensor of the value's type", "value",
+      "result", "::mlir::offload::HostType::get($_self.getContext(), ::llvm::cast<::mlir::RankedTensorType>($_self))">]> {
+  let summary = "Copies a tensor from device to host memory";
+  let description = [{
+    A device-to-host copy. With `async`, it runs on the device-to-host copy
+    stream after its dependencies and returns a token; the device copy may
+    only be freed after that token completes (the lowering takes care of it).
+    Without `async` it is synchronous.
+
+    ```mlir
+    %h, %t = offload.to_host async [%t0] %x : tensor<32x128xf32>
+    %h2 = offload.to_host %y : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Offload_TokenType>:$asyncDependencies,
+                       Offload_AnyTensor:$value);
+  let results = (outs Offload_HostType:$result,
+                      Optional<Offload_TokenType>:$asyncToken);
+  let assemblyFormat = [{
+    custom<AsyncDependencies>(type($asyncToken), $asyncDependencies) $value
+    attr-dict `:` type($value)
+  }];
+}
+
+def Offload_ToDeviceOp : Offload_Op<"to_device", [
+    MemoryEffects<[MemRead<Offload_HostMemory>, MemAlloc<Offload_DeviceMemory>,
+                   MemWrite<Offload_DeviceMemory>]>,
+    TypesMatchWith<"result is the tensor type of the host value", "value",
+      "result", "::llvm::cast<::mlir::offload::HostType>($_self).getTensorType()">]> {
+  let summary = "Copies (prefetches) a tensor from host to device memory";
+  let description = [{
+    A host-to-device copy. With `async` it runs on the host-to-device stream
+    and returns a token; its result may only be read by compute after an
+    `offload.wait` on that token (the step verifier checks this). The
+    optional `prefetch_distance` records how many compute ops before the
+    first use the copy was issued.
+
+    ```mlir
+    %x, %t = offload.to_device async %h : !offload.host<tensor<32x128xf32>>
+    offload.wait [%t]
+    ```
+  }];
+  let arguments = (ins Variadic<Offload_TokenType>:$asyncDependencies,
+                       Offload_HostType:$value,
+                       OptionalAttr<I64Attr>:$prefetch_distance);
+  let results = (outs Offload_AnyTensor:$result,
+                      Optional<Offload_TokenType>:$asyncToken);
+  let assemblyFormat = [{
+    custom<AsyncDependencies>(type($asyncToken), $asyncDependencies) $value
+    attr-dict `:` qualified(type($value))
+  }];
+}
+
+def Offload_WaitOp : Offload_Op<"wait", [
+    MemoryEffects<[MemRead<Offload_HostMemory>, MemWrite<Offload_DeviceMemory>]>]> {
+  let summary = "Waits for asynchronous copies";
+  let description = [{
+    Without `async`, compute after this op waits for every dependency. With
+    `async`, it returns a token that completes when all dependencies have
+    (a join), and blocks nothing.
+
+    ```mlir
+    offload.wait [%t0, %t1]
+    %t2 = offload.wait async [%t0, %t1]
+    ```
+  }];
+  let arguments = (ins Variadic<Offload_TokenType>:$asyncDependencies);
+  let results = (outs Optional<Offload_TokenType>:$asyncToken);
+  let assemblyFormat = [{
+    custom<AsyncDependencies>(type($asyncToken), $asyncDependencies) attr-dict
+  }];
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param", "new_momentum_buffer"]>,
+    AllTypesMatch<["step", "new_step"]>,
+    DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
+  let summary = "One torch.optim.SGD step for one parameter";
+  let description = [{
+    Semantics of torch.optim.SGD 1.13 (maximize off), in this order:
+    `g = grad + weight_decay * param`; with momentum, `buf = g` on the first
+    step (`step == 0`) and `momentum * buf + (1 - dampening) * g` after;
+    `g = nesterov ? g + momentum * buf : buf`; `param -= lr * g`;
+    `new_step = step + 1`. `step` is an i64 scalar.
+
+    ```mlir
+    %p1, %b1, %s1 = offload.sgd_update %p, %g, %b, %s {lr = 1.0e-01 : f64,
+        momentum = 9.0e-01 : f64, dampening = 0.0 : f64,
+        weight_decay = 0.0 : f64, nesterov = false}
+        : tensor<10x4xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$param, Offload_FloatTensor:$grad,
+                       Offload_FloatTensor:$momentum_buffer,
+                       Offload_SeedTensor:$step,
+                       F64Attr:$lr, F64Attr:$momentum, F64Attr:$dampening,
+                       F64Attr:$weight_decay, BoolAttr:$nesterov);
+  let results = (outs Offload_FloatTensor:$new_param,
+                      Offload_FloatTensor:$new_momentum_buffer,
+                      Offload_SeedTensor:$new_step);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["step", "new_step"]>,
+    DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
+  let summary = "One torch.optim.AdamW step for one parameter";
+  let description = [{
+    Semantics of torch.optim.AdamW 1.13 (amsgrad off): `param *= 1 - lr *
+    weight_decay`; `m = beta1 * m + (1 - beta1) * g`; `v = beta2 * v +
+    (1 - beta2) * g * g`; `t = step + 1`; `param -= (lr / (1 - beta1^t)) * m /
+    (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
+
+    ```mlir
+    %p1, %m1, %v1, %s1 = offload.adamw_update %p, %g, %m, %v, %s {lr = 1.0e-03 : f64,
+        beta1 = 9.0e-01 : f64, beta2 = 9.990e-01 : f64, eps = 1.0e-08 : f64,
+        weight_decay = 1.0e-02 : f64} : tensor<10x4xf32>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$param, Offload_FloatTensor:$grad,
+                       Offload_FloatTensor:$exp_avg, Offload_FloatTensor:$exp_avg_sq,
+                       Offload_SeedTensor:$step,
+                       F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let results = (outs Offload_FloatTensor:$new_param, Offload_FloatTensor:$new_exp_avg,
+                      Offload_FloatTensor:$new_exp_avg_sq, Offload_SeedTensor:$new_step);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` type($param) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // OFFLOAD_OPS_TD

@@ -1,0 +1,73 @@
+//===- OffloadTypes.td - offload types ----------------------*- tablegen -*-===//
+#ifndef OFFLOAD_TYPES_TD
+#define OFFLOAD_TYPES_TD
+
+include "offload/Dialect/Offload/IR/OffloadDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinTypes.td"
+include "mlir/IR/EnumAttr.td"
+
+class Offload_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Offload_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+def Offload_SavedType : Offload_Type<"Saved", "saved"> {
+  let summary = "A forward value kept for the backward phase";
+  let description = [{
+    `!offload.saved<tensor<32x128xf32>>` is a handle to a forward value that
+    the backward phase needs. It is produced by `offload.save` in forward and
+    consumed by `offload.restore` in a backward phase; the memory passes
+    rewrite these pairs (keep, recompute, offload to the host). The handle
+    occupies the bytes of its tensor until its last restore.
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$tensorType);
+  let assemblyFormat = "`<` $tensorType `>`";
+}
+
+def Offload_HostType : Offload_Type<"Host", "host"> {
+  let summary = "A tensor resident in host memory";
+  let description = [{
+    `!offload.host<tensor<32x128xf32>>` is a tensor in the host arena (pinned
+    memory on the CUDA backend). Compute ops never read it: it must be
+    brought back with `offload.to_device` first.
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$tensorType);
+  let assemblyFormat = "`<` $tensorType `>`";
+}
+
+def Offload_TokenType : Offload_Type<"Token", "token"> {
+  let summary = "Completion token of an asynchronous copy";
+  let description = [{
+    Like `!gpu.async.token`: an async op returns one, later async ops list it
+    as a dependency, and `offload.wait` blocks compute until it completes.
+    Lowering maps tokens to stream events.
+  }];
+}
+
+def Offload_Phase : I32EnumAttr<"Phase", "phase of a training step", [
+    I32EnumAttrCase<"forward", 0>,
+    I32EnumAttrCase<"backward", 1>,
+    I32EnumAttrCase<"backward_input", 2>,
+    I32EnumAttrCase<"backward_weight", 3>,
+    I32EnumAttrCase<"optimizer", 4>]> {
+  let cppNamespace = "::mlir::offload";
+}
+
+def Offload_Reduction : I32EnumAttr<"Reduction", "loss reduction", [
+    I32EnumAttrCase<"mean", 0>, I32EnumAttrCase<"sum", 1>]> {
+  let cppNamespace = "::mlir::offload";
+}
+
+def Offload_GeluApprox : I32EnumAttr<"GeluApproximation", "GELU approximation", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::mlir::offload";
+}
+
+// Type constraints.
+def Offload_FloatTensor : RankedTensorOf<[F32, F64]>;
+def Offload_IndexTensor : RankedTensorOf<[I64]>;
+def Offload_AnyTensor : RankedTensorOf<[F32, F64, I64, I32, I1]>;
+def Offload_SeedTensor : 0DTensorOf<[I64]>;
+
+#endif // OFFLOAD_TYPES_TD

@@ -1,0 +1,130 @@
+//===- OffloadCost.cpp - FLOP and byte counts of offload ops --------------===//
+//
+// Part of offload. FLOPs count a multiply-add as 2 (the convention of
+// PyTorch's torch.utils.flop_counter and of Narayanan et al., SC'21,
+// "Efficient Large-Scale Language Model Training on GPU Clusters").
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+#include "offload/Dialect/Offload/IR/OffloadInterfaces.cpp.inc"
+
+bool mlir::offload::detail::isFloatTensor(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && (rt.getElementType().isF32() || rt.getElementType().isF64());
+}
+
+int64_t mlir::offload::detail::tensorBytes(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (auto s = dyn_cast<SavedType>(t))
+    rt = s.getTensorType();
+  if (auto h = dyn_cast<HostType>(t))
+    rt = h.getTensorType();
+  if (!rt || !rt.hasStaticShape())
+    return -1;
+  unsigned bits = rt.getElementType().getIntOrFloatBitWidth();
+  int64_t eltBytes = std::max<int64_t>(1, bits / 8);
+  return rt.getNumElements() * eltBytes;
+}
+
+static int64_t sumBytes(TypeRange types) {
+  int64_t total = 0;
+  for (Type t : types) {
+    if (isa<TokenType>(t))
+      continue;
+    int64_t b = mlir::offload::detail::tensorBytes(t);
+    if (b < 0)
+      return -1;
+    total += b;
+  }
+  return total;
+}
+
+int64_t mlir::offload::detail::sumOperandBytes(Operation *op) {
+  return sumBytes(op->getOperandTypes());
+}
+int64_t mlir::offload::detail::sumResultBytes(Operation *op) {
+  return sumBytes(op->getResultTypes());
+}
+int64_t mlir::offload::detail::sumResultElements(Operation *op) {
+  int64_t total = 0;
+  for (Type t : op->getResultTypes()) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (!rt)
+      continue;
+    if (!rt.hasStaticShape())
+      return -1;
+    total += rt.getNumElements();
+  }
+  return total;
+}
+
+static int64_t numel(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  return rt.hasStaticShape() ? rt.getNumElements() : -1;
+}
+
+int64_t LinearOp::getFlops() {
+  auto w = getWeight().getType();
+  int64_t out = numel(getResult().getType());
+  if (out < 0)
+    return -1;
+  return 2 * out * w.getDimSize(1) + (getBias() ? out : 0);
+}
+
+int64_t MatmulOp::getFlops() {
+  auto l = getLhs().getType();
+  int64_t k = l.getDimSize(getTransposeLhs() ? l.getRank() - 2 : l.getRank() - 1);
+  int64_t out = numel(getResult().getType());
+  return out < 0 ? -1 : 2 * out * k;
+}
+
+/// 2 · (output elements) · (C/groups · KH · KW): one multiply-add per weight
+/// tap per output element.
+static int64_t convFlops(RankedTensorType out, RankedTensorType weight) {
+  if (!out.hasStaticShape() || !weight.hasStaticShape())
+    return -1;
+  return 2 * out.getNumElements() * weight.getDimSize(1) * weight.getDimSize(2) *
+         weight.getDimSize(3);
+}
+
+int64_t Conv2dOp::getFlops() {
+  auto out = getResult().getType();
+  return convFlops(out, getWeight().getType()) +
+         (getBias() && out.hasStaticShape() ? out.getNumElements() : 0);
+}
+// The input and weight gradients each cost as much as the forward product.
+int64_t Conv2dBackwardInputOp::getFlops() {
+  return convFlops(getGradOutput().getType(), getWeight().getType());
+}
+int64_t Conv2dBackwardWeightOp::getFlops() {
+  return convFlops(getGradOutput().getType(), getGradWeight().getType());
+}
+
+// Per element: weight decay (2), momentum (3), nesterov (2), update (2).
+int64_t SgdUpdateOp::getFlops() { return 9 * numel(getParam().getType()); }
+// Per element, following the AdamW formula in the op description: ~16.
+int64_t AdamWUpdateOp::getFlops() { return 16 * numel(getParam().getType()); }
+
+// A reshape is a view: it moves no bytes.
+int64_t ReshapeOp::getFlops() { return 0; }
+int64_t ReshapeOp::getBytesRead() { return 0; }
+int64_t ReshapeOp::getBytesWritten() { return 0; }
+
+int64_t RecomputeOp::getFlops() {
+  int64_t total = 0;
+  for (Operation &op : getBody().front()) {
+    auto cost = dyn_cast<CostOpInterface>(&op);
+    if (!cost)
+      continue;
+    int64_t f = cost.getFlops();
+    if (f < 0)
+      return -1;
+    total += f;
+  }
+  return total;
+}

@@ -1,0 +1,237 @@
+//===- OffloadDialect.cpp - offload dialect and step verifier -------------===//
+//
+// Part of offload. Registers the dialect and verifies the `offload.step`
+// attribute: the structure of a training step (phase order, where saved
+// values may be made and read, argument/result roles, waits before reading a
+// prefetched tensor).
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.cpp.inc"
+#include "offload/Dialect/Offload/IR/OffloadEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadTypes.cpp.inc"
+
+void OffloadDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
+      >();
+  registerTypes();
+}
+
+void OffloadDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "offload/Dialect/Offload/IR/OffloadTypes.cpp.inc"
+      >();
+}
+
+bool mlir::offload::isValidArgumentRole(StringRef role) {
+  return llvm::is_contained(ArrayRef<StringRef>{"parameter", "state",
+                                                "optimizer_state", "input",
+                                                "rng_seed", "output_gradient"},
+                            role);
+}
+
+bool mlir::offload::isValidResultRole(StringRef role) {
+  return llvm::is_contained(
+      ArrayRef<StringRef>{"loss", "new_parameter", "new_state",
+                          "new_optimizer_state", "gradient", "output",
+                          "input_gradient"},
+      role);
+}
+
+/// Rank of a phase in the step order; backward and backward_input share a
+/// rank (a step has one or the other).
+static int phaseRank(Phase p) {
+  switch (p) {
+  case Phase::forward:
+    return 0;
+  case Phase::backward:
+  case Phase::backward_input:
+    return 1;
+  case Phase::backward_weight:
+    return 2;
+  case Phase::optimizer:
+    return 3;
+  }
+  return 0;
+}
+
+static LogicalResult verifyRoles(FunctionOpInterface fn) {
+  llvm::StringSet<> argNames;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    auto name = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+    auto role = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    if (!name || !role)
+      return fn.emitOpError() << "argument #" << i
+                              << " of a training step needs string attributes '"
+                              << OffloadDialect::kNameAttrName << "' and '"
+                              << OffloadDialect::kRoleAttrName << "'";
+    if (!isValidArgumentRole(role.getValue()))
+      return fn.emitOpError() << "argument #" << i << " ('" << name.getValue()
+                              << "') has unknown role '" << role.getValue()
+                              << "'; expected parameter, state, optimizer_state, "
+                                 "input, rng_seed or output_gradient";
+    if (!argNames.insert(name.getValue()).second)
+      return fn.emitOpError() << "two arguments are named '" << name.getValue()
+                              << "'";
+  }
+  for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
+    auto name = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+    auto role = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    if (!name || !role)
+      return fn.emitOpError() << "result #" << i
+                              << " of a training step needs string attributes '"
+                              << OffloadDialect::kNameAttrName << "' and '"
+                              << OffloadDialect::kRoleAttrName << "'";
+    if (!isValidResultRole(role.getValue()))
+      return fn.emitOpError() << "result #" << i << " ('" << name.getValue()
+                              << "') has unknown role '" << role.getValue()
+                              << "'; expected loss, new_parameter, new_state, "
+                                 "new_optimizer_state, gradient, output or "
+                                 "input_gradient";
+  }
+  return success();
+}
+
+static LogicalResult verifyStep(FunctionOpInterface fn) {
+  if (fn.isExternal())
+    return fn.emitOpError("a training step ('offload.step') needs a body");
+  Region &body = fn.getFunctionBody();
+  if (!llvm::hasSingleElement(body))
+    return fn.emitOpError("a training step must have exactly one block; its op "
+                          "order is the execution order");
+  if (failed(verifyRoles(fn)))
+    return failure();
+
+  Phase current = Phase::forward;
+  PhaseOp lastMarker;
+  llvm::DenseSet<int> seenPhases;
+  bool sawBackward = false, sawSplit = false;
+  // Tokens of async host-to-device copies not yet waited for, and the copy
+  // whose result each guards.
+  llvm::DenseMap<Value, ToDeviceOp> pendingTokens;
+  llvm::DenseMap<Value, Value> pendingResults; // result -> token
+  // Joined tokens (`wait async`) stand for the tokens they join.
+  llvm::DenseMap<Value, SmallVector<Value>> joins;
+
+  std::function<void(Value)> clearToken = [&](Value tok) {
+    auto it = joins.find(tok);
+    if (it != joins.end())
+      for (Value t : it->second)
+        clearToken(t);
+    auto pit = pendingTokens.find(tok);
+    if (pit != pendingTokens.end()) {
+      pendingResults.erase(pit->second.getResult());
+      pendingTokens.erase(pit);
+    }
+  };
+
+  for (Operation &op : body.front()) {
+    if (auto marker = dyn_cast<PhaseOp>(op)) {
+      Phase next = marker.getPhase();
+      if (!seenPhases.insert(int(next)).second)
+        return marker.emitOpError() << "phase '" << stringifyPhase(next)
+                                    << "' is marked twice in one step";
+      if (phaseRank(next) < phaseRank(current) ||
+          (phaseRank(next) == phaseRank(current) && lastMarker)) {
+        auto diag = marker.emitOpError()
+                    << "phase '" << stringifyPhase(next) << "' cannot follow '"
+                    << stringifyPhase(current)
+                    << "'; the order is forward, backward (or backward_input, "
+                       "backward_weight), optimizer";
+        diag.attachNote(lastMarker.getLoc()) << "previous phase marker here";
+        return diag;
+      }
+      if (next == Phase::backward)
+        sawBackward = true;
+      if (next == Phase::backward_input || next == Phase::backward_weight)
+        sawSplit = true;
+      if (sawBackward && sawSplit)
+        return marker.emitOpError(
+            "a step has either one 'backward' phase or the split "
+            "'backward_input'/'backward_weight' phases, not both");
+      current = next;
+      lastMarker = marker;
+      continue;
+    }
+    if (isa<SaveOp>(op) && current != Phase::forward) {
+      auto diag = op.emitOpError()
+                  << "saves a value in phase '" << stringifyPhase(current)
+                  << "'; saved values are made in the forward phase";
+      if (lastMarker)
+        diag.attachNote(lastMarker.getLoc()) << "phase begins here";
+      return diag;
+    }
+    if (auto restore = dyn_cast<RestoreOp>(op)) {
+      if (current == Phase::forward)
+        return op.emitOpError("restores a saved value in the forward phase; "
+                              "saved values are read only after forward");
+    }
+    // A prefetched tensor may be read only after a wait on its token.
+    for (Value operand : op.getOperands()) {
+      auto it = pendingResults.find(operand);
+      if (it == pendingResults.end() || isa<WaitOp>(op))
+        continue;
+      auto copy = pendingTokens.lookup(it->second);
+      auto diag = op.emitOpError()
+                  << "reads the result of an async offload.to_device before an "
+                     "offload.wait on its token";
+      diag.attachNote(copy.getLoc()) << "the copy is issued here";
+      return diag;
+    }
+    if (auto toDevice = dyn_cast<ToDeviceOp>(op)) {
+      if (Value tok = toDevice.getAsyncToken()) {
+        pendingTokens[tok] = toDevice;
+        pendingResults[toDevice.getResult()] = tok;
+      }
+    }
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      if (Value joined = wait.getAsyncToken())
+        joins[joined] = llvm::to_vector(wait.getAsyncDependencies());
+      else
+        for (Value tok : wait.getAsyncDependencies())
+          clearToken(tok);
+    }
+  }
+  return success();
+}
+
+LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  if (attr.getName() == kStepAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kStepAttrName << "' must be a unit attribute";
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!fn)
+      return op->emitOpError() << "'" << kStepAttrName
+                               << "' may only be attached to a function";
+    return verifyStep(fn);
+  }
+  if (attr.getName() == kNameAttrName || attr.getName() == kRoleAttrName ||
+      attr.getName() == kLocAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a string attribute";
+    return success();
+  }
+  return op->emitOpError() << "unknown offload attribute '"
+                           << attr.getName().getValue() << "'";
+}

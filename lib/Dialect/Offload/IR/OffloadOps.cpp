@@ -1,0 +1,325 @@
+//===- OffloadOps.cpp - offload op verifiers, folders, canonicalizers -----===//
+//
+// Part of offload.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+//===----------------------------------------------------------------------===//
+// custom<AsyncDependencies>: `async`? (`[` deps `]`)?
+//===----------------------------------------------------------------------===//
+
+static ParseResult
+parseAsyncDependencies(OpAsmParser &parser, Type &asyncTokenType,
+                       SmallVectorImpl<OpAsmParser::UnresolvedOperand> &deps) {
+  if (succeeded(parser.parseOptionalKeyword("async")))
+    asyncTokenType = TokenType::get(parser.getContext());
+  if (failed(parser.parseOptionalLSquare()))
+    return success();
+  if (succeeded(parser.parseOptionalRSquare()))
+    return success();
+  if (parser.parseOperandList(deps) || parser.parseRSquare())
+    return failure();
+  return success();
+}
+
+static void printAsyncDependencies(OpAsmPrinter &p, Operation *op,
+                                   Type asyncTokenType, OperandRange deps) {
+  if (asyncTokenType)
+    p << "async";
+  if (deps.empty())
+    return;
+  if (asyncTokenType)
+    p << ' ';
+  p << '[';
+  llvm::interleaveComma(deps, p);
+  p << ']';
+}
+
+#define GET_OP_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// RecomputeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecomputeOp::verify() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " inputs but its region takes "
+                         << block.getNumArguments() << " arguments";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(getInputs(), block.getArguments()))) {
+    auto [input, arg] = pair;
+    if (input.getType() != arg.getType())
+      return emitOpError() << "input #" << i << " has type " << input.getType()
+                           << " but region argument #" << i << " has type "
+                           << arg.getType();
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("region must end with offload.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values of types (" << yield.getValues().getTypes()
+                         << ") but returns (" << getResultTypes() << ")";
+  return success();
+}
+
+namespace {
+/// A recompute region that recomputes nothing (yields its own arguments)
+/// forwards its inputs.
+struct ForwardTrivialRecompute : public OpRewritePattern<RecomputeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RecomputeOp op,
+                                PatternRewriter &rewriter) const override {
+    Block &block = op.getBody().front();
+    if (!llvm::hasSingleElement(block))
+      return failure();
+    auto yield = cast<YieldOp>(block.getTerminator());
+    SmallVector<Value> replacements;
+    for (Value v : yield.getValues()) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg)
+        return failure();
+      replacements.push_back(op.getInputs()[arg.getArgNumber()]);
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+/// A wait on nothing does nothing.
+struct EraseEmptyWait : public OpRewritePattern<WaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(WaitOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getAsyncDependencies().empty() || op.getAsyncToken())
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void RecomputeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<ForwardTrivialRecompute>(context);
+}
+
+void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<EraseEmptyWait>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates: the argument checks of torch.optim 1.13.
+//===----------------------------------------------------------------------===//
+
+LogicalResult SgdUpdateOp::verify() {
+  double lr = getLr().convertToDouble(), momentum = getMomentum().convertToDouble();
+  double dampening = getDampening().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  if (lr < 0)
+    return emitOpError() << "invalid learning rate " << lr << " (must be >= 0)";
+  if (momentum < 0)
+    return emitOpError() << "invalid momentum " << momentum << " (must be >= 0)";
+  if (wd < 0)
+    return emitOpError() << "invalid weight_decay " << wd << " (must be >= 0)";
+  if (getNesterov() && (momentum <= 0 || dampening != 0))
+    return emitOpError("nesterov momentum requires a momentum > 0 and zero "
+                       "dampening");
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
+  double wd = getWeightDecay().convertToDouble();
+  if (lr < 0)
+    return emitOpError() << "invalid learning rate " << lr << " (must be >= 0)";
+  if (eps < 0)
+    return emitOpError() << "invalid eps " << eps << " (must be >= 0)";
+  if (b1 < 0 || b1 >= 1)
+    return emitOpError() << "invalid beta1 " << b1 << " (must be in [0, 1))";
+  if (b2 < 0 || b2 >= 1)
+    return emitOpError() << "invalid beta2 " << b2 << " (must be in [0, 1))";
+  if (wd < 0)
+    return emitOpError() << "invalid weight_decay " << wd << " (must be >= 0)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Compute op verifiers
+//===----------------------------------------------------------------------===//
+
+/// Whether `from` broadcasts to `to` under numpy rules.
+static bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
+  if (from.size() > to.size())
+    return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1)
+      return false;
+  }
+  return true;
+}
+
+LogicalResult MaskedFillOp::verify() {
+  auto in = getInput().getType(), mask = getMask().getType();
+  if (!broadcastsTo(mask.getShape(), in.getShape()))
+    return emitOpError() << "mask of type " << mask
+                         << " does not broadcast to the input's shape";
+  return success();
+}
+
+static LogicalResult verifyReduceDims(Operation *op, RankedTensorType in,
+                                      ArrayRef<int64_t> dims) {
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= in.getRank())
+      return op->emitOpError() << "reduction dimension " << d
+                               << " is out of range for a rank-" << in.getRank()
+                               << " input (dims are normalized, >= 0)";
+    if (!seen.insert(d).second)
+      return op->emitOpError() << "reduction dimension " << d << " is repeated";
+  }
+  return success();
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduceDims(*this, getInput().getType(), getDims());
+}
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduceDims(*this, getInput().getType(), getDims());
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element types of input and result differ");
+  if (!broadcastsTo(in.getShape(), out.getShape()))
+    return emitOpError() << "input of type " << in
+                         << " does not broadcast to " << out;
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element types of input and result differ");
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << in.getNumElements()
+                         << " elements into " << out.getNumElements();
+  return success();
+}
+
+LogicalResult Conv2dOp::verify() {
+  auto in = getInput().getType(), w = getWeight().getType();
+  if (in.getRank() != 4 || w.getRank() != 4)
+    return emitOpError("expects a rank-4 input [N, C, H, W] and weight "
+                       "[O, C/groups, KH, KW]");
+  if (getStride().size() != 2 || getPadding().size() != 2 ||
+      getDilation().size() != 2)
+    return emitOpError("stride, padding and dilation must have 2 values each");
+  int64_t groups = getGroups();
+  if (groups < 1)
+    return emitOpError() << "groups must be >= 1, got " << groups;
+  if (!ShapedType::isDynamic(in.getDimSize(1)) &&
+      in.getDimSize(1) != w.getDimSize(1) * groups)
+    return emitOpError() << "input has " << in.getDimSize(1)
+                         << " channels but weight expects " << w.getDimSize(1)
+                         << " x " << groups << " groups";
+  if (w.getDimSize(0) % groups != 0)
+    return emitOpError() << "output channels " << w.getDimSize(0)
+                         << " are not divisible by groups " << groups;
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto in = getInput().getType();
+  if (in.getRank() < 2)
+    return emitOpError("expects an input of rank >= 2 [N, C, ...]");
+  int64_t c = in.getDimSize(1);
+  for (Value v : {getWeight(), getBias(), getRunningMean(), getRunningVar()}) {
+    if (!v)
+      continue;
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || t.getDimSize(0) != c)
+      return emitOpError() << "per-channel operand of type " << t
+                           << " does not match " << c << " channels";
+  }
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (p < 0 || p >= 1)
+    return emitOpError() << "dropout probability " << p
+                         << " must be in [0, 1)";
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = getLogits().getType(), target = getTarget().getType();
+  if (logits.getRank() != 2 || target.getRank() != 1)
+    return emitOpError("expects logits [N, C] and class-index target [N]");
+  if (logits.getDimSize(0) != target.getDimSize(0))
+    return emitOpError() << "logits have batch " << logits.getDimSize(0)
+                         << " but target has " << target.getDimSize(0);
+  double ls = getLabelSmoothing().convertToDouble();
+  if (ls < 0 || ls > 1)
+    return emitOpError() << "label_smoothing " << ls << " must be in [0, 1]";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Folders
+//===----------------------------------------------------------------------===//
+
+OpFoldResult AddScalarOp::fold(FoldAdaptor) {
+  return getValue().isZero() ? OpFoldResult(getInput()) : OpFoldResult();
+}
+OpFoldResult MulScalarOp::fold(FoldAdaptor) {
+  return getValue().convertToDouble() == 1.0 ? OpFoldResult(getInput())
+                                             : OpFoldResult();
+}
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  return getInput().getType() == getResult().getType() ? OpFoldResult(getInput())
+                                                       : OpFoldResult();
+}
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) -> reshape(x)
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if (int64_t(i) != p)
+      return {};
+  return getInput();
+}
+OpFoldResult CopyOp::fold(FoldAdaptor) {
+  return getInput().getType() == getResult().getType() ? OpFoldResult(getInput())
+                                                       : OpFoldResult();
+}
+OpFoldResult DropoutOp::fold(FoldAdaptor) {
+  return getP().isZero() ? OpFoldResult(getInput()) : OpFoldResult();
+}

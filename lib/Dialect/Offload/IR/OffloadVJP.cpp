@@ -1,0 +1,545 @@
+//===- OffloadVJP.cpp - Vector-Jacobian products of offload ops -----------===//
+//
+// Part of offload. Each forward op lists the values its VJP reads
+// (getSavedValues) and builds its VJP from backward ops. The saved sets are
+// no larger than PyTorch 1.13's autograd formulas
+// (tools/autograd/derivatives.yaml) and smaller where a formula allows:
+// ReLU/sigmoid/tanh/softmax save their result, dropout only its seed,
+// max-pooling only its indices, additions and views nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+using Grads = SmallVectorImpl<Value>;
+
+/// Sums `grad` over the dimensions that broadcasting added or expanded, so
+/// that it has `target`'s shape (the inverse of numpy broadcasting).
+static Value reduceToShape(OpBuilder &b, Location loc, Value grad, Type target) {
+  if (!grad || grad.getType() == target)
+    return grad;
+  auto g = cast<RankedTensorType>(grad.getType());
+  auto t = cast<RankedTensorType>(target);
+  int64_t lead = g.getRank() - t.getRank();
+  SmallVector<int64_t> dims;
+  for (int64_t i = 0; i < g.getRank(); ++i)
+    if (i < lead || (t.getDimSize(i - lead) == 1 && g.getDimSize(i) != 1))
+      dims.push_back(i);
+  Value r = grad;
+  if (!dims.empty())
+    r = ReduceSumOp::create(b, loc, grad, dims, false);
+  if (r.getType() != target)
+    r = ReshapeOp::create(b, loc, target, r);
+  return r;
+}
+
+static Value zerosLike(OpBuilder &b, Location loc, Type t) {
+  return FillOp::create(b, loc, t, b.getF64FloatAttr(0.0));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+void ExpOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getResult()); }
+LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(MulOp::create(b, getLoc(), rg[0], saved[0])) : Value());
+  return success();
+}
+
+void NegOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult NegOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(NegOp::create(b, getLoc(), rg[0])) : Value());
+  return success();
+}
+
+void SqrtOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getResult()); }
+LogicalResult SqrtOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.push_back(Value());
+    return success();
+  }
+  // d sqrt(x) = dy / (2 sqrt(x))
+  Value twoY = MulScalarOp::create(b, getLoc(), saved[0], b.getF64FloatAttr(2.0));
+  og.push_back(DivOp::create(b, getLoc(), rg[0], twoY));
+  return success();
+}
+
+void RsqrtOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getResult()); }
+LogicalResult RsqrtOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.push_back(Value());
+    return success();
+  }
+  // d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+  Location loc = getLoc();
+  Value y2 = MulOp::create(b, loc, saved[0], saved[0]);
+  Value y3 = MulOp::create(b, loc, y2, saved[0]);
+  Value g = MulOp::create(b, loc, rg[0], y3);
+  og.push_back(MulScalarOp::create(b, loc, g, b.getF64FloatAttr(-0.5)));
+  return success();
+}
+
+void AddScalarOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult AddScalarOp::buildVJP(OpBuilder &, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0]);
+  return success();
+}
+
+void MulScalarOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult MulScalarOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(MulScalarOp::create(b, getLoc(), rg[0], getValueAttr()))
+                     : Value());
+  return success();
+}
+
+void AddOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult AddOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(reduceToShape(b, getLoc(), rg[0], getLhs().getType()));
+  og.push_back(reduceToShape(b, getLoc(), rg[0], getRhs().getType()));
+  return success();
+}
+
+void SubOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult SubOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(reduceToShape(b, getLoc(), rg[0], getLhs().getType()));
+  Value neg = rg[0] ? Value(NegOp::create(b, getLoc(), rg[0])) : Value();
+  og.push_back(reduceToShape(b, getLoc(), neg, getRhs().getType()));
+  return success();
+}
+
+void MulOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getLhs());
+  s.push_back(getRhs());
+}
+LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.append({Value(), Value()});
+    return success();
+  }
+  Location loc = getLoc();
+  og.push_back(reduceToShape(b, loc, MulOp::create(b, loc, rg[0], saved[1]),
+                             getLhs().getType()));
+  og.push_back(reduceToShape(b, loc, MulOp::create(b, loc, rg[0], saved[0]),
+                             getRhs().getType()));
+  return success();
+}
+
+void DivOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getLhs());
+  s.push_back(getRhs());
+}
+LogicalResult DivOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.append({Value(), Value()});
+    return success();
+  }
+  Location loc = getLoc();
+  Value da = DivOp::create(b, loc, rg[0], saved[1]);
+  // d(a/b)/db = -a/b^2 = -(dy/b) * a / b
+  Value t = DivOp::create(b, loc, MulOp::create(b, loc, da, saved[0]), saved[1]);
+  og.push_back(reduceToShape(b, loc, da, getLhs().getType()));
+  og.push_back(reduceToShape(b, loc, NegOp::create(b, loc, t), getRhs().getType()));
+  return success();
+}
+
+void MaskedFillOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getMask()); }
+LogicalResult MaskedFillOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                     Grads &og) {
+  og.push_back(rg[0] ? Value(MaskedFillOp::create(b, getLoc(), rg[0].getType(), rg[0],
+                                                  saved[0], b.getF64FloatAttr(0.0)))
+                     : Value());
+  og.push_back(Value());
+  return success();
+}
+
+void WhereOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getCondition()); }
+LogicalResult WhereOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  og.push_back(Value());
+  if (!rg[0]) {
+    og.append({Value(), Value()});
+    return success();
+  }
+  Location loc = getLoc();
+  Value zeros = zerosLike(b, loc, rg[0].getType());
+  og.push_back(reduceToShape(b, loc, WhereOp::create(b, loc, saved[0], rg[0], zeros),
+                             getLhs().getType()));
+  og.push_back(reduceToShape(b, loc, WhereOp::create(b, loc, saved[0], zeros, rg[0]),
+                             getRhs().getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and shapes
+//===----------------------------------------------------------------------===//
+
+/// Broadcasts the gradient of a reduction back to the input's shape.
+static Value unreduce(OpBuilder &b, Location loc, Value grad, RankedTensorType in,
+                      ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> kept(in.getShape());
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (dims.empty() || llvm::is_contained(dims, i))
+      kept[i] = 1;
+  auto keptType = RankedTensorType::get(kept, in.getElementType());
+  Value g = grad;
+  if (g.getType() != keptType)
+    g = ReshapeOp::create(b, loc, keptType, g);
+  return BroadcastToOp::create(b, loc, in, g);
+}
+
+void ReduceSumOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult ReduceSumOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? unreduce(b, getLoc(), rg[0], getInput().getType(), getDims())
+                     : Value());
+  return success();
+}
+
+void ReduceMeanOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult ReduceMeanOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.push_back(Value());
+    return success();
+  }
+  auto in = getInput().getType();
+  int64_t count = 1;
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (getDims().empty() || llvm::is_contained(getDims(), i))
+      count *= in.getDimSize(i);
+  Value g = MulScalarOp::create(b, getLoc(), rg[0], b.getF64FloatAttr(1.0 / double(count)));
+  og.push_back(unreduce(b, getLoc(), g, in, getDims()));
+  return success();
+}
+
+void BroadcastToOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult BroadcastToOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(reduceToShape(b, getLoc(), rg[0], getInput().getType()));
+  return success();
+}
+
+void ReshapeOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(ReshapeOp::create(b, getLoc(), getInput().getType(), rg[0]))
+                     : Value());
+  return success();
+}
+
+void TransposeOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult TransposeOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.push_back(Value());
+    return success();
+  }
+  SmallVector<int64_t> inverse(getPerm().size());
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    inverse[p] = i;
+  og.push_back(TransposeOp::create(b, getLoc(), rg[0], inverse));
+  return success();
+}
+
+void CatOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult CatOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  int64_t offset = 0, dim = getDim();
+  for (Value in : getInputs()) {
+    int64_t size = cast<RankedTensorType>(in.getType()).getDimSize(dim);
+    og.push_back(rg[0] ? Value(SliceOp::create(b, getLoc(), rg[0], dim, offset,
+                                               offset + size, 1))
+                       : Value());
+    offset += size;
+  }
+  return success();
+}
+
+void SliceOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult SliceOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(SliceBackwardOp::create(b, getLoc(), getInput().getType(),
+                                                     rg[0], getDim(), getStart(),
+                                                     getEnd(), getStep()))
+                     : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+void LinearOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  s.push_back(getWeight());
+}
+LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  Value dy = rg[0];
+  if (!dy) {
+    og.append({Value(), Value()});
+    if (getBias())
+      og.push_back(Value());
+    return success();
+  }
+  Location loc = getLoc();
+  Value x = saved[0], w = saved[1];
+  auto xt = getInput().getType();
+  auto dyt = cast<RankedTensorType>(dy.getType());
+  // dx = dy @ w : [*, M] x [M, K]
+  og.push_back(MatmulOp::create(b, loc, dy, w, false, false));
+  // dw = dy^T @ x over all leading rows: [M, R] x [R, K]
+  int64_t rows = xt.getNumElements() / xt.getShape().back();
+  Value dy2 = dy, x2 = x;
+  if (dyt.getRank() != 2) {
+    dy2 = ReshapeOp::create(b, loc,
+                            RankedTensorType::get({rows, dyt.getShape().back()},
+                                                  dyt.getElementType()),
+                            dy);
+    x2 = ReshapeOp::create(b, loc,
+                           RankedTensorType::get({rows, xt.getShape().back()},
+                                                 xt.getElementType()),
+                           x);
+  }
+  og.push_back(MatmulOp::create(b, loc, dy2, x2, true, false));
+  if (getBias()) {
+    SmallVector<int64_t> dims;
+    for (int64_t i = 0; i + 1 < dyt.getRank(); ++i)
+      dims.push_back(i);
+    og.push_back(ReduceSumOp::create(b, loc, dy, dims, false));
+  }
+  return success();
+}
+
+void MatmulOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getLhs());
+  s.push_back(getRhs());
+}
+LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  Value dc = rg[0];
+  if (!dc) {
+    og.append({Value(), Value()});
+    return success();
+  }
+  Location loc = getLoc();
+  Value a = saved[0], bb = saved[1];
+  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  Value da, db;
+  if (!ta && !tb) {
+    da = MatmulOp::create(b, loc, dc, bb, false, true);
+    db = MatmulOp::create(b, loc, a, dc, true, false);
+  } else if (ta && !tb) {
+    da = MatmulOp::create(b, loc, bb, dc, false, true);
+    db = MatmulOp::create(b, loc, a, dc, false, false);
+  } else if (!ta && tb) {
+    da = MatmulOp::create(b, loc, dc, bb, false, false);
+    db = MatmulOp::create(b, loc, dc, a, true, false);
+  } else {
+    da = MatmulOp::create(b, loc, bb, dc, true, true);
+    db = MatmulOp::create(b, loc, dc, a, true, true);
+  }
+  og.push_back(reduceToShape(b, loc, da, getLhs().getType()));
+  og.push_back(reduceToShape(b, loc, db, getRhs().getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+void Conv2dOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  s.push_back(getWeight());
+}
+LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  Value dy = rg[0];
+  if (!dy) {
+    og.append({Value(), Value()});
+    if (getBias())
+      og.push_back(Value());
+    return success();
+  }
+  Location loc = getLoc();
+  og.push_back(Conv2dBackwardInputOp::create(b, loc, getInput().getType(), dy, saved[1],
+                                             getStrideAttr(), getPaddingAttr(),
+                                             getDilationAttr(), getGroupsAttr()));
+  og.push_back(Conv2dBackwardWeightOp::create(b, loc, getWeight().getType(), dy, saved[0],
+                                              getStrideAttr(), getPaddingAttr(),
+                                              getDilationAttr(), getGroupsAttr()));
+  if (getBias())
+    og.push_back(ReduceSumOp::create(b, loc, dy, ArrayRef<int64_t>{0, 2, 3}, false));
+  return success();
+}
+
+void MaxPool2dOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getIndices()); }
+LogicalResult MaxPool2dOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                    Grads &og) {
+  og.push_back(rg[0] ? Value(MaxPool2dBackwardOp::create(b, getLoc(), getInput().getType(),
+                                                         rg[0], saved[0]))
+                     : Value());
+  return success();
+}
+
+void AvgPool2dOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult AvgPool2dOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(AvgPool2dBackwardOp::create(
+                           b, getLoc(), getInput().getType(), rg[0], getKernelSizeAttr(),
+                           getStrideAttr(), getPaddingAttr(), getCeilModeAttr(),
+                           getCountIncludePadAttr()))
+                     : Value());
+  return success();
+}
+
+void AdaptiveAvgPool2dOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult AdaptiveAvgPool2dOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg,
+                                            Grads &og) {
+  og.push_back(rg[0] ? Value(AdaptiveAvgPool2dBackwardOp::create(
+                           b, getLoc(), getInput().getType(), rg[0]))
+                     : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and softmax
+//===----------------------------------------------------------------------===//
+
+void BatchNormOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  if (getWeight())
+    s.push_back(getWeight());
+  s.push_back(getSaveMean());
+  s.push_back(getSaveInvstd());
+}
+LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                    Grads &og) {
+  Value dy = rg[0];
+  bool hasW = bool(getWeight());
+  if (!dy) {
+    og.push_back(Value());
+    if (hasW) og.push_back(Value());
+    if (getBias()) og.push_back(Value());
+    og.append({Value(), Value()});
+    return success();
+  }
+  auto c = getSaveMean().getType();
+  Value x = saved[0], w = hasW ? saved[1] : Value();
+  Value mean = saved[hasW ? 2 : 1], invstd = saved[hasW ? 3 : 2];
+  auto bwd = BatchNormBackwardOp::create(b, getLoc(), getInput().getType(), c, c, dy, x, w,
+                                         mean, invstd, getEpsAttr());
+  og.push_back(bwd.getGradInput());
+  if (hasW) og.push_back(bwd.getGradWeight());
+  if (getBias()) og.push_back(bwd.getGradBias());
+  og.append({Value(), Value()}); // running statistics are state, not trained
+  return success();
+}
+void LayerNormOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  if (getWeight())
+    s.push_back(getWeight());
+  s.push_back(getMean());
+  s.push_back(getRstd());
+}
+LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                    Grads &og) {
+  Value dy = rg[0];
+  bool hasW = bool(getWeight());
+  if (!dy) {
+    og.push_back(Value());
+    if (hasW) og.push_back(Value());
+    if (getBias()) og.push_back(Value());
+    return success();
+  }
+  auto in = getInput().getType();
+  auto normShape = in.getShape().take_back(getNormalizedNdim());
+  auto wt = RankedTensorType::get(normShape, in.getElementType());
+  Value x = saved[0], w = hasW ? saved[1] : Value();
+  Value mean = saved[hasW ? 2 : 1], rstd = saved[hasW ? 3 : 2];
+  auto bwd = LayerNormBackwardOp::create(b, getLoc(), in, wt, wt, dy, x, w, mean, rstd,
+                                         getNormalizedNdimAttr());
+  og.push_back(bwd.getGradInput());
+  if (hasW) og.push_back(bwd.getGradWeight());
+  if (getBias()) og.push_back(bwd.getGradBias());
+  return success();
+}
+
+void SoftmaxOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getResult()); }
+LogicalResult SoftmaxOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(SoftmaxBackwardOp::create(b, getLoc(), rg[0].getType(), rg[0],
+                                                       saved[0], getDimAttr()))
+                     : Value());
+  return success();
+}
+
+void LogSoftmaxOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getResult()); }
+LogicalResult LogSoftmaxOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                     Grads &og) {
+  og.push_back(rg[0] ? Value(LogSoftmaxBackwardOp::create(b, getLoc(), rg[0].getType(),
+                                                          rg[0], saved[0], getDimAttr()))
+                     : Value());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, dropout, losses
+//===----------------------------------------------------------------------===//
+
+void EmbeddingOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getIndices()); }
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                    Grads &og) {
+  og.push_back(rg[0] ? Value(EmbeddingBackwardOp::create(b, getLoc(), getWeight().getType(),
+                                                         rg[0], saved[0]))
+                     : Value());
+  og.push_back(Value());
+  return success();
+}
+
+void DropoutOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getSeed()); }
+LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(DropoutBackwardOp::create(b, getLoc(), rg[0].getType(), rg[0],
+                                                       saved[0], getPAttr(), getOffsetAttr()))
+                     : Value());
+  og.push_back(Value());
+  return success();
+}
+
+void CrossEntropyOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getLogits());
+  s.push_back(getTarget());
+}
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                       Grads &og) {
+  og.push_back(rg[0] ? Value(CrossEntropyBackwardOp::create(
+                           b, getLoc(), getLogits().getType(), rg[0], saved[0], saved[1],
+                           getReductionAttr(), getIgnoreIndexAttr(),
+                           getLabelSmoothingAttr()))
+                     : Value());
+  og.push_back(Value());
+  return success();
+}
+
+void NllLossOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  s.push_back(getTarget());
+}
+LogicalResult NllLossOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  og.push_back(rg[0] ? Value(NllLossBackwardOp::create(b, getLoc(), getInput().getType(),
+                                                       rg[0], saved[0], saved[1],
+                                                       getReductionAttr(),
+                                                       getIgnoreIndexAttr()))
+                     : Value());
+  og.push_back(Value());
+  return success();
+}
+
+void MseLossOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.push_back(getInput());
+  s.push_back(getTarget());
+}
+LogicalResult MseLossOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  if (!rg[0]) {
+    og.append({Value(), Value()});
+    return success();
+  }
+  Value dx = MseLossBackwardOp::create(b, getLoc(), getInput().getType(), rg[0], saved[0],
+                                       saved[1], getReductionAttr());
+  og.push_back(dx);
+  og.push_back(NegOp::create(b, getLoc(), dx));
+  return success();
+}

@@ -1,0 +1,88 @@
+//===- CostReport.cpp - FLOPs and bytes per op and phase ------------------===//
+//
+// Part of offload. Implements --offload-cost-report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "offload-cost-report"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_COSTREPORT
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+namespace {
+struct Totals {
+  int64_t flops = 0, bytesRead = 0, bytesWritten = 0, ops = 0;
+  bool unknown = false;
+};
+
+struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
+  using CostReportBase::CostReportBase;
+
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    getOperation().walk([&](FunctionOpInterface fn) {
+      if (fn.isExternal())
+        return;
+      os << "cost report for @" << fn.getName() << "\n";
+      SmallVector<std::pair<std::string, Totals>> phases;
+      phases.push_back({"forward", {}});
+      for (Operation &op : fn.getFunctionBody().front()) {
+        if (auto marker = dyn_cast<PhaseOp>(op)) {
+          phases.push_back({stringifyPhase(marker.getPhase()).str(), {}});
+          continue;
+        }
+        auto cost = dyn_cast<CostOpInterface>(&op);
+        if (!cost)
+          continue;
+        Totals &t = phases.back().second;
+        int64_t f = cost.getFlops(), r = cost.getBytesRead(), w = cost.getBytesWritten();
+        if (f < 0 || r < 0 || w < 0)
+          t.unknown = true;
+        else {
+          t.flops += f;
+          t.bytesRead += r;
+          t.bytesWritten += w;
+        }
+        ++t.ops;
+        ++numOps;
+        if (perOp)
+          os << llvm::format("  %-28s flops=%-12lld read=%-10lld written=%-10lld",
+                             op.getName().getStringRef().str().c_str(), (long long)f,
+                             (long long)r, (long long)w)
+             << " " << op.getLoc() << "\n";
+      }
+      Totals all;
+      for (auto &[name, t] : phases) {
+        if (t.ops == 0)
+          continue;
+        os << llvm::format("  phase %-16s ops=%-5lld flops=%-14lld bytes_read=%-12lld "
+                           "bytes_written=%lld%s\n",
+                           name.c_str(), (long long)t.ops, (long long)t.flops,
+                           (long long)t.bytesRead, (long long)t.bytesWritten,
+                           t.unknown ? " (some ops have dynamic shapes)" : "");
+        all.ops += t.ops;
+        all.flops += t.flops;
+        all.bytesRead += t.bytesRead;
+        all.bytesWritten += t.bytesWritten;
+      }
+      os << llvm::format("  total ops=%lld flops=%lld bytes_read=%lld bytes_written=%lld\n",
+                         (long long)all.ops, (long long)all.flops,
+                         (long long)all.bytesRead, (long long)all.bytesWritten);
+    });
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace

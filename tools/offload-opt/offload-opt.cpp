@@ -1,0 +1,38 @@
+//===- offload-opt.cpp - The offload optimizer driver ---------------------===//
+//
+// Part of offload. `offload-opt` parses MLIR with the offload dialect, runs
+// the passes named on the command line (`--help` lists them with their
+// options), and prints the result. Built on MlirOptMain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::offload::OffloadDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
+  // Our passes, and the generic ones that are useful on training steps.
+  mlir::offload::registerOffloadPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
+  mlir::registerSCCPPass();
+  mlir::registerLoopInvariantCodeMotionPass();
+  mlir::registerPrintOpStatsPass();
+  mlir::registerViewOpGraphPass();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv,
+      "offload optimizer: memory planning passes for training steps\n"
+      "(recompute, host offload, weight-gradient split). See docs/.\n",
+      registry));
+}
