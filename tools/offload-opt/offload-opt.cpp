@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +20,7 @@
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::offload::OffloadDialect, mlir::func::FuncDialect,
+                  mlir::cf::ControlFlowDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   // Our passes, and the generic ones that are useful on training steps.
   mlir::offload::registerOffloadPasses();

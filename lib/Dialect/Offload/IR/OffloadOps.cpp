@@ -12,8 +12,18 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cstdio>
+#include <string>
+
 using namespace mlir;
 using namespace mlir::offload;
+
+/// `v` as printf's %g writes it (1, 0.5, 1e-08): readable in diagnostics.
+static std::string fmtDouble(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
 
 //===----------------------------------------------------------------------===//
 // custom<AsyncDependencies>: `async`? (`[` deps `]`)?
@@ -132,11 +142,11 @@ LogicalResult SgdUpdateOp::verify() {
   double dampening = getDampening().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
   if (lr < 0)
-    return emitOpError() << "invalid learning rate " << lr << " (must be >= 0)";
+    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << " (must be >= 0)";
   if (momentum < 0)
-    return emitOpError() << "invalid momentum " << momentum << " (must be >= 0)";
+    return emitOpError() << "invalid momentum " << fmtDouble(momentum) << " (must be >= 0)";
   if (wd < 0)
-    return emitOpError() << "invalid weight_decay " << wd << " (must be >= 0)";
+    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << " (must be >= 0)";
   if (getNesterov() && (momentum <= 0 || dampening != 0))
     return emitOpError("nesterov momentum requires a momentum > 0 and zero "
                        "dampening");
@@ -148,15 +158,15 @@ LogicalResult AdamWUpdateOp::verify() {
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
   if (lr < 0)
-    return emitOpError() << "invalid learning rate " << lr << " (must be >= 0)";
+    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << " (must be >= 0)";
   if (eps < 0)
-    return emitOpError() << "invalid eps " << eps << " (must be >= 0)";
+    return emitOpError() << "invalid eps " << fmtDouble(eps) << " (must be >= 0)";
   if (b1 < 0 || b1 >= 1)
-    return emitOpError() << "invalid beta1 " << b1 << " (must be in [0, 1))";
+    return emitOpError() << "invalid beta1 " << fmtDouble(b1) << " (must be in [0, 1))";
   if (b2 < 0 || b2 >= 1)
-    return emitOpError() << "invalid beta2 " << b2 << " (must be in [0, 1))";
+    return emitOpError() << "invalid beta2 " << fmtDouble(b2) << " (must be in [0, 1))";
   if (wd < 0)
-    return emitOpError() << "invalid weight_decay " << wd << " (must be >= 0)";
+    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << " (must be >= 0)";
   return success();
 }
 
@@ -254,8 +264,6 @@ LogicalResult BatchNormOp::verify() {
     return emitOpError("expects an input of rank >= 2 [N, C, ...]");
   int64_t c = in.getDimSize(1);
   for (Value v : {getWeight(), getBias(), getRunningMean(), getRunningVar()}) {
-    if (!v)
-      continue;
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getRank() != 1 || t.getDimSize(0) != c)
       return emitOpError() << "per-channel operand of type " << t
@@ -267,7 +275,7 @@ LogicalResult BatchNormOp::verify() {
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (p < 0 || p >= 1)
-    return emitOpError() << "dropout probability " << p
+    return emitOpError() << "dropout probability " << fmtDouble(p)
                          << " must be in [0, 1)";
   return success();
 }
@@ -281,7 +289,7 @@ LogicalResult CrossEntropyOp::verify() {
                          << " but target has " << target.getDimSize(0);
   double ls = getLabelSmoothing().convertToDouble();
   if (ls < 0 || ls > 1)
-    return emitOpError() << "label_smoothing " << ls << " must be in [0, 1]";
+    return emitOpError() << "label_smoothing " << fmtDouble(ls) << " must be in [0, 1]";
   return success();
 }
 

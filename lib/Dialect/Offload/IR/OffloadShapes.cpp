@@ -19,6 +19,16 @@ static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
   return failure();
 }
 
+
+// Default-valued attributes may still be absent while an op is being parsed
+// (the parser infers result types before it fills in defaults): read them
+// through these helpers, never through the adaptor's value getters.
+static bool boolOr(BoolAttr a, bool dflt) { return a ? a.getValue() : dflt; }
+static int64_t intOr(IntegerAttr a, int64_t dflt) { return a ? a.getInt() : dflt; }
+static ArrayRef<int64_t> arrayOr(DenseI64ArrayAttr a) {
+  return a ? a.asArrayRef() : ArrayRef<int64_t>();
+}
+
 static LogicalResult broadcastShapes(std::optional<Location> loc,
                                      ArrayRef<int64_t> a, ArrayRef<int64_t> b,
                                      SmallVectorImpl<int64_t> &out) {
@@ -85,11 +95,13 @@ static LogicalResult inferReduce(std::optional<Location> loc, Type input,
 
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
-  return inferReduce(loc, a.getInput().getType(), a.getDims(), a.getKeepdim(), types);
+  return inferReduce(loc, a.getInput().getType(), arrayOr(a.getDimsAttr()),
+                     boolOr(a.getKeepdimAttr(), false), types);
 }
 LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor a, SmallVectorImpl<Type> &types) {
-  return inferReduce(loc, a.getInput().getType(), a.getDims(), a.getKeepdim(), types);
+  return inferReduce(loc, a.getInput().getType(), arrayOr(a.getDimsAttr()),
+                     boolOr(a.getKeepdimAttr(), false), types);
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -137,7 +149,7 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
-  int64_t dim = a.getDim(), start = a.getStart(), end = a.getEnd(), step = a.getStep();
+  int64_t dim = a.getDim(), start = a.getStart(), end = a.getEnd(), step = intOr(a.getStepAttr(), 1);
   if (dim < 0 || dim >= in.getRank())
     return fail(loc, "slice dimension " + Twine(dim) + " out of range");
   int64_t size = in.getDimSize(dim);
@@ -181,9 +193,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (l.getRank() < 2 || r.getRank() < 2)
     return fail(loc, "matmul operands must have rank >= 2");
   int64_t m = l.getDimSize(l.getRank() - 2), k = l.getDimSize(l.getRank() - 1);
-  if (a.getTransposeLhs()) std::swap(m, k);
+  if (boolOr(a.getTransposeLhsAttr(), false)) std::swap(m, k);
   int64_t k2 = r.getDimSize(r.getRank() - 2), n = r.getDimSize(r.getRank() - 1);
-  if (a.getTransposeRhs()) std::swap(k2, n);
+  if (boolOr(a.getTransposeRhsAttr(), false)) std::swap(k2, n);
   if (k != k2)
     return fail(loc, "matmul contraction sizes differ: " + Twine(k) + " vs " + Twine(k2));
   SmallVector<int64_t> batch;
@@ -251,7 +263,7 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
   auto in = cast<RankedTensorType>(a.getInput().getType());
   SmallVector<int64_t> shape;
   if (failed(inferPool(loc, in, a.getKernelSize(), a.getStride(), a.getPadding(),
-                       a.getDilation(), a.getCeilMode(), shape)))
+                       a.getDilation(), boolOr(a.getCeilModeAttr(), false), shape)))
     return failure();
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
@@ -263,7 +275,7 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   auto in = cast<RankedTensorType>(a.getInput().getType());
   SmallVector<int64_t> shape;
   if (failed(inferPool(loc, in, a.getKernelSize(), a.getStride(), a.getPadding(), {},
-                       a.getCeilMode(), shape)))
+                       boolOr(a.getCeilModeAttr(), false), shape)))
     return failure();
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();

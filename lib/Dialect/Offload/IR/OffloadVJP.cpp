@@ -401,61 +401,39 @@ LogicalResult AdaptiveAvgPool2dOp::buildVJP(OpBuilder &b, ValueRange, ValueRange
 //===----------------------------------------------------------------------===//
 
 void BatchNormOp::getSavedValues(SmallVectorImpl<Value> &s) {
-  s.push_back(getInput());
-  if (getWeight())
-    s.push_back(getWeight());
-  s.push_back(getSaveMean());
-  s.push_back(getSaveInvstd());
+  s.append({getInput(), getWeight(), getSaveMean(), getSaveInvstd()});
 }
 LogicalResult BatchNormOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
                                     Grads &og) {
   Value dy = rg[0];
-  bool hasW = bool(getWeight());
   if (!dy) {
-    og.push_back(Value());
-    if (hasW) og.push_back(Value());
-    if (getBias()) og.push_back(Value());
-    og.append({Value(), Value()});
+    og.append({Value(), Value(), Value(), Value(), Value()});
     return success();
   }
   auto c = getSaveMean().getType();
-  Value x = saved[0], w = hasW ? saved[1] : Value();
-  Value mean = saved[hasW ? 2 : 1], invstd = saved[hasW ? 3 : 2];
-  auto bwd = BatchNormBackwardOp::create(b, getLoc(), getInput().getType(), c, c, dy, x, w,
-                                         mean, invstd, getEpsAttr());
-  og.push_back(bwd.getGradInput());
-  if (hasW) og.push_back(bwd.getGradWeight());
-  if (getBias()) og.push_back(bwd.getGradBias());
+  auto bwd = BatchNormBackwardOp::create(b, getLoc(), getInput().getType(), c, c, dy,
+                                         saved[0], saved[1], saved[2], saved[3],
+                                         getEpsAttr());
+  og.append({bwd.getGradInput(), bwd.getGradWeight(), bwd.getGradBias()});
   og.append({Value(), Value()}); // running statistics are state, not trained
   return success();
 }
+
 void LayerNormOp::getSavedValues(SmallVectorImpl<Value> &s) {
-  s.push_back(getInput());
-  if (getWeight())
-    s.push_back(getWeight());
-  s.push_back(getMean());
-  s.push_back(getRstd());
+  s.append({getInput(), getWeight(), getMean(), getRstd()});
 }
 LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
                                     Grads &og) {
   Value dy = rg[0];
-  bool hasW = bool(getWeight());
   if (!dy) {
-    og.push_back(Value());
-    if (hasW) og.push_back(Value());
-    if (getBias()) og.push_back(Value());
+    og.append({Value(), Value(), Value()});
     return success();
   }
-  auto in = getInput().getType();
-  auto normShape = in.getShape().take_back(getNormalizedNdim());
-  auto wt = RankedTensorType::get(normShape, in.getElementType());
-  Value x = saved[0], w = hasW ? saved[1] : Value();
-  Value mean = saved[hasW ? 2 : 1], rstd = saved[hasW ? 3 : 2];
-  auto bwd = LayerNormBackwardOp::create(b, getLoc(), in, wt, wt, dy, x, w, mean, rstd,
+  auto wt = getWeight().getType();
+  auto bwd = LayerNormBackwardOp::create(b, getLoc(), getInput().getType(), wt, wt, dy,
+                                         saved[0], saved[1], saved[2], saved[3],
                                          getNormalizedNdimAttr());
-  og.push_back(bwd.getGradInput());
-  if (hasW) og.push_back(bwd.getGradWeight());
-  if (getBias()) og.push_back(bwd.getGradBias());
+  og.append({bwd.getGradInput(), bwd.getGradWeight(), bwd.getGradBias()});
   return success();
 }
 

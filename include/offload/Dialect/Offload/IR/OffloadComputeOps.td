@@ -43,7 +43,7 @@ class Offload_DiffOp<string mnemonic, list<Trait> traits = [],
 // saved: the result (relu, sigmoid, tanh: what PyTorch saves) or the input.
 // An empty `bwd` means the VJP is hand-written in OffloadVJP.cpp.
 class Offload_UnaryOp<string mnemonic, string bwd, bit savesResult,
-                      dag attrs = (ins), string doc = "">
+                      dag attrs = (ins), string doc = "", string attrFormat = "">
     : Offload_DiffOp<mnemonic, [SameOperandsAndResultType]> {
   let summary = "Elementwise `" # mnemonic # "` (ATen semantics)";
   let description = doc # [{
@@ -54,7 +54,7 @@ class Offload_UnaryOp<string mnemonic, string bwd, bit savesResult,
   }];
   let arguments = !con((ins Offload_FloatTensor:$input), attrs);
   let results = (outs Offload_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat = "$input " # attrFormat # " attr-dict `:` type($result)";
   let extraClassDefinition = !if(!empty(bwd), "", [{
     void $cppClass::getSavedValues(::llvm::SmallVectorImpl<::mlir::Value> &saved) {
       saved.push_back(}] # !if(savesResult, "getResult()", "getInput()") # [{);
@@ -68,7 +68,8 @@ class Offload_UnaryOp<string mnemonic, string bwd, bit savesResult,
   }]);
 }
 
-class Offload_UnaryBackwardOp<string mnemonic, string savedName, dag attrs = (ins)>
+class Offload_UnaryBackwardOp<string mnemonic, string savedName, dag attrs = (ins),
+                              string attrFormat = "">
     : Offload_ComputeOp<mnemonic, [SameOperandsAndResultType]> {
   let summary = "Gradient of `" # !subst("_backward", "", mnemonic) # "`";
   let description = [{
@@ -82,7 +83,7 @@ class Offload_UnaryBackwardOp<string mnemonic, string savedName, dag attrs = (in
   let arguments = !con((ins Offload_FloatTensor:$grad_output,
                             Offload_FloatTensor:$saved), attrs);
   let results = (outs Offload_FloatTensor:$grad_input);
-  let assemblyFormat = "$grad_output `,` $saved attr-dict `:` type($grad_input)";
+  let assemblyFormat = "$grad_output `,` $saved " # attrFormat # " attr-dict `:` type($grad_input)";
 }
 
 def Offload_ReluOp : Offload_UnaryOp<"relu", "ReluBackwardOp", 1>;
@@ -96,9 +97,11 @@ def Offload_HardswishBackwardOp : Offload_UnaryBackwardOp<"hardswish_backward", 
 def Offload_SiluOp : Offload_UnaryOp<"silu", "SiluBackwardOp", 0>;
 def Offload_SiluBackwardOp : Offload_UnaryBackwardOp<"silu_backward", "input">;
 def Offload_GeluOp : Offload_UnaryOp<"gelu", "GeluBackwardOp", 0,
-    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate)>;
+    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate),
+    "", "(`approximate` $approximate^)?">;
 def Offload_GeluBackwardOp : Offload_UnaryBackwardOp<"gelu_backward", "input",
-    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate)>;
+    (ins DefaultValuedAttr<Offload_GeluApprox, "::mlir::offload::GeluApproximation::none">:$approximate),
+    "(`approximate` $approximate^)?">;
 def Offload_SigmoidOp : Offload_UnaryOp<"sigmoid", "SigmoidBackwardOp", 1>;
 def Offload_SigmoidBackwardOp : Offload_UnaryBackwardOp<"sigmoid_backward", "result">;
 def Offload_TanhOp : Offload_UnaryOp<"tanh", "TanhBackwardOp", 1>;
@@ -400,17 +403,24 @@ def Offload_AdaptiveAvgPool2dBackwardOp : Offload_ComputeOp<"adaptive_avg_pool2d
 //===----------------------------------------------------------------------===//
 
 def Offload_BatchNormOp : Offload_DiffOp<"batch_norm", [InferTypeOpAdaptor,
-    AttrSizedOperandSegments, AllTypesMatch<["running_mean", "running_var"]>]> {
+    AllTypesMatch<["weight", "bias", "running_mean", "running_var"]>]> {
   let summary = "Training-mode batch norm; running statistics as explicit state";
   let description = [{
     `native_batch_norm` in training mode over [N, C, ...]: normalizes with the
     batch statistics and returns the updated running statistics as values
     (`(1 - momentum) * running + momentum * batch_stat`, unbiased variance),
     so that recomputing the op never updates state twice. Saves `input`,
-    `weight`, `save_mean` and `save_invstd`, as PyTorch does.
+    `weight`, `save_mean` and `save_invstd`, as PyTorch does. `weight` and
+    `bias` are required: the importer passes ones and zeros for a batch norm
+    without affine parameters (exact in floating point).
+
+    ```mlir
+    %y, %m, %is, %rm1, %rv1 = offload.batch_norm %x, %w, %b, %rm, %rv
+        {momentum = 0.1 : f64, eps = 1.0e-5 : f64} : tensor<2x4x8x8xf32>, tensor<4xf32>
+    ```
   }];
-  let arguments = (ins Offload_FloatTensor:$input, Optional<Offload_FloatTensor>:$weight,
-                       Optional<Offload_FloatTensor>:$bias,
+  let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$weight,
+                       Offload_FloatTensor:$bias,
                        Offload_FloatTensor:$running_mean, Offload_FloatTensor:$running_var,
                        F64Attr:$momentum, F64Attr:$eps);
   let results = (outs Offload_FloatTensor:$result, Offload_FloatTensor:$save_mean,
@@ -418,51 +428,57 @@ def Offload_BatchNormOp : Offload_DiffOp<"batch_norm", [InferTypeOpAdaptor,
                       Offload_FloatTensor:$new_running_mean,
                       Offload_FloatTensor:$new_running_var);
   let assemblyFormat = [{
-    $input (`weight` $weight^ `:` type($weight))? (`bias` $bias^ `:` type($bias))?
-    `running` $running_mean `,` $running_var attr-dict `:` type($input) `,` type($running_mean)
+    $input `,` $weight `,` $bias `,` $running_mean `,` $running_var attr-dict
+    `:` type($input) `,` type($running_mean)
   }];
   let hasVerifier = 1;
 }
 def Offload_BatchNormBackwardOp : Offload_ComputeOp<"batch_norm_backward", [
     AllTypesMatch<["grad_output", "input", "grad_input"]>,
-    AllTypesMatch<["save_mean", "save_invstd", "grad_weight", "grad_bias"]>]> {
+    AllTypesMatch<["weight", "save_mean", "save_invstd", "grad_weight", "grad_bias"]>]> {
   let summary = "Gradient of training-mode batch norm";
   let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
-                       Optional<Offload_FloatTensor>:$weight,
+                       Offload_FloatTensor:$weight,
                        Offload_FloatTensor:$save_mean, Offload_FloatTensor:$save_invstd,
                        F64Attr:$eps);
   let results = (outs Offload_FloatTensor:$grad_input, Offload_FloatTensor:$grad_weight,
                       Offload_FloatTensor:$grad_bias);
   let assemblyFormat = [{
-    $grad_output `,` $input (`weight` $weight^ `:` type($weight))? `stats` $save_mean `,`
-    $save_invstd attr-dict `:` type($input) `,` type($save_mean)
+    $grad_output `,` $input `,` $weight `,` $save_mean `,` $save_invstd attr-dict
+    `:` type($input) `,` type($save_mean)
   }];
 }
 
-def Offload_LayerNormOp : Offload_DiffOp<"layer_norm", [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+def Offload_LayerNormOp : Offload_DiffOp<"layer_norm", [InferTypeOpAdaptor,
+    AllTypesMatch<["weight", "bias"]>]> {
   let summary = "`native_layer_norm` over the last `normalized_ndim` dimensions";
-  let arguments = (ins Offload_FloatTensor:$input, Optional<Offload_FloatTensor>:$weight,
-                       Optional<Offload_FloatTensor>:$bias,
+  let description = [{
+    `weight` and `bias` have the normalized shape and are required (ones and
+    zeros for a layer norm without affine parameters). Saves `input`,
+    `weight`, `mean` and `rstd`, as PyTorch does.
+  }];
+  let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$weight,
+                       Offload_FloatTensor:$bias,
                        I64Attr:$normalized_ndim, F64Attr:$eps);
   let results = (outs Offload_FloatTensor:$result, Offload_FloatTensor:$mean,
                       Offload_FloatTensor:$rstd);
   let assemblyFormat = [{
-    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` type($input)
-    (`,` type($weight)^)? (`,` type($bias)^)?
+    $input `,` $weight `,` $bias attr-dict `:` type($input) `,` type($weight)
   }];
 }
 def Offload_LayerNormBackwardOp : Offload_ComputeOp<"layer_norm_backward", [
-    AllTypesMatch<["grad_output", "input", "grad_input"]>, AllTypesMatch<["grad_weight", "grad_bias"]>, AllTypesMatch<["mean", "rstd"]>]> {
+    AllTypesMatch<["grad_output", "input", "grad_input"]>,
+    AllTypesMatch<["weight", "grad_weight", "grad_bias"]>, AllTypesMatch<["mean", "rstd"]>]> {
   let summary = "Gradient of layer norm";
   let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$input,
-                       Optional<Offload_FloatTensor>:$weight,
+                       Offload_FloatTensor:$weight,
                        Offload_FloatTensor:$mean, Offload_FloatTensor:$rstd,
                        I64Attr:$normalized_ndim);
   let results = (outs Offload_FloatTensor:$grad_input, Offload_FloatTensor:$grad_weight,
                       Offload_FloatTensor:$grad_bias);
   let assemblyFormat = [{
-    $grad_output `,` $input (`weight` $weight^ `:` type($weight))? `stats` $mean `,` $rstd
-    attr-dict `:` type($input) `,` type($mean) `->` type($grad_weight)
+    $grad_output `,` $input `,` $weight `,` $mean `,` $rstd attr-dict
+    `:` type($input) `,` type($weight) `,` type($mean)
   }];
 }
 
@@ -535,7 +551,7 @@ def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor
     `target`.
 
     ```mlir
-    %l = offload.cross_entropy %z, %t {reduction = mean} : tensor<32x10xf32>, tensor<32xi64>
+    %l = offload.cross_entropy %z, %t : tensor<32x10xf32>, tensor<32xi64>
     ```
   }];
   let arguments = (ins Offload_FloatTensor:$logits, Offload_IndexTensor:$target,
@@ -543,7 +559,7 @@ def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                        DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Offload_FloatTensor:$result);
-  let assemblyFormat = "$logits `,` $target attr-dict `:` type($logits) `,` type($target)";
+  let assemblyFormat = "$logits `,` $target (`reduction` $reduction^)? attr-dict `:` type($logits) `,` type($target)";
   let hasVerifier = 1;
 }
 def Offload_CrossEntropyBackwardOp : Offload_ComputeOp<"cross_entropy_backward", [AllTypesMatch<["logits", "grad_input"]>]> {
@@ -554,7 +570,7 @@ def Offload_CrossEntropyBackwardOp : Offload_ComputeOp<"cross_entropy_backward",
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                        DefaultValuedAttr<F64Attr, "0.0">:$label_smoothing);
   let results = (outs Offload_FloatTensor:$grad_input);
-  let assemblyFormat = "$grad_output `,` $logits `,` $target attr-dict `:` type($grad_output) `,` type($logits) `,` type($target)";
+  let assemblyFormat = "$grad_output `,` $logits `,` $target (`reduction` $reduction^)? attr-dict `:` type($grad_output) `,` type($logits) `,` type($target)";
 }
 def Offload_NllLossOp : Offload_DiffOp<"nll_loss", [InferTypeOpAdaptor]> {
   let summary = "`nll_loss(log_probs, target)`";
@@ -562,7 +578,7 @@ def Offload_NllLossOp : Offload_DiffOp<"nll_loss", [InferTypeOpAdaptor]> {
                        DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Offload_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $target attr-dict `:` type($input) `,` type($target)";
+  let assemblyFormat = "$input `,` $target (`reduction` $reduction^)? attr-dict `:` type($input) `,` type($target)";
 }
 def Offload_NllLossBackwardOp : Offload_ComputeOp<"nll_loss_backward", [AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "Gradient of nll_loss";
@@ -571,14 +587,14 @@ def Offload_NllLossBackwardOp : Offload_ComputeOp<"nll_loss_backward", [AllTypes
                        DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Offload_FloatTensor:$grad_input);
-  let assemblyFormat = "$grad_output `,` $input `,` $target attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
+  let assemblyFormat = "$grad_output `,` $input `,` $target (`reduction` $reduction^)? attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
 }
 def Offload_MseLossOp : Offload_DiffOp<"mse_loss", [InferTypeOpAdaptor]> {
   let summary = "`mse_loss(input, target)`";
   let arguments = (ins Offload_FloatTensor:$input, Offload_FloatTensor:$target,
                        DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction);
   let results = (outs Offload_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $target attr-dict `:` type($input) `,` type($target)";
+  let assemblyFormat = "$input `,` $target (`reduction` $reduction^)? attr-dict `:` type($input) `,` type($target)";
 }
 def Offload_MseLossBackwardOp : Offload_ComputeOp<"mse_loss_backward", [AllTypesMatch<["input", "target", "grad_input"]>]> {
   let summary = "Gradient of mse_loss";
@@ -586,7 +602,7 @@ def Offload_MseLossBackwardOp : Offload_ComputeOp<"mse_loss_backward", [AllTypes
                        Offload_FloatTensor:$target,
                        DefaultValuedAttr<Offload_Reduction, "::mlir::offload::Reduction::mean">:$reduction);
   let results = (outs Offload_FloatTensor:$grad_input);
-  let assemblyFormat = "$grad_output `,` $input `,` $target attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
+  let assemblyFormat = "$grad_output `,` $input `,` $target (`reduction` $reduction^)? attr-dict `:` type($grad_output) `,` type($input) `,` type($target)";
 }
 
 #endif // OFFLOAD_COMPUTE_OPS_TD

@@ -28,6 +28,11 @@ def Offload_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 0;
   let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 0;
+  // Inherent attributes live in the attribute dictionary: result types are
+  // inferred from attributes while parsing `attr-dict`, which properties
+  // would not hold yet. (No op here uses AttrSizedOperandSegments, whose
+  // generated verifier is broken in this mode in MLIR 22.)
+  let usePropertiesForAttributes = 0;
   let extraClassDeclaration = [{
     /// Attribute names used on step functions and their arguments/results.
     static constexpr ::llvm::StringLiteral kStepAttrName = "offload.step";

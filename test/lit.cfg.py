@@ -1,0 +1,27 @@
+# -*- Python -*-
+# lit configuration for offload's tests.
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "OFFLOAD"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.offload_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Python"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python_torch", config.offload_python))
+config.substitutions.append(("%offload_src", config.offload_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.offload_tools_dir, append_path=True)
+
+tools = ["offload-opt"]
+for t in ["offload-import", "offload-run"]:
+    if os.path.exists(os.path.join(config.offload_tools_dir, t)):
+        tools.append(t)
+        config.available_features.add(t)
+llvm_config.add_tool_substitutions(tools, [config.offload_tools_dir])
