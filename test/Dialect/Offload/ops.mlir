@@ -140,8 +140,8 @@ func.func @linalg(%x: tensor<32x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128x
   %0 = offload.linear %x, %w, %b : tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>
   // CHECK: offload.linear %{{.*}}, %{{.*}} : tensor<32x64xf32>, tensor<128x64xf32>
   %1 = offload.linear %x, %w : tensor<32x64xf32>, tensor<128x64xf32>
-  // CHECK: offload.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
-  %2 = offload.matmul %a3, %a3 {transpose_rhs = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
+  // CHECK: offload.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
+  %2 = offload.matmul %a3, %a3 {transpose_b = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
   return
 }
 

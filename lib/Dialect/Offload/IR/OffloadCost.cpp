@@ -78,7 +78,7 @@ int64_t LinearOp::getFlops() {
 
 int64_t MatmulOp::getFlops() {
   auto l = getLhs().getType();
-  int64_t k = l.getDimSize(getTransposeLhs() ? l.getRank() - 2 : l.getRank() - 1);
+  int64_t k = l.getDimSize(getTransposeA() ? l.getRank() - 2 : l.getRank() - 1);
   int64_t out = numel(getResult().getType());
   return out < 0 ? -1 : 2 * out * k;
 }

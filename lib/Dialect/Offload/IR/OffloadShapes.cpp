@@ -193,9 +193,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (l.getRank() < 2 || r.getRank() < 2)
     return fail(loc, "matmul operands must have rank >= 2");
   int64_t m = l.getDimSize(l.getRank() - 2), k = l.getDimSize(l.getRank() - 1);
-  if (boolOr(a.getTransposeLhsAttr(), false)) std::swap(m, k);
+  if (boolOr(a.getTransposeAAttr(), false)) std::swap(m, k);
   int64_t k2 = r.getDimSize(r.getRank() - 2), n = r.getDimSize(r.getRank() - 1);
-  if (boolOr(a.getTransposeRhsAttr(), false)) std::swap(k2, n);
+  if (boolOr(a.getTransposeBAttr(), false)) std::swap(k2, n);
   if (k != k2)
     return fail(loc, "matmul contraction sizes differ: " + Twine(k) + " vs " + Twine(k2));
   SmallVector<int64_t> batch;

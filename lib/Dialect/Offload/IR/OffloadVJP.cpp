@@ -320,7 +320,7 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, 
   }
   Location loc = getLoc();
   Value a = saved[0], bb = saved[1];
-  bool ta = getTransposeLhs(), tb = getTransposeRhs();
+  bool ta = getTransposeA(), tb = getTransposeB();
   Value da, db;
   if (!ta && !tb) {
     da = MatmulOp::create(b, loc, dc, bb, false, true);

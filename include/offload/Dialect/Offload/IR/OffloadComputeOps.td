@@ -295,17 +295,17 @@ def Offload_LinearOp : Offload_DiffOp<"linear", [InferTypeOpAdaptor],
 def Offload_MatmulOp : Offload_DiffOp<"matmul", [InferTypeOpAdaptor], ["getFlops"]> {
   let summary = "Batched matrix product with optional transposes";
   let description = [{
-    `lhs` [..., M, K] (or [..., K, M] with `transpose_lhs`), `rhs` [..., K, N]
-    (or [..., N, K] with `transpose_rhs`) -> [..., M, N]; batch dimensions
+    `lhs` [..., M, K] (or [..., K, M] with `transpose_a`), `rhs` [..., K, N]
+    (or [..., N, K] with `transpose_b`) -> [..., M, N]; batch dimensions
     broadcast. FLOPs: 2·batch·M·N·K. Saves both operands.
 
     ```mlir
-    %c = offload.matmul %a, %b {transpose_rhs = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
+    %c = offload.matmul %a, %b {transpose_b = true} : tensor<4x16x8xf32>, tensor<4x16x8xf32>
     ```
   }];
   let arguments = (ins Offload_FloatTensor:$lhs, Offload_FloatTensor:$rhs,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }

@@ -24,4 +24,73 @@ def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds the training step: backward from VJPs, saved values, optimizer update";
+  let description = [{
+    Turns every forward-only step (a function with `offload.step` whose
+    first result has role `loss`) into a complete training step:
+
+    1. Activity analysis: a value is *active* when it depends on a parameter
+       (role `parameter`) and the loss depends on it. Only ops with active
+       results get a VJP, so nothing is saved for inactive ops.
+    2. Every forward value that an active op's VJP reads (its
+       `DifferentiableOpInterface::getSavedValues`) and that an op produced
+       becomes an explicit saved value: `offload.save` right after its
+       producer, `offload.restore` right before its VJP. Function arguments
+       (parameters, inputs) are read directly: they live for the whole step.
+    3. `offload.phase backward`, then the VJPs in reverse program order,
+       seeded with d(loss) = 1; cotangents reaching one value are summed.
+    4. `offload.phase optimizer`, then one `offload.sgd_update` or
+       `offload.adamw_update` per parameter. Optimizer state becomes new
+       arguments (role `optimizer_state`: `<param>.momentum_buffer`,
+       `<param>.exp_avg`, `<param>.exp_avg_sq`, and one shared
+       `optimizer.step` counter) with matching `new_optimizer_state`
+       results; updated parameters are `new_parameter` results named like
+       the parameter. With `optimizer=none` the gradients are the results.
+
+    Example:
+    `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "Optimizer update: sgd, adamw, or none (gradients only)">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum factor">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0",
+           "SGD dampening for momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (L2 for SGD, decoupled for AdamW)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"returnGradients", "return-gradients", "bool", /*default=*/"false",
+           "Also return every parameter gradient (role `gradient`, named "
+           "`grad:<param>`); they then stay alive until the step ends">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+  let statistics = [
+    Statistic<"numSaved", "saved-values", "Forward values made explicit saved values">,
+    Statistic<"numVJPs", "vjps", "Ops differentiated">,
+  ];
+}
+
+def SavedValueReport : Pass<"offload-saved-value-report", "::mlir::ModuleOp"> {
+  let summary = "Prints every saved value with its bytes, producer, consumers and location";
+  let description = [{
+    An analysis for users: one row per `offload.save` (bytes, producing op,
+    the backward ops that read it, source location), then totals by layer
+    (the layer is the location's name when the importer recorded a module
+    path, else its file:line) and the step's total. The IR is unchanged.
+    Compare the total with PyTorch's own saved-tensor bytes from
+    `python/saved_tensor_bytes.py`.
+  }];
+  let options = [
+    Option<"perValue", "per-value", "bool", /*default=*/"true",
+           "Print one row per saved value, not only the totals">,
+  ];
+}
+
 #endif // OFFLOAD_PASSES_TD

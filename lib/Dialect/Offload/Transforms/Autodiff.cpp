@@ -1,0 +1,312 @@
+//===- Autodiff.cpp - Training step from a forward step -------------------===//
+//
+// Part of offload. Implements --offload-autodiff: reverse-mode
+// differentiation through each op's VJP (DifferentiableOpInterface), with
+// every value the backward phase reads made an explicit saved value, and the
+// optimizer update. See the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "offload-autodiff"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_AUTODIFF
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+static StringRef argRole(FunctionOpInterface fn, unsigned i) {
+  auto a = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+  return a ? a.getValue() : StringRef();
+}
+static StringRef argName(FunctionOpInterface fn, unsigned i) {
+  auto a = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+  return a ? a.getValue() : StringRef();
+}
+static StringRef resultRole(FunctionOpInterface fn, unsigned i) {
+  auto a = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+  return a ? a.getValue() : StringRef();
+}
+
+static DictionaryAttr nameRole(MLIRContext *ctx, StringRef name, StringRef role) {
+  Builder b(ctx);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr(OffloadDialect::kNameAttrName, b.getStringAttr(name)),
+       b.getNamedAttr(OffloadDialect::kRoleAttrName, b.getStringAttr(role))});
+}
+
+namespace {
+struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
+  void runOnOperation() override {
+    if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none") {
+      getOperation().emitError() << "offload-autodiff: unknown optimizer '"
+                                 << optimizer << "'; expected sgd, adamw or none";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> steps;
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn->hasAttr(OffloadDialect::kStepAttrName))
+        steps.push_back(fn);
+    });
+    if (steps.empty()) {
+      getOperation().emitError(
+          "offload-autodiff: no function carries 'offload.step'; run "
+          "offload-import first or mark the forward function");
+      return signalPassFailure();
+    }
+    for (func::FuncOp fn : steps)
+      if (failed(differentiate(fn)))
+        return signalPassFailure();
+  }
+
+  LogicalResult differentiate(func::FuncOp fn);
+};
+} // namespace
+
+LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
+  MLIRContext *ctx = fn.getContext();
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  // The step must be forward-only and return its loss first.
+  for (Operation &op : body)
+    if (auto marker = dyn_cast<PhaseOp>(op))
+      if (marker.getPhase() != Phase::forward)
+        return marker.emitOpError(
+            "offload-autodiff expects a forward-only step, but this step "
+            "already has a later phase");
+  if (fn.getNumResults() == 0 || resultRole(fn, 0) != "loss")
+    return fn.emitOpError("offload-autodiff needs the step's first result to "
+                          "be the loss (role 'loss')");
+  Value loss = ret.getOperand(0);
+  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+  if (!lossType || lossType.getRank() != 0 || !mlir::offload::detail::isFloatTensor(lossType))
+    return fn.emitOpError() << "the loss must be a float scalar tensor, got "
+                            << loss.getType();
+
+  SmallVector<unsigned> params;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (argRole(fn, i) == "parameter")
+      params.push_back(i);
+  if (params.empty())
+    return fn.emitOpError("the step has no argument with role 'parameter'; "
+                          "nothing to train");
+
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    if (!isa<PhaseOp>(op))
+      forwardOps.push_back(&op);
+
+  // 1. Activity: depends on a parameter (forward) and reaches the loss.
+  llvm::DenseSet<Value> varied;
+  for (unsigned i : params)
+    varied.insert(body.getArgument(i));
+  for (Operation *op : forwardOps) {
+    if (!isa<DifferentiableOpInterface>(op))
+      continue;
+    if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.count(v); }))
+      for (Value r : op->getResults())
+        if (mlir::offload::detail::isFloatTensor(r.getType()))
+          varied.insert(r);
+  }
+  llvm::DenseSet<Value> useful{loss};
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (llvm::none_of(op->getResults(), [&](Value r) { return useful.count(r); }))
+      continue;
+    for (Value v : op->getOperands())
+      if (varied.count(v))
+        useful.insert(v);
+  }
+  if (!varied.count(loss))
+    return fn.emitOpError("the loss does not depend on any parameter");
+  auto isActive = [&](Value v) { return varied.count(v) && useful.count(v); };
+
+  SmallVector<Operation *> activeOps;
+  for (Operation *op : forwardOps) {
+    if (llvm::none_of(op->getResults(), isActive))
+      continue;
+    if (!isa<DifferentiableOpInterface>(op))
+      return op->emitOpError()
+             << "is on the path from the parameters to the loss but has no "
+                "VJP (it does not implement the differentiation interface)";
+    activeOps.push_back(op);
+  }
+
+  // 2. Saved values: one offload.save per forward value the VJPs read.
+  OpBuilder b(ctx);
+  llvm::DenseMap<Value, Value> savedHandle;
+  llvm::DenseMap<Operation *, SmallVector<Value>> savedOf;
+  for (Operation *op : activeOps) {
+    SmallVector<Value> saved;
+    cast<DifferentiableOpInterface>(op).getSavedValues(saved);
+    for (Value v : saved) {
+      if (isa<BlockArgument>(v) || savedHandle.count(v))
+        continue;
+      b.setInsertionPointAfter(v.getDefiningOp());
+      savedHandle[v] = SaveOp::create(b, v.getLoc(), v);
+      ++numSaved;
+    }
+    savedOf[op] = std::move(saved);
+  }
+
+  // 3. Backward phase, in reverse program order.
+  b.setInsertionPoint(ret);
+  if (forwardOps.empty() || !isa<PhaseOp>(body.front())) {
+    OpBuilder fb(ctx);
+    fb.setInsertionPointToStart(&body);
+    PhaseOp::create(fb, fn.getLoc(), Phase::forward);
+  }
+  PhaseOp::create(b, fn.getLoc(), Phase::backward);
+  llvm::DenseMap<Value, Value> cotangent;
+  auto accumulate = [&](Value v, Value g, Location loc) {
+    if (!g)
+      return;
+    auto it = cotangent.find(v);
+    if (it == cotangent.end())
+      cotangent[v] = g;
+    else
+      it->second = AddOp::create(b, loc, it->second, g);
+  };
+  cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
+
+  for (Operation *op : llvm::reverse(activeOps)) {
+    SmallVector<Value> resultGrads;
+    for (Value r : op->getResults())
+      resultGrads.push_back(cotangent.lookup(r));
+    if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+      continue;
+    SmallVector<Value> restored;
+    for (Value v : savedOf[op]) {
+      if (isa<BlockArgument>(v))
+        restored.push_back(v);
+      else
+        restored.push_back(RestoreOp::create(b, op->getLoc(), savedHandle[v]));
+    }
+    SmallVector<Value> operandGrads;
+    if (failed(cast<DifferentiableOpInterface>(op).buildVJP(b, restored, resultGrads,
+                                                            operandGrads)))
+      return op->emitOpError("failed to build its VJP");
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitOpError() << "VJP returned " << operandGrads.size()
+                               << " gradients for " << op->getNumOperands()
+                               << " operands";
+    ++numVJPs;
+    for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads))
+      if (isActive(v))
+        accumulate(v, g, op->getLoc());
+  }
+
+  // Parameter gradients (zeros for a parameter the loss does not reach).
+  SmallVector<Value> grads;
+  for (unsigned i : params) {
+    Value p = body.getArgument(i);
+    Value g = cotangent.lookup(p);
+    if (!g)
+      g = FillOp::create(b, p.getLoc(), p.getType(), b.getF64FloatAttr(0.0));
+    grads.push_back(g);
+  }
+
+  // 4. Optimizer phase.
+  SmallVector<Value> newResults(ret.getOperands());
+  SmallVector<DictionaryAttr> newResultAttrs;
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    newResultAttrs.push_back(fn.getResultAttrDict(i));
+  // New arguments are appended to the block now and to the signature below.
+  SmallVector<DictionaryAttr> newArgAttrs;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    newArgAttrs.push_back(fn.getArgAttrDict(i));
+  auto addArg = [&](Type t, StringRef name) -> Value {
+    newArgAttrs.push_back(nameRole(ctx, name, "optimizer_state"));
+    return body.addArgument(t, fn.getLoc());
+  };
+  auto addResult = [&](Value v, StringRef name, StringRef role) {
+    newResults.push_back(v);
+    newResultAttrs.push_back(nameRole(ctx, name, role));
+  };
+
+  if (optimizer != "none") {
+    PhaseOp::create(b, fn.getLoc(), Phase::optimizer);
+    auto stepType = RankedTensorType::get({}, b.getI64Type());
+    Value step = addArg(stepType, "optimizer.step");
+    Value newStep;
+    for (auto [k, i] : llvm::enumerate(params)) {
+      Value p = body.getArgument(i);
+      std::string name = argName(fn, i).str();
+      Location loc = p.getLoc();
+      if (optimizer == "sgd") {
+        Value buf = addArg(p.getType(), name + ".momentum_buffer");
+        auto upd = SgdUpdateOp::create(
+            b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step,
+            b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
+            b.getF64FloatAttr(dampening), b.getF64FloatAttr(weightDecay),
+            b.getBoolAttr(nesterov));
+        if (failed(upd.verify()))
+          return failure();
+        addResult(upd.getNewParam(), name, "new_parameter");
+        addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
+                  "new_optimizer_state");
+        newStep = upd.getNewStep();
+      } else {
+        Value m = addArg(p.getType(), name + ".exp_avg");
+        Value v = addArg(p.getType(), name + ".exp_avg_sq");
+        auto upd = AdamWUpdateOp::create(
+            b, loc, p.getType(), p.getType(), p.getType(), stepType, p, grads[k], m, v,
+            step, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+            b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+            b.getF64FloatAttr(weightDecay));
+        if (failed(upd.verify()))
+          return failure();
+        addResult(upd.getNewParam(), name, "new_parameter");
+        addResult(upd.getNewExpAvg(), name + ".exp_avg", "new_optimizer_state");
+        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", "new_optimizer_state");
+        newStep = upd.getNewStep();
+      }
+    }
+    addResult(newStep, "optimizer.step", "new_optimizer_state");
+  }
+  if (returnGradients || optimizer == "none")
+    for (auto [k, i] : llvm::enumerate(params))
+      addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient");
+
+  // Rewrite the return and the signature.
+  b.setInsertionPoint(ret);
+  func::ReturnOp::create(b, ret.getLoc(), newResults);
+  ret.erase();
+  SmallVector<Type> resultTypes;
+  for (Value v : newResults)
+    resultTypes.push_back(v.getType());
+  fn.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(), resultTypes));
+  fn.setAllArgAttrs(newArgAttrs);
+  fn.setAllResultAttrs(newResultAttrs);
+
+  // Drop gradients nobody needs (e.g. of inputs): backward ops are pure.
+  SmallVector<Operation *> all;
+  for (Operation &op : body.without_terminator())
+    all.push_back(&op);
+  for (Operation *op : llvm::reverse(all))
+    if (isOpTriviallyDead(op) && !isa<SaveOp>(op))
+      op->erase();
+  // Saves whose restores were all dead (a VJP that did not need them).
+  for (auto &[v, handle] : savedHandle)
+    if (handle.use_empty()) {
+      handle.getDefiningOp()->erase();
+      --numSaved;
+    }
+  return success();
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+#===- scripts/run-tests.sh - set up, build, and run the whole test suite --===#
+#
+# README command (2). Installs what is missing (scripts/setup.sh), builds, and
+# runs every test through ctest: the lit suite (dialect, passes, importer,
+# runtime tools), the C++ unit tests (kernels against LibTorch, runtime), and
+# the Python script tests. ctest's closing summary is the last line printed.
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+start=$(date +%s)
+"$ROOT/scripts/setup.sh"
+echo "run-tests: build ready after $(( $(date +%s) - start )) s"
+cd "$BUILD_DIR"
+ctest --output-on-failure -j "$(nproc)" --timeout 1500
