@@ -149,6 +149,60 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 /// Largest dimension BLAS accepts (blasint is 32-bit in Debian's OpenBLAS).
 constexpr int64_t kMaxBlasDim = 0x7fffffff;
 
+/// Fixed-order sums with kLanes independent double accumulators (lane i sums
+/// elements i, i+kLanes, ...; lanes are added left to right at the end). The
+/// independent chains let the compiler pipeline or vectorize the loop without
+/// reassociating, so the result is the same on every run.
+constexpr int kLanes = 8;
+
+inline double reduceLanes(const double *acc) {
+  double s = 0;
+  for (int l = 0; l < kLanes; ++l)
+    s += acc[l];
+  return s;
+}
+
+/// sum_i p[i].
+template <typename T> double sumLanes(const T *p, int64_t n) {
+  double acc[kLanes] = {0};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] += double(p[i + l]);
+  for (int l = 0; i < n; ++i, ++l)
+    acc[l] += double(p[i]);
+  return reduceLanes(acc);
+}
+
+/// sum_i (p[i] - m)^2.
+template <typename T> double sqDevLanes(const T *p, int64_t n, double m) {
+  double acc[kLanes] = {0};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      double d = double(p[i + l]) - m;
+      acc[l] += d * d;
+    }
+  for (int l = 0; i < n; ++i, ++l) {
+    double d = double(p[i]) - m;
+    acc[l] += d * d;
+  }
+  return reduceLanes(acc);
+}
+
+/// sum_i a[i] * (b[i] - m).
+template <typename T>
+double dotDevLanes(const T *a, const T *b, int64_t n, double m) {
+  double acc[kLanes] = {0};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] += double(a[i + l]) * (double(b[i + l]) - m);
+  for (int l = 0; i < n; ++i, ++l)
+    acc[l] += double(a[i]) * (double(b[i]) - m);
+  return reduceLanes(acc);
+}
+
 /// Accumulator type: double for both f32 and f64 (batch/layer norm
 /// statistics, pooling sums).
 template <typename T> struct Acc { using type = double; };

@@ -77,19 +77,11 @@ template <typename T> void bnForward(const BnGeom &g, const KernelArgs &a) {
   parallelFor(g.c, a.numThreads, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       double sum = 0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        const T *p = x + (n * g.c + c) * g.s;
-        for (int64_t i = 0; i < g.s; ++i)
-          sum += double(p[i]);
-      }
+      for (int64_t n = 0; n < g.n; ++n)
+        sum += sumLanes(x + (n * g.c + c) * g.s, g.s);
       double mean = sum / double(cnt), vs = 0;
-      for (int64_t n = 0; n < g.n; ++n) {
-        const T *p = x + (n * g.c + c) * g.s;
-        for (int64_t i = 0; i < g.s; ++i) {
-          double d = double(p[i]) - mean;
-          vs += d * d;
-        }
-      }
+      for (int64_t n = 0; n < g.n; ++n)
+        vs += sqDevLanes(x + (n * g.c + c) * g.s, g.s, mean);
       double invstd = 1.0 / std::sqrt(vs / double(cnt) + eps);
       sm[c] = T(mean);
       si[c] = T(invstd);
@@ -174,11 +166,8 @@ template <typename T> void bnBackward(const BnGeom &g, const KernelArgs &a) {
       double sum = 0, dot = 0;
       for (int64_t n = 0; n < g.n; ++n) {
         const T *gp = dy + (n * g.c + c) * g.s;
-        const T *xp = x + (n * g.c + c) * g.s;
-        for (int64_t i = 0; i < g.s; ++i) {
-          sum += double(gp[i]);
-          dot += double(gp[i]) * (double(xp[i]) - mean);
-        }
+        sum += sumLanes(gp, g.s);
+        dot += dotDevLanes(gp, x + (n * g.c + c) * g.s, g.s, mean);
       }
       if (dw)
         dw[c] = T(dot * invstd);
@@ -197,8 +186,9 @@ template <typename T> void bnBackward(const BnGeom &g, const KernelArgs &a) {
         const T *gp = dy + (n * g.c + c) * g.s;
         const T *xp = x + (n * g.c + c) * g.s;
         T *q = dx + (n * g.c + c) * g.s;
+        T st = T(s), tt = T(t), ut = T(u);
         for (int64_t i = 0; i < g.s; ++i)
-          q[i] = T(double(gp[i]) * s + double(xp[i]) * t + u);
+          q[i] = gp[i] * st + xp[i] * tt + ut;
       }
     }
   });
@@ -304,14 +294,8 @@ template <typename T> void lnForward(const LnGeom &g, const KernelArgs &a) {
               [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T *p = x + r * D;
-      double sum = 0;
-      for (int64_t j = 0; j < D; ++j)
-        sum += double(p[j]);
-      double mean = sum / double(D), vs = 0;
-      for (int64_t j = 0; j < D; ++j) {
-        double d = double(p[j]) - mean;
-        vs += d * d;
-      }
+      double mean = sumLanes(p, D) / double(D);
+      double vs = sqDevLanes(p, D, mean);
       double rstd = 1.0 / std::sqrt(std::max(vs / double(D), 0.0) + eps);
       mo[r] = T(mean);
       ro[r] = T(rstd);
@@ -392,20 +376,42 @@ template <typename T> void lnBackward(const LnGeom &g, const KernelArgs &a) {
     parallelFor(g.m, a.numThreads, rowGrain, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T *gp = dy + r * D, *xp = x + r * D;
-        double ds = 0, dbs = 0;
-        for (int64_t j = 0; j < D; ++j) {
-          double gw = double(gp[j]) * (w ? double(w[j]) : 1.0);
-          ds += gw * double(xp[j]);
-          dbs += gw;
+        // With gw = dy*w: ds = sum gw*x, dbs = sum gw, accumulated in
+        // kLanes fixed-order double lanes.
+        double accS[kLanes] = {0}, accB[kLanes] = {0};
+        int64_t j = 0;
+        if (w) {
+          for (; j + kLanes <= D; j += kLanes)
+            for (int l = 0; l < kLanes; ++l) {
+              double gw = double(gp[j + l]) * double(w[j + l]);
+              accS[l] += gw * double(xp[j + l]);
+              accB[l] += gw;
+            }
+        } else {
+          for (; j + kLanes <= D; j += kLanes)
+            for (int l = 0; l < kLanes; ++l) {
+              double gw = double(gp[j + l]);
+              accS[l] += gw * double(xp[j + l]);
+              accB[l] += gw;
+            }
         }
+        for (int l = 0; j < D; ++j, ++l) {
+          double gw = double(gp[j]) * (w ? double(w[j]) : 1.0);
+          accS[l] += gw * double(xp[j]);
+          accB[l] += gw;
+        }
+        double ds = reduceLanes(accS), dbs = reduceLanes(accB);
         double mu = double(mean[r]), rs = double(rstd[r]);
         double bb = (dbs * mu - ds) * rs * rs * rs / double(D);
         double cc = -bb * mu - dbs * rs / double(D);
         T *q = dx + r * D;
-        for (int64_t j = 0; j < D; ++j) {
-          double gw = double(gp[j]) * (w ? double(w[j]) : 1.0);
-          q[j] = T(rs * gw + bb * double(xp[j]) + cc);
-        }
+        T rt = T(rs), bt = T(bb), ct = T(cc);
+        if (w)
+          for (int64_t j = 0; j < D; ++j)
+            q[j] = rt * gp[j] * w[j] + bt * xp[j] + ct;
+        else
+          for (int64_t j = 0; j < D; ++j)
+            q[j] = rt * gp[j] + bt * xp[j] + ct;
       }
     });
   if (!dw && !db)
