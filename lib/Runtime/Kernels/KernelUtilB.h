@@ -203,10 +203,6 @@ double dotDevLanes(const T *a, const T *b, int64_t n, double m) {
   return reduceLanes(acc);
 }
 
-/// Accumulator type: double for both f32 and f64 (batch/layer norm
-/// statistics, pooling sums).
-template <typename T> struct Acc { using type = double; };
-
 } // namespace kb
 } // namespace kernels
 } // namespace rt
