@@ -1,0 +1,525 @@
+//===- Pool.cpp - Host kernels: 2-D max, average and adaptive pooling -----===//
+//
+// Part of offload. offload.max_pool2d (+ indices), offload.max_pool2d_backward,
+// offload.avg_pool2d(_backward), offload.adaptive_avg_pool2d(_backward) on
+// f32/f64 tensors [N,C,H,W] or [C,H,W]; indices are i64 flat offsets ih*W+iw
+// within each plane. Semantics follow ATen 1.13's CPU kernels
+// (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp,
+// AdaptiveAvgPoolKernel.cpp, and the output size of
+// pooling_output_shape in Pool.h), see docs/op-semantics.md.
+//
+// All kernels run parallel over planes (N*C); each plane is written by one
+// thread only, so backward scatter-adds are deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilB.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+using namespace offload::rt;
+using namespace offload::rt::kernels;
+using namespace offload::rt::kernels::kb;
+
+namespace {
+
+/// Pooling geometry: planes of h*w inputs pooled to oh*ow outputs.
+struct PoolGeom {
+  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  bool ceil = false, countPad = true;
+};
+
+std::string get2(const char *op, const AttrMap &attrs, const char *name,
+                 int64_t dfltA, int64_t dfltB, int64_t &a, int64_t &b) {
+  std::vector<int64_t> v = attrs.getInts(name);
+  if (v.empty()) {
+    a = dfltA;
+    b = dfltB;
+  } else if (v.size() == 1) {
+    a = b = v[0];
+  } else if (v.size() == 2) {
+    a = v[0];
+    b = v[1];
+  } else {
+    return cat(op, ": attribute ", name, " must have 1 or 2 values, got ",
+               v.size());
+  }
+  return "";
+}
+
+/// ATen pooling_output_shape (Pool.h, PyTorch 1.13).
+int64_t poolOut(int64_t in, int64_t k, int64_t pad, int64_t stride,
+                int64_t dil, bool ceil) {
+  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
+  // Floor division (num may be negative for tiny inputs).
+  int64_t q = num >= 0 ? num / stride : -((-num + stride - 1) / stride);
+  int64_t out = q + 1;
+  if (ceil && (out - 1) * stride >= in + pad)
+    --out;
+  return out;
+}
+
+/// Leading dims and plane count of a [N,C,H,W] or [C,H,W] tensor.
+std::string planesOf(const char *op, const char *name, const TensorView &t,
+                     int64_t &planes) {
+  if (t.rank() != 3 && t.rank() != 4)
+    return cat(op, ": ", name, " must be [N,C,H,W] or [C,H,W], got ",
+               shapeStr(t.shape));
+  planes = 1;
+  for (int64_t i = 0; i + 2 < t.rank(); ++i)
+    planes *= t.shape[size_t(i)];
+  return "";
+}
+
+/// Reads kernel_size, stride, padding, dilation (when `withDilation`),
+/// ceil_mode, count_include_pad, and computes the output size of an input
+/// plane g.h x g.w.
+std::string windowAttrs(const char *op, const AttrMap &attrs,
+                        bool withDilation, PoolGeom &g) {
+  if (!attrs.has("kernel_size"))
+    return cat(op, ": missing attribute kernel_size");
+  if (auto e = get2(op, attrs, "kernel_size", 1, 1, g.kh, g.kw); !e.empty())
+    return e;
+  if (auto e = get2(op, attrs, "stride", g.kh, g.kw, g.sh, g.sw); !e.empty())
+    return e;
+  if (auto e = get2(op, attrs, "padding", 0, 0, g.ph, g.pw); !e.empty())
+    return e;
+  if (withDilation)
+    if (auto e = get2(op, attrs, "dilation", 1, 1, g.dh, g.dw); !e.empty())
+      return e;
+  g.ceil = attrs.getInt("ceil_mode", 0) != 0;
+  g.countPad = attrs.getInt("count_include_pad", 1) != 0;
+  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
+    return cat(op, ": kernel_size, stride and dilation must be >= 1");
+  if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
+    return cat(op, ": padding (", g.ph, ",", g.pw,
+               ") must be >= 0 and at most half the kernel size (", g.kh, ",",
+               g.kw, ")");
+  g.oh = poolOut(g.h, g.kh, g.ph, g.sh, g.dh, g.ceil);
+  g.ow = poolOut(g.w, g.kw, g.pw, g.sw, g.dw, g.ceil);
+  if (g.oh < 1 || g.ow < 1)
+    return cat(op, ": input plane ", g.h, "x", g.w,
+               " is too small for the pooling window (output ", g.oh, "x",
+               g.ow, ")");
+  return "";
+}
+
+std::vector<int64_t> withPlane(const std::vector<int64_t> &s, int64_t a,
+                               int64_t b) {
+  std::vector<int64_t> r(s.begin(), s.end() - 2);
+  r.push_back(a);
+  r.push_back(b);
+  return r;
+}
+
+std::string checkF(const char *op, const char *name, const TensorView &t,
+                   DType &dt, bool first) {
+  if (first) {
+    dt = t.dtype;
+    if (!isFloat(dt))
+      return cat(op, ": unsupported dtype ", dtypeName(dt));
+  }
+  return checkTensor(op, name, t, dt);
+}
+
+//===----------------------------------------------------------------------===//
+// max_pool2d
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+void maxPoolImpl(const PoolGeom &g, const T *x, T *y, int64_t *ind,
+                 int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T *xp = x + p * HW;
+      T *yp = y + p * L;
+      int64_t *ip = ind + p * L;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        int64_t h0 = oh * g.sh - g.ph;
+        int64_t h1 = std::min(h0 + (g.kh - 1) * g.dh + 1, g.h);
+        while (h0 < 0)
+          h0 += g.dh;
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t w0 = ow * g.sw - g.pw;
+          int64_t w1 = std::min(w0 + (g.kw - 1) * g.dw + 1, g.w);
+          while (w0 < 0)
+            w0 += g.dw;
+          int64_t best = h0 * g.w + w0;
+          T bestV = -std::numeric_limits<T>::infinity();
+          for (int64_t ih = h0; ih < h1; ih += g.dh)
+            for (int64_t iw = w0; iw < w1; iw += g.dw) {
+              int64_t idx = ih * g.w + iw;
+              T v = xp[idx];
+              if (v > bestV || std::isnan(v)) {
+                bestV = v;
+                best = idx;
+              }
+            }
+          yp[oh * g.ow + ow] = bestV;
+          ip[oh * g.ow + ow] = best;
+        }
+      }
+    }
+  });
+}
+
+std::string maxPoolKernel(const KernelArgs &a) {
+  const char *op = "offload.max_pool2d";
+  if (auto e = checkArity(op, a, 1, 1, 2); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0], &ind = a.outputs[1];
+  DType dt;
+  if (auto e = checkF(op, "x", x, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "y", y, dt, false); !e.empty())
+    return e;
+  if (auto e = checkTensor(op, "indices", ind, DType::I64); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+    return e;
+  g.h = x.shape[size_t(x.rank() - 2)];
+  g.w = x.shape[size_t(x.rank() - 1)];
+  if (auto e = windowAttrs(op, a.attrs, true, g); !e.empty())
+    return e;
+  auto ys = withPlane(x.shape, g.oh, g.ow);
+  if (auto e = checkShape(op, "y", y, ys); !e.empty())
+    return e;
+  if (auto e = checkShape(op, "indices", ind, ys); !e.empty())
+    return e;
+  if (dt == DType::F32)
+    maxPoolImpl<float>(g, x.as<float>(), y.as<float>(), ind.as<int64_t>(),
+                       a.numThreads);
+  else
+    maxPoolImpl<double>(g, x.as<double>(), y.as<double>(), ind.as<int64_t>(),
+                        a.numThreads);
+  return "";
+}
+
+template <typename T>
+std::string maxPoolBackwardImpl(const PoolGeom &g, const T *dy,
+                                const int64_t *ind, T *dx, int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  // Validate every index before writing anything.
+  for (int64_t i = 0, e = g.planes * L; i < e; ++i)
+    if (ind[i] < 0 || ind[i] >= HW)
+      return cat("offload.max_pool2d_backward: index ", ind[i],
+                 " out of range for a ", g.h, "x", g.w, " plane");
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      T *dp = dx + p * HW;
+      std::fill(dp, dp + HW, T(0));
+      const T *gp = dy + p * L;
+      const int64_t *ip = ind + p * L;
+      for (int64_t i = 0; i < L; ++i)
+        dp[ip[i]] += gp[i];
+    }
+  });
+  return "";
+}
+
+std::string maxPoolBackwardKernel(const KernelArgs &a) {
+  const char *op = "offload.max_pool2d_backward";
+  if (auto e = checkArity(op, a, 2, 2, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &ind = a.inputs[1], &dx = a.outputs[0];
+  DType dt;
+  if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "dx", dx, dt, false); !e.empty())
+    return e;
+  if (auto e = checkTensor(op, "indices", ind, DType::I64); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+    return e;
+  g.h = dx.shape[size_t(dx.rank() - 2)];
+  g.w = dx.shape[size_t(dx.rank() - 1)];
+  if (dy.rank() != dx.rank())
+    return cat(op, ": dy ", shapeStr(dy.shape), " and dx ", shapeStr(dx.shape),
+               " differ in rank");
+  g.oh = dy.shape[size_t(dy.rank() - 2)];
+  g.ow = dy.shape[size_t(dy.rank() - 1)];
+  if (auto e = checkShape(op, "dy", dy, withPlane(dx.shape, g.oh, g.ow));
+      !e.empty())
+    return e;
+  if (auto e = checkShape(op, "indices", ind, dy.shape); !e.empty())
+    return e;
+  if (dt == DType::F32)
+    return maxPoolBackwardImpl<float>(g, dy.as<float>(), ind.as<int64_t>(),
+                                      dx.as<float>(), a.numThreads);
+  return maxPoolBackwardImpl<double>(g, dy.as<double>(), ind.as<int64_t>(),
+                                     dx.as<double>(), a.numThreads);
+}
+
+//===----------------------------------------------------------------------===//
+// avg_pool2d
+//===----------------------------------------------------------------------===//
+
+/// Window [h0,h1) x [w0,w1) (clipped to the input) and divisor of output
+/// (oh, ow), as ATen's cpu_avg_pool.
+inline void avgWindow(const PoolGeom &g, int64_t oh, int64_t ow, int64_t &h0,
+                      int64_t &h1, int64_t &w0, int64_t &w1, int64_t &div) {
+  h0 = oh * g.sh - g.ph;
+  w0 = ow * g.sw - g.pw;
+  h1 = std::min(h0 + g.kh, g.h + g.ph);
+  w1 = std::min(w0 + g.kw, g.w + g.pw);
+  int64_t poolSize = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.h);
+  w1 = std::min(w1, g.w);
+  div = g.countPad ? poolSize : (h1 - h0) * (w1 - w0);
+}
+
+template <typename T>
+void avgPoolImpl(const PoolGeom &g, const T *x, T *y, int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T *xp = x + p * HW;
+      T *yp = y + p * L;
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t h0, h1, w0, w1, div;
+          avgWindow(g, oh, ow, h0, h1, w0, w1, div);
+          if (h0 >= h1 || w0 >= w1 || div <= 0) {
+            yp[oh * g.ow + ow] = T(0);
+            continue;
+          }
+          double s = 0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw)
+              s += double(xp[ih * g.w + iw]);
+          yp[oh * g.ow + ow] = T(s / double(div));
+        }
+    }
+  });
+}
+
+template <typename T>
+void avgPoolBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      T *dp = dx + p * HW;
+      std::fill(dp, dp + HW, T(0));
+      const T *gp = dy + p * L;
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t h0, h1, w0, w1, div;
+          avgWindow(g, oh, ow, h0, h1, w0, w1, div);
+          if (h0 >= h1 || w0 >= w1 || div <= 0)
+            continue;
+          T d = gp[oh * g.ow + ow] / T(div);
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw)
+              dp[ih * g.w + iw] += d;
+        }
+    }
+  });
+}
+
+std::string avgPoolKernel(const KernelArgs &a) {
+  const char *op = "offload.avg_pool2d";
+  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  DType dt;
+  if (auto e = checkF(op, "x", x, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "y", y, dt, false); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+    return e;
+  g.h = x.shape[size_t(x.rank() - 2)];
+  g.w = x.shape[size_t(x.rank() - 1)];
+  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+    return e;
+  if (auto e = checkShape(op, "y", y, withPlane(x.shape, g.oh, g.ow));
+      !e.empty())
+    return e;
+  if (dt == DType::F32)
+    avgPoolImpl<float>(g, x.as<float>(), y.as<float>(), a.numThreads);
+  else
+    avgPoolImpl<double>(g, x.as<double>(), y.as<double>(), a.numThreads);
+  return "";
+}
+
+std::string avgPoolBackwardKernel(const KernelArgs &a) {
+  const char *op = "offload.avg_pool2d_backward";
+  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
+  DType dt;
+  if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "dx", dx, dt, false); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+    return e;
+  g.h = dx.shape[size_t(dx.rank() - 2)];
+  g.w = dx.shape[size_t(dx.rank() - 1)];
+  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+    return e;
+  if (auto e = checkShape(op, "dy", dy, withPlane(dx.shape, g.oh, g.ow));
+      !e.empty())
+    return e;
+  if (dt == DType::F32)
+    avgPoolBackwardImpl<float>(g, dy.as<float>(), dx.as<float>(),
+                               a.numThreads);
+  else
+    avgPoolBackwardImpl<double>(g, dy.as<double>(), dx.as<double>(),
+                                a.numThreads);
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// adaptive_avg_pool2d
+//===----------------------------------------------------------------------===//
+
+/// ATen start_index/end_index: [floor(o*in/out), ceil((o+1)*in/out)).
+inline int64_t adStart(int64_t o, int64_t out, int64_t in) {
+  return (o * in) / out;
+}
+inline int64_t adEnd(int64_t o, int64_t out, int64_t in) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+template <typename T>
+void adaptiveImpl(const PoolGeom &g, const T *x, T *y, int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const T *xp = x + p * HW;
+      T *yp = y + p * L;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        int64_t h0 = adStart(oh, g.oh, g.h), h1 = adEnd(oh, g.oh, g.h);
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t w0 = adStart(ow, g.ow, g.w), w1 = adEnd(ow, g.ow, g.w);
+          double s = 0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw)
+              s += double(xp[ih * g.w + iw]);
+          yp[oh * g.ow + ow] = T(s / double((h1 - h0) * (w1 - w0)));
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void adaptiveBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
+  int64_t HW = g.h * g.w, L = g.oh * g.ow;
+  parallelFor(g.planes, threads, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      T *dp = dx + p * HW;
+      std::fill(dp, dp + HW, T(0));
+      const T *gp = dy + p * L;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        int64_t h0 = adStart(oh, g.oh, g.h), h1 = adEnd(oh, g.oh, g.h);
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          int64_t w0 = adStart(ow, g.ow, g.w), w1 = adEnd(ow, g.ow, g.w);
+          T d = gp[oh * g.ow + ow] / T(h1 - h0) / T(w1 - w0);
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw)
+              dp[ih * g.w + iw] += d;
+        }
+      }
+    }
+  });
+}
+
+std::string adaptiveKernel(const KernelArgs &a) {
+  const char *op = "offload.adaptive_avg_pool2d";
+  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  DType dt;
+  if (auto e = checkF(op, "x", x, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "y", y, dt, false); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+    return e;
+  g.h = x.shape[size_t(x.rank() - 2)];
+  g.w = x.shape[size_t(x.rank() - 1)];
+  if (y.rank() != x.rank())
+    return cat(op, ": y ", shapeStr(y.shape), " and x ", shapeStr(x.shape),
+               " differ in rank");
+  g.oh = y.shape[size_t(y.rank() - 2)];
+  g.ow = y.shape[size_t(y.rank() - 1)];
+  if (a.attrs.has("output_size")) {
+    int64_t oh, ow;
+    if (auto e = get2(op, a.attrs, "output_size", g.oh, g.ow, oh, ow);
+        !e.empty())
+      return e;
+    if (oh != g.oh || ow != g.ow)
+      return cat(op, ": output_size (", oh, ",", ow, ") disagrees with y ",
+                 shapeStr(y.shape));
+  }
+  if (auto e = checkShape(op, "y", y, withPlane(x.shape, g.oh, g.ow));
+      !e.empty())
+    return e;
+  if ((g.oh < 1 || g.ow < 1) && y.numel() > 0)
+    return cat(op, ": output size must be positive, got ", shapeStr(y.shape));
+  if (g.h < 1 || g.w < 1)
+    return cat(op, ": empty input plane ", shapeStr(x.shape));
+  if (dt == DType::F32)
+    adaptiveImpl<float>(g, x.as<float>(), y.as<float>(), a.numThreads);
+  else
+    adaptiveImpl<double>(g, x.as<double>(), y.as<double>(), a.numThreads);
+  return "";
+}
+
+std::string adaptiveBackwardKernel(const KernelArgs &a) {
+  const char *op = "offload.adaptive_avg_pool2d_backward";
+  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
+  DType dt;
+  if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
+    return e;
+  if (auto e = checkF(op, "dx", dx, dt, false); !e.empty())
+    return e;
+  PoolGeom g;
+  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+    return e;
+  if (dy.rank() != dx.rank())
+    return cat(op, ": dy ", shapeStr(dy.shape), " and dx ", shapeStr(dx.shape),
+               " differ in rank");
+  g.h = dx.shape[size_t(dx.rank() - 2)];
+  g.w = dx.shape[size_t(dx.rank() - 1)];
+  g.oh = dy.shape[size_t(dy.rank() - 2)];
+  g.ow = dy.shape[size_t(dy.rank() - 1)];
+  if (auto e = checkShape(op, "dy", dy, withPlane(dx.shape, g.oh, g.ow));
+      !e.empty())
+    return e;
+  if ((g.oh < 1 || g.ow < 1) && g.planes * g.h * g.w > 0)
+    return cat(op, ": output size must be positive, got ", shapeStr(dy.shape));
+  if (dt == DType::F32)
+    adaptiveBackwardImpl<float>(g, dy.as<float>(), dx.as<float>(),
+                                a.numThreads);
+  else
+    adaptiveBackwardImpl<double>(g, dy.as<double>(), dx.as<double>(),
+                                 a.numThreads);
+  return "";
+}
+
+} // namespace
+
+void offload::rt::kernels::registerPoolKernels(KernelRegistry &r) {
+  r.add("offload.max_pool2d", maxPoolKernel);
+  r.add("offload.max_pool2d_backward", maxPoolBackwardKernel);
+  r.add("offload.avg_pool2d", avgPoolKernel);
+  r.add("offload.avg_pool2d_backward", avgPoolBackwardKernel);
+  r.add("offload.adaptive_avg_pool2d", adaptiveKernel);
+  r.add("offload.adaptive_avg_pool2d_backward", adaptiveBackwardKernel);
+}
