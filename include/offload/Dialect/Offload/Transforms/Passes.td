@@ -93,4 +93,19 @@ def SavedValueReport : Pass<"offload-saved-value-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def MemoryReport : Pass<"offload-memory-report", "::mlir::ModuleOp"> {
+  let summary = "Prints the static memory plan: peak device bytes, arena sizes, what is live at the peak";
+  let description = [{
+    Computes the step's memory plan (liveness over the program order, views
+    aliased, greedy best-fit arena offsets; include/offload/Dialect/Offload/
+    Analysis/MemoryPlan.h) and prints the peak of live device bytes, the op
+    where it is reached, the device and host arena sizes, and the largest
+    buffers live at the peak. The runtime measures the same peak.
+  }];
+  let options = [
+    Option<"top", "top", "unsigned", /*default=*/"10",
+           "How many of the largest buffers live at the peak to list">,
+  ];
+}
+
 #endif // OFFLOAD_PASSES_TD

@@ -1,0 +1,76 @@
+//===- MemoryPlan.h - Liveness, arena offsets and peak of a step -*- C++ -*-===//
+//
+// Part of offload. The static memory plan of a training step: which buffer
+// each SSA tensor lives in, the interval of program points during which the
+// buffer is live, its byte offset in the device or host arena, and the peak
+// of live device bytes. The lowering to a runtime plan and the memory passes
+// (recompute, offload, planner) share it, so the peak they predict is the
+// peak the runtime measures.
+//
+// The model (docs/memory-model.md):
+//  * program point i is the i-th op of the step's single block (an op nested
+//    in a recompute region counts at its region's op); a buffer defined by op
+//    i and last used by op j is live on [i, j]; both its operands and its
+//    results are live while an op runs;
+//  * arguments (parameters, state, optimizer state, inputs) are live for the
+//    whole step, and so are the values the step returns;
+//  * views alias: `offload.reshape`, `offload.save` and `offload.restore`
+//    results share their operand's buffer, which lives until the last use of
+//    any alias;
+//  * `!offload.host<T>` values live in the host arena; an async copy's source
+//    stays live until the `offload.wait` that covers its token.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_MEMORYPLAN_H
+#define OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir {
+namespace offload {
+
+enum class MemorySpace { Device, Host };
+
+/// Byte alignment of every buffer offset in an arena.
+constexpr int64_t kArenaAlignment = 256;
+
+/// One allocation: the values that share it, its size in bytes, live
+/// interval [begin, end] in program points, and arena offset in bytes.
+struct PlannedBuffer {
+  llvm::SmallVector<Value, 2> values;
+  int64_t bytes = 0;
+  int64_t begin = 0, end = 0;
+  int64_t offset = 0;
+  MemorySpace space = MemorySpace::Device;
+  /// Live for the whole step (arguments and returned values).
+  bool persistent = false;
+};
+
+struct MemoryPlan {
+  llvm::SmallVector<PlannedBuffer> buffers;
+  llvm::DenseMap<Value, unsigned> bufferOf; // value -> index in `buffers`
+  llvm::SmallVector<Operation *> schedule;  // program point -> op
+  /// Max over program points of the bytes of live device buffers.
+  int64_t peakDeviceBytes = 0;
+  /// Program point where the peak is first reached.
+  int64_t peakPoint = 0;
+  /// Bytes of the device arena (max offset + size, >= peak: fragmentation).
+  int64_t deviceArenaBytes = 0;
+  int64_t hostArenaBytes = 0;
+  /// Live device bytes at each program point.
+  llvm::SmallVector<int64_t> liveDeviceBytes;
+};
+
+/// Computes the plan of `fn` (a step: one block). Offsets come from a
+/// greedy best-fit by decreasing size over the live intervals (the
+/// "greedy by size" heuristic of TensorFlow Lite's arena planner; Pisarchyk
+/// and Lee, "Efficient Memory Management for Deep Neural Net Inference",
+/// 2020). Fails, with a diagnostic, on a tensor of dynamic shape.
+FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn);
+
+} // namespace offload
+} // namespace mlir
+
+#endif

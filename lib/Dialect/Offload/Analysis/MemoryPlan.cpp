@@ -1,0 +1,201 @@
+//===- MemoryPlan.cpp - Liveness, arena offsets and peak of a step --------===//
+//
+// Part of offload. See MemoryPlan.h for the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// The value whose buffer `v` shares (views and saved-value handles).
+static Value aliasRoot(Value v) {
+  while (true) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return v;
+    if (auto r = dyn_cast<ReshapeOp>(def)) {
+      v = r.getInput();
+      continue;
+    }
+    if (auto s = dyn_cast<SaveOp>(def)) {
+      v = s.getValue();
+      continue;
+    }
+    if (auto r = dyn_cast<RestoreOp>(def)) {
+      v = r.getSaved();
+      continue;
+    }
+    return v;
+  }
+}
+
+static bool isTensorLike(Type t) {
+  return isa<RankedTensorType, SavedType, HostType>(t);
+}
+
+FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
+  MemoryPlan plan;
+  Block &body = fn.getBody().front();
+  for (Operation &op : body)
+    plan.schedule.push_back(&op);
+  int64_t last = int64_t(plan.schedule.size()) - 1;
+  llvm::DenseMap<Operation *, int64_t> point;
+  for (auto [i, op] : llvm::enumerate(plan.schedule))
+    point[op] = i;
+
+  // Buffers by alias root.
+  llvm::DenseMap<Value, unsigned> rootBuffer;
+  auto bufferFor = [&](Value root) -> PlannedBuffer & {
+    auto it = rootBuffer.find(root);
+    if (it != rootBuffer.end())
+      return plan.buffers[it->second];
+    rootBuffer[root] = plan.buffers.size();
+    plan.buffers.emplace_back();
+    return plan.buffers.back();
+  };
+
+  auto addValue = [&](Value v, int64_t defPoint) -> LogicalResult {
+    if (!isTensorLike(v.getType()))
+      return success();
+    Value root = aliasRoot(v);
+    PlannedBuffer &buf = bufferFor(root);
+    unsigned idx = rootBuffer[root];
+    buf.values.push_back(v);
+    plan.bufferOf[v] = idx;
+    if (root == v) {
+      int64_t bytes = detail::tensorBytes(v.getType());
+      if (bytes < 0)
+        return emitError(v.getLoc()) << "memory planning needs static shapes; "
+                                     << v.getType() << " is dynamic";
+      buf.bytes = bytes;
+      buf.begin = buf.end = defPoint;
+      buf.space = isa<HostType>(v.getType()) ? MemorySpace::Host : MemorySpace::Device;
+    }
+    return success();
+  };
+
+  for (BlockArgument arg : body.getArguments()) {
+    if (failed(addValue(arg, 0)))
+      return failure();
+    if (isTensorLike(arg.getType())) {
+      PlannedBuffer &b = plan.buffers[plan.bufferOf[arg]];
+      b.persistent = true;
+      b.begin = 0;
+      b.end = last;
+    }
+  }
+  for (Operation *op : plan.schedule)
+    for (Value r : op->getResults())
+      if (failed(addValue(r, point[op])))
+        return failure();
+
+  // Uses extend lifetimes; an op nested in a recompute region counts at its
+  // region's op (its operands are block arguments, bound at that op).
+  for (Operation *op : plan.schedule) {
+    int64_t p = point[op];
+    for (Value v : op->getOperands()) {
+      auto it = plan.bufferOf.find(v);
+      if (it == plan.bufferOf.end())
+        continue;
+      PlannedBuffer &b = plan.buffers[it->second];
+      b.end = std::max(b.end, p);
+    }
+  }
+  // An async copy's source stays live until the wait covering its token.
+  llvm::DenseMap<Value, SmallVector<Value>> tokenSources;
+  llvm::DenseMap<Value, SmallVector<Value>> joins;
+  for (Operation *op : plan.schedule) {
+    if (auto th = dyn_cast<ToHostOp>(op)) {
+      if (Value t = th.getAsyncToken())
+        tokenSources[t].push_back(th.getValue());
+    } else if (auto td = dyn_cast<ToDeviceOp>(op)) {
+      if (Value t = td.getAsyncToken())
+        tokenSources[t].push_back(td.getValue());
+    } else if (auto w = dyn_cast<WaitOp>(op)) {
+      if (Value j = w.getAsyncToken()) {
+        joins[j] = llvm::to_vector(w.getAsyncDependencies());
+        continue;
+      }
+      std::function<void(Value)> extend = [&](Value tok) {
+        for (Value src : tokenSources.lookup(tok)) {
+          PlannedBuffer &b = plan.buffers[plan.bufferOf[src]];
+          b.end = std::max(b.end, point[op]);
+        }
+        for (Value t : joins.lookup(tok))
+          extend(t);
+      };
+      for (Value tok : w.getAsyncDependencies())
+        extend(tok);
+    }
+  }
+  // Returned values stay until the end.
+  for (Value v : body.getTerminator()->getOperands()) {
+    auto it = plan.bufferOf.find(v);
+    if (it == plan.bufferOf.end())
+      continue;
+    plan.buffers[it->second].end = last;
+    plan.buffers[it->second].persistent = true;
+  }
+
+  // Live bytes per point, and the peak.
+  plan.liveDeviceBytes.assign(plan.schedule.size(), 0);
+  for (PlannedBuffer &b : plan.buffers)
+    if (b.space == MemorySpace::Device)
+      for (int64_t p = b.begin; p <= b.end; ++p)
+        plan.liveDeviceBytes[p] += b.bytes;
+  for (auto [p, bytes] : llvm::enumerate(plan.liveDeviceBytes))
+    if (bytes > plan.peakDeviceBytes) {
+      plan.peakDeviceBytes = bytes;
+      plan.peakPoint = p;
+    }
+
+  // Offsets: greedy by decreasing size, lowest gap that fits among the
+  // already placed buffers whose intervals overlap.
+  for (MemorySpace space : {MemorySpace::Device, MemorySpace::Host}) {
+    SmallVector<unsigned> order;
+    for (unsigned i = 0; i < plan.buffers.size(); ++i)
+      if (plan.buffers[i].space == space && plan.buffers[i].bytes > 0)
+        order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+      return plan.buffers[a].bytes > plan.buffers[b].bytes;
+    });
+    SmallVector<unsigned> placed;
+    int64_t arena = 0;
+    // Offsets are multiples of kArenaAlignment (cudaMalloc's 256-byte
+    // alignment, which also suits host SIMD).
+    auto padded = [](int64_t bytes) {
+      return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    };
+    for (unsigned i : order) {
+      PlannedBuffer &b = plan.buffers[i];
+      SmallVector<std::pair<int64_t, int64_t>> busy;
+      for (unsigned j : placed) {
+        PlannedBuffer &o = plan.buffers[j];
+        if (o.begin <= b.end && b.begin <= o.end)
+          busy.push_back({o.offset, o.offset + padded(o.bytes)});
+      }
+      llvm::sort(busy);
+      // Best fit: the smallest gap that holds the buffer, else the end.
+      int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
+      for (auto [lo, hi] : busy) {
+        if (lo - cursor >= padded(b.bytes) && lo - cursor < bestGap) {
+          bestGap = lo - cursor;
+          bestOffset = cursor;
+        }
+        cursor = std::max(cursor, hi);
+      }
+      b.offset = bestOffset >= 0 ? bestOffset : cursor;
+      arena = std::max(arena, b.offset + b.bytes);
+      placed.push_back(i);
+    }
+    (space == MemorySpace::Device ? plan.deviceArenaBytes : plan.hostArenaBytes) = arena;
+  }
+  return plan;
+}

@@ -1,0 +1,76 @@
+//===- MemoryReport.cpp - Print the static memory plan --------------------===//
+//
+// Part of offload. Implements --offload-memory-report.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "offload-memory-report"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_MEMORYREPORT
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+namespace {
+struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPass> {
+  using MemoryReportBase::MemoryReportBase;
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    bool failedAny = false;
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn.isExternal())
+        return;
+      FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
+      if (failed(plan)) {
+        failedAny = true;
+        return;
+      }
+      os << "memory plan of @" << fn.getName() << "\n";
+      os << llvm::format("  peak device bytes: %lld at op #%lld (%s)\n",
+                         (long long)plan->peakDeviceBytes, (long long)plan->peakPoint,
+                         plan->schedule.empty()
+                             ? "-"
+                             : plan->schedule[plan->peakPoint]->getName().getStringRef().str().c_str());
+      os << llvm::format("  device arena bytes: %lld\n  host arena bytes: %lld\n",
+                         (long long)plan->deviceArenaBytes, (long long)plan->hostArenaBytes);
+      int64_t persistent = 0;
+      for (const PlannedBuffer &b : plan->buffers)
+        if (b.persistent && b.space == MemorySpace::Device)
+          persistent += b.bytes;
+      os << llvm::format("  persistent device bytes (arguments, results): %lld\n",
+                         (long long)persistent);
+      SmallVector<const PlannedBuffer *> live;
+      for (const PlannedBuffer &b : plan->buffers)
+        if (b.space == MemorySpace::Device && b.begin <= plan->peakPoint &&
+            plan->peakPoint <= b.end && !b.persistent)
+          live.push_back(&b);
+      llvm::sort(live, [](auto *a, auto *b) { return a->bytes > b->bytes; });
+      os << "  largest temporaries live at the peak:\n";
+      for (unsigned i = 0; i < live.size() && i < top; ++i) {
+        Value v = live[i]->values.front();
+        std::string what = v.getDefiningOp()
+                               ? v.getDefiningOp()->getName().getStringRef().str()
+                               : "argument";
+        os << llvm::format("    %12lld bytes  [%lld, %lld]  %s", (long long)live[i]->bytes,
+                           (long long)live[i]->begin, (long long)live[i]->end,
+                           what.c_str())
+           << "  " << v.getLoc() << "\n";
+      }
+    });
+    if (failedAny)
+      signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
