@@ -86,7 +86,7 @@ std::vector<uint8_t> Plan::serialize(const PlanData &d) {
       fbb, d.formatVersion, d.producer.c_str(), d.deviceCapacity,
       d.hostCapacity, d.predictedPeakDeviceBytes, d.numEvents, &bufs, &binds,
       &instrs, &phases, &consts);
-  fb::FinishPlanBuffer(fbb, root);
+  fb::FinishSizePrefixedPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -133,23 +133,35 @@ Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
 
 Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                                                       size_t size) {
-  if (size < 8)
+  // Layout: uint32 size prefix, then the FlatBuffer whose identifier sits at
+  // bytes [8, 12). The prefix makes any truncation detectable.
+  if (size < 12)
     return Status::error("file is truncated (" + std::to_string(size) +
                          " bytes; not a plan)");
-  if (!fb::PlanBufferHasIdentifier(bytes)) {
-    std::string id(reinterpret_cast<const char *>(bytes) + 4, 4);
+  if (!fb::SizePrefixedPlanBufferHasIdentifier(bytes)) {
+    std::string id(reinterpret_cast<const char *>(bytes) + 8, 4);
     for (char &c : id)
       if (c < 32 || c > 126) c = '?';
     return Status::error("file identifier is '" + id + "', expected '" +
                          std::string(fb::PlanIdentifier()) +
                          "' (not an offload plan)");
   }
+  uint64_t prefix = flatbuffers::ReadScalar<uint32_t>(bytes);
+  if (prefix + 4 > size)
+    return Status::error("plan is truncated: it declares " +
+                         std::to_string(prefix + 4) + " bytes, the file has " +
+                         std::to_string(size));
+  if (prefix + 4 < size)
+    return Status::error("plan is corrupt: " +
+                         std::to_string(size - prefix - 4) +
+                         " trailing bytes after the declared " +
+                         std::to_string(prefix + 4));
   flatbuffers::Verifier verifier(bytes, size);
-  if (!fb::VerifyPlanBuffer(verifier))
+  if (!fb::VerifySizePrefixedPlanBuffer(verifier))
     return Status::error("plan is truncated or corrupt (FlatBuffers "
                          "verification failed on " +
                          std::to_string(size) + " bytes)");
-  const fb::Plan *p = fb::GetPlan(bytes);
+  const fb::Plan *p = fb::GetSizePrefixedPlan(bytes);
   if (p->format_version() != kPlanFormatVersion)
     return Status::error("plan format version " +
                          std::to_string(p->format_version()) +
