@@ -1,0 +1,248 @@
+//===- Plan.h - Executable plan: in-memory form, loading, building -*- C++ -*-===//
+//
+// Part of offload. A plan is the static schedule that the compiler's lowering
+// emits and the runtime executes: buffers at fixed byte offsets in a device
+// arena and a host arena, instructions on three streams synchronised by
+// events, bindings from external names to buffers, and phases (forward,
+// backward_input, backward_weight, optimizer) as instruction ranges.
+//
+// On disk a plan is a FlatBuffers buffer (schema Plan.fbs, identifier "OFLP",
+// format_version kPlanFormatVersion). Plan::load verifies it with the
+// FlatBuffers Verifier and then validates its semantics; every error names
+// the offending instruction or buffer. See docs/runtime.md.
+//
+// No MLIR, LLVM or FlatBuffers types appear in this header.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_RUNTIME_PLAN_H
+#define OFFLOAD_RUNTIME_PLAN_H
+
+#include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace offload {
+namespace rt {
+
+/// The plan format version this runtime reads and writes.
+constexpr uint32_t kPlanFormatVersion = 1;
+
+enum class MemorySpace : uint8_t { Device = 0, Host = 1 };
+
+enum class BufferRole : uint8_t {
+  Parameter = 0,
+  State = 1,
+  OptimizerState = 2,
+  Input = 3,
+  Output = 4,
+  Gradient = 5,
+  Temporary = 6,
+  Constant = 7
+};
+
+/// Streams of a plan. Instructions on one stream run in program order.
+enum Stream : uint8_t {
+  ComputeStream = 0,
+  HostToDeviceStream = 1,
+  DeviceToHostStream = 2,
+  NumStreams = 3
+};
+
+const char *memorySpaceName(MemorySpace s);
+const char *bufferRoleName(BufferRole r);
+const char *streamName(int stream);
+
+/// A buffer: a fixed byte range [offset, offset + size) of the arena of
+/// `space`, live from instruction `liveFirst` to `liveLast` (inclusive).
+struct BufferDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  MemorySpace space = MemorySpace::Device;
+  uint64_t offset = 0; ///< bytes
+  uint64_t size = 0;   ///< bytes reserved (>= numel * dtypeSize)
+  BufferRole role = BufferRole::Temporary;
+  int32_t liveFirst = 0;
+  int32_t liveLast = 0;
+  /// The buffer whose bytes this one reuses (reshape view), or -1.
+  int32_t aliasOf = -1;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  /// Bytes of the tensor's elements (numel * dtype size).
+  uint64_t dataBytes() const { return uint64_t(numel()) * dtypeSize(dtype); }
+};
+
+enum class BindingDirection : uint8_t { In = 0, Out = 1 };
+
+/// An external name bound to a buffer: "fc1.weight" In (parameter value
+/// before the step), "fc1.weight" Out (value after the step), "grad:fc1.weight"
+/// Out, "loss" Out, "x" In (role Input).
+struct BindingDesc {
+  std::string name;
+  int32_t buffer = -1;
+  BufferRole role = BufferRole::Input;
+  BindingDirection direction = BindingDirection::In;
+};
+
+/// Runtime ops handled by the executor itself (no kernel).
+constexpr const char *kOpToHost = "offload.to_host";
+constexpr const char *kOpToDevice = "offload.to_device";
+constexpr const char *kOpWait = "offload.wait";
+constexpr const char *kOpReshape = "offload.reshape";
+
+/// One instruction. Copies (to_host/to_device) read inputs[0] and write
+/// outputs[0]; optional attributes src_offset, dst_offset, bytes (ints) copy a
+/// byte slice (default: the whole source). offload.wait only waits.
+struct InstructionDesc {
+  std::string op;
+  std::vector<int32_t> inputs;  ///< -1 = absent optional operand
+  std::vector<int32_t> outputs;
+  AttrMap attrs;
+  int stream = ComputeStream;
+  std::vector<int32_t> waitEvents;
+  int32_t recordEvent = -1;
+};
+
+/// Instructions [first, last) named forward | backward | backward_input |
+/// backward_weight | optimizer.
+struct PhaseDesc {
+  std::string name;
+  int32_t first = 0;
+  int32_t last = 0;
+};
+
+struct ConstantDesc {
+  int32_t buffer = -1;
+  std::vector<uint8_t> data;
+};
+
+/// The plain-data content of a plan.
+struct PlanData {
+  uint32_t formatVersion = kPlanFormatVersion;
+  std::string producer;
+  uint64_t deviceCapacity = 0; ///< bytes
+  uint64_t hostCapacity = 0;   ///< bytes
+  uint64_t predictedPeakDeviceBytes = 0;
+  int32_t numEvents = 0;
+  std::vector<BufferDesc> buffers;
+  std::vector<BindingDesc> bindings;
+  std::vector<InstructionDesc> instructions;
+  std::vector<PhaseDesc> phases;
+  std::vector<ConstantDesc> constants;
+};
+
+/// Peak bytes of live device buffers over the plan, following the runtime's
+/// allocation rule: at instruction i the live set is every non-alias device
+/// buffer with liveFirst <= i <= liveLast. A plan with no instruction counts
+/// the buffers live at 0.
+uint64_t computePeakDeviceBytes(const PlanData &plan);
+
+/// Checks everything the runtime relies on; the message names the first
+/// offending buffer/instruction/binding. See docs/runtime.md, "Validation".
+Status validatePlan(const PlanData &plan);
+
+/// A loaded, verified, validated plan. Immutable; share it between sessions.
+class Plan {
+public:
+  /// Reads, verifies and validates a plan file.
+  static Expected<std::shared_ptr<const Plan>> load(const std::string &path);
+  /// Same, from bytes in memory.
+  static Expected<std::shared_ptr<const Plan>>
+  fromBytes(const uint8_t *data, size_t size);
+  /// Validates `data` and wraps it (no serialization round trip).
+  static Expected<std::shared_ptr<const Plan>> fromData(PlanData data);
+
+  /// Serializes plan data to the FlatBuffers format (no validation).
+  static std::vector<uint8_t> serialize(const PlanData &data);
+  /// Writes serialize(data) to `path`.
+  static Status save(const PlanData &data, const std::string &path);
+
+  const PlanData &data() const { return data_; }
+  /// Index of the binding (name, direction) or -1.
+  int findBinding(const std::string &name, BindingDirection dir) const;
+  /// Index of the phase or -1.
+  int findPhase(const std::string &name) const;
+  /// Distinct op names of the instructions, in first-use order.
+  std::vector<std::string> opNames() const;
+  /// A readable multi-line listing of the plan.
+  std::string dump() const;
+
+private:
+  PlanData data_;
+};
+
+/// Builds plans without knowing FlatBuffers. Offsets are assigned by the
+/// caller (the compiler) or, with autoLayout(), by a simple first-fit over
+/// live intervals. Usage:
+///   PlanBuilder b;  int w = b.buffer("fc.weight", DType::F32, {4, 8},
+///                                    BufferRole::Parameter);
+///   b.bindIn("fc.weight", w); b.instr("offload.linear", {x, w, -1}, {y});
+///   PlanData p = b.finish();   // computes intervals/offsets/capacity
+class PlanBuilder {
+public:
+  PlanBuilder();
+  /// Adds a buffer; returns its id. Offset is assigned by finish() unless
+  /// setOffset() is called. Size defaults to the data bytes.
+  int buffer(const std::string &name, DType dtype,
+             std::vector<int64_t> shape, BufferRole role,
+             MemorySpace space = MemorySpace::Device);
+  /// A view of `base`'s bytes with another shape (reshape); same size.
+  int alias(const std::string &name, int base, std::vector<int64_t> shape);
+  void setOffset(int buffer, uint64_t offset);
+  void setLive(int buffer, int first, int last);
+  BufferDesc &buf(int id) { return data_.buffers[id]; }
+
+  void bindIn(const std::string &name, int buffer);
+  void bindOut(const std::string &name, int buffer);
+
+  /// Appends an instruction; returns its index.
+  int instr(const std::string &op, std::vector<int32_t> inputs,
+            std::vector<int32_t> outputs, AttrMap attrs = {},
+            int stream = ComputeStream, std::vector<int32_t> waitEvents = {},
+            int32_t recordEvent = -1);
+  /// A fresh event id.
+  int event() { return data_.numEvents++; }
+  /// Phase [first, last); call after its instructions are added.
+  void phase(const std::string &name, int first, int last);
+  /// Phase from the end of the previous phase to the current instruction
+  /// count.
+  void endPhase(const std::string &name);
+  void constant(int buffer, std::vector<uint8_t> bytes);
+
+  void setDeviceCapacity(uint64_t bytes) { deviceCapacity_ = bytes; }
+  void setHostCapacity(uint64_t bytes) { hostCapacity_ = bytes; }
+  void setPredictedPeak(uint64_t bytes) { predictedPeak_ = bytes; }
+  void setProducer(std::string p) { data_.producer = std::move(p); }
+
+  /// Completes the plan: live intervals of buffers not set explicitly are
+  /// derived from their uses (bound inputs and constants from 0, bound
+  /// outputs to the end); offsets not set explicitly are laid out first-fit
+  /// (alignment 256 bytes); capacities default to the arena high-water
+  /// marks; predicted peak defaults to computePeakDeviceBytes().
+  PlanData finish();
+
+private:
+  PlanData data_;
+  std::vector<bool> offsetSet_, liveSet_;
+  uint64_t deviceCapacity_ = 0, hostCapacity_ = 0, predictedPeak_ = 0;
+};
+
+/// Attribute helpers for PlanBuilder users.
+AttrValue attrInts(std::vector<int64_t> v);
+AttrValue attrInt(int64_t v);
+AttrValue attrFloats(std::vector<double> v);
+AttrValue attrFloat(double v);
+AttrValue attrString(std::string s);
+
+} // namespace rt
+} // namespace offload
+
+#endif // OFFLOAD_RUNTIME_PLAN_H

@@ -1,0 +1,164 @@
+//===- Runtime.h - offload runtime C++ API ---------------------*- C++ -*-===//
+//
+// Part of offload. Executes plans emitted by the compiler (Plan.h) on a
+// backend ("host" or "cuda"). No MLIR or LLVM dependency. Typical use:
+//
+//   auto plan = Plan::load("mlp.oflp");           // verified + validated
+//   if (!plan) { report(plan.message()); }
+//   auto s = Session::create(*plan, "host");       // arenas, kernels checked
+//   (*s)->bind("fc1.weight", w);                  // parameters/state/inputs
+//   for (...) { if (Status st = (*s)->step(); !st.ok()) ...; }
+//   double loss = *(*s)->loss();
+//   Tensor g = *(*s)->output("grad:fc1.weight");
+//
+// Errors are returned (Status / Expected), never thrown. A failed step leaves
+// the ParameterStore bit-identical to before it (see docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_RUNTIME_RUNTIME_H
+#define OFFLOAD_RUNTIME_RUNTIME_H
+
+#include "offload/Runtime/Plan.h"
+#include "offload/Runtime/Status.h"
+#include "offload/Runtime/Tensor.h"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace offload {
+namespace rt {
+
+/// Host-side store of parameters, state (e.g. batch-norm running stats) and
+/// optimizer state, keyed by binding name. It holds the committed values:
+/// a session uploads them at the start of a step and writes the plan's new
+/// values back only when the whole step succeeded. Several sessions (plans)
+/// may share one store (e.g. per-task heads over a shared trunk).
+class ParameterStore {
+public:
+  void set(const std::string &name, Tensor t) { values_[name] = std::move(t); }
+  /// nullptr when absent.
+  const Tensor *get(const std::string &name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  bool has(const std::string &name) const { return values_.count(name) != 0; }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (auto &e : values_) out.push_back(e.first);
+    return out;
+  }
+
+private:
+  std::map<std::string, Tensor> values_;
+};
+
+struct SessionOptions {
+  /// Threads kernels may use (host backend).
+  int numThreads = 1;
+  /// Host backend debug mode: dead and not-yet-arrived device bytes hold a
+  /// NaN pattern (all bits set), copies run only when waited for, and a
+  /// kernel reading the pattern in a float input fails the step.
+  bool poison = false;
+  /// Check at creation that the plan's events order every cross-stream
+  /// read-after-write, write-after-read and arena reuse (docs/runtime.md).
+  bool checkRaces = true;
+  /// Device memory available to the session in bytes; 0 = the backend's
+  /// own (host: exactly the plan's capacity; cuda: free device memory).
+  /// Creation fails when it is smaller than the plan's device arena.
+  uint64_t deviceMemoryBytes = 0;
+  /// Testing: instruction index at which execution reports an injected
+  /// failure, or -1.
+  int failAtInstruction = -1;
+  /// CUDA device ordinal.
+  int cudaDevice = 0;
+};
+
+class Backend;
+
+/// One plan bound to one backend. Not thread-safe; one step at a time.
+class Session {
+public:
+  /// Creates a session: allocates the arenas (host: exactly the plan's
+  /// capacities), checks that every op has a kernel (one error lists all
+  /// missing ones) and, if options.checkRaces, the plan's synchronisation.
+  /// `backend` is "host" or "cuda". `store` defaults to a fresh store.
+  static Expected<std::unique_ptr<Session>>
+  create(std::shared_ptr<const Plan> plan, const std::string &backend,
+         const SessionOptions &options = {},
+         std::shared_ptr<ParameterStore> store = nullptr);
+  ~Session();
+
+  const Plan &plan() const { return *plan_; }
+  ParameterStore &store() { return *store_; }
+  std::shared_ptr<ParameterStore> sharedStore() { return store_; }
+
+  /// Binds a value to the input binding `name`. Parameters, state and
+  /// optimizer state go to the store; inputs stay bound until rebound.
+  /// Errors: no such input binding; dtype or shape differ from the buffer.
+  Status bind(const std::string &name, Tensor value);
+  /// Names of input bindings (of `role`, or all) that have no value yet.
+  std::vector<std::string> missingBindings() const;
+  /// Input binding names and roles, in plan order.
+  std::vector<std::pair<std::string, BufferRole>> inputBindings() const;
+
+  /// Runs one whole training step: beginStep, every instruction, finishStep.
+  Status step();
+  /// Starts a step: checks bindings, uploads store values, inputs and
+  /// constants.
+  Status beginStep();
+  /// Runs the instructions up to the end of phase `name` (forward, backward,
+  /// backward_input, backward_weight, optimizer) of the current step,
+  /// starting one if none is active. Phases run in plan order.
+  Status runPhase(const std::string &name);
+  /// Runs what remains of the step, reads outputs and commits the new
+  /// parameter/state values to the store. On failure nothing is committed.
+  Status finishStep();
+  /// Abandons the current step; the store is unchanged.
+  void abortStep();
+  bool stepActive() const { return active_; }
+
+  /// Output binding values of the last successful step ("loss",
+  /// "grad:fc1.weight", new "fc1.weight").
+  Expected<Tensor> output(const std::string &name) const;
+  std::vector<std::string> outputNames() const;
+  /// The "loss" output of the last successful step as a double.
+  Expected<double> loss() const;
+
+  /// Peak bytes of live device buffers measured by the executor, max over
+  /// all steps run so far.
+  uint64_t measuredPeakDeviceBytes() const;
+  uint64_t plannedPeakDeviceBytes() const {
+    return plan_->data().predictedPeakDeviceBytes;
+  }
+  /// Seconds each stream (compute, h2d, d2h) spent executing instructions in
+  /// the last step.
+  std::array<double, NumStreams> streamBusySeconds() const;
+  /// Wall seconds of the last step (beginStep to finishStep).
+  double lastStepSeconds() const { return lastStepSeconds_; }
+  const char *backendName() const;
+
+private:
+  Session() = default;
+  Status runTo(int end);
+
+  std::shared_ptr<const Plan> plan_;
+  std::shared_ptr<ParameterStore> store_;
+  std::unique_ptr<Backend> backend_;
+  SessionOptions options_;
+  std::map<std::string, Tensor> inputs_;
+  std::map<std::string, Tensor> outputs_;
+  bool active_ = false;
+  int next_ = 0;
+  double stepStart_ = 0, lastStepSeconds_ = 0;
+};
+
+/// Names of the backends compiled into this library ("host", "cuda").
+std::vector<std::string> availableBackends();
+
+} // namespace rt
+} // namespace offload
+
+#endif // OFFLOAD_RUNTIME_RUNTIME_H

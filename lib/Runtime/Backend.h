@@ -1,0 +1,59 @@
+//===- Backend.h - Interface between Session and a backend ------*- C++ -*-===//
+//
+// Part of offload. Internal to lib/Runtime. A backend owns the arenas and
+// executes instruction ranges of a validated plan; the Session does bindings,
+// uploads/downloads and the commit of a step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_LIB_RUNTIME_BACKEND_H
+#define OFFLOAD_LIB_RUNTIME_BACKEND_H
+
+#include "offload/Runtime/Runtime.h"
+
+#include <array>
+#include <memory>
+
+namespace offload {
+namespace rt {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Allocates the arenas and checks the plan's ops have kernels.
+  virtual Status init(std::shared_ptr<const Plan> plan,
+                      const SessionOptions &options) = 0;
+  /// Starts a step: every buffer live at instruction 0 is allocated.
+  virtual Status beginStep() = 0;
+  /// Copies `bytes` host bytes into / out of buffer `id` (live).
+  virtual Status write(int id, const void *src, size_t bytes) = 0;
+  virtual Status read(int id, void *dst, size_t bytes) = 0;
+  /// Executes instructions [first, last) and waits for every stream.
+  virtual Status run(int first, int last) = 0;
+  /// Ends the step (success or not): frees every buffer.
+  virtual void endStep() = 0;
+  /// Max over steps of live device bytes, as allocated by the executor.
+  virtual uint64_t peakDeviceBytes() const = 0;
+  virtual std::array<double, NumStreams> busySeconds() const = 0;
+};
+
+std::unique_ptr<Backend> createHostBackend();
+/// nullptr when the library was built without CUDA.
+std::unique_ptr<Backend> createCudaBackend();
+
+/// Statically checks that the plan's stream order and events make every
+/// cross-stream hazard ordered (docs/runtime.md, "Synchronisation").
+Status checkPlanRaces(const PlanData &plan);
+
+/// Per-instruction: buffers whose live interval starts / ends there.
+struct LiveSchedule {
+  std::vector<std::vector<int>> allocAt, freeAfter;
+  /// For each instruction and each waited event, the recorder instruction.
+  std::vector<std::vector<int>> waitFor;
+  static LiveSchedule build(const PlanData &plan);
+};
+
+} // namespace rt
+} // namespace offload
+
+#endif

@@ -1,0 +1,644 @@
+//===- Plan.cpp - Plan serialization, verification, validation, dump ------===//
+//
+// Part of offload. Converts between PlanData and the FlatBuffers plan file
+// (Plan.fbs), verifies loaded bytes with the FlatBuffers Verifier and
+// validates the plan's semantics (docs/runtime.md, "Validation").
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Runtime/Plan.h"
+#include "offload/Runtime/Plan_generated.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace offload::rt;
+
+const char *offload::rt::memorySpaceName(MemorySpace s) {
+  return s == MemorySpace::Device ? "device" : "host";
+}
+
+const char *offload::rt::bufferRoleName(BufferRole r) {
+  switch (r) {
+  case BufferRole::Parameter: return "parameter";
+  case BufferRole::State: return "state";
+  case BufferRole::OptimizerState: return "optimizer_state";
+  case BufferRole::Input: return "input";
+  case BufferRole::Output: return "output";
+  case BufferRole::Gradient: return "gradient";
+  case BufferRole::Temporary: return "temporary";
+  case BufferRole::Constant: return "constant";
+  }
+  return "?";
+}
+
+const char *offload::rt::streamName(int stream) {
+  switch (stream) {
+  case ComputeStream: return "compute";
+  case HostToDeviceStream: return "h2d";
+  case DeviceToHostStream: return "d2h";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Serialization
+//===----------------------------------------------------------------------===//
+
+std::vector<uint8_t> Plan::serialize(const PlanData &d) {
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  std::vector<flatbuffers::Offset<fb::Buffer>> bufs;
+  for (const BufferDesc &b : d.buffers)
+    bufs.push_back(fb::CreateBufferDirect(
+        fbb, b.name.c_str(), fb::DType(uint8_t(b.dtype)), &b.shape,
+        fb::MemorySpace(uint8_t(b.space)), b.offset, b.size,
+        fb::BufferRole(uint8_t(b.role)), b.liveFirst, b.liveLast, b.aliasOf));
+  std::vector<flatbuffers::Offset<fb::Binding>> binds;
+  for (const BindingDesc &b : d.bindings)
+    binds.push_back(fb::CreateBindingDirect(
+        fbb, b.name.c_str(), b.buffer, fb::BufferRole(uint8_t(b.role)),
+        fb::BindingDirection(uint8_t(b.direction))));
+  std::vector<flatbuffers::Offset<fb::Instruction>> instrs;
+  for (const InstructionDesc &in : d.instructions) {
+    std::vector<flatbuffers::Offset<fb::Attr>> attrs;
+    for (const auto &e : in.attrs.entries()) {
+      const AttrValue &v = e.second;
+      attrs.push_back(fb::CreateAttrDirect(
+          fbb, e.first.c_str(), fb::AttrKind(uint8_t(v.kind)), &v.ints,
+          &v.floats, v.str.c_str()));
+    }
+    instrs.push_back(fb::CreateInstructionDirect(
+        fbb, in.op.c_str(), &in.inputs, &in.outputs, &attrs,
+        uint8_t(in.stream), &in.waitEvents, in.recordEvent));
+  }
+  std::vector<flatbuffers::Offset<fb::Phase>> phases;
+  for (const PhaseDesc &p : d.phases)
+    phases.push_back(fb::CreatePhaseDirect(fbb, p.name.c_str(), p.first,
+                                           p.last));
+  std::vector<flatbuffers::Offset<fb::ConstantData>> consts;
+  for (const ConstantDesc &c : d.constants)
+    consts.push_back(fb::CreateConstantDataDirect(fbb, c.buffer, &c.data));
+  auto root = fb::CreatePlanDirect(
+      fbb, d.formatVersion, d.producer.c_str(), d.deviceCapacity,
+      d.hostCapacity, d.predictedPeakDeviceBytes, d.numEvents, &bufs, &binds,
+      &instrs, &phases, &consts);
+  fb::FinishSizePrefixedPlanBuffer(fbb, root);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(),
+                              fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+Status Plan::save(const PlanData &data, const std::string &path) {
+  std::vector<uint8_t> bytes = serialize(data);
+  std::ofstream os(path, std::ios::binary | std::ios::trunc);
+  if (!os)
+    return Status::error("cannot open '" + path + "' for writing");
+  os.write(reinterpret_cast<const char *>(bytes.data()),
+           std::streamsize(bytes.size()));
+  if (!os)
+    return Status::error("error writing '" + path + "'");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename V>
+static std::vector<T> toVec(const flatbuffers::Vector<V> *v) {
+  std::vector<T> out;
+  if (v)
+    for (auto x : *v) out.push_back(T(x));
+  return out;
+}
+
+static std::string str(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
+  std::ifstream is(path, std::ios::binary);
+  if (!is)
+    return Status::error("cannot open plan file '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(is)),
+                             std::istreambuf_iterator<char>());
+  auto p = fromBytes(bytes.data(), bytes.size());
+  if (!p)
+    return p.status().withContext("plan '" + path + "': ");
+  return p;
+}
+
+Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
+                                                      size_t size) {
+  // Layout: uint32 size prefix, then the FlatBuffer whose identifier sits at
+  // bytes [8, 12). The prefix makes any truncation detectable.
+  if (size < 12)
+    return Status::error("file is truncated (" + std::to_string(size) +
+                         " bytes; not a plan)");
+  if (!fb::SizePrefixedPlanBufferHasIdentifier(bytes)) {
+    std::string id(reinterpret_cast<const char *>(bytes) + 8, 4);
+    for (char &c : id)
+      if (c < 32 || c > 126) c = '?';
+    return Status::error("file identifier is '" + id + "', expected '" +
+                         std::string(fb::PlanIdentifier()) +
+                         "' (not an offload plan)");
+  }
+  uint64_t prefix = flatbuffers::ReadScalar<uint32_t>(bytes);
+  if (prefix + 4 > size)
+    return Status::error("plan is truncated: it declares " +
+                         std::to_string(prefix + 4) + " bytes, the file has " +
+                         std::to_string(size));
+  if (prefix + 4 < size)
+    return Status::error("plan is corrupt: " +
+                         std::to_string(size - prefix - 4) +
+                         " trailing bytes after the declared " +
+                         std::to_string(prefix + 4));
+  flatbuffers::Verifier verifier(bytes, size);
+  if (!fb::VerifySizePrefixedPlanBuffer(verifier))
+    return Status::error("plan is truncated or corrupt (FlatBuffers "
+                         "verification failed on " +
+                         std::to_string(size) + " bytes)");
+  const fb::Plan *p = fb::GetSizePrefixedPlan(bytes);
+  if (p->format_version() != kPlanFormatVersion)
+    return Status::error("plan format version " +
+                         std::to_string(p->format_version()) +
+                         " is not supported (this runtime reads version " +
+                         std::to_string(kPlanFormatVersion) +
+                         "); re-lower the model with a matching compiler");
+  PlanData d;
+  d.formatVersion = p->format_version();
+  d.producer = str(p->producer());
+  d.deviceCapacity = p->device_capacity();
+  d.hostCapacity = p->host_capacity();
+  d.predictedPeakDeviceBytes = p->predicted_peak_device_bytes();
+  d.numEvents = p->num_events();
+  if (p->buffers())
+    for (const fb::Buffer *b : *p->buffers()) {
+      BufferDesc bd;
+      bd.name = str(b->name());
+      bd.dtype = DType(uint8_t(b->dtype()));
+      bd.shape = toVec<int64_t>(b->shape());
+      bd.space = MemorySpace(uint8_t(b->space()));
+      bd.offset = b->offset();
+      bd.size = b->size();
+      bd.role = BufferRole(uint8_t(b->role()));
+      bd.liveFirst = b->live_first();
+      bd.liveLast = b->live_last();
+      bd.aliasOf = b->alias_of();
+      d.buffers.push_back(std::move(bd));
+    }
+  if (p->bindings())
+    for (const fb::Binding *b : *p->bindings())
+      d.bindings.push_back({str(b->name()), b->buffer(),
+                            BufferRole(uint8_t(b->role())),
+                            BindingDirection(uint8_t(b->direction()))});
+  if (p->instructions())
+    for (const fb::Instruction *in : *p->instructions()) {
+      InstructionDesc id;
+      id.op = str(in->op());
+      id.inputs = toVec<int32_t>(in->inputs());
+      id.outputs = toVec<int32_t>(in->outputs());
+      if (in->attrs())
+        for (const fb::Attr *a : *in->attrs()) {
+          AttrValue v;
+          v.kind = AttrValue::Kind(uint8_t(a->kind()));
+          v.ints = toVec<int64_t>(a->ints());
+          v.floats = toVec<double>(a->floats());
+          v.str = str(a->str());
+          id.attrs.set(str(a->name()), std::move(v));
+        }
+      id.stream = in->stream();
+      id.waitEvents = toVec<int32_t>(in->wait_events());
+      id.recordEvent = in->record_event();
+      d.instructions.push_back(std::move(id));
+    }
+  if (p->phases())
+    for (const fb::Phase *ph : *p->phases())
+      d.phases.push_back({str(ph->name()), ph->first(), ph->last()});
+  if (p->constants())
+    for (const fb::ConstantData *c : *p->constants())
+      d.constants.push_back({c->buffer(), toVec<uint8_t>(c->data())});
+  return fromData(std::move(d));
+}
+
+Expected<std::shared_ptr<const Plan>> Plan::fromData(PlanData data) {
+  if (Status s = validatePlan(data); !s.ok())
+    return s;
+  auto p = std::shared_ptr<Plan>(new Plan());
+  p->data_ = std::move(data);
+  return std::shared_ptr<const Plan>(std::move(p));
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+uint64_t offload::rt::computePeakDeviceBytes(const PlanData &d) {
+  int n = int(d.instructions.size());
+  std::vector<int64_t> delta(size_t(std::max(n, 1)) + 1, 0);
+  for (const BufferDesc &b : d.buffers) {
+    if (b.space != MemorySpace::Device || b.aliasOf >= 0) continue;
+    int f = std::max(0, b.liveFirst);
+    int l = std::min(std::max(n, 1) - 1, b.liveLast);
+    if (l < f) continue;
+    delta[size_t(f)] += int64_t(b.size);
+    delta[size_t(l) + 1] -= int64_t(b.size);
+  }
+  int64_t cur = 0, peak = 0;
+  for (size_t i = 0; i + 1 < delta.size(); ++i) {
+    cur += delta[i];
+    peak = std::max(peak, cur);
+  }
+  return uint64_t(peak);
+}
+
+static std::string bufName(const PlanData &d, int id) {
+  return "buffer " + std::to_string(id) + " '" + d.buffers[size_t(id)].name +
+         "'";
+}
+
+static std::string instrName(const PlanData &d, int i) {
+  return "instruction " + std::to_string(i) + " (" +
+         d.instructions[size_t(i)].op + ")";
+}
+
+static bool isBoundInRole(BufferRole r) {
+  return r == BufferRole::Parameter || r == BufferRole::State ||
+         r == BufferRole::OptimizerState || r == BufferRole::Input;
+}
+
+Status offload::rt::validatePlan(const PlanData &d) {
+  auto err = [](std::string m) { return Status::error(std::move(m)); };
+  if (d.formatVersion != kPlanFormatVersion)
+    return err("plan format version " + std::to_string(d.formatVersion) +
+               " is not supported (expected " +
+               std::to_string(kPlanFormatVersion) + ")");
+  int n = int(d.instructions.size());
+  int nb = int(d.buffers.size());
+  int lastIdx = std::max(n, 1) - 1;
+  if (d.numEvents < 0)
+    return err("num_events is negative");
+
+  // Buffers.
+  for (int i = 0; i < nb; ++i) {
+    const BufferDesc &b = d.buffers[size_t(i)];
+    std::string bn = bufName(d, i);
+    if (uint8_t(b.dtype) > uint8_t(DType::Bool))
+      return err(bn + ": unknown dtype " + std::to_string(int(b.dtype)));
+    if (uint8_t(b.space) > 1)
+      return err(bn + ": unknown memory space");
+    if (uint8_t(b.role) > uint8_t(BufferRole::Constant))
+      return err(bn + ": unknown role");
+    uint64_t numel = 1;
+    for (int64_t dim : b.shape) {
+      if (dim < 0)
+        return err(bn + ": negative dimension in shape");
+      if (dim != 0 && numel > (uint64_t(1) << 48) / uint64_t(dim))
+        return err(bn + ": shape too large");
+      numel *= uint64_t(dim);
+    }
+    if (b.size < b.dataBytes())
+      return err(bn + ": size " + std::to_string(b.size) +
+                 " bytes is smaller than its " + std::to_string(b.dataBytes()) +
+                 " data bytes");
+    uint64_t cap =
+        b.space == MemorySpace::Device ? d.deviceCapacity : d.hostCapacity;
+    if (b.offset > cap || b.size > cap - b.offset)
+      return err(bn + ": bytes [" + std::to_string(b.offset) + ", " +
+                 std::to_string(b.offset + b.size) + ") lie outside the " +
+                 memorySpaceName(b.space) + " arena of " +
+                 std::to_string(cap) + " bytes");
+    if (b.liveFirst < 0 || b.liveLast < b.liveFirst || b.liveLast > lastIdx)
+      return err(bn + ": live interval [" + std::to_string(b.liveFirst) +
+                 ", " + std::to_string(b.liveLast) +
+                 "] is not inside the plan's instructions [0, " +
+                 std::to_string(lastIdx) + "]");
+    if (b.aliasOf >= 0) {
+      if (b.aliasOf >= nb || b.aliasOf == i)
+        return err(bn + ": alias_of " + std::to_string(b.aliasOf) +
+                   " is not a buffer id");
+      const BufferDesc &base = d.buffers[size_t(b.aliasOf)];
+      if (base.aliasOf >= 0)
+        return err(bn + ": aliases " + bufName(d, b.aliasOf) +
+                   ", which is itself an alias");
+      if (base.space != b.space || b.offset < base.offset ||
+          b.offset + b.size > base.offset + base.size)
+        return err(bn + ": alias bytes are not inside " +
+                   bufName(d, b.aliasOf));
+      if (b.liveFirst < base.liveFirst || b.liveLast > base.liveLast)
+        return err(bn + ": alias live interval is not inside that of " +
+                   bufName(d, b.aliasOf));
+    } else if (b.aliasOf < -1) {
+      return err(bn + ": alias_of must be -1 or a buffer id");
+    }
+  }
+
+  // Overlapping bytes of simultaneously live buffers.
+  for (int space = 0; space < 2; ++space) {
+    std::vector<int> ids;
+    for (int i = 0; i < nb; ++i)
+      if (uint8_t(d.buffers[size_t(i)].space) == space &&
+          d.buffers[size_t(i)].aliasOf < 0 && d.buffers[size_t(i)].size > 0)
+        ids.push_back(i);
+    std::sort(ids.begin(), ids.end(), [&](int a, int b) {
+      return d.buffers[size_t(a)].offset < d.buffers[size_t(b)].offset;
+    });
+    for (size_t x = 0; x < ids.size(); ++x) {
+      const BufferDesc &a = d.buffers[size_t(ids[x])];
+      for (size_t y = x + 1; y < ids.size(); ++y) {
+        const BufferDesc &b = d.buffers[size_t(ids[y])];
+        if (b.offset >= a.offset + a.size) break;
+        if (a.liveLast >= b.liveFirst && b.liveLast >= a.liveFirst)
+          return err(bufName(d, ids[x]) + " and " + bufName(d, ids[y]) +
+                     " overlap in the " + memorySpaceName(a.space) +
+                     " arena while both are live");
+      }
+    }
+  }
+
+  // Event recorders in program order.
+  std::vector<bool> recorded(size_t(d.numEvents), false);
+  for (int i = 0; i < n; ++i) {
+    const InstructionDesc &in = d.instructions[size_t(i)];
+    std::string inn = instrName(d, i);
+    if (in.op.empty())
+      return err("instruction " + std::to_string(i) + ": empty op name");
+    if (in.stream < 0 || in.stream >= NumStreams)
+      return err(inn + ": stream " + std::to_string(in.stream) +
+                 " is not 0 (compute), 1 (h2d) or 2 (d2h)");
+    auto checkUse = [&](int id, const char *what) -> Status {
+      if (id < 0 || id >= nb)
+        return err(inn + ": " + what + " buffer id " + std::to_string(id) +
+                   " out of range (plan has " + std::to_string(nb) +
+                   " buffers)");
+      const BufferDesc &b = d.buffers[size_t(id)];
+      if (i < b.liveFirst || i > b.liveLast)
+        return err(inn + " uses " + bufName(d, id) +
+                   " outside its live interval [" +
+                   std::to_string(b.liveFirst) + ", " +
+                   std::to_string(b.liveLast) + "]");
+      return Status::success();
+    };
+    for (int id : in.inputs)
+      if (id != -1)
+        if (Status s = checkUse(id, "input"); !s.ok()) return s;
+    for (int id : in.outputs)
+      if (Status s = checkUse(id, "output"); !s.ok()) return s;
+    for (int e : in.waitEvents) {
+      if (e < 0 || e >= d.numEvents)
+        return err(inn + ": waits on event " + std::to_string(e) +
+                   " out of range (plan has " + std::to_string(d.numEvents) +
+                   " events)");
+      if (!recorded[size_t(e)])
+        return err(inn + ": waits on event " + std::to_string(e) +
+                   " that no earlier instruction records");
+    }
+    if (in.recordEvent != -1) {
+      if (in.recordEvent < 0 || in.recordEvent >= d.numEvents)
+        return err(inn + ": records event " + std::to_string(in.recordEvent) +
+                   " out of range");
+      recorded[size_t(in.recordEvent)] = true;
+    }
+    bool toHost = in.op == kOpToHost, toDevice = in.op == kOpToDevice;
+    if (toHost || toDevice) {
+      if (in.inputs.size() != 1 || in.outputs.size() != 1 ||
+          in.inputs[0] < 0)
+        return err(inn + ": a copy has exactly one input and one output");
+      const BufferDesc &src = d.buffers[size_t(in.inputs[0])];
+      const BufferDesc &dst = d.buffers[size_t(in.outputs[0])];
+      MemorySpace want = toHost ? MemorySpace::Device : MemorySpace::Host;
+      if (src.space != want || dst.space == want)
+        return err(inn + ": copies " + memorySpaceName(src.space) + " to " +
+                   memorySpaceName(dst.space) + ", expected " +
+                   (toHost ? "device to host" : "host to device"));
+      int64_t so = in.attrs.getInt("src_offset", 0);
+      int64_t dof = in.attrs.getInt("dst_offset", 0);
+      int64_t bytes = in.attrs.getInt("bytes", int64_t(src.dataBytes()));
+      if (so < 0 || dof < 0 || bytes < 0 ||
+          uint64_t(so) + uint64_t(bytes) > src.size ||
+          uint64_t(dof) + uint64_t(bytes) > dst.size)
+        return err(inn + ": copy of " + std::to_string(bytes) +
+                   " bytes from offset " + std::to_string(so) + " of " +
+                   bufName(d, in.inputs[0]) + " to offset " +
+                   std::to_string(dof) + " of " + bufName(d, in.outputs[0]) +
+                   " exceeds a buffer");
+    } else if (in.op == kOpWait) {
+      if (!in.inputs.empty() || !in.outputs.empty())
+        return err(inn + ": offload.wait takes no buffers");
+    } else {
+      if (in.stream != ComputeStream)
+        return err(inn + ": compute ops must be on the compute stream (0)");
+      if (in.op == kOpReshape) {
+        if (in.inputs.size() != 1 || in.outputs.size() != 1 ||
+            in.inputs[0] < 0 ||
+            d.buffers[size_t(in.inputs[0])].dataBytes() !=
+                d.buffers[size_t(in.outputs[0])].dataBytes())
+          return err(inn + ": reshape needs one input and one output of "
+                           "equal byte size");
+      }
+    }
+  }
+
+  // Bindings.
+  std::set<std::pair<std::string, int>> seen;
+  for (size_t k = 0; k < d.bindings.size(); ++k) {
+    const BindingDesc &bd = d.bindings[k];
+    std::string bn = "binding '" + bd.name + "'";
+    if (bd.name.empty())
+      return err("binding " + std::to_string(k) + " has an empty name");
+    if (bd.buffer < 0 || bd.buffer >= nb)
+      return err(bn + ": buffer id " + std::to_string(bd.buffer) +
+                 " out of range");
+    if (uint8_t(bd.role) > uint8_t(BufferRole::Constant) ||
+        uint8_t(bd.direction) > 1)
+      return err(bn + ": unknown role or direction");
+    if (!seen.insert({bd.name, int(bd.direction)}).second)
+      return err(bn + " appears twice with the same direction");
+    const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    if (bd.direction == BindingDirection::In) {
+      if (!isBoundInRole(bd.role))
+        return err(bn + ": an input binding must have role parameter, "
+                        "state, optimizer_state or input, not " +
+                   std::string(bufferRoleName(bd.role)));
+      if (b.liveFirst != 0)
+        return err(bn + ": bound " + bufName(d, bd.buffer) +
+                   " must be live from instruction 0");
+    } else {
+      if (bd.role == BufferRole::Temporary || bd.role == BufferRole::Input ||
+          bd.role == BufferRole::Constant)
+        return err(bn + ": an output binding cannot have role " +
+                   std::string(bufferRoleName(bd.role)));
+      if (b.liveLast != lastIdx)
+        return err(bn + ": bound " + bufName(d, bd.buffer) +
+                   " must be live until the last instruction (" +
+                   std::to_string(lastIdx) + ")");
+    }
+  }
+  for (const BindingDesc &bd : d.bindings)
+    if (bd.direction == BindingDirection::Out &&
+        (bd.role == BufferRole::Parameter || bd.role == BufferRole::State ||
+         bd.role == BufferRole::OptimizerState) &&
+        !seen.count({bd.name, int(BindingDirection::In)}))
+      return err("binding '" + bd.name + "': new " +
+                 bufferRoleName(bd.role) +
+                 " value has no input binding of the same name");
+
+  // Phases.
+  static const std::set<std::string> kPhases = {
+      "forward", "backward", "backward_input", "backward_weight", "optimizer"};
+  int prevEnd = 0;
+  std::set<std::string> phaseNames;
+  for (const PhaseDesc &p : d.phases) {
+    if (!kPhases.count(p.name))
+      return err("phase '" + p.name +
+                 "': not one of forward, backward, backward_input, "
+                 "backward_weight, optimizer");
+    if (!phaseNames.insert(p.name).second)
+      return err("phase '" + p.name + "' appears twice");
+    if (p.first < prevEnd || p.last < p.first || p.last > n)
+      return err("phase '" + p.name + "': range [" + std::to_string(p.first) +
+                 ", " + std::to_string(p.last) +
+                 ") is out of order or outside [0, " + std::to_string(n) +
+                 ")");
+    prevEnd = p.last;
+  }
+
+  // Constants.
+  for (const ConstantDesc &c : d.constants) {
+    if (c.buffer < 0 || c.buffer >= nb)
+      return err("constant data for buffer id " + std::to_string(c.buffer) +
+                 " out of range");
+    const BufferDesc &b = d.buffers[size_t(c.buffer)];
+    if (b.role != BufferRole::Constant || b.liveFirst != 0 ||
+        c.data.size() != b.dataBytes())
+      return err("constant data for " + bufName(d, c.buffer) + ": " +
+                 std::to_string(c.data.size()) +
+                 " bytes; needs role constant, live from 0 and " +
+                 std::to_string(b.dataBytes()) + " bytes");
+  }
+
+  uint64_t peak = computePeakDeviceBytes(d);
+  if (peak != d.predictedPeakDeviceBytes)
+    return err("predicted peak device bytes " +
+               std::to_string(d.predictedPeakDeviceBytes) +
+               " differ from the " + std::to_string(peak) +
+               " bytes that the buffers' live intervals give");
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Queries and dump
+//===----------------------------------------------------------------------===//
+
+int Plan::findBinding(const std::string &name, BindingDirection dir) const {
+  for (size_t i = 0; i < data_.bindings.size(); ++i)
+    if (data_.bindings[i].name == name && data_.bindings[i].direction == dir)
+      return int(i);
+  return -1;
+}
+
+int Plan::findPhase(const std::string &name) const {
+  for (size_t i = 0; i < data_.phases.size(); ++i)
+    if (data_.phases[i].name == name) return int(i);
+  return -1;
+}
+
+std::vector<std::string> Plan::opNames() const {
+  std::vector<std::string> out;
+  for (const InstructionDesc &in : data_.instructions)
+    if (std::find(out.begin(), out.end(), in.op) == out.end())
+      out.push_back(in.op);
+  return out;
+}
+
+static std::string shapeStr(DType t, const std::vector<int64_t> &shape) {
+  std::string s = dtypeName(t);
+  s += "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+static std::string attrStr(const AttrValue &v) {
+  std::ostringstream os;
+  if (v.kind == AttrValue::Kind::String) return "\"" + v.str + "\"";
+  os << "[";
+  if (v.kind == AttrValue::Kind::Ints)
+    for (size_t i = 0; i < v.ints.size(); ++i) os << (i ? "," : "") << v.ints[i];
+  else
+    for (size_t i = 0; i < v.floats.size(); ++i)
+      os << (i ? "," : "") << v.floats[i];
+  os << "]";
+  return os.str();
+}
+
+std::string Plan::dump() const {
+  const PlanData &d = data_;
+  std::ostringstream os;
+  os << "plan format " << d.formatVersion << ", producer \"" << d.producer
+     << "\"\n";
+  os << "device arena " << d.deviceCapacity << " bytes, host arena "
+     << d.hostCapacity << " bytes, predicted peak device "
+     << d.predictedPeakDeviceBytes << " bytes, " << d.numEvents
+     << " events\n";
+  os << "buffers (" << d.buffers.size() << "):\n";
+  for (size_t i = 0; i < d.buffers.size(); ++i) {
+    const BufferDesc &b = d.buffers[i];
+    os << "  %" << i << " \"" << b.name << "\" " << shapeStr(b.dtype, b.shape)
+       << " " << memorySpaceName(b.space) << "@" << b.offset << "+" << b.size
+       << " " << bufferRoleName(b.role) << " live [" << b.liveFirst << ","
+       << b.liveLast << "]";
+    if (b.aliasOf >= 0) os << " alias of %" << b.aliasOf;
+    os << "\n";
+  }
+  os << "bindings (" << d.bindings.size() << "):\n";
+  for (const BindingDesc &b : d.bindings)
+    os << "  " << (b.direction == BindingDirection::In ? "in  " : "out ")
+       << "\"" << b.name << "\" -> %" << b.buffer << " ("
+       << bufferRoleName(b.role) << ")\n";
+  os << "instructions (" << d.instructions.size() << "):\n";
+  for (size_t i = 0; i < d.instructions.size(); ++i) {
+    const InstructionDesc &in = d.instructions[i];
+    for (const PhaseDesc &p : d.phases)
+      if (p.first == int(i) && p.last > p.first)
+        os << " phase " << p.name << " [" << p.first << "," << p.last
+           << "):\n";
+    os << "  " << i << ": [" << streamName(in.stream) << "] ";
+    for (size_t k = 0; k < in.outputs.size(); ++k)
+      os << (k ? ", " : "") << "%" << in.outputs[k];
+    if (!in.outputs.empty()) os << " = ";
+    os << in.op << "(";
+    for (size_t k = 0; k < in.inputs.size(); ++k) {
+      os << (k ? ", " : "");
+      if (in.inputs[k] < 0) os << "none";
+      else os << "%" << in.inputs[k];
+    }
+    os << ")";
+    if (!in.attrs.entries().empty()) {
+      os << " {";
+      bool first = true;
+      for (const auto &e : in.attrs.entries()) {
+        os << (first ? "" : ", ") << e.first << " = " << attrStr(e.second);
+        first = false;
+      }
+      os << "}";
+    }
+    if (!in.waitEvents.empty()) {
+      os << " wait(";
+      for (size_t k = 0; k < in.waitEvents.size(); ++k)
+        os << (k ? "," : "") << "e" << in.waitEvents[k];
+      os << ")";
+    }
+    if (in.recordEvent >= 0) os << " record(e" << in.recordEvent << ")";
+    os << "\n";
+  }
+  if (!d.constants.empty()) {
+    os << "constants (" << d.constants.size() << "):\n";
+    for (const ConstantDesc &c : d.constants)
+      os << "  %" << c.buffer << ": " << c.data.size() << " bytes\n";
+  }
+  return os.str();
+}

@@ -1,0 +1,258 @@
+//===- Session.cpp - Plan execution sessions ------------------------------===//
+//
+// Part of offload. Bindings, step orchestration and the atomic commit: a step
+// uploads the store's committed values, runs, downloads every output binding
+// and only then writes new parameter/state values back to the store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include <chrono>
+
+using namespace offload::rt;
+
+static double nowSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+static bool isStoreRole(BufferRole r) {
+  return r == BufferRole::Parameter || r == BufferRole::State ||
+         r == BufferRole::OptimizerState;
+}
+
+std::vector<std::string> offload::rt::availableBackends() {
+  std::vector<std::string> out{"host"};
+  if (createCudaBackend()) out.push_back("cuda");
+  return out;
+}
+
+Expected<std::unique_ptr<Session>>
+Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
+                const SessionOptions &options,
+                std::shared_ptr<ParameterStore> store) {
+  if (!plan)
+    return Status::error("Session::create: null plan");
+  std::unique_ptr<Backend> be;
+  if (backend == "host") {
+    be = createHostBackend();
+  } else if (backend == "cuda") {
+    be = createCudaBackend();
+    if (!be)
+      return Status::error("backend 'cuda' is not available: this runtime "
+                           "was built without CUDA (OFFLOAD_ENABLE_CUDA)");
+  } else {
+    return Status::error("unknown backend '" + backend +
+                         "' (expected host or cuda)");
+  }
+  if (options.checkRaces)
+    if (Status s = checkPlanRaces(plan->data()); !s.ok())
+      return s;
+  registerAllHostKernels();
+  if (Status s = be->init(plan, options); !s.ok())
+    return s.withContext(std::string(be->name()) + " backend: ");
+  std::unique_ptr<Session> session(new Session());
+  session->plan_ = std::move(plan);
+  session->store_ = store ? std::move(store) : std::make_shared<ParameterStore>();
+  session->backend_ = std::move(be);
+  session->options_ = options;
+  return session;
+}
+
+Session::~Session() = default;
+
+const char *Session::backendName() const { return backend_->name(); }
+
+Status Session::bind(const std::string &name, Tensor value) {
+  int k = plan_->findBinding(name, BindingDirection::In);
+  if (k < 0) {
+    std::string names;
+    for (const BindingDesc &b : plan_->data().bindings)
+      if (b.direction == BindingDirection::In)
+        names += (names.empty() ? "" : ", ") + b.name;
+    return Status::error("no input binding named '" + name +
+                         "' (the plan binds: " + names + ")");
+  }
+  const BindingDesc &bd = plan_->data().bindings[size_t(k)];
+  const BufferDesc &b = plan_->data().buffers[size_t(bd.buffer)];
+  if (!value.sameTypeAndShape(b.dtype, b.shape))
+    return Status::error("binding '" + name + "' expects " +
+                         typeString(b.dtype, b.shape) + ", got " +
+                         typeString(value.dtype(), value.shape()));
+  if (isStoreRole(bd.role))
+    store_->set(name, std::move(value));
+  else
+    inputs_[name] = std::move(value);
+  return Status::success();
+}
+
+std::vector<std::pair<std::string, BufferRole>>
+Session::inputBindings() const {
+  std::vector<std::pair<std::string, BufferRole>> out;
+  for (const BindingDesc &b : plan_->data().bindings)
+    if (b.direction == BindingDirection::In) out.push_back({b.name, b.role});
+  return out;
+}
+
+std::vector<std::string> Session::missingBindings() const {
+  std::vector<std::string> out;
+  for (const BindingDesc &b : plan_->data().bindings) {
+    if (b.direction != BindingDirection::In) continue;
+    bool have = isStoreRole(b.role) ? store_->has(b.name)
+                                    : inputs_.count(b.name) != 0;
+    if (!have) out.push_back(b.name);
+  }
+  return out;
+}
+
+Status Session::beginStep() {
+  if (active_)
+    return Status::error("a step is already active");
+  std::vector<std::string> missing = missingBindings();
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+    return Status::error("missing bindings: " + list);
+  }
+  const PlanData &d = plan_->data();
+  // Check store values (the store may be shared and set directly).
+  for (const BindingDesc &bd : d.bindings) {
+    if (bd.direction != BindingDirection::In) continue;
+    const Tensor *t = isStoreRole(bd.role) ? store_->get(bd.name)
+                                           : &inputs_.at(bd.name);
+    const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    if (!t->sameTypeAndShape(b.dtype, b.shape))
+      return Status::error("binding '" + bd.name + "' expects " +
+                           typeString(b.dtype, b.shape) + ", the store has " +
+                           typeString(t->dtype(), t->shape()));
+  }
+  stepStart_ = nowSeconds();
+  if (Status s = backend_->beginStep(); !s.ok())
+    return s;
+  active_ = true;
+  next_ = 0;
+  auto fail = [&](Status s) {
+    abortStep();
+    return s;
+  };
+  for (const ConstantDesc &c : d.constants)
+    if (Status s = backend_->write(c.buffer, c.data.data(), c.data.size());
+        !s.ok())
+      return fail(s);
+  for (const BindingDesc &bd : d.bindings) {
+    if (bd.direction != BindingDirection::In) continue;
+    const Tensor *t = isStoreRole(bd.role) ? store_->get(bd.name)
+                                           : &inputs_.at(bd.name);
+    if (Status s = backend_->write(bd.buffer, t->data(), t->byteSize());
+        !s.ok())
+      return fail(s.withContext("binding '" + bd.name + "': "));
+  }
+  return Status::success();
+}
+
+Status Session::runTo(int end) {
+  if (end <= next_) return Status::success();
+  Status s = backend_->run(next_, end);
+  if (!s.ok()) {
+    abortStep();
+    return s.withContext("step failed, parameters and state unchanged: ");
+  }
+  next_ = end;
+  return Status::success();
+}
+
+Status Session::runPhase(const std::string &name) {
+  int p = plan_->findPhase(name);
+  if (p < 0) {
+    std::string names;
+    for (const PhaseDesc &ph : plan_->data().phases)
+      names += (names.empty() ? "" : ", ") + ph.name;
+    return Status::error("plan has no phase '" + name + "' (phases: " +
+                         (names.empty() ? "none" : names) + ")");
+  }
+  if (!active_)
+    if (Status s = beginStep(); !s.ok()) return s;
+  const PhaseDesc &ph = plan_->data().phases[size_t(p)];
+  if (ph.last <= next_ && ph.last > ph.first)
+    return Status::error("phase '" + name +
+                         "' already ran in this step (phases run in plan "
+                         "order)");
+  return runTo(ph.last);
+}
+
+Status Session::finishStep() {
+  if (!active_)
+    return Status::error("no active step");
+  const PlanData &d = plan_->data();
+  if (Status s = runTo(int(d.instructions.size())); !s.ok())
+    return s;
+  std::map<std::string, Tensor> outs;
+  for (const BindingDesc &bd : d.bindings) {
+    if (bd.direction != BindingDirection::Out) continue;
+    const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    Tensor t(b.dtype, b.shape);
+    if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize());
+        !s.ok()) {
+      abortStep();
+      return s.withContext("reading output '" + bd.name + "': ");
+    }
+    outs[bd.name] = std::move(t);
+  }
+  backend_->endStep();
+  active_ = false;
+  // Commit: nothing above can fail any more.
+  for (const BindingDesc &bd : d.bindings)
+    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role))
+      store_->set(bd.name, outs[bd.name]);
+  outputs_ = std::move(outs);
+  lastStepSeconds_ = nowSeconds() - stepStart_;
+  return Status::success();
+}
+
+void Session::abortStep() {
+  if (!active_) return;
+  backend_->endStep();
+  active_ = false;
+}
+
+Status Session::step() {
+  if (Status s = beginStep(); !s.ok()) return s;
+  return finishStep();
+}
+
+Expected<Tensor> Session::output(const std::string &name) const {
+  auto it = outputs_.find(name);
+  if (it == outputs_.end()) {
+    if (plan_->findBinding(name, BindingDirection::Out) < 0)
+      return Status::error("no output binding named '" + name + "'");
+    return Status::error("output '" + name +
+                         "' has no value: no step has succeeded yet");
+  }
+  return it->second;
+}
+
+std::vector<std::string> Session::outputNames() const {
+  std::vector<std::string> out;
+  for (const BindingDesc &b : plan_->data().bindings)
+    if (b.direction == BindingDirection::Out) out.push_back(b.name);
+  return out;
+}
+
+Expected<double> Session::loss() const {
+  Expected<Tensor> t = output("loss");
+  if (!t) return t.status();
+  if (t->numel() != 1)
+    return Status::error("output 'loss' has " + std::to_string(t->numel()) +
+                         " elements, expected 1");
+  return t->at(0);
+}
+
+uint64_t Session::measuredPeakDeviceBytes() const {
+  return backend_->peakDeviceBytes();
+}
+
+std::array<double, NumStreams> Session::streamBusySeconds() const {
+  return backend_->busySeconds();
+}

@@ -1,0 +1,322 @@
+//===- SessionTest.cpp - Sessions on the host backend ---------------------===//
+//
+// Part of offload. Steps against a plain-C++ reference, bindings, capacity,
+// missing waits, atomic failed steps, measured vs predicted peak, phases.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestPlans.h"
+
+#include <gtest/gtest.h>
+
+using namespace offload::rt;
+using namespace offload::rt::test;
+
+namespace {
+
+class SessionTest : public ::testing::Test {
+protected:
+  void SetUp() override { registerTestKernels(); }
+
+  std::unique_ptr<Session> make(const PlanData &d, SessionOptions o = {},
+                                std::shared_ptr<ParameterStore> store = {}) {
+    auto plan = Plan::fromData(d);
+    EXPECT_TRUE(plan.ok()) << plan.message();
+    if (!plan) return nullptr;
+    auto s = Session::create(*plan, "host", o, store);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return s ? s.take() : nullptr;
+  }
+
+  void bindDefaults(Session &s, int64_t n = 64) {
+    ASSERT_TRUE(s.bind("w", Tensor::fromVector(DType::F32, {n}, w0(n))).ok());
+    ASSERT_TRUE(s.bind("x", Tensor::fromVector(DType::F32, {n}, x0(n))).ok());
+  }
+  static std::vector<float> w0(int64_t n) { return ramp(n, 0.5f, 0.25f); }
+  static std::vector<float> x0(int64_t n) { return ramp(n, -1.0f, 0.375f); }
+};
+
+void expectFloatsEq(const Tensor &t, const std::vector<float> &ref,
+                    float relTol) {
+  ASSERT_EQ(size_t(t.numel()), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_NEAR(t.as<float>()[i], ref[i], relTol * (1 + std::fabs(ref[i])))
+        << "element " << i;
+}
+
+TEST_F(SessionTest, StepsMatchReference) {
+  for (bool offload : {false, true}) {
+    StepPlanOptions o;
+    o.offload = offload;
+    auto s = make(buildStepPlan(o));
+    ASSERT_TRUE(s);
+    bindDefaults(*s);
+    std::vector<float> w = w0(64), x = x0(64), g, nw;
+    for (int step = 0; step < 3; ++step) {
+      float loss = referenceStep(w, x, o.lr, g, nw);
+      ASSERT_TRUE(s->step().ok());
+      // Same float operations in the same order: tolerance 1e-6 relative.
+      EXPECT_NEAR(*s->loss(), loss, 1e-6 * std::fabs(loss));
+      expectFloatsEq(*s->output("grad:w"), g, 1e-6f);
+      expectFloatsEq(*s->output("w"), nw, 1e-6f);
+      expectFloatsEq(*s->store().get("w"), nw, 1e-6f);
+      w = nw;
+    }
+  }
+}
+
+TEST_F(SessionTest, OffloadIsBitIdenticalAndPeakMatches) {
+  StepPlanOptions a, b;
+  b.offload = true;
+  auto s1 = make(buildStepPlan(a));
+  auto s2 = make(buildStepPlan(b));
+  ASSERT_TRUE(s1 && s2);
+  bindDefaults(*s1);
+  bindDefaults(*s2);
+  ASSERT_TRUE(s1->step().ok());
+  ASSERT_TRUE(s2->step().ok());
+  EXPECT_TRUE(s1->output("grad:w")->bitEqual(*s2->output("grad:w")));
+  EXPECT_TRUE(s1->output("w")->bitEqual(*s2->output("w")));
+  for (Session *s : {s1.get(), s2.get()}) {
+    EXPECT_GT(s->plannedPeakDeviceBytes(), 0u);
+    EXPECT_EQ(s->measuredPeakDeviceBytes(), s->plannedPeakDeviceBytes());
+  }
+}
+
+TEST_F(SessionTest, MeasuredPeakEqualsHandComputedPrediction) {
+  // A chain of 1 KiB temporaries a -> c -> d with p used until d:
+  //   instr 0: p a        instr 1: p a c      instr 2: p c d
+  //   instr 3: d loss(4 bytes)
+  // so the peak is three 1 KiB buffers.
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {256}, BufferRole::Parameter);
+  int a = b.buffer("a", DType::F32, {256}, BufferRole::Temporary);
+  int c = b.buffer("c", DType::F32, {256}, BufferRole::Temporary);
+  int d = b.buffer("d", DType::F32, {256}, BufferRole::Temporary);
+  int l = b.buffer("loss", DType::F32, {}, BufferRole::Output);
+  b.bindIn("p", p);
+  b.bindOut("loss", l);
+  b.instr("test.scale", {p}, {a}, scaleBy(2));
+  b.instr("test.scale", {a}, {c}, scaleBy(2));
+  b.instr("test.mul", {c, p}, {d});
+  b.instr("test.sumsq", {d}, {l});
+  PlanData pd = b.finish();
+  EXPECT_EQ(pd.predictedPeakDeviceBytes, 1024u * 3);
+  auto s = make(pd);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->bind("p", Tensor(DType::F32, {256})).ok());
+  ASSERT_TRUE(s->step().ok());
+  EXPECT_EQ(s->measuredPeakDeviceBytes(), 1024u * 3);
+  // The builder reused memory: the arena is smaller than the sum of buffers.
+  EXPECT_LT(pd.deviceCapacity, 1024u * 4 + 4);
+  // The builder's first-fit layout of this chain needs no more than the peak.
+  EXPECT_EQ(pd.deviceCapacity, 1024u * 3);
+}
+
+TEST_F(SessionTest, MissingBindingIsAnError) {
+  auto s = make(buildStepPlan());
+  ASSERT_TRUE(s);
+  Status st = s->step();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("missing bindings: w, x"), std::string::npos)
+      << st.message();
+}
+
+TEST_F(SessionTest, MisshapedBindingIsAnError) {
+  auto s = make(buildStepPlan());
+  ASSERT_TRUE(s);
+  Status st = s->bind("w", Tensor(DType::F32, {63}));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("expects f32[64], got f32[63]"),
+            std::string::npos)
+      << st.message();
+  st = s->bind("x", Tensor(DType::F64, {64}));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("got f64[64]"), std::string::npos);
+  st = s->bind("nope", Tensor(DType::F32, {64}));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no input binding named 'nope'"),
+            std::string::npos);
+  // A misshaped value put directly into the store is caught at step start.
+  s->store().set("w", Tensor(DType::F32, {2}));
+  ASSERT_TRUE(s->bind("x", Tensor(DType::F32, {64})).ok());
+  st = s->step();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the store has f32[2]"), std::string::npos);
+}
+
+TEST_F(SessionTest, DeviceSmallerThanPlanIsAnError) {
+  PlanData d = buildStepPlan();
+  auto plan = Plan::fromData(d);
+  ASSERT_TRUE(plan.ok());
+  SessionOptions o;
+  o.deviceMemoryBytes = d.deviceCapacity - 1;
+  auto s = Session::create(*plan, "host", o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bytes but the plan's device arena needs " +
+                             std::to_string(d.deviceCapacity)),
+            std::string::npos)
+      << s.message();
+  o.deviceMemoryBytes = d.deviceCapacity;
+  EXPECT_TRUE(Session::create(*plan, "host", o).ok());
+}
+
+TEST_F(SessionTest, MissingWaitIsRejectedStatically) {
+  StepPlanOptions o;
+  o.offload = true;
+  o.dropWait = true;
+  auto plan = Plan::fromData(buildStepPlan(o));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "host");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("missing wait: instruction 5 (test.scale, "
+                             "compute stream) reads buffer"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(SessionTest, MissingWaitFailsInPoisonMode) {
+  StepPlanOptions o;
+  o.offload = true;
+  o.dropWait = true;
+  SessionOptions so;
+  so.checkRaces = false;
+  so.poison = true;
+  auto s = make(buildStepPlan(o), so);
+  ASSERT_TRUE(s);
+  bindDefaults(*s);
+  // Deterministic: in poison mode the h2d copy runs only when waited for.
+  for (int rep = 0; rep < 5; ++rep) {
+    Status st = s->step();
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("reads poisoned bytes of buffer"),
+              std::string::npos)
+        << st.message();
+  }
+  // With the wait the same plan succeeds in poison mode, bit-identical to
+  // the non-poison run.
+  o.dropWait = false;
+  auto good = make(buildStepPlan(o), so);
+  auto ref = make(buildStepPlan(o));
+  ASSERT_TRUE(good && ref);
+  bindDefaults(*good);
+  bindDefaults(*ref);
+  ASSERT_TRUE(good->step().ok());
+  ASSERT_TRUE(ref->step().ok());
+  EXPECT_TRUE(good->output("w")->bitEqual(*ref->output("w")));
+}
+
+TEST_F(SessionTest, FailedStepLeavesStoreBitIdentical) {
+  auto store = std::make_shared<ParameterStore>();
+  auto ok = make(buildStepPlan(), {}, store);
+  ASSERT_TRUE(ok);
+  bindDefaults(*ok);
+  ASSERT_TRUE(ok->step().ok());
+  Tensor before = *store->get("w");
+  Tensor lossBefore = *ok->output("loss");
+
+  // A kernel error in the optimizer phase, after new_w was written.
+  StepPlanOptions fo;
+  fo.failOp = true;
+  auto bad = make(buildStepPlan(fo), {}, store);
+  ASSERT_TRUE(bad);
+  ASSERT_TRUE(bad->bind("x", Tensor::fromVector(DType::F32, {64}, x0(64))).ok());
+  Status st = bad->step();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("instruction 6 (test.fail): test.fail always "
+                              "fails"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("parameters and state unchanged"),
+            std::string::npos);
+  EXPECT_TRUE(store->get("w")->bitEqual(before));
+
+  // An injected failure at every instruction index.
+  PlanData d = buildStepPlan();
+  for (int i = 0; i < int(d.instructions.size()); ++i) {
+    SessionOptions so;
+    so.failAtInstruction = i;
+    auto inj = make(d, so, store);
+    ASSERT_TRUE(inj);
+    ASSERT_TRUE(
+        inj->bind("x", Tensor::fromVector(DType::F32, {64}, x0(64))).ok());
+    Status s2 = inj->step();
+    ASSERT_FALSE(s2.ok());
+    EXPECT_NE(s2.message().find("injected failure"), std::string::npos);
+    EXPECT_TRUE(store->get("w")->bitEqual(before)) << "failure at " << i;
+    EXPECT_FALSE(inj->output("loss").ok());
+  }
+  // The session that succeeded still works and continues from `before`.
+  ASSERT_TRUE(ok->step().ok());
+  EXPECT_FALSE(store->get("w")->bitEqual(before));
+  EXPECT_TRUE(ok->output("loss")->numel() == 1);
+  (void)lossBefore;
+}
+
+TEST_F(SessionTest, PhasesRunSeparately) {
+  auto whole = make(buildStepPlan());
+  auto phased = make(buildStepPlan());
+  ASSERT_TRUE(whole && phased);
+  bindDefaults(*whole);
+  bindDefaults(*phased);
+  ASSERT_TRUE(whole->step().ok());
+  ASSERT_TRUE(phased->runPhase("forward").ok());
+  EXPECT_TRUE(phased->stepActive());
+  ASSERT_TRUE(phased->runPhase("backward").ok());
+  Status again = phased->runPhase("forward");
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.message().find("already ran"), std::string::npos);
+  // The failed call aborted nothing: the step is still active.
+  ASSERT_TRUE(phased->runPhase("optimizer").ok());
+  ASSERT_TRUE(phased->finishStep().ok());
+  EXPECT_TRUE(whole->output("w")->bitEqual(*phased->output("w")));
+  Status unknown = phased->runPhase("backward_weight");
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.message().find("no phase 'backward_weight'"),
+            std::string::npos);
+}
+
+TEST_F(SessionTest, MissingKernelsAreListedTogether) {
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
+  int q = b.buffer("q", DType::F32, {4}, BufferRole::Temporary);
+  int l = b.buffer("loss", DType::F32, {}, BufferRole::Output);
+  b.bindIn("p", p);
+  b.bindOut("loss", l);
+  b.instr("test.nokernel_a", {p}, {q});
+  b.instr("test.nokernel_b", {q}, {l});
+  b.instr("test.nokernel_a", {p}, {q});
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "host");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no kernel for: test.nokernel_a, "
+                             "test.nokernel_b"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(SessionTest, UnknownBackend) {
+  auto plan = Plan::fromData(buildStepPlan());
+  ASSERT_TRUE(plan.ok());
+  auto s = Session::create(*plan, "tpu");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("unknown backend 'tpu'"), std::string::npos);
+}
+
+TEST_F(SessionTest, SharedStoreBetweenSessions) {
+  auto store = std::make_shared<ParameterStore>();
+  auto a = make(buildStepPlan(), {}, store);
+  auto b = make(buildStepPlan(), {}, store);
+  ASSERT_TRUE(a && b);
+  bindDefaults(*a);
+  ASSERT_TRUE(b->bind("x", Tensor::fromVector(DType::F32, {64}, x0(64))).ok());
+  ASSERT_TRUE(a->step().ok());
+  ASSERT_TRUE(b->step().ok()); // continues from a's committed w
+  std::vector<float> w = w0(64), x = x0(64), g, nw, nw2;
+  referenceStep(w, x, 0.125f, g, nw);
+  referenceStep(nw, x, 0.125f, g, nw2);
+  expectFloatsEq(*store->get("w"), nw2, 1e-6f);
+}
+
+} // namespace
