@@ -14,6 +14,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "offload/Conversion/Passes.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
   // Our passes, and the generic ones that are useful on training steps.
   mlir::offload::registerOffloadPasses();
+  mlir::offload::registerOffloadConversionPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -1,0 +1,37 @@
+//===- Passes.td - offload conversions -----------------------*- tablegen -*-===//
+#ifndef OFFLOAD_CONVERSION_PASSES_TD
+#define OFFLOAD_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
+  let summary = "Lowers a training step to a runtime plan file";
+  let description = [{
+    Lowers the function carrying `offload.step` to the runtime's static plan
+    (include/offload/Runtime/Plan.h, a versioned FlatBuffers file):
+
+    * every SSA tensor gets the buffer of the step's memory plan
+      (MemoryPlan.h: liveness over the op order, views aliased, best-fit
+      arena offsets), in the device or host arena; `offload.reshape`
+      becomes an alias, `offload.save`/`offload.restore` name the same
+      buffer, phase markers become the plan's phases;
+    * async copies run on the host-to-device or device-to-host stream, each
+      token becomes an event, and a copy first waits for an event recorded
+      on the compute stream, so it never reads a tensor still being written;
+    * arguments bind as inputs by `offload.name`; results bind as outputs
+      (`loss`, updated parameters and state under the parameter's name,
+      gradients as `grad:<name>`);
+    * the predicted peak device bytes are printed and stored in the plan.
+
+    IR is unchanged. Example:
+    `offload-opt step.mlir --convert-offload-to-plan="output=step.plan"`
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "Path of the plan file to write (required)">,
+    Option<"quiet", "quiet", "bool", /*default=*/"false",
+           "Do not print the plan summary">,
+  ];
+}
+
+#endif

@@ -1,0 +1,397 @@
+//===- OffloadToPlan.cpp - Lower a training step to a runtime plan --------===//
+//
+// Part of offload. Implements --convert-offload-to-plan. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Conversion/Passes.h"
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Runtime/Plan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "convert-offload-to-plan"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_CONVERTOFFLOADTOPLAN
+#include "offload/Conversion/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+namespace rt = ::offload::rt;
+
+static FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
+  if (auto s = dyn_cast<SavedType>(t))
+    t = s.getTensorType();
+  if (auto h = dyn_cast<HostType>(t))
+    t = h.getTensorType();
+  Type e = cast<RankedTensorType>(t).getElementType();
+  if (e.isF32())
+    return rt::DType::F32;
+  if (e.isF64())
+    return rt::DType::F64;
+  if (e.isInteger(64))
+    return rt::DType::I64;
+  if (e.isInteger(32))
+    return rt::DType::I32;
+  if (e.isInteger(1))
+    return rt::DType::Bool;
+  return emitError(loc) << "the runtime has no element type for " << t;
+}
+
+static std::vector<int64_t> shapeOf(Type t) {
+  if (auto s = dyn_cast<SavedType>(t))
+    t = s.getTensorType();
+  if (auto h = dyn_cast<HostType>(t))
+    t = h.getTensorType();
+  auto shape = cast<RankedTensorType>(t).getShape();
+  return std::vector<int64_t>(shape.begin(), shape.end());
+}
+
+static rt::BufferRole argumentRole(StringRef role) {
+  if (role == "parameter")
+    return rt::BufferRole::Parameter;
+  if (role == "state")
+    return rt::BufferRole::State;
+  if (role == "optimizer_state")
+    return rt::BufferRole::OptimizerState;
+  return rt::BufferRole::Input;
+}
+
+static rt::BufferRole resultRole(StringRef role) {
+  if (role == "gradient" || role == "input_gradient")
+    return rt::BufferRole::Gradient;
+  return rt::BufferRole::Output;
+}
+
+/// The op's attributes as the runtime's AttrMap. Enum attributes (gelu's
+/// approximate, the losses' reduction) become their keyword strings.
+static rt::AttrMap convertAttrs(Operation *op) {
+  rt::AttrMap map;
+  for (NamedAttribute na : op->getAttrs()) {
+    std::string name = na.getName().str();
+    Attribute a = na.getValue();
+    rt::AttrValue v;
+    if (auto g = dyn_cast<GeluOp>(op); g && name == "approximate") {
+      v = rt::attrString(stringifyGeluApproximation(g.getApproximate()).str());
+    } else if (auto g2 = dyn_cast<GeluBackwardOp>(op); g2 && name == "approximate") {
+      v = rt::attrString(stringifyGeluApproximation(g2.getApproximate()).str());
+    } else if (name == "reduction" && isa<IntegerAttr>(a)) {
+      auto red = symbolizeReduction(cast<IntegerAttr>(a).getInt());
+      v = rt::attrString(red ? stringifyReduction(*red).str() : "mean");
+    } else if (auto b = dyn_cast<BoolAttr>(a)) {
+      v = rt::attrInt(b.getValue() ? 1 : 0);
+    } else if (auto i = dyn_cast<IntegerAttr>(a)) {
+      v = rt::attrInt(i.getInt());
+    } else if (auto f = dyn_cast<FloatAttr>(a)) {
+      v = rt::attrFloat(f.getValueAsDouble());
+    } else if (auto arr = dyn_cast<DenseI64ArrayAttr>(a)) {
+      v = rt::attrInts(std::vector<int64_t>(arr.asArrayRef().begin(), arr.asArrayRef().end()));
+    } else if (auto s = dyn_cast<StringAttr>(a)) {
+      v = rt::attrString(s.str());
+    } else {
+      continue;
+    }
+    map.set(name, std::move(v));
+  }
+  // Default-valued attributes the op did not spell out.
+  auto setDefault = [&](const char *name, rt::AttrValue v) {
+    if (!map.has(name))
+      map.set(name, std::move(v));
+  };
+  if (isa<GeluOp, GeluBackwardOp>(op))
+    setDefault("approximate", rt::attrString("none"));
+  if (isa<CrossEntropyOp, CrossEntropyBackwardOp, NllLossOp, NllLossBackwardOp,
+          MseLossOp, MseLossBackwardOp>(op))
+    setDefault("reduction", rt::attrString("mean"));
+  if (isa<CrossEntropyOp, CrossEntropyBackwardOp, NllLossOp, NllLossBackwardOp>(op))
+    setDefault("ignore_index", rt::attrInt(-100));
+  if (isa<CrossEntropyOp, CrossEntropyBackwardOp>(op))
+    setDefault("label_smoothing", rt::attrFloat(0.0));
+  if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
+    setDefault("dims", rt::attrInts({}));
+    setDefault("keepdim", rt::attrInt(0));
+  }
+  if (isa<MatmulOp>(op)) {
+    setDefault("transpose_a", rt::attrInt(0));
+    setDefault("transpose_b", rt::attrInt(0));
+  }
+  if (isa<SliceOp, SliceBackwardOp>(op))
+    setDefault("step", rt::attrInt(1));
+  if (isa<MaxPool2dOp, AvgPool2dOp, AvgPool2dBackwardOp>(op))
+    setDefault("ceil_mode", rt::attrInt(0));
+  if (isa<AvgPool2dOp, AvgPool2dBackwardOp>(op))
+    setDefault("count_include_pad", rt::attrInt(1));
+  return map;
+}
+
+namespace {
+struct ConvertOffloadToPlanPass
+    : public mlir::offload::impl::ConvertOffloadToPlanBase<ConvertOffloadToPlanPass> {
+  using ConvertOffloadToPlanBase::ConvertOffloadToPlanBase;
+
+  void runOnOperation() override {
+    if (output.empty()) {
+      getOperation().emitError(
+          "convert-offload-to-plan: give the plan file with output=<path>");
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> steps;
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn->hasAttr(OffloadDialect::kStepAttrName))
+        steps.push_back(fn);
+    });
+    if (steps.size() != 1) {
+      getOperation().emitError() << "convert-offload-to-plan: expected exactly one "
+                                    "function with 'offload.step', found "
+                                 << steps.size();
+      return signalPassFailure();
+    }
+    if (failed(lower(steps.front())))
+      return signalPassFailure();
+  }
+
+  LogicalResult lower(func::FuncOp fn);
+};
+} // namespace
+
+LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  if (failed(mp))
+    return failure();
+  Block &body = fn.getBody().front();
+  rt::PlanBuilder pb;
+  pb.setProducer("offload convert-offload-to-plan");
+
+  // Program point -> first/last instruction index emitted at or after/before
+  // it, filled while emitting.
+  SmallVector<int> firstInstrAt(mp->schedule.size() + 1, -1);
+
+  // Buffers: one per memory-plan buffer; views get aliases.
+  llvm::DenseMap<unsigned, int> planBuffer; // memory-plan buffer -> plan id
+  llvm::DenseMap<Value, int> bufferOfValue;
+  auto nameOf = [&](Value v) -> std::string {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      if (auto n = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                   OffloadDialect::kNameAttrName))
+        return n.str();
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    if (Operation *def = v.getDefiningOp())
+      os << def->getName().stripDialect() << "#" << mp->bufferOf.lookup(v);
+    return s;
+  };
+  for (auto [idx, b] : llvm::enumerate(mp->buffers)) {
+    if (b.bytes == 0 && b.values.empty())
+      continue;
+    Value root = b.values.front();
+    // The root is the value the buffer was created for (alias root).
+    for (Value v : b.values)
+      if (!v.getDefiningOp() ||
+          !isa<ReshapeOp, SaveOp, RestoreOp>(v.getDefiningOp())) {
+        root = v;
+        break;
+      }
+    FailureOr<rt::DType> dt = dtypeOf(root.getLoc(), root.getType());
+    if (failed(dt))
+      return failure();
+    rt::BufferRole role = rt::BufferRole::Temporary;
+    if (auto arg = dyn_cast<BlockArgument>(root))
+      if (auto r = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                   OffloadDialect::kRoleAttrName))
+        role = argumentRole(r.getValue());
+    int id = pb.buffer(nameOf(root), *dt, shapeOf(root.getType()), role,
+                       b.space == MemorySpace::Host ? rt::MemorySpace::Host
+                                                    : rt::MemorySpace::Device);
+    pb.setOffset(id, b.offset);
+    planBuffer[idx] = id;
+    for (Value v : b.values) {
+      if (auto rs = v.getDefiningOp<ReshapeOp>()) {
+        int a = pb.alias(nameOf(v), id, shapeOf(v.getType()));
+        bufferOfValue[v] = a;
+      } else {
+        bufferOfValue[v] = id;
+      }
+    }
+  }
+
+  // Bindings: arguments in, results out.
+  for (BlockArgument arg : body.getArguments()) {
+    auto it = bufferOfValue.find(arg);
+    if (it != bufferOfValue.end())
+      pb.bindIn(nameOf(arg), it->second);
+  }
+
+  // Instructions.
+  llvm::DenseMap<Value, int> tokenEvent;
+  llvm::DenseMap<Value, SmallVector<int>> joinEvents;
+  auto eventsOf = [&](ValueRange tokens) {
+    std::vector<int32_t> evs;
+    std::function<void(Value)> add = [&](Value t) {
+      auto j = joinEvents.find(t);
+      if (j != joinEvents.end()) {
+        for (int e : j->second)
+          evs.push_back(e);
+        return;
+      }
+      auto it = tokenEvent.find(t);
+      if (it != tokenEvent.end())
+        evs.push_back(it->second);
+    };
+    for (Value t : tokens)
+      add(t);
+    return evs;
+  };
+  auto operandIds = [&](Operation *op) {
+    std::vector<int32_t> ids;
+    for (Value v : op->getOperands())
+      ids.push_back(bufferOfValue.count(v) ? bufferOfValue[v] : -1);
+    // Optional trailing operands absent: the kernels see data == nullptr.
+    if (isa<LinearOp, Conv2dOp>(op) && ids.size() == 2)
+      ids.push_back(-1);
+    return ids;
+  };
+  auto resultIds = [&](Operation *op) {
+    std::vector<int32_t> ids;
+    for (Value v : op->getResults())
+      if (isa<RankedTensorType, HostType>(v.getType()))
+        ids.push_back(bufferOfValue.count(v) ? bufferOfValue[v] : -1);
+    return ids;
+  };
+
+  std::string currentPhase = "forward";
+  int phaseStart = 0, numInstr = 0;
+  for (auto [p, op] : llvm::enumerate(mp->schedule)) {
+    firstInstrAt[p] = numInstr;
+    if (auto marker = dyn_cast<PhaseOp>(op)) {
+      std::string next = stringifyPhase(marker.getPhase()).str();
+      if (numInstr > phaseStart || next != currentPhase) {
+        if (numInstr > phaseStart)
+          pb.phase(currentPhase, phaseStart, numInstr);
+        phaseStart = numInstr;
+      }
+      currentPhase = next;
+      continue;
+    }
+    if (isa<SaveOp, RestoreOp, ReshapeOp, func::ReturnOp>(op))
+      continue;
+    if (isa<RecomputeOp>(op))
+      return op->emitOpError("convert-offload-to-plan does not lower recompute "
+                             "regions yet; inline them first");
+    if (auto th = dyn_cast<ToHostOp>(op)) {
+      std::vector<int32_t> waits = eventsOf(th.getAsyncDependencies());
+      int rec = -1;
+      if (th.getAsyncToken()) {
+        // The copy stream must not read the tensor before compute wrote it.
+        int computeDone = pb.event();
+        pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
+        ++numInstr;
+        waits.push_back(computeDone);
+        rec = pb.event();
+        tokenEvent[th.getAsyncToken()] = rec;
+      }
+      pb.instr(rt::kOpToHost, operandIds(op), resultIds(op), {},
+               th.getAsyncToken() ? rt::DeviceToHostStream : rt::ComputeStream, waits,
+               rec);
+      ++numInstr;
+      continue;
+    }
+    if (auto td = dyn_cast<ToDeviceOp>(op)) {
+      std::vector<int32_t> waits = eventsOf(td.getAsyncDependencies());
+      int rec = -1;
+      if (td.getAsyncToken()) {
+        int computeDone = pb.event();
+        pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
+        ++numInstr;
+        waits.push_back(computeDone);
+        rec = pb.event();
+        tokenEvent[td.getAsyncToken()] = rec;
+      }
+      pb.instr(rt::kOpToDevice, operandIds(op), resultIds(op), {},
+               td.getAsyncToken() ? rt::HostToDeviceStream : rt::ComputeStream, waits,
+               rec);
+      ++numInstr;
+      continue;
+    }
+    if (auto w = dyn_cast<WaitOp>(op)) {
+      std::vector<int32_t> evs = eventsOf(w.getAsyncDependencies());
+      if (w.getAsyncToken()) {
+        joinEvents[w.getAsyncToken()] = SmallVector<int>(evs.begin(), evs.end());
+        continue;
+      }
+      pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, evs, -1);
+      ++numInstr;
+      continue;
+    }
+    if (op->getNumRegions() != 0 || !isa<OffloadDialect>(op->getDialect()))
+      return op->emitOpError("has no lowering to the runtime plan");
+    pb.instr(op->getName().getStringRef().str(), operandIds(op), resultIds(op),
+             convertAttrs(op), rt::ComputeStream);
+    ++numInstr;
+  }
+  firstInstrAt[mp->schedule.size()] = numInstr;
+  if (numInstr > phaseStart)
+    pb.phase(currentPhase, phaseStart, numInstr);
+
+  // Outputs.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    auto name = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+    auto role = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    auto it = bufferOfValue.find(v);
+    if (!name || it == bufferOfValue.end())
+      return fn.emitOpError() << "result #" << i << " has no name or no buffer";
+    std::string out = name.str();
+    if (role && resultRole(role.getValue()) == rt::BufferRole::Gradient &&
+        !StringRef(out).starts_with("grad:"))
+      out = "grad:" + out;
+    if (!isa<BlockArgument>(v)) {
+      rt::BufferDesc &bd = pb.buf(it->second);
+      if (bd.role == rt::BufferRole::Temporary)
+        bd.role = role ? resultRole(role.getValue()) : rt::BufferRole::Output;
+    }
+    pb.bindOut(out, it->second);
+  }
+
+  // Live intervals in instruction indices: a buffer live on program points
+  // [b, e] is live from the first instruction at or after b to the last
+  // instruction before the first one after e.
+  int last = std::max(numInstr - 1, 0);
+  for (auto [idx, b] : llvm::enumerate(mp->buffers)) {
+    auto it = planBuffer.find(idx);
+    if (it == planBuffer.end())
+      continue;
+    int first = b.persistent && b.begin == 0 ? 0 : firstInstrAt[b.begin];
+    int lastI = b.persistent ? last : firstInstrAt[b.end + 1] - 1;
+    first = std::min(first, last);
+    lastI = std::max(std::min(lastI, last), first);
+    pb.setLive(it->second, first, lastI);
+  }
+
+  pb.setDeviceCapacity(mp->deviceArenaBytes);
+  pb.setHostCapacity(mp->hostArenaBytes);
+  rt::PlanData data = pb.finish();
+  data.predictedPeakDeviceBytes = rt::computePeakDeviceBytes(data);
+  if (rt::Status st = rt::validatePlan(data); !st.ok())
+    return mlir::emitError(fn.getLoc())
+           << "convert-offload-to-plan produced an invalid plan (a compiler bug): "
+           << st.message();
+  if (rt::Status st = rt::Plan::save(data, output); !st.ok())
+    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
+  if (!quiet)
+    llvm::outs() << llvm::format(
+        "plan %s: %d instructions, %zu buffers, peak device bytes %llu "
+        "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
+        output.c_str(), numInstr, data.buffers.size(),
+        (unsigned long long)data.predictedPeakDeviceBytes,
+        (long long)mp->peakDeviceBytes, (unsigned long long)data.deviceCapacity,
+        (unsigned long long)data.hostCapacity);
+  return success();
+}
