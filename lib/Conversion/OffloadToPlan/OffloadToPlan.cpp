@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Conversion/Passes.h"
+#include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Runtime/Plan.h"
@@ -163,6 +164,24 @@ struct ConvertOffloadToPlanPass
 } // namespace
 
 LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
+  int64_t memoryPlanPeak = 0;
+  FailureOr<rt::PlanData> data = lowerStepToPlan(fn, &memoryPlanPeak);
+  if (failed(data))
+    return failure();
+  if (rt::Status st = rt::Plan::save(*data, output); !st.ok())
+    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
+  if (!quiet)
+    llvm::outs() << llvm::format(
+        "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
+        "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
+        output.c_str(), data->instructions.size(), data->buffers.size(),
+        (unsigned long long)data->predictedPeakDeviceBytes, (long long)memoryPlanPeak,
+        (unsigned long long)data->deviceCapacity, (unsigned long long)data->hostCapacity);
+  return success();
+}
+
+FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp fn,
+                                                       int64_t *memoryPlanPeak) {
   FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
   if (failed(mp))
     return failure();
@@ -383,15 +402,7 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
     return mlir::emitError(fn.getLoc())
            << "convert-offload-to-plan produced an invalid plan (a compiler bug): "
            << st.message();
-  if (rt::Status st = rt::Plan::save(data, output); !st.ok())
-    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
-  if (!quiet)
-    llvm::outs() << llvm::format(
-        "plan %s: %d instructions, %zu buffers, peak device bytes %llu "
-        "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
-        output.c_str(), numInstr, data.buffers.size(),
-        (unsigned long long)data.predictedPeakDeviceBytes,
-        (long long)mp->peakDeviceBytes, (unsigned long long)data.deviceCapacity,
-        (unsigned long long)data.hostCapacity);
-  return success();
+  if (memoryPlanPeak)
+    *memoryPlanPeak = mp->peakDeviceBytes;
+  return data;
 }
