@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+#===- scripts/run-main.sh - the main job on a bundled real model ---------===#
+#
+# README command (1). Sets up and builds (scripts/setup.sh), then on
+# torchvision's resnet18 (32x32 inputs, batch 32, exported by Debian's
+# PyTorch 1.13 at run time):
+#   1. export the model, its weights and a batch   (python/export_models.py)
+#   2. import the TorchScript                       (offload-import)
+#   3. build the training step: backward with explicit saved values and an
+#      SGD-momentum update                          (offload-opt --offload-autodiff)
+#   4. report saved values and the memory plan, lower to a plan file
+#   5. run 3 training steps on the host backend (CUDA when a GPU is present)
+#                                                   (offload-run)
+#   6. compare loss and gradients with LibTorch autograd + torch.optim
+#                                                   (python/reference.py, compare.py)
+# Environment: MODEL (default resnet18; also mlp, transformer, gpt), STEPS (3),
+# THREADS (nproc), OUT (build/main-job).
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+MODEL="${MODEL:-resnet18}"
+STEPS="${STEPS:-3}"
+THREADS="${THREADS:-$(nproc)}"
+OUT="${OUT:-$BUILD_DIR/main-job}"
+PY=/usr/bin/python3
+BIN="$BUILD_DIR/bin"
+
+"$ROOT/scripts/setup.sh"
+mkdir -p "$OUT"
+say() { printf '\n== %s\n' "$*"; }
+
+say "1. export $MODEL (PyTorch $($PY -c 'import torch; print(torch.__version__)'))"
+$PY "$ROOT/python/export_models.py" --out "$OUT" --models "$MODEL"
+INPUT_ARGS=$($PY -c "
+import json; m = json.load(open('$OUT/$MODEL.json'))
+args = ['--input %s=%s' % (k, v) for k, v in m['inputs'].items()]
+if not m.get('returns_loss'): args.append('--loss ' + m['loss'])
+print(' '.join(args))")
+
+say "2. import: offload-import $MODEL.pt $INPUT_ARGS"
+"$BIN/offload-import" "$OUT/$MODEL.pt" $INPUT_ARGS -o "$OUT/$MODEL.mlir"
+
+say "3-4. training step, saved values, memory plan, lowering"
+"$BIN/offload-opt" "$OUT/$MODEL.mlir" \
+  --offload-autodiff="optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true" \
+  --offload-saved-value-report="per-value=false" \
+  --offload-memory-report="top=5" \
+  --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.step.mlir"
+
+BACKEND=host
+if "$BIN/offload-run" --list-devices 2>/dev/null | grep -q cuda; then BACKEND=cuda; fi
+
+say "5. run: first step (gradients compared below), then $STEPS steps on $BACKEND"
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \
+  --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.step1.npz" > /dev/null
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps "$STEPS" --threads "$THREADS" \
+  --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz"
+
+say "6. LibTorch reference (torch.optim.SGD lr 0.1 momentum 0.9)"
+$PY "$ROOT/python/reference.py" --model "$OUT/$MODEL" --optimizer sgd --lr 0.1 --momentum 0.9 \
+  --steps 1 --threads "$THREADS" --out "$OUT/ref.step1.npz" > /dev/null
+$PY "$ROOT/python/reference.py" --model "$OUT/$MODEL" --optimizer sgd --lr 0.1 --momentum 0.9 \
+  --steps "$STEPS" --threads "$THREADS" --out "$OUT/ref.npz" > /dev/null
+echo "first-step loss and gradients vs LibTorch autograd:"
+$PY "$ROOT/python/compare.py" "$OUT/ours.step1.npz" "$OUT/ref.step1.npz" --prefix "grad:" --quiet --rtol 1e-3 \
+  --require loss || true
+$PY "$ROOT/python/compare.py" "$OUT/ours.step1.npz" "$OUT/ref.step1.npz" --prefix loss --quiet --rtol 1e-4 || true
+echo "parameters after $STEPS steps vs torch.optim:"
+$PY "$ROOT/python/compare.py" "$OUT/ours.npz" "$OUT/ref.npz" --quiet --rtol 1e-3 || true
