@@ -49,7 +49,7 @@ say "3-4. training step, saved values, memory plan, lowering"
   --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.step.mlir"
 
 BACKEND=host
-if "$BIN/offload-run" --list-devices 2>/dev/null | grep -q cuda; then BACKEND=cuda; fi
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then BACKEND=cuda; fi
 
 say "5. run: first step (gradients compared below), then $STEPS steps on $BACKEND"
 "$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \

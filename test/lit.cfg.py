@@ -14,6 +14,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python_torch", config.offload_python))
 config.substitutions.append(("%offload_src", config.offload_src_root))
+config.substitutions.append(("%offload_bin", config.offload_tools_dir))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
