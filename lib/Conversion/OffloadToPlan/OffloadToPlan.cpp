@@ -180,8 +180,18 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   return success();
 }
 
-FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp fn,
+FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
                                                        int64_t *memoryPlanPeak) {
+  // Recompute regions run inline at their position: lower a copy with them
+  // inlined (the caller's IR is unchanged).
+  OwningOpRef<func::FuncOp> copy;
+  func::FuncOp fn = original;
+  if (llvm::any_of(original.getBody().front(),
+                   [](Operation &op) { return isa<RecomputeOp>(op); })) {
+    copy = original.clone();
+    fn = *copy;
+    inlineRecomputeRegions(fn.getBody().front());
+  }
   FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
   if (failed(mp))
     return failure();
@@ -301,9 +311,6 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp fn,
     }
     if (isa<SaveOp, RestoreOp, ReshapeOp, func::ReturnOp>(op))
       continue;
-    if (isa<RecomputeOp>(op))
-      return op->emitOpError("convert-offload-to-plan does not lower recompute "
-                             "regions yet; inline them first");
     if (auto th = dyn_cast<ToHostOp>(op)) {
       std::vector<int32_t> waits = eventsOf(th.getAsyncDependencies());
       int rec = -1;

@@ -41,6 +41,10 @@ static bool isTensorLike(Type t) {
 }
 
 FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
+  for (Operation &op : fn.getBody().front())
+    if (isa<RecomputeOp>(op))
+      return op.emitOpError("the memory plan needs recompute regions inlined "
+                            "(inlineRecomputeRegions) first");
   MemoryPlan plan;
   Block &body = fn.getBody().front();
   for (Operation &op : body)

@@ -7,6 +7,7 @@
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
@@ -330,4 +331,47 @@ OpFoldResult CopyOp::fold(FoldAdaptor) {
 }
 OpFoldResult DropoutOp::fold(FoldAdaptor) {
   return getP().isZero() ? OpFoldResult(getInput()) : OpFoldResult();
+}
+
+//===----------------------------------------------------------------------===//
+// Utilities
+//===----------------------------------------------------------------------===//
+
+std::string mlir::offload::getLayerName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location l : fused.getLocations()) {
+      std::string s = getLayerName(l);
+      if (s != "?")
+        return s;
+    }
+  }
+  if (auto flc = dyn_cast<FileLineColLoc>(loc))
+    return (flc.getFilename().getValue() + ":" + Twine(flc.getLine())).str();
+  if (auto cs = dyn_cast<CallSiteLoc>(loc))
+    return getLayerName(cs.getCallee());
+  return "?";
+}
+
+void mlir::offload::inlineRecomputeRegions(Block &block) {
+  SmallVector<RecomputeOp> regions;
+  for (Operation &op : block)
+    if (auto r = dyn_cast<RecomputeOp>(op))
+      regions.push_back(r);
+  for (RecomputeOp r : regions) {
+    IRMapping map;
+    Block &body = r.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), r.getInputs()))
+      map.map(arg, input);
+    OpBuilder b(r);
+    for (Operation &inner : body.without_terminator())
+      b.clone(inner, map);
+    auto yield = cast<YieldOp>(body.getTerminator());
+    SmallVector<Value> results;
+    for (Value v : yield.getValues())
+      results.push_back(map.lookupOrDefault(v));
+    r.replaceAllUsesWith(results);
+    r.erase();
+  }
 }

@@ -31,7 +31,10 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
     getOperation().walk([&](func::FuncOp fn) {
       if (fn.isExternal())
         return;
-      FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
+      // Recompute regions run inline at their position.
+      OwningOpRef<func::FuncOp> copy = fn.clone();
+      inlineRecomputeRegions(copy->getBody().front());
+      FailureOr<MemoryPlan> plan = computeMemoryPlan(*copy);
       if (failed(plan)) {
         failedAny = true;
         return;

@@ -25,26 +25,6 @@ namespace offload {
 using namespace mlir;
 using namespace mlir::offload;
 
-/// The layer a location belongs to: the innermost NameLoc's name (the
-/// importer records module paths such as `layer1.0.conv1` that way), else
-/// `file:line`, else `?`.
-static std::string layerOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location l : fused.getLocations()) {
-      std::string s = layerOf(l);
-      if (s != "?")
-        return s;
-    }
-  }
-  if (auto flc = dyn_cast<FileLineColLoc>(loc))
-    return (flc.getFilename().getValue() + ":" + Twine(flc.getLine())).str();
-  if (auto cs = dyn_cast<CallSiteLoc>(loc))
-    return layerOf(cs.getCallee());
-  return "?";
-}
-
 namespace {
 struct SavedValueReportPass
     : public offload::impl::SavedValueReportBase<SavedValueReportPass> {
@@ -78,7 +58,7 @@ struct SavedValueReportPass
           }
         }
         Location loc = producer ? producer->getLoc() : save.getLoc();
-        std::string layer = layerOf(loc);
+        std::string layer = getLayerName(loc);
         auto &entry = byLayer[layer];
         entry.first += bytes;
         entry.second += 1;

@@ -42,4 +42,17 @@ LogicalResult buildUnaryVJP(Operation *op, OpBuilder &b, ValueRange saved,
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.h.inc"
 
+namespace mlir {
+namespace offload {
+/// The layer a location belongs to: the innermost NameLoc's name (the
+/// importer records module paths such as `layer1.0.conv1` that way), else
+/// `file:line`, else `?`.
+std::string getLayerName(Location loc);
+
+/// Replaces every `offload.recompute` in `block` by clones of its ops at its
+/// position (region arguments become the recompute's inputs).
+void inlineRecomputeRegions(Block &block);
+} // namespace offload
+} // namespace mlir
+
 #endif

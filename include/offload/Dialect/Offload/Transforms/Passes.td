@@ -108,4 +108,66 @@ def MemoryReport : Pass<"offload-memory-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
+  let summary = "Rematerializes saved values in backward instead of keeping them";
+  let description = [{
+    Activation checkpointing as a rewrite of the training step. Each chosen
+    saved value stops being kept from forward to backward: its restores are
+    replaced by an `offload.recompute` region, placed just before the first
+    backward use, that clones the forward ops producing it from values that
+    stay available (parameters and inputs, and saved values that are kept,
+    restored there). Values of one segment are recomputed by one region.
+
+    Policies (`policy=`):
+    * `ops`: saved values produced by the op kinds in `ops` (selective
+      checkpointing of cheap ops: `ops=relu,gelu,add,layer_norm` keeps
+      matmul and conv outputs and recomputes the rest);
+    * `every-k`: keeps every k-th saved value (in forward order) as a
+      checkpoint and recomputes the segments between them;
+    * `sqrt`: `every-k` with k = round(sqrt(n)) for n saved values (Chen et
+      al., "Training Deep Nets with Sublinear Memory Cost", 2016);
+    * `names`: saved values whose layer (the importer's module path, or
+      file:line) matches the glob `names` (e.g. `layer2.*`);
+    * `all`: every saved value (the forward is recomputed from its inputs);
+    * `marked`: saves carrying the unit attribute `offload.recompute` (set
+      by the planner, or by hand).
+    Running the pass again on its output applies a second policy on top of
+    the first (nested checkpointing): saves that remain are candidates.
+
+    Never unsafe: ops have value semantics, so a recomputed batch norm's
+    running-statistics results are simply unused (state is updated once),
+    and dropout regenerates its mask from its seed and offset. A value
+    whose producers include a copy or an op with side effects is left
+    saved. Prints a report: values recomputed, bytes no longer kept, FLOPs
+    added.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"ops\"",
+           "ops, every-k, sqrt, names, all, or marked">,
+    ListOption<"ops", "ops", "std::string",
+               "Op kinds to recompute with policy=ops (e.g. relu,gelu,add)">,
+    Option<"k", "k", "unsigned", /*default=*/"2",
+           "Segment length for policy=every-k">,
+    Option<"names", "names", "std::string", /*default=*/"\"*\"",
+           "Glob over layer names for policy=names">,
+    Option<"report", "report", "bool", /*default=*/"true",
+           "Print what was recomputed">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed-values", "Saved values rematerialized">,
+    Statistic<"bytesFreed", "bytes-no-longer-saved", "Bytes no longer kept from forward to backward">,
+  ];
+}
+
+def InlineRecompute : Pass<"offload-inline-recompute", "::mlir::ModuleOp"> {
+  let summary = "Inlines recompute regions into the step (before lowering)";
+  let description = [{
+    Replaces each `offload.recompute` by its ops, cloned at its position.
+    The lowering and the memory plan do this on a copy of the step; the
+    pass exists to inspect the result. Do not run CSE afterwards: it would
+    merge recomputed ops with their forward originals.
+  }];
+}
+
 #endif // OFFLOAD_PASSES_TD

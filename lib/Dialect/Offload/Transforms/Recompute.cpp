@@ -1,0 +1,241 @@
+//===- Recompute.cpp - Rematerialize saved values in backward -------------===//
+//
+// Part of offload. Implements --offload-recompute and
+// --offload-inline-recompute. See Passes.td for the policies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "offload-recompute"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_RECOMPUTE
+#define GEN_PASS_DEF_INLINERECOMPUTE
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// Whether `op` may be cloned into a recompute region: a pure compute op of
+/// our dialect (copies, waits and phase markers have effects).
+static bool isRecomputable(Operation *op) {
+  return isa<OffloadDialect>(op->getDialect()) && isPure(op) &&
+         op->getNumRegions() == 0 && !isa<SaveOp, RestoreOp>(op);
+}
+
+namespace {
+struct Group {
+  SmallVector<SaveOp> saves; // chosen saves, forward order
+};
+
+struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
+  using RecomputeBase::RecomputeBase;
+
+  void runOnOperation() override {
+    static const char *const policies[] = {"ops", "every-k", "sqrt", "names",
+                                           "all", "marked"};
+    if (!llvm::is_contained(policies, StringRef(policy))) {
+      getOperation().emitError() << "offload-recompute: unknown policy '" << policy
+                                 << "'; expected ops, every-k, sqrt, names, all or marked";
+      return signalPassFailure();
+    }
+    if (policy == "every-k" && k < 1) {
+      getOperation().emitError("offload-recompute: k must be >= 1");
+      return signalPassFailure();
+    }
+    auto glob = llvm::GlobPattern::create(names);
+    if (!glob) {
+      getOperation().emitError() << "offload-recompute: bad glob '" << names
+                                 << "': " << llvm::toString(glob.takeError());
+      return signalPassFailure();
+    }
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn->hasAttr(OffloadDialect::kStepAttrName))
+        rewrite(fn, *glob);
+    });
+  }
+
+  void rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+};
+} // namespace
+
+void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
+  Block &body = fn.getBody().front();
+  SmallVector<SaveOp> saves;
+  for (Operation &op : body)
+    if (auto s = dyn_cast<SaveOp>(op))
+      saves.push_back(s);
+  if (saves.empty())
+    return;
+
+  // 1. Choose.
+  llvm::DenseSet<Operation *> chosen;
+  unsigned segment = k;
+  if (policy == "sqrt")
+    segment = std::max(1u, unsigned(std::lround(std::sqrt(double(saves.size())))));
+  for (auto [i, s] : llvm::enumerate(saves)) {
+    Operation *producer = s.getValue().getDefiningOp();
+    if (!producer || !isRecomputable(producer))
+      continue;
+    bool pick = false;
+    if (policy == "ops")
+      pick = llvm::is_contained(ops, producer->getName().stripDialect().str());
+    else if (policy == "names")
+      pick = glob.match(getLayerName(producer->getLoc()));
+    else if (policy == "all")
+      pick = true;
+    else if (policy == "marked")
+      pick = s->hasAttr("offload.recompute");
+    else // every-k, sqrt: keep every segment-th as a checkpoint
+      pick = (i + 1) % segment != 0;
+    if (pick)
+      chosen.insert(s);
+  }
+  if (chosen.empty()) {
+    if (report)
+      llvm::outs() << "recompute @" << fn.getName() << " (policy " << policy
+                   << "): no saved value chosen\n";
+    return;
+  }
+
+  // 2. Group: consecutive chosen saves form one segment for the segment
+  // policies; one value per group otherwise.
+  bool segments = policy == "every-k" || policy == "sqrt" || policy == "all";
+  SmallVector<Group> groups;
+  bool open = false;
+  for (SaveOp s : saves) {
+    if (!chosen.count(s)) {
+      open = false;
+      continue;
+    }
+    if (!segments || !open)
+      groups.emplace_back();
+    groups.back().saves.push_back(s);
+    open = true;
+  }
+
+  // Saved values that stay kept: a recompute region may restore them.
+  llvm::DenseMap<Value, SaveOp> keptSave;
+  for (SaveOp s : saves)
+    if (!chosen.count(s))
+      keptSave[s.getValue()] = s;
+
+  int64_t flopsAdded = 0, bytesNoLongerSaved = 0, values = 0;
+  OpBuilder b(fn.getContext());
+  for (Group &g : groups) {
+    // The cone: forward ops producing the group's values from block
+    // arguments and kept saved values.
+    llvm::SetVector<Operation *> cone;
+    llvm::SetVector<Value> inputs;
+    bool ok = true;
+    std::function<void(Value)> visit = [&](Value v) {
+      if (!ok)
+        return;
+      if (isa<BlockArgument>(v) || keptSave.count(v)) {
+        inputs.insert(v);
+        return;
+      }
+      Operation *def = v.getDefiningOp();
+      if (cone.contains(def))
+        return;
+      if (!isRecomputable(def)) {
+        ok = false;
+        return;
+      }
+      for (Value o : def->getOperands())
+        visit(o);
+      cone.insert(def); // post-order: operands' producers first
+    };
+    for (SaveOp s : g.saves)
+      visit(s.getValue());
+    if (!ok)
+      continue;
+
+    // Where: before the first restore of any group value.
+    Operation *first = nullptr;
+    for (SaveOp s : g.saves)
+      for (Operation *u : s.getResult().getUsers())
+        if (!first || u->isBeforeInBlock(first))
+          first = u;
+    if (!first)
+      continue;
+
+    // Inputs as the region sees them: arguments directly, kept saved values
+    // restored right before the region.
+    b.setInsertionPoint(first);
+    SmallVector<Value> operands;
+    for (Value in : inputs) {
+      if (isa<BlockArgument>(in))
+        operands.push_back(in);
+      else
+        operands.push_back(RestoreOp::create(b, in.getLoc(), keptSave[in].getResult()));
+    }
+    SmallVector<Type> resultTypes;
+    for (SaveOp s : g.saves)
+      resultTypes.push_back(s.getValue().getType());
+    auto region = RecomputeOp::create(b, g.saves.front().getLoc(), resultTypes, operands,
+                                      b.getStringAttr(policy));
+    Block *block = new Block();
+    region.getBody().push_back(block);
+    IRMapping map;
+    for (Value in : inputs)
+      map.map(in, block->addArgument(in.getType(), in.getLoc()));
+    OpBuilder rb = OpBuilder::atBlockEnd(block);
+    for (Operation *op : cone) {
+      Operation *clone = rb.clone(*op, map);
+      if (auto cost = dyn_cast<CostOpInterface>(clone))
+        flopsAdded += std::max<int64_t>(0, cost.getFlops());
+    }
+    SmallVector<Value> yielded;
+    for (SaveOp s : g.saves)
+      yielded.push_back(map.lookup(s.getValue()));
+    YieldOp::create(rb, region.getLoc(), yielded);
+
+    // Replace the restores and drop the saves.
+    for (auto [i, s] : llvm::enumerate(g.saves)) {
+      for (Operation *u : llvm::make_early_inc_range(s.getResult().getUsers())) {
+        auto restore = cast<RestoreOp>(u);
+        restore.getResult().replaceAllUsesWith(region.getResult(i));
+        restore.erase();
+      }
+      bytesNoLongerSaved += mlir::offload::detail::tensorBytes(s.getValue().getType());
+      ++values;
+      s.erase();
+    }
+  }
+  numRecomputed += values;
+  bytesFreed += bytesNoLongerSaved;
+  if (report)
+    llvm::outs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
+                                 "recomputed in %zu regions, %lld bytes no longer "
+                                 "saved, %lld FLOPs added\n",
+                                 fn.getName().str().c_str(), policy.c_str(),
+                                 (long long)values, saves.size(), groups.size(),
+                                 (long long)bytesNoLongerSaved, (long long)flopsAdded);
+}
+
+namespace {
+struct InlineRecomputePass
+    : public offload::impl::InlineRecomputeBase<InlineRecomputePass> {
+  void runOnOperation() override {
+    getOperation().walk([](func::FuncOp fn) {
+      if (!fn.isExternal())
+        inlineRecomputeRegions(fn.getBody().front());
+    });
+  }
+};
+} // namespace
