@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Checks that a memory pass changes memory, not results.
+
+    /usr/bin/python3 python/check_memory_pass.py --model mlp --bin build/bin --work DIR
+        --pipeline "--offload-recompute=policy=sqrt" [--optimizer sgd|adamw]
+        [--dropout P] [--threads T] [--steps N]
+
+Builds the training step of an exported model twice, without and with the
+given offload-opt passes (inserted between --offload-autodiff and the
+lowering), runs both plans on the host backend from the same weights and
+inputs, and requires every output (loss, gradients, updated parameters,
+state, optimizer state) to be bit-identical. Prints the planned and measured
+peak device bytes of both plans; the measured peak must equal the planned
+one for both. Exits 1 on any difference.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        print("command failed: " + " ".join(cmd))
+        print(r.stdout)
+        sys.exit(1)
+    return r.stdout
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--pipeline", required=True)
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
+    ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=1)
+    args = ap.parse_args(argv)
+
+    os.makedirs(args.work, exist_ok=True)
+    w = lambda n: os.path.join(args.work, n)
+    m = args.model
+    export = [PY, os.path.join(HERE, "export_models.py"), "--out", args.work, "--models", m,
+              "--dropout", str(args.dropout)]
+    if args.batch:
+        export += ["--batch", str(args.batch)]
+    run(export)
+    meta = json.load(open(w(m + ".json")))
+    imp = [os.path.join(args.bin, "offload-import"), w(m + ".pt"), "-o", w(m + ".mlir")]
+    for k, v in meta["inputs"].items():
+        imp += ["--input", f"{k}={v}"]
+    if not meta.get("returns_loss"):
+        imp += ["--loss", meta["loss"]]
+    run(imp)
+    ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
+          else "optimizer=adamw lr=1e-3 weight-decay=0.01") + " return-gradients=true"
+
+    results = {}
+    for label, extra in (("baseline", []), ("rewritten", args.pipeline.split())):
+        plan = w(f"{m}.{label}.oflp")
+        out = run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"), f"--offload-autodiff={ad}"]
+                  + extra + [f"--convert-offload-to-plan=output={plan}", "-o", w(f"{m}.{label}.mlir")])
+        if label == "rewritten":
+            for line in out.strip().splitlines()[:-1]:
+                print(line)
+        runner = [os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),
+                  "--params", w(m + ".params.npz"), "--inputs", w(m + ".inputs.npz"),
+                  "--steps", str(args.steps), "--dump", w(f"{label}.npz")]
+        if meta.get("dropout", 0) > 0 or args.dropout > 0:
+            runner += ["--seed", "1234"]
+        out = run(runner)
+        mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
+        results[label] = (int(mm.group(1)), int(mm.group(2)))
+
+    a, b = np.load(w("baseline.npz")), np.load(w("rewritten.npz"))
+    failed = False
+    names = sorted(set(a.files) | set(b.files))
+    diff = [n for n in names if n not in a.files or n not in b.files
+            or a[n].shape != b[n].shape or a[n].tobytes() != b[n].tobytes()]
+    print(f"{m}: {len(names)} outputs compared, {len(diff)} differ"
+          + (f" (first: {diff[0]})" if diff else "") + (": FAIL" if diff else ": bit-identical"))
+    failed |= bool(diff)
+    for label, (planned, measured) in results.items():
+        ok = planned == measured
+        failed |= not ok
+        print(f"{m} {label}: peak device bytes planned {planned} measured {measured}"
+              + ("" if ok else ": FAIL"))
+    pa, pb = results["baseline"][0], results["rewritten"][0]
+    print(f"{m}: peak {pa} -> {pb} bytes ({100.0 * (pa - pb) / pa:.1f}% lower)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
