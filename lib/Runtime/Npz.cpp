@@ -107,7 +107,7 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
     return Status::error(".npy data truncated: " +
                          std::to_string(size - dataStart) + " bytes for " +
                          typeString(dt, shape));
-  std::memcpy(t.data(), p + dataStart, t.byteSize());
+  if (t.byteSize()) std::memcpy(t.data(), p + dataStart, t.byteSize());
   return t;
 }
 
