@@ -225,7 +225,7 @@ Status HostBackend::write(int id, const void *src, size_t bytes) {
   if (!live_[size_t(id)])
     return Status::error("buffer '" + plan_->data().buffers[size_t(id)].name +
                          "' is not live at the start of the step");
-  std::memcpy(ptr(id), src, bytes);
+  if (bytes) std::memcpy(ptr(id), src, bytes);
   return Status::success();
 }
 
@@ -233,7 +233,7 @@ Status HostBackend::read(int id, void *dst, size_t bytes) {
   if (!live_[size_t(id)])
     return Status::error("buffer '" + plan_->data().buffers[size_t(id)].name +
                          "' is not live at the end of the step");
-  std::memcpy(dst, ptr(id), bytes);
+  if (bytes) std::memcpy(dst, ptr(id), bytes);
   return Status::success();
 }
 
@@ -275,7 +275,7 @@ std::string HostBackend::execute(int i) {
     int64_t so = in.attrs.getInt("src_offset", 0);
     int64_t dof = in.attrs.getInt("dst_offset", 0);
     int64_t bytes = in.attrs.getInt("bytes", int64_t(src.dataBytes()));
-    std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
+    if (bytes) std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
                 size_t(bytes));
   } else if (in.op == kOpReshape) {
     uint8_t *s = ptr(in.inputs[0]), *t = ptr(in.outputs[0]);

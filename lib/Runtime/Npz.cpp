@@ -107,7 +107,7 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
     return Status::error(".npy data truncated: " +
                          std::to_string(size - dataStart) + " bytes for " +
                          typeString(dt, shape));
-  std::memcpy(t.data(), p + dataStart, t.byteSize());
+  if (t.byteSize()) std::memcpy(t.data(), p + dataStart, t.byteSize());
   return t;
 }
 
@@ -122,12 +122,13 @@ std::vector<uint8_t> offload::rt::encodeNpy(const Tensor &t) {
   size_t total = 10 + h.size() + 1;
   h.append((64 - total % 64) % 64, ' ');
   h += '\n';
-  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                              uint8_t(h.size() & 0xFF),
-                              uint8_t(h.size() >> 8)};
-  out.insert(out.end(), h.begin(), h.end());
-  const uint8_t *d = static_cast<const uint8_t *>(t.data());
-  out.insert(out.end(), d, d + t.byteSize());
+  const uint8_t magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             uint8_t(h.size() & 0xFF), uint8_t(h.size() >> 8)};
+  std::vector<uint8_t> out(10 + h.size() + t.byteSize());
+  std::memcpy(out.data(), magic, 10);
+  std::memcpy(out.data() + 10, h.data(), h.size());
+  if (t.byteSize())
+    std::memcpy(out.data() + 10 + h.size(), t.data(), t.byteSize());
   return out;
 }
 

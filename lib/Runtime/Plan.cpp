@@ -10,6 +10,7 @@
 #include "offload/Runtime/Plan_generated.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -131,8 +132,22 @@ Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
   return p;
 }
 
+/// FlatBuffers 2.0.8's verifier checks only 4-byte alignment of vectors; a
+/// corrupt file can misalign the elements of an 8-byte vector.
+template <typename T> static bool misaligned(const flatbuffers::Vector<T> *v) {
+  return v && v->size() > 0 &&
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0;
+}
+
 Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                                                       size_t size) {
+  // Verify and read from 8-byte aligned storage.
+  std::vector<uint64_t> aligned;
+  if (reinterpret_cast<uintptr_t>(bytes) % 8 != 0) {
+    aligned.resize((size + 7) / 8);
+    std::memcpy(aligned.data(), bytes, size);
+    bytes = reinterpret_cast<const uint8_t *>(aligned.data());
+  }
   // Layout: uint32 size prefix, then the FlatBuffer whose identifier sits at
   // bytes [8, 12). The prefix makes any truncation detectable.
   if (size < 12)
@@ -168,6 +183,16 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                          " is not supported (this runtime reads version " +
                          std::to_string(kPlanFormatVersion) +
                          "); re-lower the model with a matching compiler");
+  bool bad = false;
+  if (p->buffers())
+    for (const fb::Buffer *b : *p->buffers()) bad |= misaligned(b->shape());
+  if (p->instructions())
+    for (const fb::Instruction *in : *p->instructions())
+      if (in->attrs())
+        for (const fb::Attr *a : *in->attrs())
+          bad |= misaligned(a->ints()) || misaligned(a->floats());
+  if (bad)
+    return Status::error("plan is corrupt (misaligned 8-byte vector)");
   PlanData d;
   d.formatVersion = p->format_version();
   d.producer = str(p->producer());

@@ -13,11 +13,19 @@
 #include <string>
 #include <utility>
 
+// nvcc warns about [[nodiscard]] types on plain assignment; keep the
+// attribute for host compilers only.
+#if defined(__CUDACC__)
+#define OFFLOAD_NODISCARD
+#else
+#define OFFLOAD_NODISCARD [[nodiscard]]
+#endif
+
 namespace offload {
 namespace rt {
 
 /// Success, or an error with a human-readable message.
-class [[nodiscard]] Status {
+class OFFLOAD_NODISCARD Status {
 public:
   Status() = default;
   static Status success() { return Status(); }
@@ -42,7 +50,7 @@ private:
 };
 
 /// A T or an error Status.
-template <typename T> class [[nodiscard]] Expected {
+template <typename T> class OFFLOAD_NODISCARD Expected {
 public:
   Expected(T value) : value_(std::move(value)) {}
   Expected(Status status) : status_(std::move(status)) {

@@ -1,0 +1,39 @@
+//===- MlpPlanGen.cpp - Write the test MLP plan and its .npz files --------===//
+//
+// Part of offload's tests. Usage: offload-mlp-plan-gen OUTDIR
+// writes OUTDIR/mlp.oflp, OUTDIR/params.npz (parameters and optimizer
+// state), OUTDIR/inputs.npz (x, target); see MlpPlan.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MlpPlan.h"
+#include "offload/Runtime/Npz.h"
+
+#include <cstdio>
+
+using namespace offload::rt;
+using namespace offload::rt::test;
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: offload-mlp-plan-gen OUTDIR\n");
+    return 1;
+  }
+  std::string dir = argv[1];
+  MlpDims m;
+  if (Status s = Plan::save(buildMlpPlan(m), dir + "/mlp.oflp"); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.message().c_str());
+    return 1;
+  }
+  NamedTensors params, inputs;
+  for (auto &kv : mlpValues(m))
+    (kv.first == "x" || kv.first == "target" ? inputs : params)
+        .emplace_back(kv.first, kv.second);
+  Status s1 = writeNpz(dir + "/params.npz", params);
+  Status s2 = writeNpz(dir + "/inputs.npz", inputs, /*compress=*/true);
+  if (!s1.ok() || !s2.ok()) {
+    std::fprintf(stderr, "%s%s\n", s1.message().c_str(), s2.message().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,116 @@
+//===- MlpTest.cpp - A real MLP training step on host and CUDA ------------===//
+//
+// Part of offload. Runs buildMlpPlan for three steps and compares loss,
+// gradients and updated parameters with a double-precision reference
+// (max relative error 1e-4, f32 arithmetic). The host run needs the kernel
+// library (OffloadKernels); the CUDA run needs a GPU: each skips with the
+// reason otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MlpPlan.h"
+
+#include <gtest/gtest.h>
+
+#ifdef OFFLOAD_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+using namespace offload::rt;
+using namespace offload::rt::test;
+
+namespace {
+
+std::vector<double> toDouble(const Tensor &t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.at(i);
+  return v;
+}
+
+void expectClose(const std::vector<double> &got, const std::vector<double> &ref,
+                 const std::string &what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  double scale = 1e-6;
+  for (double r : ref) scale = std::max(scale, std::fabs(r));
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_NEAR(got[i], ref[i], 1e-4 * scale) << what << "[" << i << "]";
+}
+
+void runMlp(const std::string &backend) {
+  MlpDims m;
+  auto plan = Plan::fromData(buildMlpPlan(m));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, backend);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto values = mlpValues(m);
+  std::map<std::string, std::vector<double>> state;
+  for (auto &kv : values) {
+    ASSERT_TRUE((*s)->bind(kv.first, kv.second).ok()) << kv.first;
+    state[kv.first] = toDouble(kv.second);
+  }
+  std::vector<int64_t> target(values["target"].as<int64_t>(),
+                              values["target"].as<int64_t>() + m.N);
+  for (int step = 0; step < 3; ++step) {
+    std::map<std::string, std::vector<double>> grads;
+    double loss = mlpReference(m, state, state["x"], target, grads);
+    Status st = (*s)->step();
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_NEAR(*(*s)->loss(), loss, 1e-4 * std::fabs(loss));
+    for (auto &g : grads)
+      expectClose(toDouble(*(*s)->output(g.first)), g.second, g.first);
+    for (const char *p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
+      expectClose(toDouble(*(*s)->store().get(p)), state[p], p);
+    EXPECT_EQ((*s)->store().get("fc1.weight.step")->at(0), double(step + 1));
+  }
+  EXPECT_EQ((*s)->measuredPeakDeviceBytes(), (*s)->plannedPeakDeviceBytes());
+}
+
+TEST(MlpTest, HostMatchesReference) {
+  registerAllHostKernels();
+  for (const char *op : {"offload.linear", "offload.cross_entropy",
+                         "offload.sgd_update", "offload.matmul"})
+    if (!KernelRegistry::host().lookup(op))
+      GTEST_SKIP() << "host kernel library not linked: no kernel for " << op;
+  runMlp("host");
+}
+
+TEST(MlpTest, CudaMatchesReference) {
+#ifdef OFFLOAD_HAVE_CUDA
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess)
+    GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount: "
+                 << cudaGetErrorString(e);
+  if (n == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
+  runMlp("cuda");
+#else
+  GTEST_SKIP() << "runtime built without CUDA (OFFLOAD_ENABLE_CUDA=OFF)";
+#endif
+}
+
+TEST(MlpTest, CudaListsMissingOpsOrIsUnavailable) {
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
+  int q = b.buffer("q", DType::F32, {4}, BufferRole::Temporary);
+  int l = b.buffer("loss", DType::F32, {}, BufferRole::Output);
+  b.bindIn("p", p);
+  b.bindOut("loss", l);
+  b.instr("offload.gelu", {p}, {q});
+  b.instr("offload.relu", {q}, {q});
+  b.instr("offload.conv2d", {q}, {l});
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "cuda");
+  ASSERT_FALSE(s.ok());
+#ifdef OFFLOAD_HAVE_CUDA
+  EXPECT_NE(s.message().find("no CUDA kernel for: offload.gelu, "
+                             "offload.conv2d"),
+            std::string::npos)
+      << s.message();
+#else
+  EXPECT_NE(s.message().find("built without CUDA"), std::string::npos)
+      << s.message();
+#endif
+}
+
+} // namespace
