@@ -110,12 +110,15 @@ std::string hardswish(const KernelArgs &a) {
   });
 }
 std::string hardswishBackward(const KernelArgs &a) {
-  // ATen 1.13: x < -3 -> 0; x <= 3 -> dy * (x/3 + 0.5); else dy.
+  // ATen 1.13: x < -3 -> 0; x >= 3 -> dy; else dy * (x/3 + 0.5). At exactly
+  // x == 3 ATen's own kernels disagree (CPU vectorized and contiguous: dy;
+  // CPU scalar path and CUDA: 1.5*dy); we follow the CPU vectorized path,
+  // which is what LibTorch CPU returns for contiguous tensors.
   return backwardFloat(a, "hardswish_backward", "x", [](auto g, auto x) {
     using T = decltype(g);
     if (x < T(-3)) return T(0);
-    if (x <= T(3)) return g * ((x / T(3)) + T(0.5));
-    return g;
+    if (x >= T(3)) return g;
+    return g * ((x / T(3)) + T(0.5));
   });
 }
 
