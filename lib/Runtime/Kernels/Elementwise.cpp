@@ -1,0 +1,465 @@
+//===- Elementwise.cpp - Elementwise host kernels --------------------------===//
+//
+// Part of offload. Activations and their backward ops, unary math, binary
+// arithmetic with numpy broadcasting, scalar ops, masked_fill, where, fill and
+// copy (with dtype cast). Semantics: docs/op-semantics.md ("Elementwise"),
+// each matching the PyTorch 1.13 ATen function named there. Float ops take
+// f32 or f64; every operand of one op has the same float dtype. Each output
+// element depends only on the same-index inputs, so results do not depend on
+// the thread count, and outputs may alias same-shaped inputs exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilA.h"
+
+#include <cmath>
+#include <limits>
+
+namespace offload {
+namespace rt {
+namespace kernels {
+namespace {
+using namespace a;
+
+/// y = f(x) for one float input and one output of the same dtype and shape.
+template <typename F>
+std::string unaryFloat(const KernelArgs &args, const char *op, F f) {
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (auto e = checkFloat(x, op, "x"); !e.empty()) return e;
+  if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = x.as<T>();
+    T *yp = y.as<T>();
+    parallelFor(x.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i]);
+    });
+  };
+  if (x.dtype == DType::F32) run(float());
+  else run(double());
+  return "";
+}
+
+/// dx = f(dy, s) for backward ops reading one saved tensor s; all three have
+/// the same float dtype and shape.
+template <typename F>
+std::string backwardFloat(const KernelArgs &args, const char *op,
+                          const char *savedName, F f) {
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &dy = args.inputs[0], &s = args.inputs[1],
+                   &dx = args.outputs[0];
+  if (auto e = checkFloat(dy, op, "dy"); !e.empty()) return e;
+  if (auto e = checkSame(dy, s, op, "dy", savedName); !e.empty()) return e;
+  if (auto e = checkSame(dy, dx, op, "dy", "dx"); !e.empty()) return e;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *g = dy.as<T>(), *sp = s.as<T>();
+    T *o = dx.as<T>();
+    parallelFor(dy.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = f(g[i], sp[i]);
+    });
+  };
+  if (dy.dtype == DType::F32) run(float());
+  else run(double());
+  return "";
+}
+
+template <typename T> T sigmoidOf(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+// --- Activations ------------------------------------------------------------
+
+std::string relu(const KernelArgs &a) {
+  return unaryFloat(a, "relu", [](auto x) {
+    using T = decltype(x);
+    return std::isnan(x) ? x : (x > T(0) ? x : T(0));
+  });
+}
+std::string reluBackward(const KernelArgs &a) {
+  // ATen threshold_backward(dy, y, 0): y <= 0 ? 0 : dy.
+  return backwardFloat(a, "relu_backward", "y", [](auto g, auto y) {
+    using T = decltype(g);
+    return y <= T(0) ? T(0) : g;
+  });
+}
+
+std::string hardtanh(const KernelArgs &a) {
+  double lo = a.attrs.getFloat("min_val", -1.0);
+  double hi = a.attrs.getFloat("max_val", 1.0);
+  if (!(lo <= hi)) return "hardtanh: min_val > max_val";
+  return unaryFloat(a, "hardtanh", [lo, hi](auto x) {
+    using T = decltype(x);
+    if (std::isnan(x)) return x;
+    return x < T(lo) ? T(lo) : (x > T(hi) ? T(hi) : x);
+  });
+}
+std::string hardtanhBackward(const KernelArgs &a) {
+  double lo = a.attrs.getFloat("min_val", -1.0);
+  double hi = a.attrs.getFloat("max_val", 1.0);
+  return backwardFloat(a, "hardtanh_backward", "x", [lo, hi](auto g, auto x) {
+    using T = decltype(g);
+    return (x <= T(lo) || x >= T(hi)) ? T(0) : g;
+  });
+}
+
+std::string hardswish(const KernelArgs &a) {
+  return unaryFloat(a, "hardswish", [](auto x) {
+    using T = decltype(x);
+    T r = std::min(std::max(x + T(3), T(0)), T(6));
+    return x * r / T(6);
+  });
+}
+std::string hardswishBackward(const KernelArgs &a) {
+  // ATen 1.13: x < -3 -> 0; x >= 3 -> dy; else dy * (x/3 + 0.5). At exactly
+  // x == 3 ATen's own kernels disagree (CPU vectorized and contiguous: dy;
+  // CPU scalar path and CUDA: 1.5*dy); we follow the CPU vectorized path,
+  // which is what LibTorch CPU returns for contiguous tensors.
+  return backwardFloat(a, "hardswish_backward", "x", [](auto g, auto x) {
+    using T = decltype(g);
+    if (x < T(-3)) return T(0);
+    if (x >= T(3)) return g;
+    return g * ((x / T(3)) + T(0.5));
+  });
+}
+
+std::string silu(const KernelArgs &a) {
+  return unaryFloat(a, "silu", [](auto x) {
+    using T = decltype(x);
+    return x / (T(1) + std::exp(-x));
+  });
+}
+std::string siluBackward(const KernelArgs &a) {
+  return backwardFloat(a, "silu_backward", "x", [](auto g, auto x) {
+    using T = decltype(g);
+    T s = sigmoidOf(x);
+    return g * s * (T(1) + x * (T(1) - s));
+  });
+}
+
+/// approximate attribute: "none" (erf) or "tanh"; error string otherwise.
+std::string geluMode(const KernelArgs &a, const char *op, bool &useTanh) {
+  std::string m = a.attrs.getString("approximate", "none");
+  if (m == "none") useTanh = false;
+  else if (m == "tanh") useTanh = true;
+  else return std::string(op) + ": approximate must be none or tanh, got " + m;
+  return "";
+}
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588; // sqrt(2/pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
+constexpr double kKappa = 0.044715;
+
+std::string gelu(const KernelArgs &a) {
+  bool useTanh = false;
+  if (auto e = geluMode(a, "gelu", useTanh); !e.empty()) return e;
+  if (useTanh)
+    return unaryFloat(a, "gelu", [](auto x) {
+      using T = decltype(x);
+      T inner = T(kSqrt2OverPi) * (x + T(kKappa) * x * x * x);
+      return T(0.5) * x * (T(1) + std::tanh(inner));
+    });
+  return unaryFloat(a, "gelu", [](auto x) {
+    using T = decltype(x);
+    return x * T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
+  });
+}
+std::string geluBackward(const KernelArgs &a) {
+  bool useTanh = false;
+  if (auto e = geluMode(a, "gelu_backward", useTanh); !e.empty()) return e;
+  if (useTanh)
+    return backwardFloat(a, "gelu_backward", "x", [](auto g, auto x) {
+      using T = decltype(g);
+      T xSq = x * x;
+      T inner = T(kSqrt2OverPi) * (x + T(kKappa) * xSq * x);
+      T th = std::tanh(inner);
+      T left = T(0.5) * x, right = T(1) + th;
+      T leftD = T(0.5) * right;
+      T rightD = left * (T(1) - th * th) * T(kSqrt2OverPi) *
+                 (T(1) + T(3 * kKappa) * xSq);
+      return g * (leftD + rightD);
+    });
+  return backwardFloat(a, "gelu_backward", "x", [](auto g, auto x) {
+    using T = decltype(g);
+    T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
+    T pdf = std::exp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
+    return g * (cdf + x * pdf);
+  });
+}
+
+std::string sigmoid(const KernelArgs &a) {
+  return unaryFloat(a, "sigmoid", [](auto x) { return sigmoidOf(x); });
+}
+std::string sigmoidBackward(const KernelArgs &a) {
+  return backwardFloat(a, "sigmoid_backward", "y", [](auto g, auto y) {
+    using T = decltype(g);
+    return g * (T(1) - y) * y;
+  });
+}
+std::string tanhK(const KernelArgs &a) {
+  return unaryFloat(a, "tanh", [](auto x) { return std::tanh(x); });
+}
+std::string tanhBackward(const KernelArgs &a) {
+  return backwardFloat(a, "tanh_backward", "y", [](auto g, auto y) {
+    using T = decltype(g);
+    return g * (T(1) - y * y);
+  });
+}
+
+std::string expK(const KernelArgs &a) {
+  return unaryFloat(a, "exp", [](auto x) { return std::exp(x); });
+}
+std::string negK(const KernelArgs &a) {
+  return unaryFloat(a, "neg", [](auto x) { return -x; });
+}
+std::string sqrtK(const KernelArgs &a) {
+  return unaryFloat(a, "sqrt", [](auto x) { return std::sqrt(x); });
+}
+std::string rsqrtK(const KernelArgs &a) {
+  return unaryFloat(a, "rsqrt", [](auto x) {
+    using T = decltype(x);
+    return T(1) / std::sqrt(x);
+  });
+}
+
+// --- Broadcasting binary ops --------------------------------------------------
+
+enum class BinOp { Add, Sub, Mul, Div };
+
+template <typename T> T applyBin(BinOp k, T x, T y) {
+  switch (k) {
+  case BinOp::Add: return x + y;
+  case BinOp::Sub: return x - y;
+  case BinOp::Mul: return x * y;
+  case BinOp::Div: return x / y;
+  }
+  return x;
+}
+
+/// c = a (op) b with numpy broadcasting to c's shape. Float ops for all four;
+/// add/sub/mul also for i64/i32 (div is true division: floats only).
+std::string binary(const KernelArgs &args, const char *op, BinOp k) {
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.inputs[1],
+                   &c = args.outputs[0];
+  if (x.dtype != y.dtype || x.dtype != c.dtype)
+    return std::string(op) + ": dtypes differ: " + dtypeName(x.dtype) + ", " +
+           dtypeName(y.dtype) + " -> " + dtypeName(c.dtype);
+  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64;
+  bool isInt = x.dtype == DType::I64 || x.dtype == DType::I32;
+  if (!isFloat && !(isInt && k != BinOp::Div))
+    return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
+  std::vector<int64_t> sa, sb;
+  if (!broadcastStrides(x.shape, c.shape, sa) ||
+      !broadcastStrides(y.shape, c.shape, sb))
+    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
+           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
+  // The result shape must be exactly the broadcast of a and b.
+  for (size_t d = 0; d < c.shape.size(); ++d)
+    if (c.shape[d] != 1 && sa[d] == 0 && sb[d] == 0 && c.shape[d] != 0)
+      return std::string(op) + ": result " + shapeStr(c.shape) +
+             " is larger than the broadcast of " + shapeStr(x.shape) +
+             " and " + shapeStr(y.shape);
+  bool same = x.shape == c.shape && y.shape == c.shape;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *ap = x.as<T>(), *bp = y.as<T>();
+    T *cp = c.as<T>();
+    parallelFor(c.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      if (same) {
+        for (int64_t i = b; i < e; ++i) cp[i] = applyBin<T>(k, ap[i], bp[i]);
+        return;
+      }
+      BroadcastWalker w(c.shape, {&sa, &sb}, b);
+      for (int64_t i = b; i < e; ++i, w.next())
+        cp[i] = applyBin<T>(k, ap[w.off[0]], bp[w.off[1]]);
+    });
+  };
+  switch (x.dtype) {
+  case DType::F32: run(float()); break;
+  case DType::F64: run(double()); break;
+  case DType::I64: run(int64_t()); break;
+  case DType::I32: run(int32_t()); break;
+  default: break;
+  }
+  return "";
+}
+
+std::string add(const KernelArgs &a) { return binary(a, "add", BinOp::Add); }
+std::string sub(const KernelArgs &a) { return binary(a, "sub", BinOp::Sub); }
+std::string mul(const KernelArgs &a) { return binary(a, "mul", BinOp::Mul); }
+std::string divK(const KernelArgs &a) { return binary(a, "div", BinOp::Div); }
+
+std::string addScalar(const KernelArgs &a) {
+  double v = a.attrs.getFloat("value", 0.0);
+  // ATen casts the Scalar to the tensor's dtype before the add.
+  return unaryFloat(a, "add_scalar", [v](auto x) {
+    using T = decltype(x);
+    return x + T(v);
+  });
+}
+std::string mulScalar(const KernelArgs &a) {
+  double v = a.attrs.getFloat("value", 1.0);
+  return unaryFloat(a, "mul_scalar", [v](auto x) {
+    using T = decltype(x);
+    return x * T(v);
+  });
+}
+
+/// Stores double `v` as one element of dtype `d` at p[i].
+void storeAs(DType d, void *p, int64_t i, double v) {
+  switch (d) {
+  case DType::F32: static_cast<float *>(p)[i] = float(v); break;
+  case DType::F64: static_cast<double *>(p)[i] = v; break;
+  case DType::I64: static_cast<int64_t *>(p)[i] = int64_t(v); break;
+  case DType::I32: static_cast<int32_t *>(p)[i] = int32_t(v); break;
+  case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0.0; break;
+  }
+}
+
+std::string maskedFill(const KernelArgs &args) {
+  const char *op = "masked_fill";
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &m = args.inputs[1],
+                   &y = args.outputs[0];
+  if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
+  if (auto e = checkDType(m, DType::Bool, op, "mask"); !e.empty()) return e;
+  std::vector<int64_t> sm;
+  if (!broadcastStrides(m.shape, x.shape, sm))
+    return std::string(op) + ": mask " + shapeStr(m.shape) +
+           " does not broadcast to " + shapeStr(x.shape);
+  double v = args.attrs.getFloat("value", 0.0);
+  size_t es = dtypeSize(x.dtype);
+  const uint8_t *mp = m.as<uint8_t>();
+  const char *xp = static_cast<const char *>(x.data);
+  char *yp = static_cast<char *>(y.data);
+  // The fill value as one element of x's dtype.
+  alignas(8) char fillBytes[8];
+  storeAs(x.dtype, fillBytes, 0, v);
+  parallelFor(x.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    BroadcastWalker w(x.shape, {&sm}, b);
+    for (int64_t i = b; i < e; ++i, w.next())
+      std::memmove(yp + i * es, mp[w.off[0]] ? fillBytes : xp + i * es, es);
+  });
+  return "";
+}
+
+std::string whereK(const KernelArgs &args) {
+  const char *op = "where";
+  if (auto e = checkArity(args, op, 3, 1); !e.empty()) return e;
+  const TensorView &cnd = args.inputs[0], &x = args.inputs[1],
+                   &y = args.inputs[2], &c = args.outputs[0];
+  if (auto e = checkDType(cnd, DType::Bool, op, "cond"); !e.empty()) return e;
+  if (x.dtype != y.dtype || x.dtype != c.dtype)
+    return std::string(op) + ": dtypes of a, b and result differ";
+  std::vector<int64_t> sc, sa, sb;
+  if (!broadcastStrides(cnd.shape, c.shape, sc) ||
+      !broadcastStrides(x.shape, c.shape, sa) ||
+      !broadcastStrides(y.shape, c.shape, sb))
+    return std::string(op) + ": shapes " + shapeStr(cnd.shape) + ", " +
+           shapeStr(x.shape) + ", " + shapeStr(y.shape) +
+           " do not broadcast to " + shapeStr(c.shape);
+  size_t es = dtypeSize(c.dtype);
+  const uint8_t *cp = cnd.as<uint8_t>();
+  const char *ap = static_cast<const char *>(x.data);
+  const char *bp = static_cast<const char *>(y.data);
+  char *op_ = static_cast<char *>(c.data);
+  parallelFor(c.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    BroadcastWalker w(c.shape, {&sc, &sa, &sb}, b);
+    for (int64_t i = b; i < e; ++i, w.next())
+      std::memmove(op_ + i * es,
+                   cp[w.off[0]] ? ap + w.off[1] * es : bp + w.off[2] * es, es);
+  });
+  return "";
+}
+
+std::string fill(const KernelArgs &args) {
+  if (auto e = checkArity(args, "fill", 0, 1); !e.empty()) return e;
+  const TensorView &y = args.outputs[0];
+  double v = args.attrs.getFloat("value", 0.0);
+  parallelFor(y.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) storeAs(y.dtype, y.data, i, v);
+  });
+  return "";
+}
+
+template <typename To, typename From> To castElem(From v) {
+  if constexpr (std::is_same_v<To, uint8_t>) return v != From(0);
+  else return To(v);
+}
+
+template <typename To, typename From>
+void castLoop(const From *x, To *y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = castElem<To>(x[i]);
+}
+
+template <typename From>
+void castFrom(const From *x, const TensorView &y, int64_t b, int64_t e) {
+  switch (y.dtype) {
+  case DType::F32: castLoop(x, y.as<float>(), b, e); break;
+  case DType::F64: castLoop(x, y.as<double>(), b, e); break;
+  case DType::I64: castLoop(x, y.as<int64_t>(), b, e); break;
+  case DType::I32: castLoop(x, y.as<int32_t>(), b, e); break;
+  case DType::Bool: castLoop(x, y.as<uint8_t>(), b, e); break;
+  }
+}
+
+std::string copy(const KernelArgs &args) {
+  const char *op = "copy";
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (x.shape != y.shape)
+    return std::string(op) + ": x has shape " + shapeStr(x.shape) +
+           " but y has shape " + shapeStr(y.shape);
+  if (x.dtype == y.dtype) {
+    if (x.data != y.data) std::memmove(y.data, x.data, x.bytes());
+    return "";
+  }
+  parallelFor(x.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    switch (x.dtype) {
+    case DType::F32: castFrom(x.as<float>(), y, b, e); break;
+    case DType::F64: castFrom(x.as<double>(), y, b, e); break;
+    case DType::I64: castFrom(x.as<int64_t>(), y, b, e); break;
+    case DType::I32: castFrom(x.as<int32_t>(), y, b, e); break;
+    case DType::Bool: castFrom(x.as<uint8_t>(), y, b, e); break;
+    }
+  });
+  return "";
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelRegistry &r) {
+  r.add("offload.relu", relu);
+  r.add("offload.relu_backward", reluBackward);
+  r.add("offload.hardtanh", hardtanh);
+  r.add("offload.hardtanh_backward", hardtanhBackward);
+  r.add("offload.hardswish", hardswish);
+  r.add("offload.hardswish_backward", hardswishBackward);
+  r.add("offload.silu", silu);
+  r.add("offload.silu_backward", siluBackward);
+  r.add("offload.gelu", gelu);
+  r.add("offload.gelu_backward", geluBackward);
+  r.add("offload.sigmoid", sigmoid);
+  r.add("offload.sigmoid_backward", sigmoidBackward);
+  r.add("offload.tanh", tanhK);
+  r.add("offload.tanh_backward", tanhBackward);
+  r.add("offload.exp", expK);
+  r.add("offload.neg", negK);
+  r.add("offload.sqrt", sqrtK);
+  r.add("offload.rsqrt", rsqrtK);
+  r.add("offload.add", add);
+  r.add("offload.sub", sub);
+  r.add("offload.mul", mul);
+  r.add("offload.div", divK);
+  r.add("offload.add_scalar", addScalar);
+  r.add("offload.mul_scalar", mulScalar);
+  r.add("offload.masked_fill", maskedFill);
+  r.add("offload.where", whereK);
+  r.add("offload.fill", fill);
+  r.add("offload.copy", copy);
+}
+
+} // namespace kernels
+} // namespace rt
+} // namespace offload

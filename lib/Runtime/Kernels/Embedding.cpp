@@ -1,0 +1,105 @@
+//===- Embedding.cpp - Embedding lookup and its gradient -------------------===//
+//
+// Part of offload. embedding(weight[V,D], indices(i64)[*]) -> y[*,D] gathers
+// rows (ATen `embedding`, padding_idx none); embedding_backward(dy[*,D],
+// indices) -> dweight[V,D] scatter-adds rows of dy. The backward splits the
+// work by columns of D, each thread adding every row in index order, so
+// results are deterministic and independent of the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilA.h"
+
+namespace offload {
+namespace rt {
+namespace kernels {
+namespace {
+using namespace a;
+
+std::string checkIndices(const char *op, const TensorView &idx, int64_t v) {
+  if (auto e = checkDType(idx, DType::I64, op, "indices"); !e.empty()) return e;
+  const int64_t *ip = idx.as<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i)
+    if (ip[i] < 0 || ip[i] >= v)
+      return std::string(op) + ": index " + std::to_string(ip[i]) +
+             " out of range [0, " + std::to_string(v) + ")";
+  return "";
+}
+
+std::vector<int64_t> withRow(std::vector<int64_t> s, int64_t d) {
+  s.push_back(d);
+  return s;
+}
+
+std::string embedding(const KernelArgs &args) {
+  const char *op = "embedding";
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &w = args.inputs[0], &idx = args.inputs[1],
+                   &y = args.outputs[0];
+  if (auto e = checkFloat(w, op, "weight"); !e.empty()) return e;
+  if (w.rank() != 2)
+    return std::string(op) + ": weight must be [V,D], got " + shapeStr(w.shape);
+  if (auto e = checkDType(y, w.dtype, op, "y"); !e.empty()) return e;
+  if (auto e = checkIndices(op, idx, w.shape[0]); !e.empty()) return e;
+  int64_t d = w.shape[1];
+  if (y.shape != withRow(idx.shape, d))
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(withRow(idx.shape, d));
+  size_t row = size_t(d) * dtypeSize(w.dtype);
+  const char *wp = static_cast<const char *>(w.data);
+  char *yp = static_cast<char *>(y.data);
+  const int64_t *ip = idx.as<int64_t>();
+  parallelFor(idx.numel(), args.numThreads,
+              std::max<int64_t>(1, kGrain / std::max<int64_t>(1, d)),
+              [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i)
+                  std::memcpy(yp + i * int64_t(row), wp + ip[i] * int64_t(row), row);
+              });
+  return "";
+}
+
+std::string embeddingBackward(const KernelArgs &args) {
+  const char *op = "embedding_backward";
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &dy = args.inputs[0], &idx = args.inputs[1],
+                   &dw = args.outputs[0];
+  if (auto e = checkFloat(dw, op, "dweight"); !e.empty()) return e;
+  if (dw.rank() != 2)
+    return std::string(op) + ": dweight must be [V,D], got " + shapeStr(dw.shape);
+  if (auto e = checkDType(dy, dw.dtype, op, "dy"); !e.empty()) return e;
+  if (auto e = checkIndices(op, idx, dw.shape[0]); !e.empty()) return e;
+  int64_t d = dw.shape[1], n = idx.numel();
+  if (dy.shape != withRow(idx.shape, d))
+    return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
+           ", expected " + shapeStr(withRow(idx.shape, d));
+  const int64_t *ip = idx.as<int64_t>();
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *g = dy.as<T>();
+    T *o = dw.as<T>();
+    std::memset(o, 0, dw.bytes());
+    parallelFor(d, args.numThreads,
+                std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n)),
+                [&](int64_t b, int64_t e) {
+                  for (int64_t i = 0; i < n; ++i) {
+                    T *dst = o + ip[i] * d;
+                    const T *src = g + i * d;
+                    for (int64_t j = b; j < e; ++j) dst[j] += src[j];
+                  }
+                });
+  };
+  if (dw.dtype == DType::F32) run(float());
+  else run(double());
+  return "";
+}
+
+} // namespace
+
+void registerEmbeddingKernels(KernelRegistry &r) {
+  r.add("offload.embedding", embedding);
+  r.add("offload.embedding_backward", embeddingBackward);
+}
+
+} // namespace kernels
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,146 @@
+//===- Optimizer.cpp - SGD and AdamW parameter updates ---------------------===//
+//
+// Part of offload. sgd_update and adamw_update (docs/op-semantics.md,
+// "Optimizer updates"), following torch.optim's 1.13 single-tensor
+// implementations (and the C++ frontend's, which has the same order) operation
+// by operation, so that f32 results match PyTorch's to about one ulp:
+//   * every Python-float factor is computed in double and rounded to the
+//     tensor's dtype before use, as ATen does with a Scalar;
+//   * `t.add_(u, alpha=a)` is evaluated as fma(u, a, t), which is what ATen's
+//     vectorized CPU add kernel computes (vec::fmadd);
+//   * addcmul/addcdiv are `t + (v * u1) * u2` and `t + (v * u1) / u2`.
+// Outputs may alias the corresponding inputs (in-place update).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilA.h"
+
+#include <cmath>
+
+namespace offload {
+namespace rt {
+namespace kernels {
+namespace {
+using namespace a;
+
+std::string checkStep(const char *op, const TensorView &s, const TensorView &ns) {
+  if (auto e = checkDType(s, DType::I64, op, "step"); !e.empty()) return e;
+  if (auto e = checkDType(ns, DType::I64, op, "new_step"); !e.empty()) return e;
+  if (s.numel() != 1 || ns.numel() != 1)
+    return std::string(op) + ": step must hold one element";
+  return "";
+}
+
+// sgd_update: param, grad, momentum_buffer, step -> new_param,
+// new_momentum_buffer, new_step.
+std::string sgdUpdate(const KernelArgs &args) {
+  const char *op = "sgd_update";
+  if (auto e = checkArity(args, op, 4, 3); !e.empty()) return e;
+  const TensorView &p = args.inputs[0], &g = args.inputs[1],
+                   &buf = args.inputs[2], &step = args.inputs[3];
+  const TensorView &np = args.outputs[0], &nbuf = args.outputs[1],
+                   &nstep = args.outputs[2];
+  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
+  if (auto e = checkSame(p, buf, op, "param", "momentum_buffer"); !e.empty()) return e;
+  if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
+  if (auto e = checkSame(p, nbuf, op, "param", "new_momentum_buffer"); !e.empty()) return e;
+  if (auto e = checkStep(op, step, nstep); !e.empty()) return e;
+  double lr = args.attrs.getFloat("lr", 0.01);
+  double mom = args.attrs.getFloat("momentum", 0.0);
+  double damp = args.attrs.getFloat("dampening", 0.0);
+  double wd = args.attrs.getFloat("weight_decay", 0.0);
+  bool nesterov = args.attrs.getInt("nesterov", 0) != 0;
+  if (nesterov && (mom <= 0 || damp != 0))
+    return std::string(op) + ": nesterov needs momentum > 0 and zero dampening";
+  int64_t s = step.as<int64_t>()[0];
+  bool first = s == 0;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *pp = p.as<T>(), *gp = g.as<T>(), *bp = buf.as<T>();
+    T *npp = np.as<T>(), *nbp = nbuf.as<T>();
+    T wdT = T(wd), momT = T(mom), dampT = T(1 - damp), negLr = T(-lr);
+    parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T pi = pp[i];
+        T d = gp[i];
+        if (wd != 0) d = std::fma(pi, wdT, d);
+        if (mom != 0) {
+          T bi = first ? d : std::fma(d, dampT, bp[i] * momT);
+          nbp[i] = bi;
+          d = nesterov ? std::fma(bi, momT, d) : bi;
+        } else {
+          nbp[i] = bp[i];
+        }
+        npp[i] = std::fma(d, negLr, pi);
+      }
+    });
+  };
+  if (p.dtype == DType::F32) run(float());
+  else run(double());
+  nstep.as<int64_t>()[0] = s + 1;
+  return "";
+}
+
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
+// new_exp_avg, new_exp_avg_sq, new_step.
+std::string adamwUpdate(const KernelArgs &args) {
+  const char *op = "adamw_update";
+  if (auto e = checkArity(args, op, 5, 4); !e.empty()) return e;
+  const TensorView &p = args.inputs[0], &g = args.inputs[1],
+                   &m = args.inputs[2], &v = args.inputs[3], &step = args.inputs[4];
+  const TensorView &np = args.outputs[0], &nm = args.outputs[1],
+                   &nv = args.outputs[2], &nstep = args.outputs[3];
+  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
+  if (auto e = checkSame(p, m, op, "param", "exp_avg"); !e.empty()) return e;
+  if (auto e = checkSame(p, v, op, "param", "exp_avg_sq"); !e.empty()) return e;
+  if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
+  if (auto e = checkSame(p, nm, op, "param", "new_exp_avg"); !e.empty()) return e;
+  if (auto e = checkSame(p, nv, op, "param", "new_exp_avg_sq"); !e.empty()) return e;
+  if (auto e = checkStep(op, step, nstep); !e.empty()) return e;
+  double lr = args.attrs.getFloat("lr", 1e-3);
+  double b1 = args.attrs.getFloat("beta1", 0.9);
+  double b2 = args.attrs.getFloat("beta2", 0.999);
+  double eps = args.attrs.getFloat("eps", 1e-8);
+  double wd = args.attrs.getFloat("weight_decay", 1e-2);
+  int64_t t = step.as<int64_t>()[0] + 1;
+  double bc1 = 1 - std::pow(b1, double(t));
+  double bc2 = 1 - std::pow(b2, double(t));
+  double stepSize = lr / bc1;
+  double bc2Sqrt = std::sqrt(bc2);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *pp = p.as<T>(), *gp = g.as<T>(), *mp = m.as<T>(), *vp = v.as<T>();
+    T *npp = np.as<T>(), *nmp = nm.as<T>(), *nvp = nv.as<T>();
+    T decay = T(1 - lr * wd), b1T = T(b1), a1 = T(1 - b1), b2T = T(b2),
+      a2 = T(1 - b2), bc2T = T(bc2Sqrt), epsT = T(eps), negStep = T(-stepSize);
+    parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T gi = gp[i];
+        T pi = pp[i] * decay;                        // param.mul_(1 - lr*wd)
+        T mi = std::fma(gi, a1, mp[i] * b1T);        // exp_avg.mul_(b1).add_(g, 1-b1)
+        T vi = vp[i] * b2T + (a2 * gi) * gi;         // exp_avg_sq.mul_(b2).addcmul_
+        T denom = std::sqrt(vi) / bc2T + epsT;       // (sqrt(v)/bc2_sqrt).add_(eps)
+        npp[i] = pi + (negStep * mi) / denom;        // param.addcdiv_(m, denom, -ss)
+        nmp[i] = mi;
+        nvp[i] = vi;
+      }
+    });
+  };
+  if (p.dtype == DType::F32) run(float());
+  else run(double());
+  nstep.as<int64_t>()[0] = t;
+  return "";
+}
+
+} // namespace
+
+void registerOptimizerKernels(KernelRegistry &r) {
+  r.add("offload.sgd_update", sgdUpdate);
+  r.add("offload.adamw_update", adamwUpdate);
+}
+
+} // namespace kernels
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,120 @@
+//===- Random.cpp - Philox4x32-10 and dropout ------------------------------===//
+//
+// Part of offload. The counter-based generator used by dropout, so that a
+// recomputed dropout reproduces its mask bit for bit on every backend:
+//
+//   philox_uniform(seed, counter): Philox4x32-10 with key = (seed lo, seed hi)
+//   and counter block = (counter lo, counter hi, 0, 0); the first output word
+//   u gives (u >> 8) * 2^-24, in [0, 1).
+//
+// Philox4x32 round (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as
+// easy as 1, 2, 3", SC'11; Random123's philox.h): with multipliers
+// M0 = 0xD2511F53, M1 = 0xCD9E8D57,
+//   (hi0, lo0) = M0 * c0, (hi1, lo1) = M1 * c2   (64-bit products)
+//   c' = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0)
+// and the key is bumped by the Weyl constants (0x9E3779B9, 0xBB67AE85)
+// between rounds; 10 rounds.
+//
+// dropout: element i is kept iff philox_uniform(seed, offset + i) >= p (the
+// comparison in double: u is exact there), and
+// kept elements are scaled by 1/(1-p); p = 1 drops everything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilA.h"
+
+namespace offload {
+namespace rt {
+namespace kernels {
+
+namespace a {
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                   uint32_t out[4]) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int r = 0; r < 10; ++r) {
+    if (r) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
+    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
+    uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
+    uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+} // namespace a
+
+float philoxUniform(uint64_t seed, uint64_t counter) {
+  const uint32_t key[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+  const uint32_t ctr[4] = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
+  uint32_t out[4];
+  a::philox4x32_10(ctr, key, out);
+  return float(out[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+namespace {
+using namespace a;
+
+/// Shared by dropout and dropout_backward: y = x * mask / (1 - p).
+std::string dropoutImpl(const KernelArgs &args, const char *op) {
+  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &seed = args.inputs[1],
+                   &y = args.outputs[0];
+  if (auto e = checkFloat(x, op, "input"); !e.empty()) return e;
+  if (auto e = checkSame(x, y, op, "input", "result"); !e.empty()) return e;
+  if (auto e = checkDType(seed, DType::I64, op, "seed"); !e.empty()) return e;
+  if (seed.numel() != 1)
+    return std::string(op) + ": seed must hold one element, got " +
+           shapeStr(seed.shape);
+  double p = args.attrs.getFloat("p", 0.5);
+  if (!(p >= 0.0 && p <= 1.0))
+    return std::string(op) + ": p must be in [0, 1]";
+  uint64_t s = uint64_t(seed.as<int64_t>()[0]);
+  uint64_t offset = uint64_t(args.attrs.getInt("offset", 0));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = x.as<T>();
+    T *yp = y.as<T>();
+    if (p == 0.0) {
+      if (xp != yp) std::memmove(yp, xp, x.bytes());
+      return;
+    }
+    // ATen's fused dropout multiplies by the mask and by 1/(1-p) computed in
+    // the tensor's dtype.
+    T scale = p >= 1.0 ? T(0) : T(1.0 / (1.0 - p));
+    parallelFor(x.numel(), args.numThreads, kGrain / 8, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        bool keep = double(philoxUniform(s, offset + uint64_t(i))) >= p && p < 1.0;
+        yp[i] = keep ? xp[i] * scale : T(0);
+      }
+    });
+  };
+  if (x.dtype == DType::F32) run(float());
+  else run(double());
+  return "";
+}
+
+std::string dropout(const KernelArgs &a) { return dropoutImpl(a, "dropout"); }
+std::string dropoutBackward(const KernelArgs &a) {
+  return dropoutImpl(a, "dropout_backward");
+}
+
+} // namespace
+
+void registerRandomKernels(KernelRegistry &r) {
+  r.add("offload.dropout", dropout);
+  r.add("offload.dropout_backward", dropoutBackward);
+}
+
+} // namespace kernels
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,235 @@
+//===- Shape.cpp - Shape and data-movement host kernels --------------------===//
+//
+// Part of offload. reshape (a byte copy when the lowering did not alias it),
+// transpose (`permute(perm).contiguous()`), cat, slice and slice_backward
+// (docs/op-semantics.md, "Reductions, shape, data movement"). These kernels
+// move bytes and work for every dtype; outputs must not overlap inputs
+// (except reshape, which tolerates exact aliasing).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtilA.h"
+
+namespace offload {
+namespace rt {
+namespace kernels {
+namespace {
+using namespace a;
+
+std::string reshape(const KernelArgs &args) {
+  const char *op = "reshape";
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
+  if (x.numel() != y.numel())
+    return std::string(op) + ": cannot reshape " + shapeStr(x.shape) + " to " +
+           shapeStr(y.shape);
+  if (x.data != y.data) std::memmove(y.data, x.data, x.bytes());
+  return "";
+}
+
+std::string transpose(const KernelArgs &args) {
+  const char *op = "transpose";
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
+  std::vector<int64_t> perm = args.attrs.getInts("perm");
+  int64_t rank = x.rank();
+  if (int64_t(perm.size()) != rank)
+    return std::string(op) + ": perm has " + std::to_string(perm.size()) +
+           " entries for rank " + std::to_string(rank);
+  std::vector<char> seen(static_cast<size_t>(rank), 0);
+  std::vector<int64_t> expect(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t p = perm[size_t(i)];
+    if (!normDim(p, rank) || seen[size_t(p)])
+      return std::string(op) + ": perm is not a permutation";
+    seen[size_t(p)] = 1;
+    perm[size_t(i)] = p;
+    expect[size_t(i)] = x.shape[size_t(p)];
+  }
+  if (y.shape != expect)
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(expect);
+  // Input strides, permuted into output order.
+  std::vector<int64_t> xs(static_cast<size_t>(rank)), ps(static_cast<size_t>(rank));
+  int64_t s = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    xs[size_t(d)] = s;
+    s *= x.shape[size_t(d)];
+  }
+  for (int64_t i = 0; i < rank; ++i) ps[size_t(i)] = xs[size_t(perm[size_t(i)])];
+  size_t es = dtypeSize(x.dtype);
+  const char *xp = static_cast<const char *>(x.data);
+  char *yp = static_cast<char *>(y.data);
+  parallelFor(y.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    BroadcastWalker w(y.shape, {&ps}, b);
+    switch (es) {
+    case 8:
+      for (int64_t i = b; i < e; ++i, w.next())
+        reinterpret_cast<uint64_t *>(yp)[i] =
+            reinterpret_cast<const uint64_t *>(xp)[w.off[0]];
+      break;
+    case 4:
+      for (int64_t i = b; i < e; ++i, w.next())
+        reinterpret_cast<uint32_t *>(yp)[i] =
+            reinterpret_cast<const uint32_t *>(xp)[w.off[0]];
+      break;
+    default:
+      for (int64_t i = b; i < e; ++i, w.next())
+        std::memcpy(yp + i * es, xp + w.off[0] * es, es);
+    }
+  });
+  return "";
+}
+
+std::string cat(const KernelArgs &args) {
+  const char *op = "cat";
+  if (args.outputs.size() != 1 || args.inputs.empty())
+    return "cat: expected at least one input and one output";
+  if (auto e = checkArity(args, op, args.inputs.size(), 1); !e.empty()) return e;
+  const TensorView &y = args.outputs[0];
+  int64_t rank = y.rank();
+  int64_t dim = args.attrs.getInt("dim", 0);
+  if (!normDim(dim, rank))
+    return std::string(op) + ": dim out of range for rank " + std::to_string(rank);
+  int64_t total = 0;
+  for (size_t k = 0; k < args.inputs.size(); ++k) {
+    const TensorView &x = args.inputs[k];
+    if (x.dtype != y.dtype)
+      return std::string(op) + ": input " + std::to_string(k) + " is " +
+             dtypeName(x.dtype) + ", result is " + dtypeName(y.dtype);
+    if (x.rank() != rank)
+      return std::string(op) + ": input " + std::to_string(k) + " has rank " +
+             std::to_string(x.rank()) + ", result has rank " + std::to_string(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && x.shape[size_t(d)] != y.shape[size_t(d)])
+        return std::string(op) + ": input " + std::to_string(k) + " shape " +
+               shapeStr(x.shape) + " does not match result " + shapeStr(y.shape);
+    total += x.shape[size_t(dim)];
+  }
+  if (total != y.shape[size_t(dim)])
+    return std::string(op) + ": inputs sum to " + std::to_string(total) +
+           " along dim " + std::to_string(dim) + ", result has " +
+           std::to_string(y.shape[size_t(dim)]);
+  size_t es = dtypeSize(y.dtype);
+  int64_t outer = prodRange(y.shape, 0, size_t(dim));
+  int64_t inner = prodRange(y.shape, size_t(dim) + 1, size_t(rank));
+  int64_t yRow = y.shape[size_t(dim)] * inner * int64_t(es);
+  char *yp = static_cast<char *>(y.data);
+  parallelFor(outer, args.numThreads,
+              std::max<int64_t>(1, kGrain / std::max<int64_t>(1, yRow / int64_t(es))),
+              [&](int64_t b, int64_t e) {
+                for (int64_t o = b; o < e; ++o) {
+                  char *dst = yp + o * yRow;
+                  for (const TensorView &x : args.inputs) {
+                    int64_t n = x.shape[size_t(dim)] * inner * int64_t(es);
+                    if (n)
+                      std::memcpy(dst, static_cast<const char *>(x.data) + o * n,
+                                  size_t(n));
+                    dst += n;
+                  }
+                }
+              });
+  return "";
+}
+
+/// Normalized slice parameters (ATen `slice` rules: negative start/end wrap,
+/// then clamp to [0, size]; step >= 1).
+struct SliceSpec {
+  int64_t dim, start, step, len;
+};
+
+std::string sliceSpec(const KernelArgs &args, const char *op,
+                      const std::vector<int64_t> &full, SliceSpec &s) {
+  int64_t rank = int64_t(full.size());
+  s.dim = args.attrs.getInt("dim", 0);
+  if (!normDim(s.dim, rank))
+    return std::string(op) + ": dim out of range for rank " + std::to_string(rank);
+  int64_t size = full[size_t(s.dim)];
+  int64_t start = args.attrs.getInt("start", 0);
+  int64_t end = args.attrs.getInt("end", INT64_MAX);
+  s.step = args.attrs.getInt("step", 1);
+  if (s.step < 1) return std::string(op) + ": step must be >= 1";
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::min(std::max<int64_t>(start, 0), size);
+  end = std::min(std::max<int64_t>(end, 0), size);
+  if (end < start) end = start;
+  s.start = start;
+  s.len = (end - start + s.step - 1) / s.step;
+  return "";
+}
+
+/// Copies between the full tensor and its slice; `toFull` scatters the slice
+/// into the full tensor (which the caller zeroed).
+void sliceCopy(const TensorView &full, const TensorView &part,
+               const SliceSpec &s, bool toFull, int threads) {
+  size_t es = dtypeSize(full.dtype);
+  int64_t rank = full.rank();
+  int64_t outer = prodRange(full.shape, 0, size_t(s.dim));
+  int64_t inner = prodRange(full.shape, size_t(s.dim) + 1, size_t(rank));
+  int64_t fullDim = full.shape[size_t(s.dim)];
+  size_t rowBytes = size_t(inner) * es;
+  char *fp = static_cast<char *>(full.data);
+  char *pp = static_cast<char *>(part.data);
+  int64_t rows = outer * s.len;
+  parallelFor(rows, threads, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, inner)),
+              [&](int64_t b, int64_t e) {
+                for (int64_t r = b; r < e; ++r) {
+                  int64_t o = r / std::max<int64_t>(1, s.len), j = r % std::max<int64_t>(1, s.len);
+                  char *f = fp + ((o * fullDim) + s.start + j * s.step) * int64_t(rowBytes);
+                  char *p = pp + r * int64_t(rowBytes);
+                  if (toFull) std::memcpy(f, p, rowBytes);
+                  else std::memcpy(p, f, rowBytes);
+                }
+              });
+}
+
+std::vector<int64_t> slicedShape(std::vector<int64_t> s, const SliceSpec &sp) {
+  s[size_t(sp.dim)] = sp.len;
+  return s;
+}
+
+std::string slice(const KernelArgs &args) {
+  const char *op = "slice";
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
+  SliceSpec s;
+  if (auto e = sliceSpec(args, op, x.shape, s); !e.empty()) return e;
+  if (y.shape != slicedShape(x.shape, s))
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(slicedShape(x.shape, s));
+  sliceCopy(x, y, s, false, args.numThreads);
+  return "";
+}
+
+std::string sliceBackward(const KernelArgs &args) {
+  const char *op = "slice_backward";
+  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
+  const TensorView &dy = args.inputs[0], &dx = args.outputs[0];
+  if (auto e = checkDType(dx, dy.dtype, op, "dx"); !e.empty()) return e;
+  SliceSpec s;
+  if (auto e = sliceSpec(args, op, dx.shape, s); !e.empty()) return e;
+  if (dy.shape != slicedShape(dx.shape, s))
+    return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
+           ", expected " + shapeStr(slicedShape(dx.shape, s));
+  std::memset(dx.data, 0, dx.bytes());
+  sliceCopy(dx, dy, s, true, args.numThreads);
+  return "";
+}
+
+} // namespace
+
+void registerShapeKernels(KernelRegistry &r) {
+  r.add("offload.reshape", reshape);
+  r.add("offload.transpose", transpose);
+  r.add("offload.cat", cat);
+  r.add("offload.slice", slice);
+  r.add("offload.slice_backward", sliceBackward);
+}
+
+} // namespace kernels
+} // namespace rt
+} // namespace offload
