@@ -205,6 +205,7 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
 
   // Buffers: one per memory-plan buffer; views get aliases.
   llvm::DenseMap<unsigned, int> planBuffer; // memory-plan buffer -> plan id
+  llvm::DenseMap<unsigned, SmallVector<int>> planAliases; // views of it
   llvm::DenseMap<Value, int> bufferOfValue;
   auto nameOf = [&](Value v) -> std::string {
     if (auto arg = dyn_cast<BlockArgument>(v))
@@ -245,6 +246,7 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       if (auto rs = v.getDefiningOp<ReshapeOp>()) {
         int a = pb.alias(nameOf(v), id, shapeOf(v.getType()));
         bufferOfValue[v] = a;
+        planAliases[idx].push_back(a);
       } else {
         bufferOfValue[v] = id;
       }
@@ -399,6 +401,8 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
     first = std::min(first, last);
     lastI = std::max(std::min(lastI, last), first);
     pb.setLive(it->second, first, lastI);
+    for (int a : planAliases.lookup(idx))
+      pb.setLive(a, first, lastI);
   }
 
   pb.setDeviceCapacity(mp->deviceArenaBytes);
