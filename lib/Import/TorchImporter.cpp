@@ -1373,6 +1373,10 @@ bool Importer::tryFold(tj::Node *n) {
   const tj::Operator *opr = n->maybeOperator();
   if (!opr && !(n->kind().is_prim() || n->kind().is_aten()))
     return false;
+  // Vararg ops (aten::format) take their input count on top of the stack.
+  if (const c10::FunctionSchema *schema = n->maybeSchema())
+    if (schema->is_vararg())
+      stack.push_back(c10::IValue(static_cast<int64_t>(n->inputs().size())));
   try {
     tj::Operation op = n->getOperation();
     op(stack);
@@ -1414,12 +1418,15 @@ void Importer::convertNode(tj::Node *n) {
                   opTable().count(name.substr(0, name.size() - 1)));
     if (!known && !n->maybeOperator())
       recordUnsupported(n);
-    else if (!known && kind.is_aten() && !opTable().count(name)) {
-      // An aten op we only support when its inputs are constants.
-      static const std::set<std::string> foldOnly = {
-          "aten::size", "aten::Int", "aten::ScalarImplicit", "aten::dim",
-          "aten::len", "aten::__getitem__"};
-      if (!foldOnly.count(name))
+    else if (!known && kind.is_aten()) {
+      // An aten op we only fold (on constants): report it when it computes
+      // on tensors.
+      bool onTensors = false;
+      for (tj::Value *v : n->inputs())
+        onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
+      for (tj::Value *v : n->outputs())
+        onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
+      if (onTensors && name != "aten::size" && name != "aten::dim")
         recordUnsupported(n);
     }
     for (tj::Value *o : n->outputs())
@@ -1438,6 +1445,33 @@ void Importer::convertNode(tj::Node *n) {
     convertBlock(blk);
     for (size_t i = 0; i < n->outputs().size(); ++i)
       vals[n->output(i)] = vals[blk->outputs()[i]];
+    return;
+  }
+  if (kind == c10::prim::Loop) {
+    // Loops with a trip count and condition known at import time unroll:
+    // the body is converted once per iteration.
+    tj::Block *blk = n->blocks()[0];
+    int64_t maxTrip = getInt(n, 0);
+    std::vector<Val> carried;
+    for (size_t i = 2; i < n->inputs().size(); ++i)
+      carried.push_back(in(n, i));
+    bool cond = getBool(n, 1);
+    for (int64_t it = 0; cond && it < maxTrip; ++it) {
+      if (it > 100000)
+        fail(n, "loop too long to unroll");
+      vals[blk->inputs()[0]] = Val::constant(c10::IValue(it));
+      for (size_t i = 0; i < carried.size(); ++i)
+        vals[blk->inputs()[i + 1]] = carried[i];
+      convertBlock(blk);
+      Val &c = vals[blk->outputs()[0]];
+      if (!c.isConst() || !c.iv.isBool())
+        fail(n, "data-dependent loop condition is not supported");
+      cond = c.iv.toBool();
+      for (size_t i = 0; i < carried.size(); ++i)
+        carried[i] = vals[blk->outputs()[i + 1]];
+    }
+    for (size_t i = 0; i < n->outputs().size(); ++i)
+      setOut(n, i, carried[i]);
     return;
   }
   if (kind == c10::prim::RaiseException)
@@ -1474,10 +1508,32 @@ void Importer::convertNode(tj::Node *n) {
       return;
     }
   }
+  // Tensor properties that are fixed for step values (CPU-like, dense).
+  static const std::set<std::string> falseProps = {
+      "prim::is_cuda", "prim::is_nested", "prim::is_sparse", "prim::is_sparse_csr",
+      "prim::is_quantized", "prim::is_mkldnn", "prim::is_meta", "prim::is_xpu",
+      "prim::is_vulkan", "prim::is_ipu", "prim::is_mps", "prim::is_ort"};
+  if (n->inputs().size() == 1 && in(n, 0).kind == Val::Tensor) {
+    if (falseProps.count(name)) {
+      setOut(n, 0, Val::constant(c10::IValue(false)));
+      return;
+    }
+    if (name == "aten::is_floating_point") {
+      setOut(n, 0, Val::constant(c10::IValue(
+                       isa<FloatType>(tt(in(n, 0).value).getElementType()))));
+      return;
+    }
+  }
   if (name == "aten::__is__" || name == "aten::__isnot__") {
     Val &a = in(n, 0), &c = in(n, 1);
     if (!(a.isConst() && c.isConst()) && (a.isNone() || c.isNone())) {
       bool same = a.isNone() && c.isNone();
+      setOut(n, 0, Val::constant(c10::IValue(name == "aten::__is__" ? same : !same)));
+      return;
+    }
+    if (a.kind == Val::Tensor && c.kind == Val::Tensor) {
+      // Identity of step values (`query is key`).
+      bool same = a.value == c.value;
       setOut(n, 0, Val::constant(c10::IValue(name == "aten::__is__" ? same : !same)));
       return;
     }
