@@ -95,6 +95,13 @@ func.func @elementwise(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %m: tensor<4x8xi1
   %18 = offload.mul_scalar %x {value = 3.0 : f64} : tensor<4x8xf32>
   // CHECK: offload.fill {value = 1.000000e+00 : f64} : tensor<f32>
   %19 = offload.fill {value = 1.0 : f64} : tensor<f32>
+  // CHECK: offload.constant dense<[0, 1, 2]> : tensor<3xi64>
+  %c3 = offload.constant dense<[0, 1, 2]> : tensor<3xi64>
+  // CHECK: offload.constant dense<{{\[}}[false, true], [false, false]]> : tensor<2x2xi1>
+  %cm = offload.constant dense<[[false, true], [false, false]]> : tensor<2x2xi1>
+  // CHECK: offload.add_scalar %{{.*}} {value = 1.000000e+00 : f64} : tensor<i64>
+  %ci = offload.constant dense<3> : tensor<i64>
+  %ci1 = offload.add_scalar %ci {value = 1.0 : f64} : tensor<i64>
   // CHECK: offload.add %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32>
   %20 = offload.add %x, %v : tensor<4x8xf32>, tensor<8xf32>
   // CHECK: offload.sub

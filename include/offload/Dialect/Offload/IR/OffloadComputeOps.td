@@ -111,10 +111,12 @@ def Offload_NegOp : Offload_UnaryOp<"neg", "", 0>;
 def Offload_SqrtOp : Offload_UnaryOp<"sqrt", "", 1>;
 def Offload_RsqrtOp : Offload_UnaryOp<"rsqrt", "", 1>;
 
+// Also takes i64 tensors: the importer increments batch-norm's
+// `num_batches_tracked` counter with it (`value` is then integral).
 def Offload_AddScalarOp : Offload_DiffOp<"add_scalar", [SameOperandsAndResultType]> {
   let summary = "Adds a constant: `x + value`";
-  let arguments = (ins Offload_FloatTensor:$input, F64Attr:$value);
-  let results = (outs Offload_FloatTensor:$result);
+  let arguments = (ins RankedTensorOf<[F32, F64, I64]>:$input, F64Attr:$value);
+  let results = (outs RankedTensorOf<[F32, F64, I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasFolder = 1;
 }
@@ -140,6 +142,23 @@ def Offload_FillOp : Offload_ComputeOp<"fill"> {
   let arguments = (ins F64Attr:$value);
   let results = (outs Offload_AnyTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Offload_ConstantOp : Offload_ComputeOp<"constant", [
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A tensor with the given dense value";
+  let description = [{
+    Values the importer evaluates at import time (a causal mask, position
+    indices). Not `ConstantLike`, for the reason given at `offload.fill`: the
+    constant materializes where it stands.
+
+    ```mlir
+    %pos = offload.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Offload_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict";
 }
 
 //===----------------------------------------------------------------------===//

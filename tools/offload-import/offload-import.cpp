@@ -1,0 +1,141 @@
+//===- offload-import.cpp - TorchScript to offload dialect ----------------===//
+//
+// Part of offload. `offload-import model.pt --input x=32x3x32x32xf32
+// --input y=32xi64 --loss cross_entropy -o model.mlir [--params-out p.npz]`
+// writes the model's forward as an offload training step (docs/import.md).
+// Exit status: 0 success, 1 user error (bad file, bad inputs, unsupported
+// model), 2 internal error. Nothing is written unless the import succeeded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Import/TorchImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+namespace cl = llvm::cl;
+using namespace offload::import;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.pt>"),
+                                      cl::Required);
+static cl::opt<std::string> outputFile("o", cl::desc("Output .mlir file ('-' for stdout)"),
+                                       cl::value_desc("file"), cl::init("-"));
+static cl::list<std::string>
+    inputSpecs("input",
+               cl::desc("Forward input (then the loss target), NAME=DIMSxDTYPE, "
+                        "e.g. x=32x3x32x32xf32; in the forward's argument order"),
+               cl::value_desc("spec"));
+static cl::opt<std::string>
+    lossName("loss", cl::desc("Loss on the first output when it is not a scalar: "
+                              "cross_entropy (default), nll or mse"),
+             cl::init(""));
+static cl::opt<std::string> paramsOut("params-out",
+                                      cl::desc("Write initial parameters and buffers (.npz)"),
+                                      cl::value_desc("file"), cl::init(""));
+static cl::opt<bool> timeIt("time", cl::desc("Print load and import times to stderr"),
+                            cl::init(false));
+static cl::opt<bool> noDebugInfo("no-locations",
+                                 cl::desc("Do not print source locations"),
+                                 cl::init(false));
+
+static int failWith(int code, const std::string &msg) {
+  llvm::errs() << "offload-import: error: " << msg << "\n";
+  return code;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "offload TorchScript importer\n");
+
+  ImportOptions opts;
+  for (const std::string &s : inputSpecs) {
+    InputSpec spec;
+    std::string e = parseInputSpec(s, spec);
+    if (!e.empty())
+      return failWith(1, e);
+    opts.inputs.push_back(spec);
+  }
+  if (!lossName.empty()) {
+    opts.lossGiven = true;
+    if (lossName == "cross_entropy")
+      opts.loss = LossKind::CrossEntropy;
+    else if (lossName == "nll")
+      opts.loss = LossKind::Nll;
+    else if (lossName == "mse")
+      opts.loss = LossKind::Mse;
+    else
+      return failWith(1, "unknown --loss '" + lossName +
+                             "' (expected cross_entropy, nll or mse)");
+  }
+
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  ImportError err;
+  LoadedModelPtr model = loadModel(inputFile, err);
+  if (!model)
+    return failWith(err.exitCode, err.message);
+  auto t1 = Clock::now();
+
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::offload::OffloadDialect, mlir::func::FuncDialect>();
+  auto module = importModel(*model, ctx, opts, err);
+  if (!module)
+    return failWith(err.exitCode, err.message);
+  std::string text;
+  {
+    llvm::raw_string_ostream os(text);
+    mlir::OpPrintingFlags flags;
+    if (!noDebugInfo)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+  }
+  auto t2 = Clock::now();
+
+  if (!paramsOut.empty()) {
+    std::string e = writeParams(*model, paramsOut);
+    if (!e.empty())
+      return failWith(1, e);
+  }
+  if (outputFile == "-") {
+    llvm::outs() << text;
+  } else {
+    // Write a temporary file next to the output, then rename it.
+    std::string tmp = outputFile + ".tmp";
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(tmp, ec);
+      if (!ec) {
+        os << text;
+        os.close();
+        if (os.has_error())
+          ec = os.error();
+      }
+    }
+    if (!ec)
+      ec = llvm::sys::fs::rename(tmp, outputFile);
+    if (ec) {
+      llvm::sys::fs::remove(tmp);
+      return failWith(1, "cannot write '" + outputFile + "': " + ec.message());
+    }
+  }
+  if (timeIt) {
+    auto ms = [](auto d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    llvm::errs() << "offload-import: " << llvm::sys::path::filename(inputFile)
+                 << ": load " << llvm::format("%.1f", ms(t1 - t0))
+                 << " ms (torch::jit::load), import "
+                 << llvm::format("%.1f", ms(t2 - t1)) << " ms\n";
+  }
+  return 0;
+}
