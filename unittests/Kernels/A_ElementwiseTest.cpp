@@ -192,6 +192,31 @@ TEST(AElementwise, Errors) {
   EXPECT_NE(run("copy", {a}, {at::empty({4, 3})}), "");
 }
 
+TEST(AElementwise, RankZeroAndEmpty) {
+  at::Tensor x = torch::full({}, -2.0), y = at::empty({});
+  ASSERT_EQ(run("relu", {x}, {y}), "");
+  EXPECT_EQ(y.item<float>(), 0.0f);
+  at::Tensor b = torch::randn({3}), c = at::empty({3});
+  ASSERT_EQ(run("add", {x, b}, {c}), "");
+  EXPECT_TRUE(at::equal(c, x + b));
+  at::Tensor e = at::empty({0, 4}), ec = at::empty({0, 4});
+  ASSERT_EQ(run("mul", {e, torch::randn({4})}, {ec}), "");
+  at::Tensor s = at::empty({});
+  ASSERT_EQ(run("reduce_sum", {x}, {s}), "");
+  EXPECT_EQ(s.item<float>(), -2.0f);
+  ASSERT_EQ(run("reduce_sum", {e}, {s}), "");
+  EXPECT_EQ(s.item<float>(), 0.0f);
+  // A negative dimension is an error, not a crash.
+  offload::rt::registerAllHostKernels();
+  auto fn = KernelRegistry::host().lookup("offload.relu");
+  std::vector<TensorView> in(1), out(1);
+  in[0].shape = {-1, 2};
+  out[0].shape = {-1, 2};
+  AttrMap am;
+  KernelArgs args{in, out, am, 1};
+  EXPECT_NE(fn(args), "");
+}
+
 // --- Reductions -----------------------------------------------------------------
 
 TEST(AReduction, SumMean) {

@@ -40,6 +40,19 @@ inline std::string checkArity(const KernelArgs &args, const char *op,
            " inputs and " + std::to_string(nOut) + " outputs, got " +
            std::to_string(args.inputs.size()) + " and " +
            std::to_string(args.outputs.size());
+  auto badShape = [](const TensorView &t) {
+    for (int64_t d : t.shape)
+      if (d < 0) return true;
+    return false;
+  };
+  for (size_t i = 0; i < nIn; ++i)
+    if (badShape(args.inputs[i]))
+      return std::string(op) + ": input " + std::to_string(i) +
+             " has a negative dimension " + shapeStr(args.inputs[i].shape);
+  for (size_t i = 0; i < nOut; ++i)
+    if (badShape(args.outputs[i]))
+      return std::string(op) + ": output " + std::to_string(i) +
+             " has a negative dimension " + shapeStr(args.outputs[i].shape);
   for (size_t i = 0; i < nIn; ++i)
     if (!args.inputs[i].data && args.inputs[i].numel() != 0)
       return std::string(op) + ": input " + std::to_string(i) + " is null";
@@ -133,10 +146,10 @@ struct BroadcastWalker {
   std::vector<int64_t> idx;
   int64_t off[3] = {0, 0, 0};
 
-  BroadcastWalker(const std::vector<int64_t> &shape,
+  BroadcastWalker(const std::vector<int64_t> &outShape,
                   std::initializer_list<const std::vector<int64_t> *> s,
                   int64_t begin)
-      : shape(shape), nIn(int(s.size())) {
+      : shape(outShape), nIn(int(s.size())) {
     int k = 0;
     for (auto *p : s) strides[k++] = p;
     idx.assign(shape.size(), 0);

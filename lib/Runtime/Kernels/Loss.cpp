@@ -8,13 +8,14 @@
 //   lp = log_softmax(logits, 1)
 //   nll = nll_loss(lp, target, reduction, ignore_index)
 //   smooth_i = -sum_c lp[i,c], zero where target_i == ignore_index
-//   S = sum_i smooth_i  (reduction "sum")  or  mean over all N  ("mean")
+//   S = sum_i smooth_i  (reduction "sum"), or that sum divided by the
+//       number of non-ignored rows ("mean", as nll)
 //   loss = (1 - ls) * nll + (ls / C) * S
 // nll "mean" divides by the number of non-ignored rows (0/0 -> nan as ATen).
 // Its gradient, with p = softmax(logits):
 //   dlogits[i,k] = dloss * valid_i * ((1-ls)/Dn * (p_k - [k == t_i])
 //                                     + (ls/C)/Ds * (C p_k - 1))
-// where Dn, Ds are the nll and smoothing denominators (1 for "sum").
+// where Dn = Ds = number of non-ignored rows ("mean") or 1 ("sum").
 // Row sums accumulate in double; rows are independent, so results do not
 // depend on the thread count.
 //
@@ -129,7 +130,7 @@ std::string crossEntropy(const KernelArgs &args) {
     }
     if (p.red == Red::Mean) {
       nll /= double(count);
-      sm /= double(n);
+      sm /= double(count);
     }
     double loss = p.ls > 0 ? (1 - p.ls) * nll + (p.ls / double(c)) * sm : nll;
     y.as<T>()[0] = T(loss);
@@ -153,7 +154,7 @@ std::string crossEntropyBackward(const KernelArgs &args) {
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) count += tp[i] != p.ignore;
   double dn = p.red == Red::Mean ? double(count) : 1.0;
-  double ds = p.red == Red::Mean ? double(n) : 1.0;
+  double ds = dn;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *xp = x.as<T>();

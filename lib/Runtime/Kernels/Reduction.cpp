@@ -99,13 +99,13 @@ std::string reduce(const KernelArgs &args, const char *op, bool mean) {
       size_t last = redShape.size() - 1;
       for (int64_t k = rb; k < re;) {
         // Innermost run.
-        int64_t run = std::min(re - k, redShape[last] - idx[last]);
+        int64_t len = std::min(re - k, redShape[last] - idx[last]);
         const T *p = xp + base + off;
         int64_t st = redStr[last];
-        for (int64_t t = 0; t < run; ++t) s += p[t * st];
-        k += run;
-        off += run * st;
-        idx[last] += run;
+        for (int64_t t = 0; t < len; ++t) s += p[t * st];
+        k += len;
+        off += len * st;
+        idx[last] += len;
         for (size_t d = last + 1; d-- > 0;) {
           if (idx[d] < redShape[d] || d == 0) break;
           off -= idx[d] * redStr[d];

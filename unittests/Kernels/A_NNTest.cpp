@@ -1,0 +1,432 @@
+//===- A_NNTest.cpp - Loss, optimizer, dropout, embedding, softmax ---------===//
+//
+// Part of offload. Kernels compared with ATen / LibTorch autograd /
+// torch::optim on random inputs (fixed seed). Tolerances: f32 1e-5 relative
+// (+1e-6 absolute), f64 1e-12 relative (+1e-13 absolute), unless a test
+// states otherwise. Philox is checked against the Random123 known-answer
+// vectors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "A_TestUtil.h"
+#include "KernelUtilA.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace atest;
+namespace k = offload::rt::kernels;
+
+namespace {
+
+at::Tensor randn(std::vector<int64_t> s, at::ScalarType t) {
+  return torch::randn(s, torch::dtype(t));
+}
+
+at::Tensor scalar(double v, at::ScalarType t) {
+  return torch::full({}, v, torch::dtype(t));
+}
+
+// --- Registry -------------------------------------------------------------------
+
+TEST(ARegistry, NamesLookupIdempotent) {
+  offload::rt::registerAllHostKernels();
+  auto names = KernelRegistry::host().names();
+  offload::rt::registerAllHostKernels();
+  EXPECT_EQ(KernelRegistry::host().names().size(), names.size());
+  std::set<std::string> have(names.begin(), names.end());
+  EXPECT_EQ(have.size(), names.size()) << "duplicate registrations";
+  for (const char *op :
+       {"relu", "relu_backward", "hardtanh", "hardtanh_backward", "hardswish",
+        "hardswish_backward", "silu", "silu_backward", "gelu", "gelu_backward",
+        "sigmoid", "sigmoid_backward", "tanh", "tanh_backward", "exp", "neg",
+        "sqrt", "rsqrt", "add", "sub", "mul", "div", "add_scalar", "mul_scalar",
+        "masked_fill", "where", "fill", "copy", "reduce_sum", "reduce_mean",
+        "broadcast_to", "reshape", "transpose", "cat", "slice",
+        "slice_backward", "cross_entropy", "cross_entropy_backward",
+        "nll_loss", "nll_loss_backward", "mse_loss", "mse_loss_backward",
+        "sgd_update", "adamw_update", "dropout", "dropout_backward",
+        "embedding", "embedding_backward", "softmax", "softmax_backward",
+        "log_softmax", "log_softmax_backward"}) {
+    std::string n = std::string("offload.") + op;
+    EXPECT_TRUE(have.count(n)) << n;
+    EXPECT_NE(KernelRegistry::host().lookup(n), nullptr) << n;
+  }
+  EXPECT_EQ(KernelRegistry::host().lookup("offload.no_such_op"), nullptr);
+  EXPECT_STREQ(offload::rt::dtypeName(DType::F32), "f32");
+  EXPECT_STREQ(offload::rt::dtypeName(DType::I64), "i64");
+}
+
+// --- Losses ---------------------------------------------------------------------
+
+int64_t atenReduction(const std::string &r) {
+  return r == "mean" ? at::Reduction::Mean : at::Reduction::Sum;
+}
+
+TEST(ALoss, CrossEntropyAndBackward) {
+  torch::manual_seed(11);
+  for (auto t : floatTypes())
+    for (std::string red : {"mean", "sum"})
+      for (double ls : {0.0, 0.1})
+        for (bool withIgnore : {false, true}) {
+          int64_t n = 13, c = 7;
+          at::Tensor logits = randn({n, c}, t) * 3;
+          at::Tensor target = torch::randint(0, c, {n}, torch::kLong);
+          int64_t ignore = withIgnore ? 2 : -100;
+          if (withIgnore) target[0] = 2, target[5] = 2;
+          std::string what = "cross_entropy " + tname(t) + " " + red +
+                             " ls=" + std::to_string(ls) +
+                             (withIgnore ? " ignore" : "");
+          at::Tensor lg = logits.clone().requires_grad_(true);
+          at::Tensor ref = at::cross_entropy_loss(lg, target, {}, atenReduction(red),
+                                                  ignore, ls);
+          Attrs attrs;
+          attrs.s("reduction", red).i("ignore_index", {ignore}).f("label_smoothing", ls);
+          at::Tensor loss = at::empty({}, torch::dtype(t));
+          ASSERT_EQ(run("cross_entropy", {logits, target}, {loss}, attrs), "") << what;
+          expectNear(loss, ref.detach(), what);
+
+          at::Tensor dloss = scalar(0.7, t);
+          at::Tensor dref = torch::autograd::grad({ref}, {lg}, {dloss})[0];
+          at::Tensor dl = at::empty_like(logits);
+          ASSERT_EQ(run("cross_entropy_backward", {dloss, logits, target}, {dl}, attrs), "")
+              << what;
+          expectNear(dl, dref, what + " backward");
+        }
+}
+
+TEST(ALoss, NllAndMse) {
+  torch::manual_seed(12);
+  for (auto t : floatTypes())
+    for (std::string red : {"mean", "sum"}) {
+      int64_t n = 11, c = 5;
+      at::Tensor logp = at::log_softmax(randn({n, c}, t), 1);
+      at::Tensor target = torch::randint(0, c, {n}, torch::kLong);
+      target[3] = -100;
+      Attrs attrs;
+      attrs.s("reduction", red).i("ignore_index", {-100});
+      at::Tensor lp = logp.clone().requires_grad_(true);
+      at::Tensor ref = at::nll_loss(lp, target, {}, atenReduction(red), -100);
+      at::Tensor loss = at::empty({}, torch::dtype(t));
+      ASSERT_EQ(run("nll_loss", {logp, target}, {loss}, attrs), "");
+      expectNear(loss, ref.detach(), "nll_loss " + red);
+      at::Tensor dloss = scalar(-1.3, t);
+      at::Tensor dref = torch::autograd::grad({ref}, {lp}, {dloss})[0];
+      at::Tensor d = at::empty_like(logp);
+      ASSERT_EQ(run("nll_loss_backward", {dloss, logp, target}, {d}, attrs), "");
+      expectNear(d, dref, "nll_loss_backward " + red);
+
+      at::Tensor x = randn({4, 6, 3}, t), y = randn({4, 6, 3}, t);
+      at::Tensor xr = x.clone().requires_grad_(true);
+      at::Tensor mref = at::mse_loss(xr, y, atenReduction(red));
+      at::Tensor ml = at::empty({}, torch::dtype(t));
+      ASSERT_EQ(run("mse_loss", {x, y}, {ml}, Attrs().s("reduction", red)), "");
+      expectNear(ml, mref.detach(), "mse_loss " + red);
+      at::Tensor mdref = torch::autograd::grad({mref}, {xr}, {dloss})[0];
+      at::Tensor md = at::empty_like(x);
+      ASSERT_EQ(run("mse_loss_backward", {dloss, x, y}, {md}, Attrs().s("reduction", red)), "");
+      expectNear(md, mdref, "mse_loss_backward " + red);
+    }
+}
+
+TEST(ALoss, Errors) {
+  at::Tensor logits = torch::randn({4, 3});
+  at::Tensor loss = at::empty({});
+  at::Tensor target = torch::tensor({0, 1, 2, 3}, torch::kLong); // 3 out of range
+  EXPECT_NE(run("cross_entropy", {logits, target}, {loss}), "");
+  at::Tensor good = torch::tensor({0, 1, 2, 1}, torch::kLong);
+  EXPECT_EQ(run("cross_entropy", {logits, good}, {loss}), "");
+  EXPECT_NE(run("cross_entropy", {logits, good.to(at::kInt)}, {loss}), "");
+  EXPECT_NE(run("cross_entropy", {logits, good.slice(0, 0, 3)}, {loss}), "");
+  EXPECT_NE(run("cross_entropy", {logits, good}, {at::empty({4})}), "");
+  EXPECT_NE(run("cross_entropy", {logits, good}, {loss}, Attrs().s("reduction", "none")), "");
+  EXPECT_NE(run("nll_loss", {logits.reshape({12}), good}, {loss}), "");
+  EXPECT_NE(run("mse_loss", {logits, torch::randn({3, 4})}, {loss}), "");
+}
+
+// --- Optimizers -------------------------------------------------------------------
+
+/// f32 optimizer results must match torch::optim to within 2 ulp (relative
+/// 2.4e-7); f64 within 1e-15 relative. (On an FMA-capable x86 host they are
+/// bit-identical; the slack covers ATen builds dispatching without FMA.)
+void expectUlp(const at::Tensor &got, const at::Tensor &ref, const std::string &what) {
+  if (ref.scalar_type() == at::kFloat)
+    expectClose(got, ref, 2.4e-7, 1e-12, what);
+  else
+    expectClose(got, ref, 1e-15, 1e-18, what);
+}
+
+TEST(AOptimizer, SgdMatchesTorchOptim) {
+  torch::manual_seed(13);
+  struct Cfg {
+    double lr, mom, damp, wd;
+    bool nesterov;
+  };
+  std::vector<Cfg> cfgs = {{0.1, 0.9, 0.1, 0.01, false},
+                           {0.05, 0.9, 0.0, 1e-4, true},
+                           {0.2, 0.0, 0.0, 0.0, false},
+                           {0.01, 0.5, 0.0, 0.0, false}};
+  for (auto t : floatTypes())
+    for (auto &c : cfgs) {
+      at::Tensor p0 = randn({17, 9}, t);
+      at::Tensor tp = p0.clone().requires_grad_(true);
+      torch::optim::SGD opt({tp}, torch::optim::SGDOptions(c.lr)
+                                      .momentum(c.mom)
+                                      .dampening(c.damp)
+                                      .weight_decay(c.wd)
+                                      .nesterov(c.nesterov));
+      at::Tensor p = p0.clone(), buf = at::zeros_like(p0);
+      at::Tensor step = torch::zeros({}, torch::kLong);
+      Attrs attrs;
+      attrs.f("lr", c.lr).f("momentum", c.mom).f("dampening", c.damp)
+          .f("weight_decay", c.wd).i("nesterov", {c.nesterov});
+      for (int s = 0; s < 3; ++s) {
+        at::Tensor g = randn({17, 9}, t);
+        tp.mutable_grad() = g.clone();
+        opt.step();
+        at::Tensor np = at::empty_like(p), nb = at::empty_like(p);
+        at::Tensor ns = torch::zeros({}, torch::kLong);
+        ASSERT_EQ(run("sgd_update", {p, g, buf, step}, {np, nb, ns}, attrs), "");
+        std::string what = "sgd " + tname(t) + " step " + std::to_string(s);
+        expectUlp(np, tp.detach(), what + " param");
+        if (c.mom != 0) {
+          auto &st = static_cast<torch::optim::SGDParamState &>(
+              *opt.state().at(c10::guts::to_string(tp.unsafeGetTensorImpl())));
+          expectUlp(nb, st.momentum_buffer(), what + " buffer");
+        }
+        EXPECT_EQ(ns.item<int64_t>(), s + 1);
+        p = np, buf = nb, step = ns;
+      }
+    }
+}
+
+TEST(AOptimizer, AdamWMatchesTorchOptim) {
+  torch::manual_seed(14);
+  struct Cfg {
+    double lr, b1, b2, eps, wd;
+  };
+  std::vector<Cfg> cfgs = {{1e-3, 0.9, 0.999, 1e-8, 1e-2},
+                           {3e-2, 0.8, 0.99, 1e-6, 0.1},
+                           {1e-2, 0.9, 0.999, 1e-8, 0.0}};
+  for (auto t : floatTypes())
+    for (auto &c : cfgs) {
+      at::Tensor p0 = randn({33, 7}, t);
+      at::Tensor tp = p0.clone().requires_grad_(true);
+      torch::optim::AdamW opt({tp}, torch::optim::AdamWOptions(c.lr)
+                                        .betas({c.b1, c.b2})
+                                        .eps(c.eps)
+                                        .weight_decay(c.wd));
+      at::Tensor p = p0.clone(), m = at::zeros_like(p0), v = at::zeros_like(p0);
+      at::Tensor step = torch::zeros({}, torch::kLong);
+      Attrs attrs;
+      attrs.f("lr", c.lr).f("beta1", c.b1).f("beta2", c.b2).f("eps", c.eps)
+          .f("weight_decay", c.wd);
+      for (int s = 0; s < 3; ++s) {
+        at::Tensor g = randn({33, 7}, t);
+        tp.mutable_grad() = g.clone();
+        opt.step();
+        at::Tensor np = at::empty_like(p), nm = at::empty_like(p),
+                   nv = at::empty_like(p), ns = torch::zeros({}, torch::kLong);
+        ASSERT_EQ(run("adamw_update", {p, g, m, v, step}, {np, nm, nv, ns}, attrs), "");
+        auto &st = static_cast<torch::optim::AdamWParamState &>(
+            *opt.state().at(c10::guts::to_string(tp.unsafeGetTensorImpl())));
+        std::string what = "adamw " + tname(t) + " step " + std::to_string(s);
+        expectUlp(np, tp.detach(), what + " param");
+        expectUlp(nm, st.exp_avg(), what + " exp_avg");
+        expectUlp(nv, st.exp_avg_sq(), what + " exp_avg_sq");
+        EXPECT_EQ(ns.item<int64_t>(), st.step());
+        p = np, m = nm, v = nv, step = ns;
+      }
+    }
+}
+
+TEST(AOptimizer, InPlaceAndErrors) {
+  torch::manual_seed(15);
+  at::Tensor p = torch::randn({5}), g = torch::randn({5}), m = torch::zeros({5}),
+             v = torch::zeros({5}), step = torch::zeros({}, torch::kLong);
+  at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+  Attrs attrs;
+  attrs.f("lr", 0.1).f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8).f("weight_decay", 0.1);
+  at::Tensor np = at::empty_like(p), nm = at::empty_like(p), nv = at::empty_like(p),
+             ns = torch::zeros({}, torch::kLong);
+  ASSERT_EQ(run("adamw_update", {p, g, m, v, step}, {np, nm, nv, ns}, attrs), "");
+  // Outputs aliasing inputs (in-place update) give the same result.
+  ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2}, {p2, m2, v2, s2}, attrs), "");
+  EXPECT_TRUE(at::equal(np, p2));
+  EXPECT_TRUE(at::equal(nv, v2));
+  EXPECT_EQ(s2.item<int64_t>(), 1);
+  EXPECT_NE(run("adamw_update", {p, torch::randn({4}), m, v, step}, {np, nm, nv, ns}, attrs), "");
+  EXPECT_NE(run("adamw_update", {p, g, m, v, step.to(at::kFloat)}, {np, nm, nv, ns}, attrs), "");
+  EXPECT_NE(run("sgd_update", {p, g, m, step}, {np, nm}, attrs), "");
+  EXPECT_NE(run("sgd_update", {p, g, m.to(at::kDouble), step}, {np, nm, ns}, attrs), "");
+}
+
+// --- Philox and dropout -------------------------------------------------------------
+
+TEST(ARandom, PhiloxKnownAnswers) {
+  // Random123 kat_vectors, "philox4x32 10": counter[4] key[2] -> output[4].
+  struct Kat {
+    uint32_t ctr[4], key[2], out[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
+  for (const Kat &kat : kats) {
+    uint32_t out[4];
+    k::a::philox4x32_10(kat.ctr, kat.key, out);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], kat.out[i]) << "word " << i;
+  }
+  // philoxUniform(0, 0) is the first word of the all-zero block, >> 8, / 2^24.
+  EXPECT_EQ(k::philoxUniform(0, 0), float(0x6627e8d5u >> 8) / 16777216.0f);
+  // Seed split into (lo, hi) key words, counter into (lo, hi, 0, 0).
+  uint32_t ctr[4] = {0x243f6a88, 0x85a308d3, 0, 0}, key[2] = {0xa4093822, 0x299f31d0};
+  uint32_t out[4];
+  k::a::philox4x32_10(ctr, key, out);
+  EXPECT_EQ(k::philoxUniform(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull),
+            float(out[0] >> 8) / 16777216.0f);
+}
+
+TEST(ARandom, UniformStatistics) {
+  double sum = 0;
+  int64_t n = 200000;
+  float lo = 1, hi = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float u = k::philoxUniform(1234, uint64_t(i));
+    sum += u;
+    lo = std::min(lo, u);
+    hi = std::max(hi, u);
+  }
+  EXPECT_GE(lo, 0.0f);
+  EXPECT_LT(hi, 1.0f);
+  // Mean 0.5, sd of the mean sqrt(1/12/n) ~ 6.5e-4: 5 sigma.
+  EXPECT_NEAR(sum / double(n), 0.5, 3.3e-3);
+}
+
+TEST(ARandom, DropoutMask) {
+  torch::manual_seed(16);
+  for (auto t : floatTypes()) {
+    at::Tensor x = randn({400, 500}, t) + 5; // no zeros in x
+    at::Tensor seed = torch::full({}, int64_t(987654321987), torch::kLong);
+    double p = 0.3;
+    Attrs attrs;
+    attrs.f("p", p).i("offset", {1000});
+    at::Tensor y1 = at::empty_like(x), y2 = at::empty_like(x), y3 = at::empty_like(x);
+    ASSERT_EQ(run("dropout", {x, seed}, {y1}, attrs, 1), "");
+    ASSERT_EQ(run("dropout", {x, seed}, {y2}, attrs, 4), "");
+    EXPECT_TRUE(at::equal(y1, y2)) << "same seed/offset, any thread count";
+    at::Tensor kept = y1 != 0;
+    double rate = kept.to(at::kDouble).mean().item<double>();
+    // 200000 Bernoulli(0.7): sd 1e-3; allow 5 sigma.
+    EXPECT_NEAR(rate, 1 - p, 5e-3);
+    // Kept values scaled by 1/(1-p) (in the tensor's dtype).
+    at::Tensor scaled = x * scalar(1.0 / (1 - p), t);
+    EXPECT_TRUE(at::equal(y1.masked_select(kept), scaled.masked_select(kept)));
+    // The mask is the documented philox_uniform >= p rule.
+    auto kacc = kept.reshape(-1);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < 2000; ++i)
+      mismatches += (double(k::philoxUniform(987654321987ull, 1000 + uint64_t(i))) >= p) !=
+                    kacc[i].item<bool>();
+    EXPECT_EQ(mismatches, 0);
+    // Different seed or offset: a different mask.
+    at::Tensor seed2 = torch::full({}, int64_t(987654321988), torch::kLong);
+    ASSERT_EQ(run("dropout", {x, seed2}, {y3}, attrs), "");
+    EXPECT_FALSE(at::equal(y3 != 0, kept));
+    Attrs shifted;
+    shifted.f("p", p).i("offset", {1007});
+    ASSERT_EQ(run("dropout", {x, seed}, {y3}, shifted), "");
+    EXPECT_FALSE(at::equal(y3 != 0, kept));
+    // Offset shift by 7 = same stream shifted by 7 elements.
+    at::Tensor m3 = (y3 != 0).reshape(-1);
+    EXPECT_TRUE(at::equal(m3.slice(0, 0, 1000), kacc.slice(0, 7, 1007)));
+    // dropout_backward regenerates the mask.
+    at::Tensor dy = randn({400, 500}, t) + 5, dx = at::empty_like(dy);
+    ASSERT_EQ(run("dropout_backward", {dy, seed}, {dx}, attrs, 3), "");
+    EXPECT_TRUE(at::equal(dx != 0, kept));
+    EXPECT_TRUE(at::equal(dx, at::where(kept, dy * scalar(1.0 / (1 - p), t),
+                                        at::zeros_like(dy))));
+    // p = 0 identity, p = 1 zeros.
+    ASSERT_EQ(run("dropout", {x, seed}, {y3}, Attrs().f("p", 0.0)), "");
+    EXPECT_TRUE(at::equal(y3, x));
+    ASSERT_EQ(run("dropout", {x, seed}, {y3}, Attrs().f("p", 1.0)), "");
+    EXPECT_TRUE(at::equal(y3, at::zeros_like(x)));
+  }
+  at::Tensor x = torch::randn({4});
+  EXPECT_NE(run("dropout", {x, torch::zeros({2}, torch::kLong)}, {at::empty({4})}), "");
+  EXPECT_NE(run("dropout", {x, torch::zeros({}, torch::kLong)}, {at::empty({4})},
+                Attrs().f("p", 1.5)), "");
+  EXPECT_NE(run("dropout", {x, torch::zeros({})}, {at::empty({4})}), "");
+}
+
+// --- Embedding --------------------------------------------------------------------
+
+TEST(AEmbedding, ForwardBackward) {
+  torch::manual_seed(17);
+  for (auto t : floatTypes()) {
+    at::Tensor w = randn({50, 16}, t);
+    at::Tensor idx = torch::randint(0, 50, {6, 9}, torch::kLong);
+    idx[0][0] = 3, idx[0][1] = 3, idx[1][0] = 3; // repeated rows accumulate
+    at::Tensor y = at::empty({6, 9, 16}, torch::dtype(t));
+    ASSERT_EQ(run("embedding", {w, idx}, {y}), "");
+    EXPECT_TRUE(at::equal(y, at::embedding(w, idx)));
+    at::Tensor wr = w.clone().requires_grad_(true);
+    at::Tensor out = at::embedding(wr, idx);
+    at::Tensor dy = randn({6, 9, 16}, t);
+    at::Tensor dref = torch::autograd::grad({out}, {wr}, {dy})[0];
+    at::Tensor dw1 = at::empty_like(w), dw4 = at::empty_like(w);
+    ASSERT_EQ(run("embedding_backward", {dy, idx}, {dw1}, Attrs(), 1), "");
+    ASSERT_EQ(run("embedding_backward", {dy, idx}, {dw4}, Attrs(), 4), "");
+    expectNear(dw1, dref, "embedding_backward " + tname(t));
+    EXPECT_TRUE(at::equal(dw1, dw4));
+  }
+  at::Tensor w = torch::randn({5, 3});
+  EXPECT_NE(run("embedding", {w, torch::tensor({0, 5}, torch::kLong)}, {at::empty({2, 3})}), "");
+  EXPECT_NE(run("embedding", {w, torch::tensor({0, 1}, torch::kLong)}, {at::empty({2, 4})}), "");
+  EXPECT_NE(run("embedding", {w, torch::tensor({0, 1}, torch::kInt)}, {at::empty({2, 3})}), "");
+  EXPECT_NE(run("embedding_backward", {torch::randn({2, 3}), torch::tensor({0, -1}, torch::kLong)},
+                {at::empty({5, 3})}),
+            "");
+}
+
+// --- Softmax ------------------------------------------------------------------------
+
+TEST(ASoftmax, ForwardBackward) {
+  torch::manual_seed(18);
+  for (auto t : floatTypes())
+    for (int64_t dim : {-1, 0, 1, 2}) {
+      at::Tensor x = randn({4, 7, 5}, t) * 3;
+      at::Tensor dy = randn({4, 7, 5}, t);
+      std::string what = tname(t) + " dim " + std::to_string(dim);
+      Attrs attrs;
+      attrs.i("dim", {dim});
+      at::Tensor y = at::empty_like(x), ly = at::empty_like(x);
+      ASSERT_EQ(run("softmax", {x}, {y}, attrs), "");
+      ASSERT_EQ(run("log_softmax", {x}, {ly}, attrs), "");
+      at::Tensor yr = at::_softmax(x, dim, false), lyr = at::_log_softmax(x, dim, false);
+      expectNear(y, yr, "softmax " + what);
+      expectNear(ly, lyr, "log_softmax " + what);
+      at::Tensor dx = at::empty_like(x), ldx = at::empty_like(x);
+      ASSERT_EQ(run("softmax_backward", {dy, yr}, {dx}, attrs), "");
+      ASSERT_EQ(run("log_softmax_backward", {dy, lyr}, {ldx}, attrs), "");
+      expectNear(dx, at::_softmax_backward_data(dy, yr, dim, t), "softmax_backward " + what);
+      expectNear(ldx, at::_log_softmax_backward_data(dy, lyr, dim, t),
+                 "log_softmax_backward " + what);
+    }
+  // Large, threaded: same as one thread.
+  at::Tensor x = torch::randn({512, 300});
+  at::Tensor y1 = at::empty_like(x), y4 = at::empty_like(x);
+  ASSERT_EQ(run("softmax", {x}, {y1}, Attrs().i("dim", {0}), 1), "");
+  ASSERT_EQ(run("softmax", {x}, {y4}, Attrs().i("dim", {0}), 4), "");
+  EXPECT_TRUE(at::equal(y1, y4));
+  EXPECT_NE(run("softmax", {x}, {at::empty({512, 300})}, Attrs().i("dim", {2})), "");
+  EXPECT_NE(run("softmax_backward", {x, torch::randn({300, 512})}, {at::empty_like(x)},
+                Attrs().i("dim", {1})),
+            "");
+}
+
+} // namespace
