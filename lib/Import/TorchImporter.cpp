@@ -696,9 +696,9 @@ void convertMatmul(Importer &im, tj::Node *n) {
   bool ta = peel(a), tb = peel(c);
   SmallVector<NamedAttribute> attrs;
   if (ta)
-    attrs.push_back(im.attr("transpose_lhs", im.b.getBoolAttr(true)));
+    attrs.push_back(im.attr("transpose_a", im.b.getBoolAttr(true)));
   if (tb)
-    attrs.push_back(im.attr("transpose_rhs", im.b.getBoolAttr(true)));
+    attrs.push_back(im.attr("transpose_b", im.b.getBoolAttr(true)));
   im.setOut(n, im.emit1<MatmulOp>(n, {a, c}, attrs));
 }
 
