@@ -304,6 +304,63 @@ TEST_F(SessionTest, UnknownBackend) {
   EXPECT_NE(s.message().find("unknown backend 'tpu'"), std::string::npos);
 }
 
+TEST_F(SessionTest, HostResidentParameterAndHostOptimizer) {
+  // w lives in the host arena: streamed to the device for the forward and
+  // backward, the gradient comes back, and the update runs on host buffers.
+  const int64_t n = 64;
+  const float lr = 0.125f;
+  PlanBuilder b;
+  auto H = MemorySpace::Host;
+  int wh = b.buffer("w", DType::F32, {n}, BufferRole::Parameter, H);
+  int x = b.buffer("x", DType::F32, {n}, BufferRole::Input);
+  int wd = b.buffer("w.dev", DType::F32, {n}, BufferRole::Temporary);
+  int y = b.buffer("y", DType::F32, {n}, BufferRole::Temporary);
+  int loss = b.buffer("loss", DType::F32, {}, BufferRole::Output);
+  int dy = b.buffer("dy", DType::F32, {n}, BufferRole::Temporary);
+  int gd = b.buffer("g.dev", DType::F32, {n}, BufferRole::Temporary);
+  int gh = b.buffer("grad:w", DType::F32, {n}, BufferRole::Gradient, H);
+  int th = b.buffer("t", DType::F32, {n}, BufferRole::Temporary, H);
+  int nwh = b.buffer("new_w", DType::F32, {n}, BufferRole::Parameter, H);
+  b.bindIn("w", wh);
+  b.bindIn("x", x);
+  b.bindOut("loss", loss);
+  b.bindOut("grad:w", gh);
+  b.bindOut("w", nwh);
+  int e0 = b.event(), e1 = b.event(), e2 = b.event();
+  b.instr(kOpToDevice, {wh}, {wd}, {}, HostToDeviceStream, {}, e0);
+  b.instr("test.mul", {wd, x}, {y}, {}, ComputeStream, {e0});
+  b.instr("test.sumsq", {y}, {loss});
+  b.endPhase("forward");
+  b.instr("test.scale", {y}, {dy}, scaleBy(2.0));
+  b.instr("test.mul", {dy, x}, {gd}, {}, ComputeStream, {}, e1);
+  b.instr(kOpToHost, {gd}, {gh}, {}, DeviceToHostStream, {e1}, e2);
+  b.endPhase("backward");
+  b.instr("test.scale", {gh}, {th}, scaleBy(lr), ComputeStream, {e2});
+  b.instr("test.sub", {wh, th}, {nwh});
+  b.endPhase("optimizer");
+  PlanData d = b.finish();
+  EXPECT_GT(d.hostCapacity, 0u);
+  for (bool poison : {false, true}) {
+    SessionOptions so;
+    so.poison = poison;
+    auto s = make(d, so);
+    ASSERT_TRUE(s);
+    bindDefaults(*s);
+    std::vector<float> w = w0(n), xv = x0(n), g, nw;
+    for (int step = 0; step < 2; ++step) {
+      float ref = referenceStep(w, xv, lr, g, nw);
+      Status st = s->step();
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_NEAR(*s->loss(), ref, 1e-6 * std::fabs(ref));
+      expectFloatsEq(*s->output("grad:w"), g, 1e-6f);
+      expectFloatsEq(*s->store().get("w"), nw, 1e-6f);
+      w = nw;
+    }
+    // Device peak counts only device buffers.
+    EXPECT_EQ(s->measuredPeakDeviceBytes(), s->plannedPeakDeviceBytes());
+  }
+}
+
 TEST_F(SessionTest, SharedStoreBetweenSessions) {
   auto store = std::make_shared<ParameterStore>();
   auto a = make(buildStepPlan(), {}, store);
