@@ -23,7 +23,8 @@ namespace {
 
 std::vector<double> toDouble(const Tensor &t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.at(i);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[size_t(i)] = t.at(i);
   return v;
 }
 
@@ -31,7 +32,8 @@ void expectClose(const std::vector<double> &got, const std::vector<double> &ref,
                  const std::string &what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   double scale = 1e-6;
-  for (double r : ref) scale = std::max(scale, std::fabs(r));
+  for (double r : ref)
+    scale = std::max(scale, std::fabs(r));
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(got[i], ref[i], 1e-4 * scale) << what << "[" << i << "]";
 }
@@ -81,7 +83,8 @@ TEST(MlpTest, CudaMatchesReference) {
   if (e != cudaSuccess)
     GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount: "
                  << cudaGetErrorString(e);
-  if (n == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
+  if (n == 0)
+    GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
   runMlp("cuda");
 #else
   GTEST_SKIP() << "runtime built without CUDA (OFFLOAD_ENABLE_CUDA=OFF)";

@@ -22,7 +22,8 @@ protected:
                                 std::shared_ptr<ParameterStore> store = {}) {
     auto plan = Plan::fromData(d);
     EXPECT_TRUE(plan.ok()) << plan.message();
-    if (!plan) return nullptr;
+    if (!plan)
+      return nullptr;
     auto s = Session::create(*plan, "host", o, store);
     EXPECT_TRUE(s.ok()) << s.message();
     return s ? s.take() : nullptr;
@@ -220,7 +221,8 @@ TEST_F(SessionTest, FailedStepLeavesStoreBitIdentical) {
   fo.failOp = true;
   auto bad = make(buildStepPlan(fo), {}, store);
   ASSERT_TRUE(bad);
-  ASSERT_TRUE(bad->bind("x", Tensor::fromVector(DType::F32, {64}, x0(64))).ok());
+  ASSERT_TRUE(
+      bad->bind("x", Tensor::fromVector(DType::F32, {64}, x0(64))).ok());
   Status st = bad->step();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("instruction 6 (test.fail): test.fail always "
