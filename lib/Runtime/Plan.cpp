@@ -8,6 +8,7 @@
 
 #include "offload/Runtime/Plan.h"
 #include "offload/Runtime/Plan_generated.h"
+#include "offload/Runtime/Tensor.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -597,11 +598,7 @@ std::vector<std::string> Plan::opNames() const {
 }
 
 static std::string shapeStr(DType t, const std::vector<int64_t> &shape) {
-  std::string s = dtypeName(t);
-  s += "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
+  return typeString(t, shape);
 }
 
 static std::string attrStr(const AttrValue &v) {
