@@ -9,6 +9,7 @@
 
 #include "offload/Runtime/Runtime.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,15 @@ inline std::string kFail(const KernelArgs &) {
   return "test.fail always fails";
 }
 
+/// test.maybe_fail fails while this is set (a fault a test can toggle).
+inline std::atomic<bool> &failSwitch() {
+  static std::atomic<bool> f{false};
+  return f;
+}
+inline std::string kMaybeFail(const KernelArgs &) {
+  return failSwitch() ? "test.maybe_fail: switched on" : "";
+}
+
 inline void registerTestKernels() {
   KernelRegistry &r = KernelRegistry::host();
   r.add("test.mul", kMul);
@@ -63,6 +73,7 @@ inline void registerTestKernels() {
   r.add("test.scale", kScale);
   r.add("test.sumsq", kSumSq);
   r.add("test.fail", kFail);
+  r.add("test.maybe_fail", kMaybeFail);
 }
 
 inline AttrMap scaleBy(double v) {
@@ -83,6 +94,8 @@ struct StepPlanOptions {
   bool offload = false;
   bool dropWait = false;
   bool failOp = false;
+  /// test.maybe_fail in the optimizer phase, after new_w is computed.
+  bool switchableFail = false;
   float lr = 0.125f;
   int64_t n = 64;
 };
@@ -129,6 +142,8 @@ inline PlanData buildStepPlan(const StepPlanOptions &o = {}) {
   b.instr("test.sub", {w, t}, {nw});
   if (o.failOp)
     b.instr("test.fail", {t}, {t});
+  if (o.switchableFail)
+    b.instr("test.maybe_fail", {t}, {t});
   b.endPhase("optimizer");
   return b.finish();
 }
