@@ -27,7 +27,8 @@ std::string residual(const KernelArgs &a) {
   const float *w = a.inputs[0].as<float>(), *x = a.inputs[1].as<float>(),
               *y = a.inputs[2].as<float>();
   float *r = a.outputs[0].as<float>();
-  for (int64_t i = 0; i < a.outputs[0].numel(); ++i) r[i] = w[i] * x[i] - y[i];
+  for (int64_t i = 0; i < a.outputs[0].numel(); ++i)
+    r[i] = w[i] * x[i] - y[i];
   return "";
 }
 // loss = 0.5 * sum(r^2); grad = r * x
@@ -47,7 +48,8 @@ std::string sgd(const KernelArgs &a) {
   float lr = float(a.attrs.getFloat("lr", 0.1));
   const float *w = a.inputs[0].as<float>(), *g = a.inputs[1].as<float>();
   float *nw = a.outputs[0].as<float>();
-  for (int64_t i = 0; i < a.outputs[0].numel(); ++i) nw[i] = w[i] - lr * g[i];
+  for (int64_t i = 0; i < a.outputs[0].numel(); ++i)
+    nw[i] = w[i] - lr * g[i];
   return "";
 }
 
@@ -85,12 +87,15 @@ int runOwnPlan() {
   b.instr("example.sgd", {w, g}, {nw}, attrs);
   b.endPhase("optimizer");
   std::string path = "train_step_example.oflp";
-  if (Status s = Plan::save(b.finish(), path); !s.ok()) return fail(s.message());
+  if (Status s = Plan::save(b.finish(), path); !s.ok())
+    return fail(s.message());
 
   auto plan = Plan::load(path);
-  if (!plan) return fail(plan.message());
+  if (!plan)
+    return fail(plan.message());
   auto session = Session::create(*plan, "host");
-  if (!session) return fail(session.message());
+  if (!session)
+    return fail(session.message());
   Session &s = **session;
   std::vector<float> xv(n), yv(n), wv(n, 0.f);
   for (int64_t i = 0; i < n; ++i) {
@@ -105,10 +110,13 @@ int runOwnPlan() {
   for (int step = 0; step < 10; ++step) {
     // Phases are separately callable; step() would run them all.
     for (const char *ph : {"forward", "backward", "optimizer"})
-      if (Status st = s.runPhase(ph); !st.ok()) return fail(st.message());
-    if (Status st = s.finishStep(); !st.ok()) return fail(st.message());
+      if (Status st = s.runPhase(ph); !st.ok())
+        return fail(st.message());
+    if (Status st = s.finishStep(); !st.ok())
+      return fail(st.message());
     last = *s.loss();
-    if (step == 0) first = last;
+    if (step == 0)
+      first = last;
     std::printf("step %d: loss %.6g\n", step, last);
   }
   // Gradient check against the formula for the committed w.
@@ -117,10 +125,12 @@ int runOwnPlan() {
   std::printf("peak device bytes: planned %llu measured %llu\n",
               (unsigned long long)s.plannedPeakDeviceBytes(),
               (unsigned long long)s.measuredPeakDeviceBytes());
-  if (!(last < first * 0.1)) return fail("loss did not decrease");
+  if (!(last < first * 0.1))
+    return fail("loss did not decrease");
   if (s.measuredPeakDeviceBytes() != s.plannedPeakDeviceBytes())
     return fail("measured peak differs from the plan's");
-  if (Status st = writeNpz("train_step_out.npz", {{"w", *wt}, {"grad:w", grad}});
+  if (Status st =
+          writeNpz("train_step_out.npz", {{"w", *wt}, {"grad:w", grad}});
       !st.ok())
     return fail(st.message());
   std::printf("ok\n");
@@ -130,21 +140,26 @@ int runOwnPlan() {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) return runOwnPlan();
+  if (argc < 2)
+    return runOwnPlan();
   auto plan = Plan::load(argv[1]);
-  if (!plan) return fail(plan.message());
+  if (!plan)
+    return fail(plan.message());
   auto session = Session::create(*plan, "host");
-  if (!session) return fail(session.message());
+  if (!session)
+    return fail(session.message());
   for (int i = 2; i < argc && i < 4; ++i) {
     auto arrays = readNpz(argv[i]);
-    if (!arrays) return fail(arrays.message());
+    if (!arrays)
+      return fail(arrays.message());
     for (auto &a : *arrays)
       if (Status st = (*session)->bind(a.first, a.second); !st.ok())
         return fail(st.message());
   }
   int steps = argc > 4 ? std::atoi(argv[4]) : 1;
   for (int i = 0; i < steps; ++i) {
-    if (Status st = (*session)->step(); !st.ok()) return fail(st.message());
+    if (Status st = (*session)->step(); !st.ok())
+      return fail(st.message());
     std::printf("step %d: loss %.9g\n", i, *(*session)->loss());
   }
   return 0;

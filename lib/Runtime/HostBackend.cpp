@@ -100,7 +100,8 @@ HostBackend::~HostBackend() {
   }
   cv_.notify_all();
   for (int s = 1; s < NumStreams; ++s)
-    if (workers_[s].joinable()) workers_[s].join();
+    if (workers_[s].joinable())
+      workers_[s].join();
 }
 
 Status HostBackend::init(std::shared_ptr<const Plan> plan,
@@ -109,10 +110,10 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
   opts_ = options;
   const PlanData &d = plan_->data();
   if (opts_.deviceMemoryBytes && opts_.deviceMemoryBytes < d.deviceCapacity)
-    return Status::error(
-        "device has " + std::to_string(opts_.deviceMemoryBytes) +
-        " bytes but the plan's device arena needs " +
-        std::to_string(d.deviceCapacity) + " bytes");
+    return Status::error("device has " +
+                         std::to_string(opts_.deviceMemoryBytes) +
+                         " bytes but the plan's device arena needs " +
+                         std::to_string(d.deviceCapacity) + " bytes");
   // Kernels: every non-runtime op needs one; list all missing.
   std::vector<std::string> missing;
   kernels_.assign(d.instructions.size(), nullptr);
@@ -128,12 +129,15 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
   }
   if (!missing.empty()) {
     std::string list;
-    for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+    for (const std::string &m : missing)
+      list += (list.empty() ? "" : ", ") + m;
     return Status::error("host backend has no kernel for: " + list);
   }
   // Exactly the plan's capacities (at least one byte so pointers are valid).
-  device_.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(d.deviceCapacity, 1)]);
-  host_.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(d.hostCapacity, 1)]);
+  device_.reset(new (std::nothrow)
+                    uint8_t[std::max<uint64_t>(d.deviceCapacity, 1)]);
+  host_.reset(new (std::nothrow)
+                  uint8_t[std::max<uint64_t>(d.hostCapacity, 1)]);
   if (!device_ || !host_)
     return Status::error("out of host memory allocating the arenas (" +
                          std::to_string(d.deviceCapacity) + " + " +
@@ -143,7 +147,8 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
   sched_ = LiveSchedule::build(d);
   boundOut_.assign(d.buffers.size(), 0);
   for (const BindingDesc &b : d.bindings)
-    if (b.direction == BindingDirection::Out) boundOut_[size_t(b.buffer)] = 1;
+    if (b.direction == BindingDirection::Out)
+      boundOut_[size_t(b.buffer)] = 1;
   live_ = std::vector<std::atomic<uint8_t>>(d.buffers.size());
   pending_ = std::vector<std::atomic<int>>(d.buffers.size());
   users_.assign(d.buffers.size(), 0);
@@ -153,14 +158,17 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
     const InstructionDesc &in = d.instructions[i];
     std::vector<int> ids;
     for (int id : in.inputs)
-      if (id >= 0) ids.push_back(id);
-    for (int id : in.outputs) ids.push_back(id);
+      if (id >= 0)
+        ids.push_back(id);
+    for (int id : in.outputs)
+      ids.push_back(id);
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     for (int id : ids) {
       ++users_[size_t(id)];
       int base = d.buffers[size_t(id)].aliasOf >= 0
-                     ? d.buffers[size_t(id)].aliasOf : id;
+                     ? d.buffers[size_t(id)].aliasOf
+                     : id;
       lastUse[size_t(base)][size_t(in.stream)] = int(i);
     }
   }
@@ -170,7 +178,8 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
   if (opts_.poison)
     for (size_t b = 0; b < d.buffers.size(); ++b) {
       const BufferDesc &B = d.buffers[b];
-      if (B.aliasOf >= 0) continue;
+      if (B.aliasOf >= 0)
+        continue;
       for (size_t a = 0; a < d.buffers.size(); ++a) {
         const BufferDesc &A = d.buffers[a];
         if (a == b || A.aliasOf >= 0 || A.space != B.space ||
@@ -178,7 +187,8 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
             A.offset >= B.offset + B.size)
           continue;
         for (int u : lastUse[a])
-          if (u >= 0) allocWait_[b].push_back(u);
+          if (u >= 0)
+            allocWait_[b].push_back(u);
       }
     }
   done_.assign(d.instructions.size(), 0);
@@ -190,7 +200,8 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
 void HostBackend::allocate(int id) {
   const BufferDesc &b = plan_->data().buffers[size_t(id)];
   if (opts_.poison && b.aliasOf < 0) {
-    for (int u : allocWait_[size_t(id)]) waitDone(u);
+    for (int u : allocWait_[size_t(id)])
+      waitDone(u);
     std::memset(ptr(id), 0xFF, b.size);
   }
   pending_[size_t(id)] = users_[size_t(id)] + 1;
@@ -210,14 +221,18 @@ Status HostBackend::beginStep() {
   {
     std::lock_guard<std::mutex> g(mu_);
     std::fill(done_.begin(), done_.end(), 0);
-    for (auto &q : queue_) q.clear();
-    for (int &r : released_) r = -1;
+    for (auto &q : queue_)
+      q.clear();
+    for (int &r : released_)
+      r = -1;
     error_.clear();
     busy_ = {0, 0, 0};
   }
-  for (auto &l : live_) l = 0;
+  for (auto &l : live_)
+    l = 0;
   cur_ = 0;
-  for (int id : sched_.allocAt[0]) allocate(id);
+  for (int id : sched_.allocAt[0])
+    allocate(id);
   return Status::success();
 }
 
@@ -225,7 +240,8 @@ Status HostBackend::write(int id, const void *src, size_t bytes) {
   if (!live_[size_t(id)])
     return Status::error("buffer '" + plan_->data().buffers[size_t(id)].name +
                          "' is not live at the start of the step");
-  if (bytes) std::memcpy(ptr(id), src, bytes);
+  if (bytes)
+    std::memcpy(ptr(id), src, bytes);
   return Status::success();
 }
 
@@ -233,7 +249,8 @@ Status HostBackend::read(int id, void *dst, size_t bytes) {
   if (!live_[size_t(id)])
     return Status::error("buffer '" + plan_->data().buffers[size_t(id)].name +
                          "' is not live at the end of the step");
-  if (bytes) std::memcpy(dst, ptr(id), bytes);
+  if (bytes)
+    std::memcpy(dst, ptr(id), bytes);
   return Status::success();
 }
 
@@ -241,7 +258,8 @@ void HostBackend::markDone(int i, const std::string &error) {
   {
     std::lock_guard<std::mutex> g(mu_);
     done_[size_t(i)] = 1;
-    if (!error.empty() && error_.empty()) error_ = error;
+    if (!error.empty() && error_.empty())
+      error_ = error;
   }
   cv_.notify_all();
 }
@@ -275,8 +293,9 @@ std::string HostBackend::execute(int i) {
     int64_t so = in.attrs.getInt("src_offset", 0);
     int64_t dof = in.attrs.getInt("dst_offset", 0);
     int64_t bytes = in.attrs.getInt("bytes", int64_t(src.dataBytes()));
-    if (bytes) std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
-                size_t(bytes));
+    if (bytes)
+      std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
+                  size_t(bytes));
   } else if (in.op == kOpReshape) {
     uint8_t *s = ptr(in.inputs[0]), *t = ptr(in.outputs[0]);
     if (s != t)
@@ -295,7 +314,8 @@ std::string HostBackend::execute(int i) {
           size_t w = dtypeSize(b.dtype);
           for (size_t k = 0; k + w <= b.dataBytes(); k += w) {
             bool all = true;
-            for (size_t j = 0; j < w && all; ++j) all = p[k + j] == 0xFF;
+            for (size_t j = 0; j < w && all; ++j)
+              all = p[k + j] == 0xFF;
             if (all)
               return where + " reads poisoned bytes of buffer " +
                      std::to_string(id) + " '" + b.name +
@@ -315,7 +335,8 @@ std::string HostBackend::execute(int i) {
     }
     KernelArgs args{ins, outs, in.attrs, std::max(1, opts_.numThreads)};
     err = kernels_[size_t(i)](args);
-    if (!err.empty()) err = where + ": " + err;
+    if (!err.empty())
+      err = where + ": " + err;
   }
   double t1 = now();
   {
@@ -324,11 +345,14 @@ std::string HostBackend::execute(int i) {
   }
   std::vector<int> ids;
   for (int id : in.inputs)
-    if (id >= 0) ids.push_back(id);
-  for (int id : in.outputs) ids.push_back(id);
+    if (id >= 0)
+      ids.push_back(id);
+  for (int id : in.outputs)
+    ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (int id : ids) unuse(id);
+  for (int id : ids)
+    unuse(id);
   return err;
 }
 
@@ -336,11 +360,14 @@ void HostBackend::worker(int stream) {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     cv_.wait(lk, [&] {
-      if (stop_) return true;
-      if (queue_[stream].empty()) return false;
+      if (stop_)
+        return true;
+      if (queue_[stream].empty())
+        return false;
       return !opts_.poison || released_[stream] >= queue_[stream].front();
     });
-    if (stop_) return;
+    if (stop_)
+      return;
     int i = queue_[stream].front();
     queue_[stream].pop_front();
     ++busyWorkers_;
@@ -348,11 +375,13 @@ void HostBackend::worker(int stream) {
     lk.unlock();
     std::string err;
     if (!failed) {
-      for (int r : sched_.waitFor[size_t(i)]) waitDone(r);
+      for (int r : sched_.waitFor[size_t(i)])
+        waitDone(r);
       std::lock_guard<std::mutex> g(mu_);
       failed = !error_.empty();
     }
-    if (!failed) err = execute(i);
+    if (!failed)
+      err = execute(i);
     markDone(i, err);
     lk.lock();
     --busyWorkers_;
@@ -367,10 +396,12 @@ Status HostBackend::run(int first, int last) {
   for (; i < last; ++i) {
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (!error_.empty()) break;
+      if (!error_.empty())
+        break;
     }
     if (i > 0)
-      for (int id : sched_.allocAt[size_t(i)]) allocate(id);
+      for (int id : sched_.allocAt[size_t(i)])
+        allocate(id);
     const InstructionDesc &in = d.instructions[size_t(i)];
     if (in.stream != ComputeStream) {
       {
@@ -379,17 +410,20 @@ Status HostBackend::run(int first, int last) {
       }
       cv_.notify_all();
     } else {
-      for (int r : sched_.waitFor[size_t(i)]) waitDone(r);
+      for (int r : sched_.waitFor[size_t(i)])
+        waitDone(r);
       {
         std::lock_guard<std::mutex> g(mu_);
-        if (!error_.empty()) break;
+        if (!error_.empty())
+          break;
       }
       markDone(i, execute(i));
     }
     // Program-order accounting: the interval ends after instruction i.
     for (int id : sched_.freeAfter[size_t(i)]) {
       const BufferDesc &b = d.buffers[size_t(id)];
-      if (b.space == MemorySpace::Device && b.aliasOf < 0) cur_ -= b.size;
+      if (b.space == MemorySpace::Device && b.aliasOf < 0)
+        cur_ -= b.size;
       unuse(id);
     }
   }
@@ -404,12 +438,14 @@ Status HostBackend::run(int first, int last) {
     });
     err = error_;
   }
-  if (!err.empty()) return Status::error(err);
+  if (!err.empty())
+    return Status::error(err);
   return Status::success();
 }
 
 void HostBackend::endStep() {
-  for (auto &l : live_) l = 0;
+  for (auto &l : live_)
+    l = 0;
 }
 
 } // namespace

@@ -25,31 +25,41 @@ KernelRegistry &KernelRegistry::host() {
 void KernelRegistry::add(const std::string &opName, KernelFn fn) {
   std::lock_guard<std::mutex> g(registryMutex());
   for (auto &e : table_)
-    if (e.first == opName) { e.second = fn; return; }
+    if (e.first == opName) {
+      e.second = fn;
+      return;
+    }
   table_.emplace_back(opName, fn);
 }
 
 KernelFn KernelRegistry::lookup(const std::string &opName) const {
   std::lock_guard<std::mutex> g(registryMutex());
   for (auto &e : table_)
-    if (e.first == opName) return e.second;
+    if (e.first == opName)
+      return e.second;
   return nullptr;
 }
 
 std::vector<std::string> KernelRegistry::names() const {
   std::lock_guard<std::mutex> g(registryMutex());
   std::vector<std::string> out;
-  for (auto &e : table_) out.push_back(e.first);
+  for (auto &e : table_)
+    out.push_back(e.first);
   return out;
 }
 
 const char *offload::rt::dtypeName(DType t) {
   switch (t) {
-  case DType::F32: return "f32";
-  case DType::F64: return "f64";
-  case DType::I64: return "i64";
-  case DType::I32: return "i32";
-  case DType::Bool: return "bool";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::Bool:
+    return "bool";
   }
   return "?";
 }

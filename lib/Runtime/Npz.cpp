@@ -15,11 +15,16 @@ using namespace offload::rt;
 
 static const char *descrOf(DType t) {
   switch (t) {
-  case DType::F32: return "<f4";
-  case DType::F64: return "<f8";
-  case DType::I64: return "<i8";
-  case DType::I32: return "<i4";
-  case DType::Bool: return "|b1";
+  case DType::F32:
+    return "<f4";
+  case DType::F64:
+    return "<f8";
+  case DType::I64:
+    return "<i8";
+  case DType::I32:
+    return "<i4";
+  case DType::Bool:
+    return "|b1";
   }
   return "?";
 }
@@ -28,16 +33,23 @@ static const char *descrOf(DType t) {
 /// (or the matching ')' for tuples). Empty when absent.
 static std::string dictValue(const std::string &h, const std::string &key) {
   size_t k = h.find("'" + key + "'");
-  if (k == std::string::npos) return "";
+  if (k == std::string::npos)
+    return "";
   size_t c = h.find(':', k);
-  if (c == std::string::npos) return "";
+  if (c == std::string::npos)
+    return "";
   size_t s = h.find_first_not_of(" ", c + 1);
-  if (s == std::string::npos) return "";
+  if (s == std::string::npos)
+    return "";
   size_t e;
-  if (h[s] == '(') e = h.find(')', s) + 1;
-  else if (h[s] == '\'') e = h.find('\'', s + 1) + 1;
-  else e = h.find_first_of(",}", s);
-  if (e == std::string::npos || e == 0) return "";
+  if (h[s] == '(')
+    e = h.find(')', s) + 1;
+  else if (h[s] == '\'')
+    e = h.find('\'', s + 1) + 1;
+  else
+    e = h.find_first_of(",}", s);
+  if (e == std::string::npos || e == 0)
+    return "";
   return h.substr(s, e - s);
 }
 
@@ -50,7 +62,8 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
     hlen = size_t(p[8]) | size_t(p[9]) << 8;
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (size < 12) return Status::error(".npy header truncated");
+    if (size < 12)
+      return Status::error(".npy header truncated");
     hlen = size_t(p[8]) | size_t(p[9]) << 8 | size_t(p[10]) << 16 |
            size_t(p[11]) << 24;
     hstart = 12;
@@ -58,7 +71,8 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
     return Status::error(".npy format version " + std::to_string(major) +
                          " is not supported");
   }
-  if (hstart + hlen > size) return Status::error(".npy header truncated");
+  if (hstart + hlen > size)
+    return Status::error(".npy header truncated");
   std::string h(reinterpret_cast<const char *>(p) + hstart, hlen);
   std::string descr = dictValue(h, "descr");
   std::string fortran = dictValue(h, "fortran_order");
@@ -70,11 +84,16 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
     return Status::error("fortran-order arrays are not supported (save a "
                          "C-contiguous array, e.g. np.ascontiguousarray)");
   DType dt;
-  if (descr == "<f4") dt = DType::F32;
-  else if (descr == "<f8") dt = DType::F64;
-  else if (descr == "<i8") dt = DType::I64;
-  else if (descr == "<i4") dt = DType::I32;
-  else if (descr == "|b1" || descr == "<b1") dt = DType::Bool;
+  if (descr == "<f4")
+    dt = DType::F32;
+  else if (descr == "<f8")
+    dt = DType::F64;
+  else if (descr == "<i8")
+    dt = DType::I64;
+  else if (descr == "<i4")
+    dt = DType::I32;
+  else if (descr == "|b1" || descr == "<b1")
+    dt = DType::Bool;
   else
     return Status::error("dtype '" + descr +
                          "' is not supported (use little-endian float32, "
@@ -98,16 +117,18 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
       numel *= uint64_t(v);
       shape.push_back(v);
     }
-    if (e == std::string::npos) break;
+    if (e == std::string::npos)
+      break;
     pos = e + 1;
   }
   Tensor t(dt, shape);
   size_t dataStart = hstart + hlen;
   if (size - dataStart < t.byteSize())
-    return Status::error(".npy data truncated: " +
-                         std::to_string(size - dataStart) + " bytes for " +
-                         typeString(dt, shape));
-  if (t.byteSize()) std::memcpy(t.data(), p + dataStart, t.byteSize());
+    return Status::error(
+        ".npy data truncated: " + std::to_string(size - dataStart) +
+        " bytes for " + typeString(dt, shape));
+  if (t.byteSize())
+    std::memcpy(t.data(), p + dataStart, t.byteSize());
   return t;
 }
 
@@ -116,14 +137,23 @@ std::vector<uint8_t> offload::rt::encodeNpy(const Tensor &t) {
   h += descrOf(t.dtype());
   h += "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.shape().size(); ++i)
-    h += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+    h += std::to_string(t.shape()[i]) +
+         (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
   h += "), }";
   // Pad with spaces so that magic + len + header + '\n' is a multiple of 64.
   size_t total = 10 + h.size() + 1;
   h.append((64 - total % 64) % 64, ' ');
   h += '\n';
-  const uint8_t magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                             uint8_t(h.size() & 0xFF), uint8_t(h.size() >> 8)};
+  const uint8_t magic[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             uint8_t(h.size() & 0xFF),
+                             uint8_t(h.size() >> 8)};
   std::vector<uint8_t> out(10 + h.size() + t.byteSize());
   std::memcpy(out.data(), magic, 10);
   std::memcpy(out.data() + 10, h.data(), h.size());
@@ -142,9 +172,8 @@ Expected<NamedTensors> offload::rt::readNpz(const std::string &path) {
     zip_error_fini(&ze);
     return Status::error("cannot read '" + path + "' as .npz: " + msg);
   }
-  std::unique_ptr<zip_t, void (*)(zip_t *)> guard(z, [](zip_t *zz) {
-    zip_discard(zz);
-  });
+  std::unique_ptr<zip_t, void (*)(zip_t *)> guard(
+      z, [](zip_t *zz) { zip_discard(zz); });
   NamedTensors out;
   zip_int64_t n = zip_get_num_entries(z, 0);
   for (zip_int64_t i = 0; i < n; ++i) {

@@ -8,10 +8,11 @@
 
 #include "offload/Runtime/Plan.h"
 #include "offload/Runtime/Plan_generated.h"
+#include "offload/Runtime/Tensor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -25,23 +26,34 @@ const char *offload::rt::memorySpaceName(MemorySpace s) {
 
 const char *offload::rt::bufferRoleName(BufferRole r) {
   switch (r) {
-  case BufferRole::Parameter: return "parameter";
-  case BufferRole::State: return "state";
-  case BufferRole::OptimizerState: return "optimizer_state";
-  case BufferRole::Input: return "input";
-  case BufferRole::Output: return "output";
-  case BufferRole::Gradient: return "gradient";
-  case BufferRole::Temporary: return "temporary";
-  case BufferRole::Constant: return "constant";
+  case BufferRole::Parameter:
+    return "parameter";
+  case BufferRole::State:
+    return "state";
+  case BufferRole::OptimizerState:
+    return "optimizer_state";
+  case BufferRole::Input:
+    return "input";
+  case BufferRole::Output:
+    return "output";
+  case BufferRole::Gradient:
+    return "gradient";
+  case BufferRole::Temporary:
+    return "temporary";
+  case BufferRole::Constant:
+    return "constant";
   }
   return "?";
 }
 
 const char *offload::rt::streamName(int stream) {
   switch (stream) {
-  case ComputeStream: return "compute";
-  case HostToDeviceStream: return "h2d";
-  case DeviceToHostStream: return "d2h";
+  case ComputeStream:
+    return "compute";
+  case HostToDeviceStream:
+    return "h2d";
+  case DeviceToHostStream:
+    return "d2h";
   }
   return "?";
 }
@@ -68,25 +80,25 @@ std::vector<uint8_t> Plan::serialize(const PlanData &d) {
     std::vector<flatbuffers::Offset<fb::Attr>> attrs;
     for (const auto &e : in.attrs.entries()) {
       const AttrValue &v = e.second;
-      attrs.push_back(fb::CreateAttrDirect(
-          fbb, e.first.c_str(), fb::AttrKind(uint8_t(v.kind)), &v.ints,
-          &v.floats, v.str.c_str()));
+      attrs.push_back(fb::CreateAttrDirect(fbb, e.first.c_str(),
+                                           fb::AttrKind(uint8_t(v.kind)),
+                                           &v.ints, &v.floats, v.str.c_str()));
     }
     instrs.push_back(fb::CreateInstructionDirect(
-        fbb, in.op.c_str(), &in.inputs, &in.outputs, &attrs,
-        uint8_t(in.stream), &in.waitEvents, in.recordEvent));
+        fbb, in.op.c_str(), &in.inputs, &in.outputs, &attrs, uint8_t(in.stream),
+        &in.waitEvents, in.recordEvent));
   }
   std::vector<flatbuffers::Offset<fb::Phase>> phases;
   for (const PhaseDesc &p : d.phases)
-    phases.push_back(fb::CreatePhaseDirect(fbb, p.name.c_str(), p.first,
-                                           p.last));
+    phases.push_back(
+        fb::CreatePhaseDirect(fbb, p.name.c_str(), p.first, p.last));
   std::vector<flatbuffers::Offset<fb::ConstantData>> consts;
   for (const ConstantDesc &c : d.constants)
     consts.push_back(fb::CreateConstantDataDirect(fbb, c.buffer, &c.data));
-  auto root = fb::CreatePlanDirect(
-      fbb, d.formatVersion, d.producer.c_str(), d.deviceCapacity,
-      d.hostCapacity, d.predictedPeakDeviceBytes, d.numEvents, &bufs, &binds,
-      &instrs, &phases, &consts);
+  auto root = fb::CreatePlanDirect(fbb, d.formatVersion, d.producer.c_str(),
+                                   d.deviceCapacity, d.hostCapacity,
+                                   d.predictedPeakDeviceBytes, d.numEvents,
+                                   &bufs, &binds, &instrs, &phases, &consts);
   fb::FinishSizePrefixedPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());
@@ -112,7 +124,8 @@ template <typename T, typename V>
 static std::vector<T> toVec(const flatbuffers::Vector<V> *v) {
   std::vector<T> out;
   if (v)
-    for (auto x : *v) out.push_back(T(x));
+    for (auto x : *v)
+      out.push_back(T(x));
   return out;
 }
 
@@ -156,7 +169,8 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
   if (!fb::SizePrefixedPlanBufferHasIdentifier(bytes)) {
     std::string id(reinterpret_cast<const char *>(bytes) + 8, 4);
     for (char &c : id)
-      if (c < 32 || c > 126) c = '?';
+      if (c < 32 || c > 126)
+        c = '?';
     return Status::error("file identifier is '" + id + "', expected '" +
                          std::string(fb::PlanIdentifier()) +
                          "' (not an offload plan)");
@@ -167,10 +181,9 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                          std::to_string(prefix + 4) + " bytes, the file has " +
                          std::to_string(size));
   if (prefix + 4 < size)
-    return Status::error("plan is corrupt: " +
-                         std::to_string(size - prefix - 4) +
-                         " trailing bytes after the declared " +
-                         std::to_string(prefix + 4));
+    return Status::error(
+        "plan is corrupt: " + std::to_string(size - prefix - 4) +
+        " trailing bytes after the declared " + std::to_string(prefix + 4));
   flatbuffers::Verifier verifier(bytes, size);
   if (!fb::VerifySizePrefixedPlanBuffer(verifier))
     return Status::error("plan is truncated or corrupt (FlatBuffers "
@@ -185,7 +198,8 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                          "); re-lower the model with a matching compiler");
   bool bad = false;
   if (p->buffers())
-    for (const fb::Buffer *b : *p->buffers()) bad |= misaligned(b->shape());
+    for (const fb::Buffer *b : *p->buffers())
+      bad |= misaligned(b->shape());
   if (p->instructions())
     for (const fb::Instruction *in : *p->instructions())
       if (in->attrs())
@@ -265,10 +279,12 @@ uint64_t offload::rt::computePeakDeviceBytes(const PlanData &d) {
   int n = int(d.instructions.size());
   std::vector<int64_t> delta(size_t(std::max(n, 1)) + 1, 0);
   for (const BufferDesc &b : d.buffers) {
-    if (b.space != MemorySpace::Device || b.aliasOf >= 0) continue;
+    if (b.space != MemorySpace::Device || b.aliasOf >= 0)
+      continue;
     int f = std::max(0, b.liveFirst);
     int l = std::min(std::max(n, 1) - 1, b.liveLast);
-    if (l < f) continue;
+    if (l < f)
+      continue;
     delta[size_t(f)] += int64_t(b.size);
     delta[size_t(l) + 1] -= int64_t(b.size);
   }
@@ -334,11 +350,11 @@ Status offload::rt::validatePlan(const PlanData &d) {
     if (b.offset > cap || b.size > cap - b.offset)
       return err(bn + ": bytes [" + std::to_string(b.offset) + ", " +
                  std::to_string(b.offset + b.size) + ") lie outside the " +
-                 memorySpaceName(b.space) + " arena of " +
-                 std::to_string(cap) + " bytes");
+                 memorySpaceName(b.space) + " arena of " + std::to_string(cap) +
+                 " bytes");
     if (b.liveFirst < 0 || b.liveLast < b.liveFirst || b.liveLast > lastIdx)
-      return err(bn + ": live interval [" + std::to_string(b.liveFirst) +
-                 ", " + std::to_string(b.liveLast) +
+      return err(bn + ": live interval [" + std::to_string(b.liveFirst) + ", " +
+                 std::to_string(b.liveLast) +
                  "] is not inside the plan's instructions [0, " +
                  std::to_string(lastIdx) + "]");
     if (b.aliasOf >= 0) {
@@ -375,7 +391,8 @@ Status offload::rt::validatePlan(const PlanData &d) {
       const BufferDesc &a = d.buffers[size_t(ids[x])];
       for (size_t y = x + 1; y < ids.size(); ++y) {
         const BufferDesc &b = d.buffers[size_t(ids[y])];
-        if (b.offset >= a.offset + a.size) break;
+        if (b.offset >= a.offset + a.size)
+          break;
         if (a.liveLast >= b.liveFirst && b.liveLast >= a.liveFirst)
           return err(bufName(d, ids[x]) + " and " + bufName(d, ids[y]) +
                      " overlap in the " + memorySpaceName(a.space) +
@@ -409,9 +426,11 @@ Status offload::rt::validatePlan(const PlanData &d) {
     };
     for (int id : in.inputs)
       if (id != -1)
-        if (Status s = checkUse(id, "input"); !s.ok()) return s;
+        if (Status s = checkUse(id, "input"); !s.ok())
+          return s;
     for (int id : in.outputs)
-      if (Status s = checkUse(id, "output"); !s.ok()) return s;
+      if (Status s = checkUse(id, "output"); !s.ok())
+        return s;
     for (int e : in.waitEvents) {
       if (e < 0 || e >= d.numEvents)
         return err(inn + ": waits on event " + std::to_string(e) +
@@ -429,8 +448,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
     }
     bool toHost = in.op == kOpToHost, toDevice = in.op == kOpToDevice;
     if (toHost || toDevice) {
-      if (in.inputs.size() != 1 || in.outputs.size() != 1 ||
-          in.inputs[0] < 0)
+      if (in.inputs.size() != 1 || in.outputs.size() != 1 || in.inputs[0] < 0)
         return err(inn + ": a copy has exactly one input and one output");
       const BufferDesc &src = d.buffers[size_t(in.inputs[0])];
       const BufferDesc &dst = d.buffers[size_t(in.outputs[0])];
@@ -485,8 +503,9 @@ Status offload::rt::validatePlan(const PlanData &d) {
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
     if (bd.direction == BindingDirection::In) {
       if (!isBoundInRole(bd.role))
-        return err(bn + ": an input binding must have role parameter, "
-                        "state, optimizer_state or input, not " +
+        return err(bn +
+                   ": an input binding must have role parameter, "
+                   "state, optimizer_state or input, not " +
                    std::string(bufferRoleName(bd.role)));
       if (b.liveFirst != 0)
         return err(bn + ": bound " + bufName(d, bd.buffer) +
@@ -507,8 +526,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
         (bd.role == BufferRole::Parameter || bd.role == BufferRole::State ||
          bd.role == BufferRole::OptimizerState) &&
         !seen.count({bd.name, int(BindingDirection::In)}))
-      return err("binding '" + bd.name + "': new " +
-                 bufferRoleName(bd.role) +
+      return err("binding '" + bd.name + "': new " + bufferRoleName(bd.role) +
                  " value has no input binding of the same name");
 
   // Phases.
@@ -526,8 +544,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
     if (p.first < prevEnd || p.last < p.first || p.last > n)
       return err("phase '" + p.name + "': range [" + std::to_string(p.first) +
                  ", " + std::to_string(p.last) +
-                 ") is out of order or outside [0, " + std::to_string(n) +
-                 ")");
+                 ") is out of order or outside [0, " + std::to_string(n) + ")");
     prevEnd = p.last;
   }
 
@@ -567,7 +584,8 @@ int Plan::findBinding(const std::string &name, BindingDirection dir) const {
 
 int Plan::findPhase(const std::string &name) const {
   for (size_t i = 0; i < data_.phases.size(); ++i)
-    if (data_.phases[i].name == name) return int(i);
+    if (data_.phases[i].name == name)
+      return int(i);
   return -1;
 }
 
@@ -580,19 +598,17 @@ std::vector<std::string> Plan::opNames() const {
 }
 
 static std::string shapeStr(DType t, const std::vector<int64_t> &shape) {
-  std::string s = dtypeName(t);
-  s += "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
+  return typeString(t, shape);
 }
 
 static std::string attrStr(const AttrValue &v) {
   std::ostringstream os;
-  if (v.kind == AttrValue::Kind::String) return "\"" + v.str + "\"";
+  if (v.kind == AttrValue::Kind::String)
+    return "\"" + v.str + "\"";
   os << "[";
   if (v.kind == AttrValue::Kind::Ints)
-    for (size_t i = 0; i < v.ints.size(); ++i) os << (i ? "," : "") << v.ints[i];
+    for (size_t i = 0; i < v.ints.size(); ++i)
+      os << (i ? "," : "") << v.ints[i];
   else
     for (size_t i = 0; i < v.floats.size(); ++i)
       os << (i ? "," : "") << v.floats[i];
@@ -607,8 +623,7 @@ std::string Plan::dump() const {
      << "\"\n";
   os << "device arena " << d.deviceCapacity << " bytes, host arena "
      << d.hostCapacity << " bytes, predicted peak device "
-     << d.predictedPeakDeviceBytes << " bytes, " << d.numEvents
-     << " events\n";
+     << d.predictedPeakDeviceBytes << " bytes, " << d.numEvents << " events\n";
   os << "buffers (" << d.buffers.size() << "):\n";
   for (size_t i = 0; i < d.buffers.size(); ++i) {
     const BufferDesc &b = d.buffers[i];
@@ -616,7 +631,8 @@ std::string Plan::dump() const {
        << " " << memorySpaceName(b.space) << "@" << b.offset << "+" << b.size
        << " " << bufferRoleName(b.role) << " live [" << b.liveFirst << ","
        << b.liveLast << "]";
-    if (b.aliasOf >= 0) os << " alias of %" << b.aliasOf;
+    if (b.aliasOf >= 0)
+      os << " alias of %" << b.aliasOf;
     os << "\n";
   }
   os << "bindings (" << d.bindings.size() << "):\n";
@@ -629,17 +645,19 @@ std::string Plan::dump() const {
     const InstructionDesc &in = d.instructions[i];
     for (const PhaseDesc &p : d.phases)
       if (p.first == int(i) && p.last > p.first)
-        os << " phase " << p.name << " [" << p.first << "," << p.last
-           << "):\n";
+        os << " phase " << p.name << " [" << p.first << "," << p.last << "):\n";
     os << "  " << i << ": [" << streamName(in.stream) << "] ";
     for (size_t k = 0; k < in.outputs.size(); ++k)
       os << (k ? ", " : "") << "%" << in.outputs[k];
-    if (!in.outputs.empty()) os << " = ";
+    if (!in.outputs.empty())
+      os << " = ";
     os << in.op << "(";
     for (size_t k = 0; k < in.inputs.size(); ++k) {
       os << (k ? ", " : "");
-      if (in.inputs[k] < 0) os << "none";
-      else os << "%" << in.inputs[k];
+      if (in.inputs[k] < 0)
+        os << "none";
+      else
+        os << "%" << in.inputs[k];
     }
     os << ")";
     if (!in.attrs.entries().empty()) {
@@ -657,7 +675,8 @@ std::string Plan::dump() const {
         os << (k ? "," : "") << "e" << in.waitEvents[k];
       os << ")";
     }
-    if (in.recordEvent >= 0) os << " record(e" << in.recordEvent << ")";
+    if (in.recordEvent >= 0)
+      os << " record(e" << in.recordEvent << ")";
     os << "\n";
   }
   if (!d.constants.empty()) {

@@ -81,9 +81,8 @@ void PlanBuilder::bindOut(const std::string &name, int id) {
 }
 
 int PlanBuilder::instr(const std::string &op, std::vector<int32_t> inputs,
-                       std::vector<int32_t> outputs, AttrMap attrs,
-                       int stream, std::vector<int32_t> waitEvents,
-                       int32_t recordEvent) {
+                       std::vector<int32_t> outputs, AttrMap attrs, int stream,
+                       std::vector<int32_t> waitEvents, int32_t recordEvent) {
   InstructionDesc in;
   in.op = op;
   in.inputs = std::move(inputs);
@@ -119,12 +118,16 @@ PlanData PlanBuilder::finish() {
   std::vector<int> first(nb, -1), last(nb, -1);
   for (int i = 0; i < n; ++i) {
     auto use = [&](int id) {
-      if (id < 0 || size_t(id) >= nb) return;
-      if (first[size_t(id)] < 0) first[size_t(id)] = i;
+      if (id < 0 || size_t(id) >= nb)
+        return;
+      if (first[size_t(id)] < 0)
+        first[size_t(id)] = i;
       last[size_t(id)] = i;
     };
-    for (int id : d.instructions[size_t(i)].inputs) use(id);
-    for (int id : d.instructions[size_t(i)].outputs) use(id);
+    for (int id : d.instructions[size_t(i)].inputs)
+      use(id);
+    for (int id : d.instructions[size_t(i)].outputs)
+      use(id);
   }
   for (size_t id = 0; id < nb; ++id) {
     BufferRole r = d.buffers[id].role;
@@ -134,12 +137,16 @@ PlanData PlanBuilder::finish() {
       first[id] = 0;
   }
   for (const BindingDesc &b : d.bindings) {
-    if (b.buffer < 0 || size_t(b.buffer) >= nb) continue;
-    if (b.direction == BindingDirection::In) first[size_t(b.buffer)] = 0;
-    else last[size_t(b.buffer)] = lastIdx;
+    if (b.buffer < 0 || size_t(b.buffer) >= nb)
+      continue;
+    if (b.direction == BindingDirection::In)
+      first[size_t(b.buffer)] = 0;
+    else
+      last[size_t(b.buffer)] = lastIdx;
   }
   for (size_t id = 0; id < nb; ++id) {
-    if (liveSet_[id]) continue;
+    if (liveSet_[id])
+      continue;
     int f = first[id] < 0 ? 0 : first[id];
     int l = std::max(f, last[id]);
     d.buffers[id].liveFirst = f;
@@ -148,7 +155,8 @@ PlanData PlanBuilder::finish() {
   // A base buffer covers its aliases' intervals.
   for (size_t id = 0; id < nb; ++id) {
     int base = d.buffers[id].aliasOf;
-    if (base < 0 || size_t(base) >= nb || liveSet_[size_t(base)]) continue;
+    if (base < 0 || size_t(base) >= nb || liveSet_[size_t(base)])
+      continue;
     BufferDesc &bb = d.buffers[size_t(base)];
     bb.liveFirst = std::min(bb.liveFirst, d.buffers[id].liveFirst);
     bb.liveLast = std::max(bb.liveLast, d.buffers[id].liveLast);
@@ -158,19 +166,24 @@ PlanData PlanBuilder::finish() {
   const uint64_t align = 256;
   std::vector<bool> placed(nb, false);
   for (size_t id = 0; id < nb; ++id)
-    if (offsetSet_[id] && d.buffers[id].aliasOf < 0) placed[id] = true;
+    if (offsetSet_[id] && d.buffers[id].aliasOf < 0)
+      placed[id] = true;
   for (size_t id = 0; id < nb; ++id) {
     BufferDesc &b = d.buffers[id];
-    if (placed[id] || b.aliasOf >= 0) continue;
+    if (placed[id] || b.aliasOf >= 0)
+      continue;
     uint64_t off = 0;
     bool moved = true;
     while (moved) {
       moved = false;
       for (size_t o = 0; o < nb; ++o) {
         const BufferDesc &p = d.buffers[o];
-        if (!placed[o] || p.space != b.space) continue;
-        if (p.liveLast < b.liveFirst || b.liveLast < p.liveFirst) continue;
-        if (off < p.offset + p.size && p.offset < off + std::max<uint64_t>(b.size, 1)) {
+        if (!placed[o] || p.space != b.space)
+          continue;
+        if (p.liveLast < b.liveFirst || b.liveLast < p.liveFirst)
+          continue;
+        if (off < p.offset + p.size &&
+            p.offset < off + std::max<uint64_t>(b.size, 1)) {
           off = (p.offset + p.size + align - 1) / align * align;
           moved = true;
         }
@@ -187,9 +200,8 @@ PlanData PlanBuilder::finish() {
 
   uint64_t devEnd = 0, hostEnd = 0;
   for (const BufferDesc &b : d.buffers)
-    (b.space == MemorySpace::Device ? devEnd : hostEnd) =
-        std::max(b.space == MemorySpace::Device ? devEnd : hostEnd,
-                 b.offset + b.size);
+    (b.space == MemorySpace::Device ? devEnd : hostEnd) = std::max(
+        b.space == MemorySpace::Device ? devEnd : hostEnd, b.offset + b.size);
   d.deviceCapacity = deviceCapacity_ ? deviceCapacity_ : devEnd;
   d.hostCapacity = hostCapacity_ ? hostCapacity_ : hostEnd;
   d.predictedPeakDeviceBytes =

@@ -26,8 +26,10 @@ LiveSchedule LiveSchedule::build(const PlanData &d) {
   std::vector<int> recorder(size_t(d.numEvents), -1);
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];
-    for (int e : in.waitEvents) s.waitFor[i].push_back(recorder[size_t(e)]);
-    if (in.recordEvent >= 0) recorder[size_t(in.recordEvent)] = int(i);
+    for (int e : in.waitEvents)
+      s.waitFor[i].push_back(recorder[size_t(e)]);
+    if (in.recordEvent >= 0)
+      recorder[size_t(in.recordEvent)] = int(i);
   }
   return s;
 }
@@ -62,14 +64,17 @@ struct RaceChecker {
       v[size_t(s)] = seq[i];
       vc[i] = v;
       lane[size_t(s)] = v;
-      if (in.recordEvent >= 0) recorder[size_t(in.recordEvent)] = int(i);
+      if (in.recordEvent >= 0)
+        recorder[size_t(in.recordEvent)] = int(i);
     }
   }
 
   /// Does instruction a complete before instruction b starts?
   bool hb(int a, int b) const {
-    if (a == b) return true;
-    if (a > b) return false;
+    if (a == b)
+      return true;
+    if (a > b)
+      return false;
     int sa = d.instructions[size_t(a)].stream;
     return vc[size_t(b)][size_t(sa)] >= seq[size_t(a)];
   }
@@ -90,8 +95,7 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
   RaceChecker rc(d);
   size_t nb = d.buffers.size();
   auto base = [&](int b) {
-    return d.buffers[size_t(b)].aliasOf >= 0 ? d.buffers[size_t(b)].aliasOf
-                                              : b;
+    return d.buffers[size_t(b)].aliasOf >= 0 ? d.buffers[size_t(b)].aliasOf : b;
   };
   std::vector<int> lastWriter(nb, -1), firstUser(nb, -1);
   std::vector<std::array<int, NumStreams>> lastReader(nb, {-1, -1, -1});
@@ -103,7 +107,8 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
     const InstructionDesc &in = d.instructions[size_t(i)];
     int s = in.stream;
     for (int b : in.inputs) {
-      if (b < 0) continue;
+      if (b < 0)
+        continue;
       int m = base(b);
       int w = lastWriter[size_t(m)];
       if (w >= 0 && !rc.hb(w, i))
@@ -114,9 +119,8 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
       int m = base(b);
       int w = lastWriter[size_t(m)];
       if (w >= 0 && !rc.hb(w, i))
-        return err(rc.name(i) + " writes " + rc.buf(b) +
-                   " also written by " + rc.name(w) +
-                   " with no event ordering them");
+        return err(rc.name(i) + " writes " + rc.buf(b) + " also written by " +
+                   rc.name(w) + " with no event ordering them");
       for (int r : lastReader[size_t(m)])
         if (r >= 0 && !rc.hb(r, i))
           return err(rc.name(i) + " overwrites " + rc.buf(b) +
@@ -125,7 +129,8 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
     }
     auto use = [&](int b) {
       int m = base(b);
-      if (firstUser[size_t(m)] < 0) firstUser[size_t(m)] = i;
+      if (firstUser[size_t(m)] < 0)
+        firstUser[size_t(m)] = i;
       lastUser[size_t(m)][size_t(s)] = i;
     };
     for (int b : in.inputs)
@@ -143,7 +148,8 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
   // before the first use of the later one.
   for (size_t a = 0; a < nb; ++a) {
     const BufferDesc &A = d.buffers[a];
-    if (A.aliasOf >= 0 || A.size == 0) continue;
+    if (A.aliasOf >= 0 || A.size == 0)
+      continue;
     for (size_t b = 0; b < nb; ++b) {
       const BufferDesc &B = d.buffers[b];
       if (b == a || B.aliasOf >= 0 || B.space != A.space || B.size == 0 ||
@@ -152,13 +158,13 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
       if (B.offset >= A.offset + A.size || A.offset >= B.offset + B.size)
         continue;
       int f = firstUser[b];
-      if (f < 0) continue;
+      if (f < 0)
+        continue;
       for (int u : lastUser[a])
         if (u >= 0 && !rc.hb(u, f))
-          return err(rc.name(f) + " is the first use of " +
-                     rc.buf(int(b)) + ", whose bytes " + rc.buf(int(a)) +
-                     " used until " + rc.name(u) +
-                     ", with no event ordering them");
+          return err(rc.name(f) + " is the first use of " + rc.buf(int(b)) +
+                     ", whose bytes " + rc.buf(int(a)) + " used until " +
+                     rc.name(u) + ", with no event ordering them");
     }
   }
   return Status::success();

@@ -25,7 +25,8 @@ static bool isStoreRole(BufferRole r) {
 
 std::vector<std::string> offload::rt::availableBackends() {
   std::vector<std::string> out{"host"};
-  if (createCudaBackend()) out.push_back("cuda");
+  if (createCudaBackend())
+    out.push_back("cuda");
   return out;
 }
 
@@ -55,7 +56,8 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
     return s.withContext(std::string(be->name()) + " backend: ");
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
-  session->store_ = store ? std::move(store) : std::make_shared<ParameterStore>();
+  session->store_ =
+      store ? std::move(store) : std::make_shared<ParameterStore>();
   session->backend_ = std::move(be);
   session->options_ = options;
   return session;
@@ -88,21 +90,23 @@ Status Session::bind(const std::string &name, Tensor value) {
   return Status::success();
 }
 
-std::vector<std::pair<std::string, BufferRole>>
-Session::inputBindings() const {
+std::vector<std::pair<std::string, BufferRole>> Session::inputBindings() const {
   std::vector<std::pair<std::string, BufferRole>> out;
   for (const BindingDesc &b : plan_->data().bindings)
-    if (b.direction == BindingDirection::In) out.push_back({b.name, b.role});
+    if (b.direction == BindingDirection::In)
+      out.push_back({b.name, b.role});
   return out;
 }
 
 std::vector<std::string> Session::missingBindings() const {
   std::vector<std::string> out;
   for (const BindingDesc &b : plan_->data().bindings) {
-    if (b.direction != BindingDirection::In) continue;
-    bool have = isStoreRole(b.role) ? store_->has(b.name)
-                                    : inputs_.count(b.name) != 0;
-    if (!have) out.push_back(b.name);
+    if (b.direction != BindingDirection::In)
+      continue;
+    bool have =
+        isStoreRole(b.role) ? store_->has(b.name) : inputs_.count(b.name) != 0;
+    if (!have)
+      out.push_back(b.name);
   }
   return out;
 }
@@ -113,15 +117,17 @@ Status Session::beginStep() {
   std::vector<std::string> missing = missingBindings();
   if (!missing.empty()) {
     std::string list;
-    for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+    for (const std::string &m : missing)
+      list += (list.empty() ? "" : ", ") + m;
     return Status::error("missing bindings: " + list);
   }
   const PlanData &d = plan_->data();
   // Check store values (the store may be shared and set directly).
   for (const BindingDesc &bd : d.bindings) {
-    if (bd.direction != BindingDirection::In) continue;
-    const Tensor *t = isStoreRole(bd.role) ? store_->get(bd.name)
-                                           : &inputs_.at(bd.name);
+    if (bd.direction != BindingDirection::In)
+      continue;
+    const Tensor *t =
+        isStoreRole(bd.role) ? store_->get(bd.name) : &inputs_.at(bd.name);
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
     if (!t->sameTypeAndShape(b.dtype, b.shape))
       return Status::error("binding '" + bd.name + "' expects " +
@@ -142,9 +148,10 @@ Status Session::beginStep() {
         !s.ok())
       return fail(s);
   for (const BindingDesc &bd : d.bindings) {
-    if (bd.direction != BindingDirection::In) continue;
-    const Tensor *t = isStoreRole(bd.role) ? store_->get(bd.name)
-                                           : &inputs_.at(bd.name);
+    if (bd.direction != BindingDirection::In)
+      continue;
+    const Tensor *t =
+        isStoreRole(bd.role) ? store_->get(bd.name) : &inputs_.at(bd.name);
     if (Status s = backend_->write(bd.buffer, t->data(), t->byteSize());
         !s.ok())
       return fail(s.withContext("binding '" + bd.name + "': "));
@@ -153,7 +160,8 @@ Status Session::beginStep() {
 }
 
 Status Session::runTo(int end) {
-  if (end <= next_) return Status::success();
+  if (end <= next_)
+    return Status::success();
   Status s = backend_->run(next_, end);
   if (!s.ok()) {
     abortStep();
@@ -173,7 +181,8 @@ Status Session::runPhase(const std::string &name) {
                          (names.empty() ? "none" : names) + ")");
   }
   if (!active_)
-    if (Status s = beginStep(); !s.ok()) return s;
+    if (Status s = beginStep(); !s.ok())
+      return s;
   const PhaseDesc &ph = plan_->data().phases[size_t(p)];
   if (ph.last <= next_ && ph.last > ph.first)
     return Status::error("phase '" + name +
@@ -190,11 +199,11 @@ Status Session::finishStep() {
     return s;
   std::map<std::string, Tensor> outs;
   for (const BindingDesc &bd : d.bindings) {
-    if (bd.direction != BindingDirection::Out) continue;
+    if (bd.direction != BindingDirection::Out)
+      continue;
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
     Tensor t(b.dtype, b.shape);
-    if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize());
-        !s.ok()) {
+    if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize()); !s.ok()) {
       abortStep();
       return s.withContext("reading output '" + bd.name + "': ");
     }
@@ -212,13 +221,15 @@ Status Session::finishStep() {
 }
 
 void Session::abortStep() {
-  if (!active_) return;
+  if (!active_)
+    return;
   backend_->endStep();
   active_ = false;
 }
 
 Status Session::step() {
-  if (Status s = beginStep(); !s.ok()) return s;
+  if (Status s = beginStep(); !s.ok())
+    return s;
   return finishStep();
 }
 
@@ -236,13 +247,15 @@ Expected<Tensor> Session::output(const std::string &name) const {
 std::vector<std::string> Session::outputNames() const {
   std::vector<std::string> out;
   for (const BindingDesc &b : plan_->data().bindings)
-    if (b.direction == BindingDirection::Out) out.push_back(b.name);
+    if (b.direction == BindingDirection::Out)
+      out.push_back(b.name);
   return out;
 }
 
 Expected<double> Session::loss() const {
   Expected<Tensor> t = output("loss");
-  if (!t) return t.status();
+  if (!t)
+    return t.status();
   if (t->numel() != 1)
     return Status::error("output 'loss' has " + std::to_string(t->numel()) +
                          " elements, expected 1");

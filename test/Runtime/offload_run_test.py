@@ -132,4 +132,14 @@ for k in ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]:
     close(k, p[k])
     close(k + ".momentum_buffer", p[k + ".momentum_buffer"])
 expect(int(d["fc1.weight.step"]) == 3, "step counter")
+
+# Poison mode and more threads change nothing in the results.
+dump2 = os.path.join(work, "out_poison.npz")
+rc, out = offload_run(plan, "--params", params, "--inputs", inputs,
+                      "--steps", "3", "--dump", dump2, "--poison",
+                      "--threads", "2")
+expect(rc == 0, "poison run", out)
+d2 = np.load(dump2)
+for k in d.files:
+    expect(np.array_equal(d[k], d2[k]), f"{k} differs in poison mode")
 print("ok")

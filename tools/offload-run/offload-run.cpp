@@ -30,7 +30,8 @@ static const char *kHelp =
     "  --params FILE.npz    parameters, state and optimizer state, one array\n"
     "                       per input binding name (e.g. fc1.weight);\n"
     "                       optimizer state not given starts as zeros\n"
-    "  --inputs FILE.npz    per-step inputs (e.g. x, target), bound every step\n"
+    "  --inputs FILE.npz    per-step inputs (e.g. x, target), bound every "
+    "step\n"
     "  --dump FILE.npz      write the last step's outputs (loss, grad:NAME,\n"
     "                       updated NAME) under their binding names\n"
     "  --threads N          threads host kernels may use (default 1)\n"
@@ -39,7 +40,8 @@ static const char *kHelp =
     "                       missing wait fails the step\n"
     "  --no-race-check      skip the static check of the plan's events\n"
     "  --device-bytes N     device memory available (host backend: simulate\n"
-    "                       a smaller device; creation fails if the plan needs\n"
+    "                       a smaller device; creation fails if the plan "
+    "needs\n"
     "                       more)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --help               this text\n";
@@ -68,8 +70,10 @@ int main(int argc, char **argv) {
       char *end = nullptr;
       long long n = std::strtoll(v, &end, 10);
       if (!*v || *end || n < 0) {
-        std::fprintf(stderr, "offload-run: error: %s: '%s' is not a "
-                             "non-negative integer\n", flag, v);
+        std::fprintf(stderr,
+                     "offload-run: error: %s: '%s' is not a "
+                     "non-negative integer\n",
+                     flag, v);
         std::exit(1);
       }
       return n;
@@ -102,27 +106,30 @@ int main(int argc, char **argv) {
     } else if (planPath.empty()) {
       planPath = a;
     } else {
-      return fail("more than one plan given ('" + planPath + "', '" + a +
-                  "')");
+      return fail("more than one plan given ('" + planPath + "', '" + a + "')");
     }
   }
   if (planPath.empty())
     return fail("no plan file given (see --help)");
 
   auto plan = Plan::load(planPath);
-  if (!plan) return fail(plan.message());
+  if (!plan)
+    return fail(plan.message());
   if (dumpPlan) {
     std::fputs((*plan)->dump().c_str(), stdout);
     return 0;
   }
   auto session = Session::create(*plan, backend, opts);
-  if (!session) return fail(session.message());
+  if (!session)
+    return fail(session.message());
   Session &s = **session;
 
   for (const std::string *path : {&paramsPath, &inputsPath}) {
-    if (path->empty()) continue;
+    if (path->empty())
+      continue;
     auto arrays = readNpz(*path);
-    if (!arrays) return fail(arrays.message());
+    if (!arrays)
+      return fail(arrays.message());
     for (auto &a : *arrays)
       if (Status st = s.bind(a.first, a.second); !st.ok())
         return fail(*path + ": " + st.message());
@@ -131,8 +138,8 @@ int main(int argc, char **argv) {
   for (const auto &b : s.inputBindings())
     if (b.second == BufferRole::OptimizerState && !s.store().has(b.first)) {
       int k = s.plan().findBinding(b.first, BindingDirection::In);
-      const BufferDesc &buf =
-          s.plan().data().buffers[size_t(s.plan().data().bindings[size_t(k)].buffer)];
+      const BufferDesc &buf = s.plan().data().buffers[size_t(
+          s.plan().data().bindings[size_t(k)].buffer)];
       (void)s.bind(b.first, Tensor(buf.dtype, buf.shape));
     }
 
@@ -154,7 +161,8 @@ int main(int argc, char **argv) {
     NamedTensors outs;
     for (const std::string &name : s.outputNames()) {
       auto t = s.output(name);
-      if (!t) return fail(t.message());
+      if (!t)
+        return fail(t.message());
       outs.emplace_back(name, t.take());
     }
     if (Status st = writeNpz(dumpPath, outs); !st.ok())

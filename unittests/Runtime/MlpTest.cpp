@@ -23,7 +23,8 @@ namespace {
 
 std::vector<double> toDouble(const Tensor &t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[size_t(i)] = t.at(i);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[size_t(i)] = t.at(i);
   return v;
 }
 
@@ -31,13 +32,13 @@ void expectClose(const std::vector<double> &got, const std::vector<double> &ref,
                  const std::string &what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   double scale = 1e-6;
-  for (double r : ref) scale = std::max(scale, std::fabs(r));
+  for (double r : ref)
+    scale = std::max(scale, std::fabs(r));
   for (size_t i = 0; i < ref.size(); ++i)
     EXPECT_NEAR(got[i], ref[i], 1e-4 * scale) << what << "[" << i << "]";
 }
 
-void runMlp(const std::string &backend) {
-  MlpDims m;
+void runMlp(const std::string &backend, MlpDims m = {}, bool phases = false) {
   auto plan = Plan::fromData(buildMlpPlan(m));
   ASSERT_TRUE(plan.ok()) << plan.message();
   auto s = Session::create(*plan, backend);
@@ -53,25 +54,59 @@ void runMlp(const std::string &backend) {
   for (int step = 0; step < 3; ++step) {
     std::map<std::string, std::vector<double>> grads;
     double loss = mlpReference(m, state, state["x"], target, grads);
-    Status st = (*s)->step();
+    Status st;
+    if (phases) {
+      for (const PhaseDesc &ph : (*plan)->data().phases) {
+        st = (*s)->runPhase(ph.name);
+        ASSERT_TRUE(st.ok()) << ph.name << ": " << st.message();
+      }
+      st = (*s)->finishStep();
+    } else {
+      st = (*s)->step();
+    }
     ASSERT_TRUE(st.ok()) << st.message();
     EXPECT_NEAR(*(*s)->loss(), loss, 1e-4 * std::fabs(loss));
     for (auto &g : grads)
       expectClose(toDouble(*(*s)->output(g.first)), g.second, g.first);
-    for (const char *p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
-      expectClose(toDouble(*(*s)->store().get(p)), state[p], p);
+    for (auto &kv : state)
+      if (kv.first != "x" && kv.first != "target")
+        expectClose(toDouble(*(*s)->store().get(kv.first)), kv.second,
+                    kv.first);
     EXPECT_EQ((*s)->store().get("fc1.weight.step")->at(0), double(step + 1));
   }
   EXPECT_EQ((*s)->measuredPeakDeviceBytes(), (*s)->plannedPeakDeviceBytes());
 }
 
-TEST(MlpTest, HostMatchesReference) {
+bool haveHostKernels(std::string &missing) {
   registerAllHostKernels();
-  for (const char *op : {"offload.linear", "offload.cross_entropy",
-                         "offload.sgd_update", "offload.matmul"})
-    if (!KernelRegistry::host().lookup(op))
-      GTEST_SKIP() << "host kernel library not linked: no kernel for " << op;
+  for (const char *op :
+       {"offload.linear", "offload.relu", "offload.relu_backward",
+        "offload.cross_entropy", "offload.cross_entropy_backward",
+        "offload.fill", "offload.matmul", "offload.reduce_sum",
+        "offload.sgd_update", "offload.adamw_update"})
+    if (!KernelRegistry::host().lookup(op)) {
+      missing = op;
+      return false;
+    }
+  return true;
+}
+
+TEST(MlpTest, HostMatchesReference) {
+  std::string missing;
+  if (!haveHostKernels(missing))
+    GTEST_SKIP() << "host kernel library not linked: no kernel for " << missing;
   runMlp("host");
+}
+
+TEST(MlpTest, HostAdamWWithSplitBackwardPhases) {
+  std::string missing;
+  if (!haveHostKernels(missing))
+    GTEST_SKIP() << "host kernel library not linked: no kernel for " << missing;
+  MlpDims m;
+  m.adamw = true;
+  m.lr = 0.01;
+  m.splitBW = true;
+  runMlp("host", m, /*phases=*/true);
 }
 
 TEST(MlpTest, CudaMatchesReference) {
@@ -81,8 +116,14 @@ TEST(MlpTest, CudaMatchesReference) {
   if (e != cudaSuccess)
     GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount: "
                  << cudaGetErrorString(e);
-  if (n == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
+  if (n == 0)
+    GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount found 0";
   runMlp("cuda");
+  MlpDims m;
+  m.adamw = true;
+  m.lr = 0.01;
+  m.splitBW = true;
+  runMlp("cuda", m, /*phases=*/true);
 #else
   GTEST_SKIP() << "runtime built without CUDA (OFFLOAD_ENABLE_CUDA=OFF)";
 #endif

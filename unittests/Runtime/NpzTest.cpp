@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestPlans.h"
 #include "offload/Runtime/Npz.h"
+#include "TestPlans.h"
 
 #include <gtest/gtest.h>
 
@@ -43,18 +43,21 @@ const NamedTensors &sampleArrays() {
   static NamedTensors arrays = [] {
     NamedTensors a;
     std::vector<float> f(12);
-    for (int i = 0; i < 12; ++i) f[size_t(i)] = 0.5f * float(i) - 3.0f;
+    for (int i = 0; i < 12; ++i)
+      f[size_t(i)] = 0.5f * float(i) - 3.0f;
     a.emplace_back("fc1.weight", Tensor::fromVector(DType::F32, {3, 4}, f));
     a.emplace_back("d", Tensor::fromVector(DType::F64, {2},
                                            std::vector<double>{1e-300, -2.5}));
-    a.emplace_back("idx", Tensor::fromVector(DType::I64, {3},
-                                             std::vector<int64_t>{-1, 0, 1LL << 40}));
+    a.emplace_back("idx",
+                   Tensor::fromVector(DType::I64, {3},
+                                      std::vector<int64_t>{-1, 0, 1LL << 40}));
     a.emplace_back("i32", Tensor::fromVector(DType::I32, {1, 1, 2},
                                              std::vector<int32_t>{7, -7}));
     a.emplace_back("mask", Tensor::fromVector(DType::Bool, {2},
                                               std::vector<uint8_t>{1, 0}));
-    a.emplace_back("grad:scalar",
-                   Tensor::fromVector(DType::F32, {}, std::vector<float>{4.25f}));
+    a.emplace_back(
+        "grad:scalar",
+        Tensor::fromVector(DType::F32, {}, std::vector<float>{4.25f}));
     a.emplace_back("empty", Tensor(DType::F32, {0, 3}));
     return a;
   }();
@@ -100,11 +103,12 @@ TEST(NpzTest, RoundTripInCpp) {
 }
 
 TEST(NpzTest, ReadWhatNumpyWrote) {
-  if (!haveNumpy()) GTEST_SKIP() << "no numpy at " << python();
+  if (!haveNumpy())
+    GTEST_SKIP() << "no numpy at " << python();
   for (const char *fn : {"savez", "savez_compressed"}) {
     std::string path = tempPath(std::string(fn) + ".npz");
-    std::string script = std::string(kNumpyArrays) + "np." + fn + "('" +
-                         path + "', **ref)\n";
+    std::string script =
+        std::string(kNumpyArrays) + "np." + fn + "('" + path + "', **ref)\n";
     ASSERT_EQ(runPython(script), 0);
     auto got = readNpz(path);
     ASSERT_TRUE(got.ok()) << got.message();
@@ -114,12 +118,13 @@ TEST(NpzTest, ReadWhatNumpyWrote) {
 }
 
 TEST(NpzTest, NumpyReadsWhatWeWrote) {
-  if (!haveNumpy()) GTEST_SKIP() << "no numpy at " << python();
+  if (!haveNumpy())
+    GTEST_SKIP() << "no numpy at " << python();
   for (bool compress : {false, true}) {
     std::string path = tempPath("ours.npz");
     ASSERT_TRUE(writeNpz(path, sampleArrays(), compress).ok());
-    std::string script = std::string(kNumpyArrays) +
-                         "z = np.load('" + path + "')\n"
+    std::string script = std::string(kNumpyArrays) + "z = np.load('" + path +
+                         "')\n"
                          "assert sorted(z.files) == sorted(ref), z.files\n"
                          "for k, v in ref.items():\n"
                          "  assert z[k].dtype == v.dtype, (k, z[k].dtype)\n"
@@ -131,16 +136,19 @@ TEST(NpzTest, NumpyReadsWhatWeWrote) {
 }
 
 TEST(NpzTest, UnsupportedArraysAreErrors) {
-  if (!haveNumpy()) GTEST_SKIP() << "no numpy at " << python();
-  struct Case { const char *expr, *msg; } cases[] = {
+  if (!haveNumpy())
+    GTEST_SKIP() << "no numpy at " << python();
+  struct Case {
+    const char *expr, *msg;
+  } cases[] = {
       {"np.asfortranarray(np.ones((2, 3), dtype=np.float32))", "fortran-order"},
       {"np.ones(3, dtype='>f4')", "dtype '>f4' is not supported"},
       {"np.ones(3, dtype=np.float16)", "dtype '<f2' is not supported"},
   };
   for (const Case &c : cases) {
     std::string path = tempPath("bad.npz");
-    ASSERT_EQ(runPython("import numpy as np\nnp.savez('" + path + "', a=" +
-                        c.expr + ")\n"),
+    ASSERT_EQ(runPython("import numpy as np\nnp.savez('" + path +
+                        "', a=" + c.expr + ")\n"),
               0);
     auto got = readNpz(path);
     ASSERT_FALSE(got.ok()) << c.expr;

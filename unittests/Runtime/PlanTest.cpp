@@ -68,8 +68,8 @@ TEST(PlanTest, MissingFile) {
 TEST(PlanTest, TruncatedFile) {
   std::vector<uint8_t> bytes = Plan::serialize(buildStepPlan());
   std::string path = tempPath("trunc.oflp");
-  for (size_t keep : {size_t(0), size_t(5), bytes.size() / 2,
-                      bytes.size() - 1}) {
+  for (size_t keep :
+       {size_t(0), size_t(5), bytes.size() / 2, bytes.size() - 1}) {
     {
       std::ofstream os(path, std::ios::binary | std::ios::trunc);
       os.write(reinterpret_cast<const char *>(bytes.data()),

@@ -9,12 +9,13 @@
 
 #include "offload/Runtime/Runtime.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
-#include <cstdio>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace offload {
@@ -22,9 +23,11 @@ namespace rt {
 namespace test {
 
 inline std::string kMul(const KernelArgs &a) {
-  if (a.inputs.size() != 2 || a.outputs.size() != 1) return "test.mul arity";
+  if (a.inputs.size() != 2 || a.outputs.size() != 1)
+    return "test.mul arity";
   const TensorView &x = a.inputs[0], &y = a.inputs[1], &z = a.outputs[0];
-  if (x.numel() != y.numel() || x.numel() != z.numel()) return "shape";
+  if (x.numel() != y.numel() || x.numel() != z.numel())
+    return "shape";
   for (int64_t i = 0; i < z.numel(); ++i)
     z.as<float>()[i] = x.as<float>()[i] * y.as<float>()[i];
   return "";
@@ -38,17 +41,30 @@ inline std::string kSub(const KernelArgs &a) {
 inline std::string kScale(const KernelArgs &a) {
   float v = float(a.attrs.getFloat("value", 1.0));
   const TensorView &x = a.inputs[0], &z = a.outputs[0];
-  for (int64_t i = 0; i < z.numel(); ++i) z.as<float>()[i] = x.as<float>()[i] * v;
+  for (int64_t i = 0; i < z.numel(); ++i)
+    z.as<float>()[i] = x.as<float>()[i] * v;
   return "";
 }
 inline std::string kSumSq(const KernelArgs &a) {
   const TensorView &x = a.inputs[0];
   float s = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) s += x.as<float>()[i] * x.as<float>()[i];
+  for (int64_t i = 0; i < x.numel(); ++i)
+    s += x.as<float>()[i] * x.as<float>()[i];
   a.outputs[0].as<float>()[0] = s;
   return "";
 }
-inline std::string kFail(const KernelArgs &) { return "test.fail always fails"; }
+inline std::string kFail(const KernelArgs &) {
+  return "test.fail always fails";
+}
+
+/// test.maybe_fail fails while this is set (a fault a test can toggle).
+inline std::atomic<bool> &failSwitch() {
+  static std::atomic<bool> f{false};
+  return f;
+}
+inline std::string kMaybeFail(const KernelArgs &) {
+  return failSwitch() ? "test.maybe_fail: switched on" : "";
+}
 
 inline void registerTestKernels() {
   KernelRegistry &r = KernelRegistry::host();
@@ -57,6 +73,7 @@ inline void registerTestKernels() {
   r.add("test.scale", kScale);
   r.add("test.sumsq", kSumSq);
   r.add("test.fail", kFail);
+  r.add("test.maybe_fail", kMaybeFail);
 }
 
 inline AttrMap scaleBy(double v) {
@@ -77,6 +94,8 @@ struct StepPlanOptions {
   bool offload = false;
   bool dropWait = false;
   bool failOp = false;
+  /// test.maybe_fail in the optimizer phase, after new_w is computed.
+  bool switchableFail = false;
   float lr = 0.125f;
   int64_t n = 64;
 };
@@ -111,7 +130,8 @@ inline PlanData buildStepPlan(const StepPlanOptions &o = {}) {
     b.instr(kOpToHost, {y}, {yh}, {}, DeviceToHostStream, {e2}, e0);
     b.instr(kOpToDevice, {yh}, {yIn}, {}, HostToDeviceStream, {e0}, e1);
     std::vector<int32_t> waits;
-    if (!o.dropWait) waits.push_back(e1);
+    if (!o.dropWait)
+      waits.push_back(e1);
     b.instr("test.scale", {yIn}, {dy}, scaleBy(2.0), ComputeStream, waits);
   } else {
     b.instr("test.scale", {yIn}, {dy}, scaleBy(2.0));
@@ -120,7 +140,10 @@ inline PlanData buildStepPlan(const StepPlanOptions &o = {}) {
   b.endPhase("backward");
   b.instr("test.scale", {gw}, {t}, scaleBy(o.lr));
   b.instr("test.sub", {w, t}, {nw});
-  if (o.failOp) b.instr("test.fail", {t}, {t});
+  if (o.failOp)
+    b.instr("test.fail", {t}, {t});
+  if (o.switchableFail)
+    b.instr("test.maybe_fail", {t}, {t});
   b.endPhase("optimizer");
   return b.finish();
 }
@@ -128,8 +151,7 @@ inline PlanData buildStepPlan(const StepPlanOptions &o = {}) {
 /// Reference for buildStepPlan: returns loss, fills grad and new w.
 inline float referenceStep(const std::vector<float> &w,
                            const std::vector<float> &x, float lr,
-                           std::vector<float> &grad,
-                           std::vector<float> &newW) {
+                           std::vector<float> &grad, std::vector<float> &newW) {
   float loss = 0;
   grad.resize(w.size());
   newW.resize(w.size());
@@ -145,7 +167,8 @@ inline float referenceStep(const std::vector<float> &w,
 
 inline std::vector<float> ramp(int64_t n, float a, float b) {
   std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = a + b * float(i % 7) - 0.01f * float(i);
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = a + b * float(i % 7) - 0.01f * float(i);
   return v;
 }
 

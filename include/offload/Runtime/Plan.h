@@ -1,4 +1,5 @@
-//===- Plan.h - Executable plan: in-memory form, loading, building -*- C++ -*-===//
+//===- Plan.h - Executable plan: in-memory form, loading, building -*- C++
+//-*-===//
 //
 // Part of offload. A plan is the static schedule that the compiler's lowering
 // emits and the runtime executes: buffers at fixed byte offsets in a device
@@ -73,7 +74,8 @@ struct BufferDesc {
 
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape)
+      n *= d;
     return n;
   }
   /// Bytes of the tensor's elements (numel * dtype size).
@@ -103,7 +105,7 @@ constexpr const char *kOpReshape = "offload.reshape";
 /// byte slice (default: the whole source). offload.wait only waits.
 struct InstructionDesc {
   std::string op;
-  std::vector<int32_t> inputs;  ///< -1 = absent optional operand
+  std::vector<int32_t> inputs; ///< -1 = absent optional operand
   std::vector<int32_t> outputs;
   AttrMap attrs;
   int stream = ComputeStream;
@@ -155,8 +157,8 @@ public:
   /// Reads, verifies and validates a plan file.
   static Expected<std::shared_ptr<const Plan>> load(const std::string &path);
   /// Same, from bytes in memory.
-  static Expected<std::shared_ptr<const Plan>>
-  fromBytes(const uint8_t *data, size_t size);
+  static Expected<std::shared_ptr<const Plan>> fromBytes(const uint8_t *data,
+                                                         size_t size);
   /// Validates `data` and wraps it (no serialization round trip).
   static Expected<std::shared_ptr<const Plan>> fromData(PlanData data);
 
@@ -191,9 +193,8 @@ public:
   PlanBuilder();
   /// Adds a buffer; returns its id. Offset is assigned by finish() unless
   /// setOffset() is called. Size defaults to the data bytes.
-  int buffer(const std::string &name, DType dtype,
-             std::vector<int64_t> shape, BufferRole role,
-             MemorySpace space = MemorySpace::Device);
+  int buffer(const std::string &name, DType dtype, std::vector<int64_t> shape,
+             BufferRole role, MemorySpace space = MemorySpace::Device);
   /// A view of `base`'s bytes with another shape (reshape); same size.
   int alias(const std::string &name, int base, std::vector<int64_t> shape);
   void setOffset(int buffer, uint64_t offset);

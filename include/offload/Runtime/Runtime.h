@@ -47,7 +47,8 @@ public:
   bool has(const std::string &name) const { return values_.count(name) != 0; }
   std::vector<std::string> names() const {
     std::vector<std::string> out;
-    for (auto &e : values_) out.push_back(e.first);
+    for (auto &e : values_)
+      out.push_back(e.first);
     return out;
   }
 

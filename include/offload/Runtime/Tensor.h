@@ -40,7 +40,8 @@ public:
   const std::vector<int64_t> &shape() const { return shape_; }
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t d : shape_) n *= d;
+    for (int64_t d : shape_)
+      n *= d;
     return n;
   }
   /// Bytes of data (numel * element size).
@@ -54,11 +55,16 @@ public:
   /// Element i as double (any dtype).
   double at(int64_t i) const {
     switch (dtype_) {
-    case DType::F32: return as<float>()[i];
-    case DType::F64: return as<double>()[i];
-    case DType::I64: return double(as<int64_t>()[i]);
-    case DType::I32: return as<int32_t>()[i];
-    case DType::Bool: return as<uint8_t>()[i];
+    case DType::F32:
+      return as<float>()[i];
+    case DType::F64:
+      return as<double>()[i];
+    case DType::I64:
+      return double(as<int64_t>()[i]);
+    case DType::I32:
+      return as<int32_t>()[i];
+    case DType::Bool:
+      return as<uint8_t>()[i];
     }
     return 0;
   }

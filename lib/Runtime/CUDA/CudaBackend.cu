@@ -41,9 +41,7 @@ public:
   Status run(int first, int last) override;
   void endStep() override {}
   uint64_t peakDeviceBytes() const override { return peak_; }
-  std::array<double, NumStreams> busySeconds() const override {
-    return busy_;
-  }
+  std::array<double, NumStreams> busySeconds() const override { return busy_; }
 
 private:
   uint8_t *ptr(int id) const {
@@ -67,16 +65,24 @@ private:
 };
 
 CudaBackend::~CudaBackend() {
-  if (!deviceSet_) return;
+  if (!deviceSet_)
+    return;
   for (cudaStream_t s : streams_)
-    if (s) cudaStreamSynchronize(s);
-  if (cublas_) cublasDestroy(cublas_);
-  for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  for (cudaEvent_t e : timing_) cudaEventDestroy(e);
+    if (s)
+      cudaStreamSynchronize(s);
+  if (cublas_)
+    cublasDestroy(cublas_);
+  for (cudaEvent_t e : events_)
+    cudaEventDestroy(e);
+  for (cudaEvent_t e : timing_)
+    cudaEventDestroy(e);
   for (cudaStream_t s : streams_)
-    if (s) cudaStreamDestroy(s);
-  if (device_) cudaFree(device_);
-  if (host_) cudaFreeHost(host_);
+    if (s)
+      cudaStreamDestroy(s);
+  if (device_)
+    cudaFree(device_);
+  if (host_)
+    cudaFreeHost(host_);
 }
 
 Status CudaBackend::init(std::shared_ptr<const Plan> plan,
@@ -100,12 +106,14 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   }
   if (!missing.empty()) {
     std::string list;
-    for (const std::string &m : missing) list += (list.empty() ? "" : ", ") + m;
+    for (const std::string &m : missing)
+      list += (list.empty() ? "" : ", ") + m;
     return Status::error("no CUDA kernel for: " + list);
   }
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];
-    if (!kernels_[i] && in.op != kOpReshape) continue;
+    if (!kernels_[i] && in.op != kOpReshape)
+      continue;
     for (const auto *ids : {&in.inputs, &in.outputs})
       for (int id : *ids)
         if (id >= 0 && d.buffers[size_t(id)].space != MemorySpace::Device)
@@ -149,7 +157,8 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   for (cudaEvent_t &ev : events_)
     OFFLOAD_CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   timing_.assign(2 * d.instructions.size(), nullptr);
-  for (cudaEvent_t &ev : timing_) OFFLOAD_CUDA_TRY(cudaEventCreate(&ev));
+  for (cudaEvent_t &ev : timing_)
+    OFFLOAD_CUDA_TRY(cudaEventCreate(&ev));
   cublasStatus_t st = cublasCreate(&cublas_);
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasCreate", st));
@@ -162,7 +171,8 @@ Status CudaBackend::beginStep() {
   cur_ = 0;
   for (int id : sched_.allocAt[0]) {
     const BufferDesc &b = plan_->data().buffers[size_t(id)];
-    if (b.space == MemorySpace::Device && b.aliasOf < 0) cur_ += b.size;
+    if (b.space == MemorySpace::Device && b.aliasOf < 0)
+      cur_ += b.size;
   }
   peak_ = std::max(peak_, cur_);
   return Status::success();
@@ -201,13 +211,13 @@ Status CudaBackend::run(int first, int last) {
     if (i > 0)
       for (int id : sched_.allocAt[size_t(i)]) {
         const BufferDesc &b = d.buffers[size_t(id)];
-        if (b.space == MemorySpace::Device && b.aliasOf < 0) cur_ += b.size;
+        if (b.space == MemorySpace::Device && b.aliasOf < 0)
+          cur_ += b.size;
       }
     peak_ = std::max(peak_, cur_);
     if (opts_.failAtInstruction == i) {
-      failure = Status::error(where +
-                              ": injected failure "
-                              "(SessionOptions::failAtInstruction)");
+      failure = Status::error(where + ": injected failure "
+                                      "(SessionOptions::failAtInstruction)");
       break;
     }
     cudaStream_t s = streams_[in.stream];
@@ -219,7 +229,8 @@ Status CudaBackend::run(int first, int last) {
         break;
       }
     }
-    if (!failure.ok()) break;
+    if (!failure.ok())
+      break;
     cudaEventRecord(timing_[2 * size_t(i)], s);
     std::string err;
     if (in.op == kOpToHost || in.op == kOpToDevice) {
@@ -231,14 +242,16 @@ Status CudaBackend::run(int first, int last) {
           ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so, size_t(bytes),
           in.op == kOpToHost ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
           s);
-      if (ce != cudaSuccess) err = cudaErrorText("cudaMemcpyAsync", ce);
+      if (ce != cudaSuccess)
+        err = cudaErrorText("cudaMemcpyAsync", ce);
     } else if (in.op == kOpReshape) {
       uint8_t *src = ptr(in.inputs[0]), *dst = ptr(in.outputs[0]);
       if (src != dst) {
         cudaError_t ce = cudaMemcpyAsync(
             dst, src, d.buffers[size_t(in.outputs[0])].dataBytes(),
             cudaMemcpyDeviceToDevice, s);
-        if (ce != cudaSuccess) err = cudaErrorText("cudaMemcpyAsync", ce);
+        if (ce != cudaSuccess)
+          err = cudaErrorText("cudaMemcpyAsync", ce);
       }
     } else if (in.op != kOpWait) {
       std::vector<TensorView> ins, outs;
@@ -271,18 +284,21 @@ Status CudaBackend::run(int first, int last) {
     if (in.recordEvent >= 0) {
       cudaError_t ce = cudaEventRecord(events_[size_t(in.recordEvent)], s);
       if (ce != cudaSuccess)
-        failure = Status::error(where + ": " +
-                                cudaErrorText("cudaEventRecord", ce));
+        failure =
+            Status::error(where + ": " + cudaErrorText("cudaEventRecord", ce));
     }
     for (int id : sched_.freeAfter[size_t(i)]) {
       const BufferDesc &b = d.buffers[size_t(id)];
-      if (b.space == MemorySpace::Device && b.aliasOf < 0) cur_ -= b.size;
+      if (b.space == MemorySpace::Device && b.aliasOf < 0)
+        cur_ -= b.size;
     }
   }
   // Wait for every stream; asynchronous kernel faults surface here.
   Status sync = syncAll();
-  if (!failure.ok()) return failure;
-  if (!sync.ok()) return sync;
+  if (!failure.ok())
+    return failure;
+  if (!sync.ok())
+    return sync;
   for (int i = first; i < last; ++i) {
     float ms = 0;
     if (cudaEventElapsedTime(&ms, timing_[2 * size_t(i)],

@@ -77,8 +77,7 @@ __global__ void scalarKernel(const float *x, float *y, int64_t n, float v,
     y[i] = mul ? x[i] * v : x[i] + v;
 }
 
-template <typename T>
-__global__ void fillKernel(T *y, int64_t n, T v) {
+template <typename T> __global__ void fillKernel(T *y, int64_t n, T v) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     y[i] = v;
@@ -94,7 +93,8 @@ struct Bcast {
 bool broadcastStrides(const std::vector<int64_t> &in,
                       const std::vector<int64_t> &out, int64_t *strides) {
   int r = int(out.size()), ri = int(in.size());
-  if (ri > r) return false;
+  if (ri > r)
+    return false;
   int64_t s = 1;
   for (int d = r - 1; d >= 0; --d) {
     int di = d - (r - ri);
@@ -102,9 +102,12 @@ bool broadcastStrides(const std::vector<int64_t> &in,
       strides[d] = 0;
       continue;
     }
-    if (in[size_t(di)] == out[size_t(d)]) strides[d] = s;
-    else if (in[size_t(di)] == 1) strides[d] = 0;
-    else return false;
+    if (in[size_t(di)] == out[size_t(d)])
+      strides[d] = s;
+    else if (in[size_t(di)] == 1)
+      strides[d] = 0;
+    else
+      return false;
     s *= in[size_t(di)];
   }
   return true;
@@ -127,7 +130,8 @@ __global__ void binaryKernel(const float *a, const float *b, float *c,
 }
 
 std::string binary(const CudaKernelArgs &a, int op, const char *name) {
-  if (std::string e = needF32(a, name); !e.empty()) return e;
+  if (std::string e = needF32(a, name); !e.empty())
+    return e;
   if (a.inputs.size() != 2 || a.outputs.size() != 1)
     return std::string(name) + ": expects 2 inputs and 1 output";
   const TensorView &x = a.inputs[0], &y = a.inputs[1], &z = a.outputs[0];
@@ -135,12 +139,14 @@ std::string binary(const CudaKernelArgs &a, int op, const char *name) {
     return std::string(name) + ": rank above 8 is not supported";
   Bcast bc{};
   bc.rank = int(z.rank());
-  for (int d = 0; d < bc.rank; ++d) bc.shape[d] = z.shape[size_t(d)];
+  for (int d = 0; d < bc.rank; ++d)
+    bc.shape[d] = z.shape[size_t(d)];
   if (!broadcastStrides(x.shape, z.shape, bc.sa) ||
       !broadcastStrides(y.shape, z.shape, bc.sb))
     return std::string(name) + ": operands do not broadcast to the result";
   int64_t n = z.numel();
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   binaryKernel<<<blocksFor(n), kThreads, 0, a.stream>>>(
       x.as<float>(), y.as<float>(), z.as<float>(), n, bc, op);
   return launched(name);
@@ -152,18 +158,22 @@ std::string kMul(const CudaKernelArgs &a) { return binary(a, 2, "mul"); }
 std::string kDiv(const CudaKernelArgs &a) { return binary(a, 3, "div"); }
 
 std::string kRelu(const CudaKernelArgs &a) {
-  if (std::string e = needF32(a, "relu"); !e.empty()) return e;
+  if (std::string e = needF32(a, "relu"); !e.empty())
+    return e;
   int64_t n = a.outputs[0].numel();
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   reluKernel<<<blocksFor(n), kThreads, 0, a.stream>>>(
       a.inputs[0].as<float>(), a.outputs[0].as<float>(), n);
   return launched("relu");
 }
 
 std::string kReluBackward(const CudaKernelArgs &a) {
-  if (std::string e = needF32(a, "relu_backward"); !e.empty()) return e;
+  if (std::string e = needF32(a, "relu_backward"); !e.empty())
+    return e;
   int64_t n = a.outputs[0].numel();
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   reluBackwardKernel<<<blocksFor(n), kThreads, 0, a.stream>>>(
       a.inputs[0].as<float>(), a.inputs[1].as<float>(),
       a.outputs[0].as<float>(), n);
@@ -171,9 +181,11 @@ std::string kReluBackward(const CudaKernelArgs &a) {
 }
 
 std::string scalarOp(const CudaKernelArgs &a, int mul, const char *name) {
-  if (std::string e = needF32(a, name); !e.empty()) return e;
+  if (std::string e = needF32(a, name); !e.empty())
+    return e;
   int64_t n = a.outputs[0].numel();
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   scalarKernel<<<blocksFor(n), kThreads, 0, a.stream>>>(
       a.inputs[0].as<float>(), a.outputs[0].as<float>(), n,
       float(a.attrs.getFloat("value", 0.0)), mul);
@@ -189,23 +201,29 @@ std::string kMulScalar(const CudaKernelArgs &a) {
 std::string kFill(const CudaKernelArgs &a) {
   const TensorView &y = a.outputs[0];
   int64_t n = y.numel();
-  if (n == 0) return "";
+  if (n == 0)
+    return "";
   double v = a.attrs.getFloat("value", 0.0);
   switch (y.dtype) {
   case DType::F32:
-    fillKernel<float><<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<float>(), n, float(v));
+    fillKernel<float>
+        <<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<float>(), n, float(v));
     break;
   case DType::F64:
-    fillKernel<double><<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<double>(), n, v);
+    fillKernel<double>
+        <<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<double>(), n, v);
     break;
   case DType::I64:
-    fillKernel<int64_t><<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<int64_t>(), n, int64_t(v));
+    fillKernel<int64_t><<<blocksFor(n), kThreads, 0, a.stream>>>(
+        y.as<int64_t>(), n, int64_t(v));
     break;
   case DType::I32:
-    fillKernel<int32_t><<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<int32_t>(), n, int32_t(v));
+    fillKernel<int32_t><<<blocksFor(n), kThreads, 0, a.stream>>>(
+        y.as<int32_t>(), n, int32_t(v));
     break;
   case DType::Bool:
-    fillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.stream>>>(y.as<uint8_t>(), n, uint8_t(v != 0));
+    fillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.stream>>>(
+        y.as<uint8_t>(), n, uint8_t(v != 0));
     break;
   }
   return launched("fill");
@@ -229,7 +247,8 @@ __global__ void reduceSumKernel(const float *x, float *y, int64_t nOut,
     // Base offset from the kept dims (row-major over kept dims).
     int64_t rem = o, base = 0;
     for (int d = rd.rank - 1; d >= 0; --d) {
-      if (rd.reduced[d]) continue;
+      if (rd.reduced[d])
+        continue;
       int64_t idx = rem % rd.shape[d];
       rem /= rd.shape[d];
       base += idx * rd.stride[d];
@@ -238,7 +257,8 @@ __global__ void reduceSumKernel(const float *x, float *y, int64_t nOut,
     for (int64_t r = 0; r < nRed; ++r) {
       int64_t rr = r, off = base;
       for (int d = rd.rank - 1; d >= 0; --d) {
-        if (!rd.reduced[d]) continue;
+        if (!rd.reduced[d])
+          continue;
         int64_t idx = rr % rd.shape[d];
         rr /= rd.shape[d];
         off += idx * rd.stride[d];
@@ -250,9 +270,11 @@ __global__ void reduceSumKernel(const float *x, float *y, int64_t nOut,
 }
 
 std::string kReduceSum(const CudaKernelArgs &a) {
-  if (std::string e = needF32(a, "reduce_sum"); !e.empty()) return e;
+  if (std::string e = needF32(a, "reduce_sum"); !e.empty())
+    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
-  if (x.rank() > kMaxRank) return "reduce_sum: rank above 8 is not supported";
+  if (x.rank() > kMaxRank)
+    return "reduce_sum: rank above 8 is not supported";
   ReduceDesc rd{};
   rd.rank = int(x.rank());
   std::vector<int64_t> dims = a.attrs.getInts("dims");
@@ -263,19 +285,23 @@ std::string kReduceSum(const CudaKernelArgs &a) {
     s *= x.shape[size_t(d)];
   }
   if (dims.empty())
-    for (int d = 0; d < rd.rank; ++d) rd.reduced[d] = 1;
+    for (int d = 0; d < rd.rank; ++d)
+      rd.reduced[d] = 1;
   for (int64_t d : dims) {
     int64_t dd = d < 0 ? d + rd.rank : d;
-    if (dd < 0 || dd >= rd.rank) return "reduce_sum: dim out of range";
+    if (dd < 0 || dd >= rd.rank)
+      return "reduce_sum: dim out of range";
     rd.reduced[dd] = 1;
   }
   int64_t nRed = 1;
   for (int d = 0; d < rd.rank; ++d)
-    if (rd.reduced[d]) nRed *= rd.shape[d];
+    if (rd.reduced[d])
+      nRed *= rd.shape[d];
   int64_t nOut = y.numel();
   if (nOut * nRed != x.numel() && x.numel() != 0)
     return "reduce_sum: result shape does not match dims";
-  if (nOut == 0) return "";
+  if (nOut == 0)
+    return "";
   reduceSumKernel<<<blocksFor(nOut), kThreads, 0, a.stream>>>(
       x.as<float>(), y.as<float>(), nOut, nRed, rd);
   return launched("reduce_sum");
@@ -294,7 +320,8 @@ __global__ void biasRowsKernel(float *y, const float *b, int64_t rows,
 }
 
 std::string kLinear(const CudaKernelArgs &a) {
-  if (std::string e = needF32(a, "linear"); !e.empty()) return e;
+  if (std::string e = needF32(a, "linear"); !e.empty())
+    return e;
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
   bool hasBias = a.inputs.size() > 2 && a.inputs[2].data;
   if (x.rank() < 1 || w.rank() != 2)
@@ -303,40 +330,49 @@ std::string kLinear(const CudaKernelArgs &a) {
   if (w.shape[1] != K || y.shape.back() != M)
     return "linear: shapes do not agree";
   int64_t R = x.numel() / (K ? K : 1);
-  if (R == 0 || M == 0) return "";
+  if (R == 0 || M == 0)
+    return "";
   float beta = 0.f, alpha = 1.f;
   if (hasBias) {
     biasRowsKernel<<<blocksFor(R * M), kThreads, 0, a.stream>>>(
         y.as<float>(), a.inputs[2].as<float>(), R, M);
-    if (std::string e = launched("linear bias"); !e.empty()) return e;
+    if (std::string e = launched("linear bias"); !e.empty())
+      return e;
     beta = 1.f;
   }
   if (K == 0) {
     if (!hasBias)
-      fillKernel<float><<<blocksFor(R * M), kThreads, 0, a.stream>>>(y.as<float>(), R * M, 0.f);
+      fillKernel<float><<<blocksFor(R * M), kThreads, 0, a.stream>>>(
+          y.as<float>(), R * M, 0.f);
     return launched("linear");
   }
   cublasSetStream(a.cublas, a.stream);
   // y^T[M,R] = W[M,K] * X^T[K,R] in column-major terms.
-  cublasStatus_t st = cublasSgemm(a.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(M),
-                                  int(R), int(K), &alpha, w.as<float>(),
-                                  int(K), x.as<float>(), int(K), &beta,
-                                  y.as<float>(), int(M));
-  if (st != CUBLAS_STATUS_SUCCESS) return cublasErrorText("cublasSgemm", st);
+  cublasStatus_t st =
+      cublasSgemm(a.cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(M), int(R), int(K),
+                  &alpha, w.as<float>(), int(K), x.as<float>(), int(K), &beta,
+                  y.as<float>(), int(M));
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return cublasErrorText("cublasSgemm", st);
   return "";
 }
 
 std::string kMatmul(const CudaKernelArgs &a) {
-  if (std::string e = needF32(a, "matmul"); !e.empty()) return e;
+  if (std::string e = needF32(a, "matmul"); !e.empty())
+    return e;
   const TensorView &A = a.inputs[0], &B = a.inputs[1], &C = a.outputs[0];
   if (A.rank() < 2 || B.rank() < 2 || C.rank() < 2)
     return "matmul: operands need rank >= 2";
   bool ta = a.attrs.getInt("transpose_a", 0) != 0;
   bool tb = a.attrs.getInt("transpose_b", 0) != 0;
-  int64_t M = ta ? A.shape[size_t(A.rank() - 1)] : A.shape[size_t(A.rank() - 2)];
-  int64_t K = ta ? A.shape[size_t(A.rank() - 2)] : A.shape[size_t(A.rank() - 1)];
-  int64_t Kb = tb ? B.shape[size_t(B.rank() - 1)] : B.shape[size_t(B.rank() - 2)];
-  int64_t N = tb ? B.shape[size_t(B.rank() - 2)] : B.shape[size_t(B.rank() - 1)];
+  int64_t M =
+      ta ? A.shape[size_t(A.rank() - 1)] : A.shape[size_t(A.rank() - 2)];
+  int64_t K =
+      ta ? A.shape[size_t(A.rank() - 2)] : A.shape[size_t(A.rank() - 1)];
+  int64_t Kb =
+      tb ? B.shape[size_t(B.rank() - 1)] : B.shape[size_t(B.rank() - 2)];
+  int64_t N =
+      tb ? B.shape[size_t(B.rank() - 2)] : B.shape[size_t(B.rank() - 1)];
   if (K != Kb || C.shape[size_t(C.rank() - 2)] != M ||
       C.shape[size_t(C.rank() - 1)] != N)
     return "matmul: shapes do not agree";
@@ -346,7 +382,8 @@ std::string kMatmul(const CudaKernelArgs &a) {
   if (!((batchA == batchC || batchA == 1) && (batchB == batchC || batchB == 1)))
     return "matmul: the CUDA backend broadcasts batch dims only when equal "
            "or when one operand has none";
-  if (M * N * batchC == 0) return "";
+  if (M * N * batchC == 0)
+    return "";
   float alpha = 1.f, beta = 0.f;
   cublasSetStream(a.cublas, a.stream);
   // Row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T.
@@ -376,7 +413,8 @@ __device__ float blockReduceSum(float v, float *shm) {
   shm[threadIdx.x] = v;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) shm[threadIdx.x] += shm[threadIdx.x + s];
+    if (threadIdx.x < s)
+      shm[threadIdx.x] += shm[threadIdx.x + s];
     __syncthreads();
   }
   float r = shm[0];
@@ -388,7 +426,8 @@ __device__ float blockReduceMax(float v, float *shm) {
   shm[threadIdx.x] = v;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) shm[threadIdx.x] = fmaxf(shm[threadIdx.x], shm[threadIdx.x + s]);
+    if (threadIdx.x < s)
+      shm[threadIdx.x] = fmaxf(shm[threadIdx.x], shm[threadIdx.x + s]);
     __syncthreads();
   }
   float r = shm[0];
@@ -403,10 +442,12 @@ __global__ void crossEntropyKernel(const float *logits, const int64_t *target,
   int64_t count = 0;
   for (int64_t i = 0; i < p.N; ++i) {
     int64_t t = target[i];
-    if (t == p.ignoreIndex) continue;
+    if (t == p.ignoreIndex)
+      continue;
     const float *row = logits + i * p.C;
     float m = -INFINITY;
-    for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) m = fmaxf(m, row[c]);
+    for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x)
+      m = fmaxf(m, row[c]);
     m = blockReduceMax(m, shm);
     float se = 0, sl = 0;
     for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) {
@@ -417,7 +458,8 @@ __global__ void crossEntropyKernel(const float *logits, const int64_t *target,
     sl = blockReduceSum(sl, shm);
     float lse = m + logf(se);
     // -logp[t] = lse - x_t; -sum_c logp_c = C*lse - sum_c x_c.
-    float nll = lse - row[t];
+    // An out-of-range target gives NaN (ATen raises; kernels cannot).
+    float nll = t >= 0 && t < p.C ? lse - row[t] : NAN;
     float smooth = (float(p.C) * lse - sl) / float(p.C);
     total += double((1.f - p.smoothing) * nll + p.smoothing * smooth);
     ++count;
@@ -442,14 +484,17 @@ __global__ void crossEntropyBackwardKernel(const float *dloss,
   float *drow = dx + i * p.C;
   int64_t t = target[i];
   if (t == p.ignoreIndex) {
-    for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) drow[c] = 0.f;
+    for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x)
+      drow[c] = 0.f;
     return;
   }
   float m = -INFINITY;
-  for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) m = fmaxf(m, row[c]);
+  for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x)
+    m = fmaxf(m, row[c]);
   m = blockReduceMax(m, shm);
   float se = 0;
-  for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) se += expf(row[c] - m);
+  for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x)
+    se += expf(row[c] - m);
   se = blockReduceSum(se, shm);
   float g = dloss[0] / (p.mean ? count : 1.f);
   for (int64_t c = threadIdx.x; c < p.C; c += blockDim.x) {
@@ -481,9 +526,9 @@ std::string kCrossEntropy(const CudaKernelArgs &a) {
   CeParams p{};
   if (std::string e = ceParams(a, a.inputs[0], a.inputs[1], p); !e.empty())
     return e;
-  crossEntropyKernel<<<1, kThreads, 0, a.stream>>>(
-      a.inputs[0].as<float>(), a.inputs[1].as<int64_t>(),
-      a.outputs[0].as<float>(), p);
+  crossEntropyKernel<<<1, kThreads, 0, a.stream>>>(a.inputs[0].as<float>(),
+                                                   a.inputs[1].as<int64_t>(),
+                                                   a.outputs[0].as<float>(), p);
   return launched("cross_entropy");
 }
 
@@ -491,7 +536,8 @@ std::string kCrossEntropyBackward(const CudaKernelArgs &a) {
   CeParams p{};
   if (std::string e = ceParams(a, a.inputs[1], a.inputs[2], p); !e.empty())
     return e;
-  if (p.N == 0) return "";
+  if (p.N == 0)
+    return "";
   crossEntropyBackwardKernel<<<int(p.N), kThreads, 0, a.stream>>>(
       a.inputs[0].as<float>(), a.inputs[1].as<float>(),
       a.inputs[2].as<int64_t>(), a.outputs[0].as<float>(), p);
@@ -509,23 +555,24 @@ struct SgdParams {
 
 __global__ void sgdKernel(const float *param, const float *grad,
                           const float *buf, const int64_t *step, float *np,
-                          float *nbuf, int64_t *nstep, int64_t n,
-                          SgdParams p) {
+                          float *nbuf, int64_t *nstep, int64_t n, SgdParams p) {
   int64_t s = step ? *step : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float g = grad[i] + p.wd * param[i];
     if (p.momentum != 0.f) {
-      float b = s == 0 || !buf ? g
-                               : p.momentum * buf[i] + (1.f - p.dampening) * g;
-      if (nbuf) nbuf[i] = b;
+      float b =
+          s == 0 || !buf ? g : p.momentum * buf[i] + (1.f - p.dampening) * g;
+      if (nbuf)
+        nbuf[i] = b;
       g = p.nesterov ? g + p.momentum * b : b;
     } else if (nbuf) {
       nbuf[i] = buf ? buf[i] : 0.f;
     }
     np[i] = param[i] - p.lr * g;
   }
-  if (nstep && blockIdx.x == 0 && threadIdx.x == 0) *nstep = s + 1;
+  if (nstep && blockIdx.x == 0 && threadIdx.x == 0)
+    *nstep = s + 1;
 }
 
 const void *optData(const std::vector<TensorView> &v, size_t i) {
@@ -558,10 +605,9 @@ struct AdamParams {
 };
 
 __global__ void adamwKernel(const float *param, const float *grad,
-                            const float *m, const float *v,
-                            const int64_t *step, float *np, float *nm,
-                            float *nv, int64_t *nstep, int64_t n,
-                            AdamParams p) {
+                            const float *m, const float *v, const int64_t *step,
+                            float *np, float *nm, float *nv, int64_t *nstep,
+                            int64_t n, AdamParams p) {
   int64_t t = (step ? *step : 0) + 1;
   float bc1 = 1.f - powf(p.b1, float(t));
   float bc2 = 1.f - powf(p.b2, float(t));
@@ -575,7 +621,8 @@ __global__ void adamwKernel(const float *param, const float *grad,
     nv[i] = vv;
     np[i] = w - (p.lr / bc1) * mm / (sqrtf(vv) / sqrtf(bc2) + p.eps);
   }
-  if (nstep && blockIdx.x == 0 && threadIdx.x == 0) *nstep = t;
+  if (nstep && blockIdx.x == 0 && threadIdx.x == 0)
+    *nstep = t;
 }
 
 std::string kAdamw(const CudaKernelArgs &a) {
@@ -590,8 +637,8 @@ std::string kAdamw(const CudaKernelArgs &a) {
                float(a.attrs.getFloat("weight_decay", 1e-2))};
   int64_t n = a.inputs[0].numel();
   adamwKernel<<<blocksFor(n), kThreads, 0, a.stream>>>(
-      a.inputs[0].as<float>(), a.inputs[1].as<float>(),
-      a.inputs[2].as<float>(), a.inputs[3].as<float>(),
+      a.inputs[0].as<float>(), a.inputs[1].as<float>(), a.inputs[2].as<float>(),
+      a.inputs[3].as<float>(),
       static_cast<const int64_t *>(optData(a.inputs, 4)),
       a.outputs[0].as<float>(), a.outputs[1].as<float>(),
       a.outputs[2].as<float>(),
@@ -627,13 +674,15 @@ const Entry kTable[] = {
 
 CudaKernelFn lookupKernel(const std::string &op) {
   for (const Entry &e : kTable)
-    if (op == e.name) return e.fn;
+    if (op == e.name)
+      return e.fn;
   return nullptr;
 }
 
 std::vector<std::string> kernelNames() {
   std::vector<std::string> out;
-  for (const Entry &e : kTable) out.push_back(e.name);
+  for (const Entry &e : kTable)
+    out.push_back(e.name);
   return out;
 }
 
