@@ -1094,6 +1094,33 @@ void convertChunk(Importer &im, tj::Node *n) {
   im.setOut(n, 0, list);
 }
 
+/// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
+void convertSplit(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
+  int64_t size = im.tt(x).getDimSize(dim);
+  std::vector<int64_t> sizes;
+  if (n->kind().toQualString() == std::string("aten::split_with_sizes")) {
+    sizes = im.getInts(n, 1);
+  } else {
+    int64_t each = im.getInt(n, 1);
+    if (each <= 0)
+      im.fail(n, "split size must be positive");
+    for (int64_t s = 0; s < size; s += each)
+      sizes.push_back(std::min(each, size - s));
+  }
+  Val list;
+  list.kind = Val::List;
+  int64_t s = 0;
+  for (int64_t len : sizes) {
+    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + len, 1)));
+    s += len;
+  }
+  if (s != size)
+    im.fail(n, "split sizes do not add up to the dimension's size");
+  im.setOut(n, 0, list);
+}
+
 template <bool Mean>
 void convertReduce(Importer &im, tj::Node *n) {
   // mean(self, dim, keepdim, dtype) / mean(self, dtype); same for sum.
@@ -1288,6 +1315,8 @@ const llvm::StringMap<ConvertFn> &opTable() {
     t["aten::slice"] = convertSlice;
     t["aten::select"] = convertSelect;
     t["aten::chunk"] = convertChunk;
+    t["aten::split"] = convertSplit;
+    t["aten::split_with_sizes"] = convertSplit;
     t["aten::to"] = convertTo;
     t["aten::mean"] = convertReduce<true>;
     t["aten::sum"] = convertReduce<false>;
@@ -1426,7 +1455,10 @@ void Importer::convertNode(tj::Node *n) {
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
       for (tj::Value *v : n->outputs())
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
-      if (onTensors && name != "aten::size" && name != "aten::dim")
+      static const std::set<std::string> metaOnly = {
+          "aten::size", "aten::dim", "aten::Int", "aten::Float", "aten::Bool",
+          "aten::ScalarImplicit", "aten::len", "aten::__getitem__"};
+      if (onTensors && !metaOnly.count(name))
         recordUnsupported(n);
     }
     for (tj::Value *o : n->outputs())
@@ -1755,6 +1787,16 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
                       "and choose --loss cross_entropy|nll|mse"};
     mlir::Value target = inputVals.back();
     tj::Node *rn = ret;
+    std::string what;
+    {
+      llvm::raw_string_ostream os(what);
+      os << "the loss ("
+         << (opts.loss == LossKind::Mse ? "mse"
+             : opts.loss == LossKind::Nll ? "nll" : "cross_entropy")
+         << ") on the forward's output " << ot << " and target '"
+         << opts.inputs.back().name << "' " << target.getType();
+    }
+    try {
     mlir::Value z = out.value;
     auto tt0 = tt(target);
     if (opts.loss == LossKind::Mse) {
@@ -1768,12 +1810,18 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
           target = reshape(rn, target, {tt0.getNumElements()});
       }
       if (!tt0.getElementType().isInteger(64))
-        throw ConvError{"the loss target '" + opts.inputs.back().name +
-                        "' must be i64 class indices"};
+        throw ConvError{"prim::Return: the target must be i64 class indices"};
       if (opts.loss == LossKind::CrossEntropy)
         loss = emit1<CrossEntropyOp>(rn, {z, target});
       else
         loss = emit1<NllLossOp>(rn, {z, target});
+    }
+    } catch (const ConvError &e) {
+      std::string m = e.message;
+      size_t p = m.find("prim::Return: ");
+      if (p == 0)
+        m = m.substr(14);
+      throw ConvError{what + ": " + m};
     }
   }
   if (!tt(loss).getElementType().isF32())
