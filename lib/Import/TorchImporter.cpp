@@ -1570,8 +1570,7 @@ void Importer::convertNode(tj::Node *n) {
       return;
     }
   }
-  if (name == "prim::unchecked_cast" || name == "aten::warn" ||
-      name == "aten::detach" && false) {
+  if (name == "prim::unchecked_cast" || name == "aten::warn") {
     if (n->outputs().size() == 1)
       setOut(n, 0, in(n, 0));
     return;
@@ -1652,6 +1651,9 @@ void Importer::convertNode(tj::Node *n) {
     return;
   }
   Val target = in(n, 0);
+  if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
+      argNameRole[argIndex[target.path]].second == "parameter")
+    fail(n, "in-place update of parameter '" + target.path + "' is not supported");
   if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
       tt(target.value).getElementType().isInteger(64) && name == "aten::add_") {
     // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
@@ -1745,7 +1747,7 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
   for (size_t i = 0; i < nFwd; ++i)
     vals[gin[i + 1]] = Val::tensor(inputVals[i]);
 
-  b.create<PhaseOp>(fileLoc, Phase::forward);
+  PhaseOp::create(b, fileLoc, Phase::forward);
   convertBlock(graph->block());
 
   if (!unsupported.empty()) {
