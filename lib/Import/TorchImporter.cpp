@@ -879,6 +879,8 @@ void convertView(Importer &im, tj::Node *n) {
       if (infer >= 0)
         im.fail(n, "only one dimension can be -1");
       infer = i;
+    } else if (shape[i] < 0) {
+      im.fail(n, "negative dimension " + std::to_string(shape[i]));
     } else {
       known *= shape[i];
     }
@@ -1006,6 +1008,9 @@ void convertExpand(Importer &im, tj::Node *n) {
   for (size_t i = 0; i < sizes.size(); ++i)
     if (sizes[i] == -1 && static_cast<int64_t>(i) >= off)
       sizes[i] = t.getDimSize(i - off);
+  for (int64_t d : sizes)
+    if (d < 0)
+      im.fail(n, "negative size in expand");
   if (ArrayRef<int64_t>(sizes) == t.getShape()) {
     im.setOut(n, x);
     return;
@@ -1031,6 +1036,8 @@ void convertCat(Importer &im, tj::Node *n) {
     else
       im.fail(n, "list element is not a tensor");
   }
+  if (ins.empty())
+    im.fail(n, "cat of an empty list");
   int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(ins[0]).getRank());
   if (ins.size() == 1) {
     im.setOut(n, ins[0]);
@@ -1084,6 +1091,8 @@ void convertSelect(Importer &im, tj::Node *n) {
 void convertChunk(Importer &im, tj::Node *n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t chunks = im.getInt(n, 1);
+  if (chunks <= 0)
+    im.fail(n, "chunk count must be positive");
   int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
   int64_t size = im.tt(x).getDimSize(dim);
   int64_t each = (size + chunks - 1) / chunks;
