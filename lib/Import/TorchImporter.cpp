@@ -879,6 +879,8 @@ void convertView(Importer &im, tj::Node *n) {
       if (infer >= 0)
         im.fail(n, "only one dimension can be -1");
       infer = i;
+    } else if (shape[i] < 0) {
+      im.fail(n, "negative dimension " + std::to_string(shape[i]));
     } else {
       known *= shape[i];
     }
@@ -1006,6 +1008,9 @@ void convertExpand(Importer &im, tj::Node *n) {
   for (size_t i = 0; i < sizes.size(); ++i)
     if (sizes[i] == -1 && static_cast<int64_t>(i) >= off)
       sizes[i] = t.getDimSize(i - off);
+  for (int64_t d : sizes)
+    if (d < 0)
+      im.fail(n, "negative size in expand");
   if (ArrayRef<int64_t>(sizes) == t.getShape()) {
     im.setOut(n, x);
     return;
@@ -1031,6 +1036,8 @@ void convertCat(Importer &im, tj::Node *n) {
     else
       im.fail(n, "list element is not a tensor");
   }
+  if (ins.empty())
+    im.fail(n, "cat of an empty list");
   int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(ins[0]).getRank());
   if (ins.size() == 1) {
     im.setOut(n, ins[0]);
@@ -1084,6 +1091,8 @@ void convertSelect(Importer &im, tj::Node *n) {
 void convertChunk(Importer &im, tj::Node *n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t chunks = im.getInt(n, 1);
+  if (chunks <= 0)
+    im.fail(n, "chunk count must be positive");
   int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
   int64_t size = im.tt(x).getDimSize(dim);
   int64_t each = (size + chunks - 1) / chunks;
@@ -1091,6 +1100,33 @@ void convertChunk(Importer &im, tj::Node *n) {
   list.kind = Val::List;
   for (int64_t s = 0; s < size; s += each)
     list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + each, 1)));
+  im.setOut(n, 0, list);
+}
+
+/// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
+void convertSplit(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
+  int64_t size = im.tt(x).getDimSize(dim);
+  std::vector<int64_t> sizes;
+  if (n->kind().toQualString() == std::string("aten::split_with_sizes")) {
+    sizes = im.getInts(n, 1);
+  } else {
+    int64_t each = im.getInt(n, 1);
+    if (each <= 0)
+      im.fail(n, "split size must be positive");
+    for (int64_t s = 0; s < size; s += each)
+      sizes.push_back(std::min(each, size - s));
+  }
+  Val list;
+  list.kind = Val::List;
+  int64_t s = 0;
+  for (int64_t len : sizes) {
+    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + len, 1)));
+    s += len;
+  }
+  if (s != size)
+    im.fail(n, "split sizes do not add up to the dimension's size");
   im.setOut(n, 0, list);
 }
 
@@ -1288,6 +1324,8 @@ const llvm::StringMap<ConvertFn> &opTable() {
     t["aten::slice"] = convertSlice;
     t["aten::select"] = convertSelect;
     t["aten::chunk"] = convertChunk;
+    t["aten::split"] = convertSplit;
+    t["aten::split_with_sizes"] = convertSplit;
     t["aten::to"] = convertTo;
     t["aten::mean"] = convertReduce<true>;
     t["aten::sum"] = convertReduce<false>;
@@ -1426,7 +1464,10 @@ void Importer::convertNode(tj::Node *n) {
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
       for (tj::Value *v : n->outputs())
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
-      if (onTensors && name != "aten::size" && name != "aten::dim")
+      static const std::set<std::string> metaOnly = {
+          "aten::size", "aten::dim", "aten::Int", "aten::Float", "aten::Bool",
+          "aten::ScalarImplicit", "aten::len", "aten::__getitem__"};
+      if (onTensors && !metaOnly.count(name))
         recordUnsupported(n);
     }
     for (tj::Value *o : n->outputs())
@@ -1538,8 +1579,7 @@ void Importer::convertNode(tj::Node *n) {
       return;
     }
   }
-  if (name == "prim::unchecked_cast" || name == "aten::warn" ||
-      name == "aten::detach" && false) {
+  if (name == "prim::unchecked_cast" || name == "aten::warn") {
     if (n->outputs().size() == 1)
       setOut(n, 0, in(n, 0));
     return;
@@ -1620,6 +1660,9 @@ void Importer::convertNode(tj::Node *n) {
     return;
   }
   Val target = in(n, 0);
+  if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
+      argNameRole[argIndex[target.path]].second == "parameter")
+    fail(n, "in-place update of parameter '" + target.path + "' is not supported");
   if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
       tt(target.value).getElementType().isInteger(64) && name == "aten::add_") {
     // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
@@ -1713,7 +1756,7 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
   for (size_t i = 0; i < nFwd; ++i)
     vals[gin[i + 1]] = Val::tensor(inputVals[i]);
 
-  b.create<PhaseOp>(fileLoc, Phase::forward);
+  PhaseOp::create(b, fileLoc, Phase::forward);
   convertBlock(graph->block());
 
   if (!unsupported.empty()) {
@@ -1755,6 +1798,16 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
                       "and choose --loss cross_entropy|nll|mse"};
     mlir::Value target = inputVals.back();
     tj::Node *rn = ret;
+    std::string what;
+    {
+      llvm::raw_string_ostream os(what);
+      os << "the loss ("
+         << (opts.loss == LossKind::Mse ? "mse"
+             : opts.loss == LossKind::Nll ? "nll" : "cross_entropy")
+         << ") on the forward's output " << ot << " and target '"
+         << opts.inputs.back().name << "' " << target.getType();
+    }
+    try {
     mlir::Value z = out.value;
     auto tt0 = tt(target);
     if (opts.loss == LossKind::Mse) {
@@ -1768,12 +1821,18 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
           target = reshape(rn, target, {tt0.getNumElements()});
       }
       if (!tt0.getElementType().isInteger(64))
-        throw ConvError{"the loss target '" + opts.inputs.back().name +
-                        "' must be i64 class indices"};
+        throw ConvError{"prim::Return: the target must be i64 class indices"};
       if (opts.loss == LossKind::CrossEntropy)
         loss = emit1<CrossEntropyOp>(rn, {z, target});
       else
         loss = emit1<NllLossOp>(rn, {z, target});
+    }
+    } catch (const ConvError &e) {
+      std::string m = e.message;
+      size_t p = m.find("prim::Return: ");
+      if (p == 0)
+        m = m.substr(14);
+      throw ConvError{what + ": " + m};
     }
   }
   if (!tt(loss).getElementType().isF32())

@@ -6,6 +6,11 @@ Usage: tiny_models.py NAME OUT.pt
                (ops offload-import does not support)
   conv         traced Conv2d(3,4,3)+BatchNorm2d+ReLU+mean+Linear; x [2,3,8,8]
   scripted_mlp torch.jit.script of Linear(16,8)-ReLU-Dropout(0.25)-Linear(8,3)
+  mobilenet_v2, mobilenet_v3_small, squeezenet1_1, densenet121, vgg11
+               torchvision classifiers (num_classes=10) traced on [2,3,32,32]
+  decoder      nn.TransformerDecoder (2 layers, d_model 32, 4 heads, dropout
+               0.1, batch_first) with a causal tgt_mask, forward(x [2,8,32],
+               mem [2,5,32]) returns the sum of its output (a scalar loss)
 """
 import sys
 
@@ -19,6 +24,8 @@ class Unsupported(nn.Module):
         self.fc = nn.Linear(8, 4)
 
     def forward(self, x):
+        # unsupported.test checks the error against this comment's line:
+        # UNSUP: unsupported ops: aten::cumsum (2x at {{.*}}tiny_models.py:[[@LINE+1]], {{.*}}tiny_models.py:[[@LINE+2]]); aten::erf (1x at {{.*}}tiny_models.py:[[@LINE+3]]){{$}}
         a = torch.cumsum(x, 1)
         b = torch.cumsum(a, 0)
         c = torch.erf(b)
@@ -37,6 +44,17 @@ class Conv(nn.Module):
         return self.fc(h.mean(dim=(2, 3)))
 
 
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(32, 4, 64, 0.1, batch_first=True)
+        self.dec = nn.TransformerDecoder(layer, 2)
+
+    def forward(self, x, mem):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.dec(x, mem, tgt_mask=mask).sum()
+
+
 def main():
     name, out = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
@@ -50,6 +68,19 @@ def main():
     elif name == "scripted_mlp":
         m = torch.jit.script(nn.Sequential(nn.Linear(16, 8), nn.ReLU(),
                                            nn.Dropout(0.25), nn.Linear(8, 3)).train())
+    elif name in ("mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
+                  "densenet121", "vgg11"):
+        import torchvision
+        import warnings
+        warnings.simplefilter("ignore")
+        model = getattr(torchvision.models, name)(num_classes=10).train()
+        m = torch.jit.trace(model, torch.randn(2, 3, 32, 32), check_trace=False)
+    elif name == "decoder":
+        import warnings
+        warnings.simplefilter("ignore")
+        m = torch.jit.trace(Decoder().train(),
+                            (torch.randn(2, 8, 32), torch.randn(2, 5, 32)),
+                            check_trace=False)
     else:
         raise SystemExit("unknown model " + name)
     m.save(out)
