@@ -44,10 +44,13 @@ def main(argv=None):
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
-    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--adamw-eps", type=float, default=1e-8)
+    ap.add_argument("--reference-f64", action="store_true",
+                    help="compute the LibTorch reference in float64 (reference.py --double)")
     ap.add_argument("--opt-pipeline", default="")
     args = ap.parse_args(argv)
 
@@ -70,8 +73,18 @@ def main(argv=None):
         ad = "optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true"
         ref_opt = ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9"]
     else:
-        ad = "optimizer=adamw lr=1e-3 weight-decay=0.01 return-gradients=true"
-        ref_opt = ["--optimizer", "adamw", "--lr", "1e-3", "--weight-decay", "0.01"]
+        # AdamW's first update is lr * g / (|g| + eps), i.e. lr * sign(g)
+        # wherever |g| >> eps: it maps a gradient element's *own* relative
+        # rounding error (large for elements near zero, e.g. a bias under
+        # softmax or a batch norm over 8 samples) to a full-size parameter
+        # error. --adamw-eps larger than the gradients (1e-3) puts the update
+        # in its linear regime, where the comparison measures the optimizer
+        # arithmetic (moments, bias correction, decoupled weight decay) at the
+        # gradients' accuracy; the kernel tests compare AdamW bit-exactly
+        # with torch::optim::AdamW at the default eps.
+        ad = f"optimizer=adamw lr=1e-3 weight-decay=0.01 eps={args.adamw_eps} return-gradients=true"
+        ref_opt = ["--optimizer", "adamw", "--lr", "1e-3", "--weight-decay", "0.01",
+                   "--eps", str(args.adamw_eps)]
     opt = [os.path.join(args.bin, "offload-opt"), w(m + ".mlir"), f"--offload-autodiff={ad}"]
     opt += args.opt_pipeline.split()
     opt += [f"--convert-offload-to-plan=output={w(m + '.oflp')}", "-o", w(m + ".step.mlir")]
@@ -82,6 +95,8 @@ def main(argv=None):
     out1 = run(runner + ["--steps", "1", "--dump", w("ours.step1.npz")])
     outn = run(runner + ["--steps", str(args.steps), "--dump", w("ours.npz")])
     ref = [PY, os.path.join(HERE, "reference.py"), "--model", w(m), "--threads", str(args.threads)] + ref_opt
+    if args.reference_f64:
+        ref.append("--double")
     run(ref + ["--steps", "1", "--out", w("ref.step1.npz")])
     run(ref + ["--steps", str(args.steps), "--out", w("ref.npz")])
 
@@ -90,7 +105,10 @@ def main(argv=None):
     for label, files, extra in [
         ("loss (step 1)", ("ours.step1.npz", "ref.step1.npz"), ["--prefix", "loss", "--require", "loss"]),
         ("gradients (step 1)", ("ours.step1.npz", "ref.step1.npz"), ["--prefix", "grad:"]),
-        (f"parameters and state after {args.steps} steps", ("ours.npz", "ref.npz"), []),
+        # Parameters are compared relative to max(max|p|, 1e-2): a bias that
+        # starts at zero has moved by only ~lr after one step.
+        (f"parameters and state after {args.steps} steps", ("ours.npz", "ref.npz"),
+         ["--skip", "grad:", "loss", "--floor", "1e-2"]),
     ]:
         r = subprocess.run(cmp + [w(files[0]), w(files[1])] + extra, stdout=subprocess.PIPE, text=True)
         line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "no output"

@@ -6,9 +6,12 @@
 
 For every array name present in both files (optionally only names starting
 with --prefix) it prints the largest relative error
-    max|ours - ref| / max(max|ref|, 1e-12)
+    max|ours - ref| / max(max|ref|, floor)
 (relative to the tensor's scale, so that near-zero elements of a large
-tensor do not dominate), and exits 1 if any exceeds --rtol or if a name
+tensor do not dominate; the scale is at least --floor, default 1e-6, so a
+tensor that vanishes in exact arithmetic -- e.g. the gradient of an
+attention key bias, which softmax cancels -- is compared in absolute
+terms, not as ratios of rounding noise), and exits 1 if any exceeds --rtol or if a name
 given with --require is missing from either file. The last line is
 `max relative error E over N arrays`.
 """
@@ -26,15 +29,20 @@ def main(argv=None):
     ap.add_argument("--prefix", default="")
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--require", nargs="*", default=[])
+    ap.add_argument("--skip", nargs="*", default=[],
+                    help="leave out names starting with any of these prefixes")
     ap.add_argument("--rename", nargs="*", default=[],
                     help="OURS=REF pairs: compare ours[OURS] with ref[REF]")
+    ap.add_argument("--floor", type=float, default=1e-6,
+                    help="smallest reference scale (absolute)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quiet", action="store_true", help="print only the summary")
     args = ap.parse_args(argv)
 
     ours = np.load(args.ours)
     ref = np.load(args.ref)
-    pairs = [(n, n) for n in sorted(set(ours.files) & set(ref.files)) if n.startswith(args.prefix)]
+    pairs = [(n, n) for n in sorted(set(ours.files) & set(ref.files))
+             if n.startswith(args.prefix) and not any(n.startswith(p) for p in args.skip)]
     for r in args.rename:
         a, b = r.split("=", 1)
         pairs.append((a, b))
@@ -47,7 +55,7 @@ def main(argv=None):
             rows.append((a, float("inf"), f"shape {x.shape} vs {y.shape}"))
             worst, worst_name = float("inf"), a
             continue
-        scale = max(float(np.max(np.abs(y))) if y.size else 0.0, 1e-12)
+        scale = max(float(np.max(np.abs(y))) if y.size else 0.0, args.floor)
         err = float(np.max(np.abs(x - y))) / scale if y.size else 0.0
         rows.append((a, err, ""))
         if err > worst:

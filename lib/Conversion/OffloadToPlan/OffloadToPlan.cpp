@@ -47,6 +47,34 @@ static FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
   return emitError(loc) << "the runtime has no element type for " << t;
 }
 
+/// The bytes of a constant in the runtime's layout (row-major; i1 as one
+/// byte per element).
+static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitOpError("only dense constants can be lowered");
+  Type e = dense.getElementType();
+  std::vector<uint8_t> out;
+  auto append = [&](const void *p, size_t n) {
+    const uint8_t *b = static_cast<const uint8_t *>(p);
+    out.insert(out.end(), b, b + n);
+  };
+  if (e.isF32())
+    for (float v : dense.getValues<float>()) append(&v, 4);
+  else if (e.isF64())
+    for (double v : dense.getValues<double>()) append(&v, 8);
+  else if (e.isInteger(64))
+    for (int64_t v : dense.getValues<int64_t>()) append(&v, 8);
+  else if (e.isInteger(32))
+    for (int32_t v : dense.getValues<int32_t>()) append(&v, 4);
+  else if (e.isInteger(1))
+    for (bool v : dense.getValues<bool>()) out.push_back(v ? 1 : 0);
+  else
+    return op.emitOpError() << "constant of element type " << e
+                            << " has no runtime layout";
+  return out;
+}
+
 static std::vector<int64_t> shapeOf(Type t) {
   if (auto s = dyn_cast<SavedType>(t))
     t = s.getTensorType();
@@ -66,9 +94,17 @@ static rt::BufferRole argumentRole(StringRef role) {
   return rt::BufferRole::Input;
 }
 
+/// The runtime commits outputs with a store role (parameter, state,
+/// optimizer state) to its parameter store when a step succeeds.
 static rt::BufferRole resultRole(StringRef role) {
   if (role == "gradient" || role == "input_gradient")
     return rt::BufferRole::Gradient;
+  if (role == "new_parameter")
+    return rt::BufferRole::Parameter;
+  if (role == "new_state")
+    return rt::BufferRole::State;
+  if (role == "new_optimizer_state")
+    return rt::BufferRole::OptimizerState;
   return rt::BufferRole::Output;
 }
 
@@ -242,14 +278,18 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
                                                     : rt::MemorySpace::Device);
     pb.setOffset(id, b.offset);
     planBuffer[idx] = id;
+    // Views (reshapes, and saved/restored reshapes) of another shape get
+    // an alias of the buffer; values of the root's shape name it directly.
+    std::vector<int64_t> rootShape = shapeOf(root.getType());
     for (Value v : b.values) {
-      if (auto rs = v.getDefiningOp<ReshapeOp>()) {
-        int a = pb.alias(nameOf(v), id, shapeOf(v.getType()));
-        bufferOfValue[v] = a;
-        planAliases[idx].push_back(a);
-      } else {
+      std::vector<int64_t> shape = shapeOf(v.getType());
+      if (shape == rootShape) {
         bufferOfValue[v] = id;
+        continue;
       }
+      int a = pb.alias(nameOf(v), id, shape);
+      bufferOfValue[v] = a;
+      planAliases[idx].push_back(a);
     }
   }
 
@@ -313,6 +353,15 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
     }
     if (isa<SaveOp, RestoreOp, ReshapeOp, func::ReturnOp>(op))
       continue;
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      FailureOr<std::vector<uint8_t>> bytes = constantBytes(c);
+      if (failed(bytes))
+        return failure();
+      int id = bufferOfValue[c.getResult()];
+      pb.buf(id).role = rt::BufferRole::Constant;
+      pb.constant(id, std::move(*bytes));
+      continue;
+    }
     if (auto th = dyn_cast<ToHostOp>(op)) {
       std::vector<int32_t> waits = eventsOf(th.getAsyncDependencies());
       int rec = -1;

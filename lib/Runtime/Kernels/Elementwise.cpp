@@ -292,6 +292,17 @@ std::string divK(const KernelArgs &a) { return binary(a, "div", BinOp::Div); }
 
 std::string addScalar(const KernelArgs &a) {
   double v = a.attrs.getFloat("value", 0.0);
+  // i64 (the batch-norm num_batches_tracked counter): exact integer add.
+  if (a.inputs.size() == 1 && a.outputs.size() == 1 &&
+      a.inputs[0].dtype == DType::I64 && a.outputs[0].dtype == DType::I64) {
+    if (a.inputs[0].numel() != a.outputs[0].numel())
+      return "add_scalar: input and output sizes differ";
+    const int64_t *x = a.inputs[0].as<int64_t>();
+    int64_t *y = a.outputs[0].as<int64_t>();
+    for (int64_t i = 0, n = a.inputs[0].numel(); i < n; ++i)
+      y[i] = x[i] + int64_t(v);
+    return "";
+  }
   // ATen casts the Scalar to the tensor's dtype before the add.
   return unaryFloat(a, "add_scalar", [v](auto x) {
     using T = decltype(x);

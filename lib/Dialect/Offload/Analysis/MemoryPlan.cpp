@@ -139,6 +139,14 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
         extend(tok);
     }
   }
+  // Constants are uploaded with the plan: live for the whole step.
+  for (Operation *op : plan.schedule)
+    if (isa<ConstantOp>(op)) {
+      PlannedBuffer &b = plan.buffers[plan.bufferOf[op->getResult(0)]];
+      b.begin = 0;
+      b.end = last;
+      b.persistent = true;
+    }
   // Returned values stay until the end.
   for (Value v : body.getTerminator()->getOperands()) {
     auto it = plan.bufferOf.find(v);

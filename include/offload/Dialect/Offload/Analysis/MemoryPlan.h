@@ -12,7 +12,8 @@
 //    in a recompute region counts at its region's op); a buffer defined by op
 //    i and last used by op j is live on [i, j]; both its operands and its
 //    results are live while an op runs;
-//  * arguments (parameters, state, optimizer state, inputs) are live for the
+//  * arguments (parameters, state, optimizer state, inputs) and
+//    `offload.constant` values (uploaded with the plan) are live for the
 //    whole step, and so are the values the step returns;
 //  * views alias: `offload.reshape`, `offload.save` and `offload.restore`
 //    results share their operand's buffer, which lives until the last use of
