@@ -8,7 +8,7 @@ For every array name present in both files (optionally only names starting
 with --prefix) it prints the largest relative error
     max|ours - ref| / max(max|ref|, floor)
 (relative to the tensor's scale, so that near-zero elements of a large
-tensor do not dominate; the scale is at least --floor, default 1e-6, so a
+tensor do not dominate; the scale is at least --floor, default 1e-5, so a
 tensor that vanishes in exact arithmetic -- e.g. the gradient of an
 attention key bias, which softmax cancels -- is compared in absolute
 terms, not as ratios of rounding noise), and exits 1 if any exceeds --rtol or if a name
@@ -33,7 +33,7 @@ def main(argv=None):
                     help="leave out names starting with any of these prefixes")
     ap.add_argument("--rename", nargs="*", default=[],
                     help="OURS=REF pairs: compare ours[OURS] with ref[REF]")
-    ap.add_argument("--floor", type=float, default=1e-6,
+    ap.add_argument("--floor", type=float, default=1e-5,
                     help="smallest reference scale (absolute)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quiet", action="store_true", help="print only the summary")

@@ -15,7 +15,7 @@
 // CHECK-DAG: in  "x" -> %{{[0-9]+}} (input)
 // CHECK-DAG: in  "fc1.weight.momentum_buffer" -> %{{[0-9]+}} (optimizer_state)
 // CHECK-DAG: out "loss" -> %{{[0-9]+}} (output)
-// CHECK-DAG: out "fc1.weight" -> %{{[0-9]+}} (output)
+// CHECK-DAG: out "fc1.weight" -> %{{[0-9]+}} (parameter)
 // CHECK-DAG: out "grad:fc2.bias" -> %{{[0-9]+}} (gradient)
 // CHECK: phase forward [0,4):
 // CHECK-NEXT: offload.linear
