@@ -55,16 +55,38 @@ say "5. run: first step (gradients compared below), then $STEPS steps on $BACKEN
 "$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \
   --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.step1.npz" > /dev/null
 "$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps "$STEPS" --threads "$THREADS" \
-  --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz"
+  --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz" \
+  | tee "$OUT/run.log"
 
-say "6. LibTorch reference (torch.optim.SGD lr 0.1 momentum 0.9)"
-$PY "$ROOT/python/reference.py" --model "$OUT/$MODEL" --optimizer sgd --lr 0.1 --momentum 0.9 \
-  --steps 1 --threads "$THREADS" --out "$OUT/ref.step1.npz" > /dev/null
-$PY "$ROOT/python/reference.py" --model "$OUT/$MODEL" --optimizer sgd --lr 0.1 --momentum 0.9 \
-  --steps "$STEPS" --threads "$THREADS" --out "$OUT/ref.npz" > /dev/null
-echo "first-step loss and gradients vs LibTorch autograd:"
-$PY "$ROOT/python/compare.py" "$OUT/ours.step1.npz" "$OUT/ref.step1.npz" --prefix "grad:" --quiet --rtol 1e-3 \
-  --require loss || true
-$PY "$ROOT/python/compare.py" "$OUT/ours.step1.npz" "$OUT/ref.step1.npz" --prefix loss --quiet --rtol 1e-4 || true
-echo "parameters after $STEPS steps vs torch.optim:"
-$PY "$ROOT/python/compare.py" "$OUT/ours.npz" "$OUT/ref.npz" --skip grad: loss --quiet --rtol 1e-3 || true
+say "6. LibTorch reference: torch.optim.SGD(lr 0.1, momentum 0.9), in fp32 and in float64"
+for steps in 1 "$STEPS"; do
+  for prec in f32 f64; do
+    flag=""; [[ $prec == f64 ]] && flag="--double"
+    $PY "$ROOT/python/reference.py" --model "$OUT/$MODEL" --optimizer sgd --lr 0.1 --momentum 0.9 \
+      --steps "$steps" --threads "$THREADS" $flag --out "$OUT/ref.$prec.steps$steps.npz" > /dev/null
+  done
+done
+$PY - "$OUT" "$STEPS" <<'EOF'
+import sys, numpy as np
+out, steps = sys.argv[1], int(sys.argv[2])
+ours1, oursn = np.load(f"{out}/ours.step1.npz"), np.load(f"{out}/ours.npz")
+def err(a, b, names, floor):
+    return max(np.abs(a[n].astype(np.float64) - b[n]).max() / max(np.abs(b[n]).max(), floor) for n in names)
+import re
+ours_loss = [float(x) for x in re.findall(r"step \d+: loss (\S+)", open(f"{out}/run.log").read())]
+r32, r64 = np.load(f"{out}/ref.f32.steps{steps}.npz"), np.load(f"{out}/ref.f64.steps{steps}.npz")
+print("loss per step:   offload      LibTorch fp32  LibTorch f64")
+for k in range(steps):
+    print(f"  step {k}:       {ours_loss[k]:.7f}    {float(r32['loss_step%d' % k]):.7f}      "
+          f"{float(r64['loss_step%d' % k]):.7f}")
+grads = [n for n in ours1.files if n.startswith("grad:")]
+g32, g64 = np.load(f"{out}/ref.f32.steps1.npz"), np.load(f"{out}/ref.f64.steps1.npz")
+print(f"largest gradient error (max|diff| / max|ref| per tensor, {len(grads)} gradients, step 1):")
+print(f"  offload vs LibTorch f64:       {err(ours1, g64, grads, 1e-5):.3e}")
+print(f"  offload vs LibTorch fp32:      {err(ours1, g32, grads, 1e-5):.3e}")
+print(f"  LibTorch fp32 vs LibTorch f64: {err(g32, g64, grads, 1e-5):.3e}")
+params = [n for n in r64.files if not n.startswith("grad:") and not n.startswith("loss") and n in oursn.files]
+print(f"parameters and state after {steps} steps (relative to max(|p|, 1e-2)):")
+print(f"  offload vs LibTorch f64:       {err(oursn, r64, params, 1e-2):.3e}")
+print(f"  LibTorch fp32 vs LibTorch f64: {err(r32, r64, params, 1e-2):.3e}")
+EOF
