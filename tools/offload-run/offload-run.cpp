@@ -43,6 +43,12 @@ static const char *kHelp =
     "                       a smaller device; creation fails if the plan "
     "needs\n"
     "                       more)\n"
+    "  --seed N             value of the plan's rng_seed input (dropout's\n"
+    "                       Philox key) when --inputs does not give one\n"
+    "                       (default 0)\n"
+    "  --strict-params      fail on a --params array the plan does not bind\n"
+    "                       (default: skip it with a note, so one parameter\n"
+    "                       file can serve plans that use part of a model)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --help               this text\n";
 
@@ -54,7 +60,8 @@ static int fail(const std::string &msg) {
 int main(int argc, char **argv) {
   std::string planPath, backend = "host", paramsPath, inputsPath, dumpPath;
   int steps = 1;
-  bool dumpPlan = false;
+  bool dumpPlan = false, strictParams = false;
+  long long seed = 0;
   SessionOptions opts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -93,6 +100,10 @@ int main(int argc, char **argv) {
       dumpPath = value("--dump");
     } else if (a == "--threads") {
       opts.numThreads = std::max(1, int(number("--threads")));
+    } else if (a == "--seed") {
+      seed = number("--seed");
+    } else if (a == "--strict-params") {
+      strictParams = true;
     } else if (a == "--poison") {
       opts.poison = true;
     } else if (a == "--no-race-check") {
@@ -130,10 +141,25 @@ int main(int argc, char **argv) {
     auto arrays = readNpz(*path);
     if (!arrays)
       return fail(arrays.message());
-    for (auto &a : *arrays)
+    for (auto &a : *arrays) {
+      if (path == &paramsPath && !strictParams &&
+          s.plan().findBinding(a.first, BindingDirection::In) < 0) {
+        std::printf("note: %s: '%s' is not an input of this plan; skipped\n",
+                    path->c_str(), a.first.c_str());
+        continue;
+      }
       if (Status st = s.bind(a.first, a.second); !st.ok())
         return fail(*path + ": " + st.message());
+    }
   }
+  // The dropout seed, unless the inputs gave one.
+  for (const std::string &name : s.missingBindings())
+    if (name == "rng_seed") {
+      Tensor t(DType::I64, {});
+      t.as<int64_t>()[0] = seed;
+      if (Status st = s.bind(name, t); !st.ok())
+        return fail(st.message());
+    }
   // Optimizer state starts as zeros (as torch.optim does).
   for (const auto &b : s.inputBindings())
     if (b.second == BufferRole::OptimizerState && !s.store().has(b.first)) {

@@ -156,7 +156,8 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     SmallVector<Value> saved;
     cast<DifferentiableOpInterface>(op).getSavedValues(saved);
     for (Value v : saved) {
-      if (isa<BlockArgument>(v) || savedHandle.count(v))
+      // Arguments and constants live for the whole step: read them directly.
+      if (isa<BlockArgument>(v) || v.getDefiningOp<ConstantOp>() || savedHandle.count(v))
         continue;
       b.setInsertionPointAfter(v.getDefiningOp());
       savedHandle[v] = SaveOp::create(b, v.getLoc(), v);
@@ -193,7 +194,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       continue;
     SmallVector<Value> restored;
     for (Value v : savedOf[op]) {
-      if (isa<BlockArgument>(v))
+      if (!savedHandle.count(v))
         restored.push_back(v);
       else
         restored.push_back(RestoreOp::create(b, op->getLoc(), savedHandle[v]));
