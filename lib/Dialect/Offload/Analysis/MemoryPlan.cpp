@@ -14,9 +14,19 @@
 using namespace mlir;
 using namespace mlir::offload;
 
-/// The value whose buffer `v` shares (views and saved-value handles).
-static Value aliasRoot(Value v) {
+/// Optimizer-update results written in place over their state operand:
+/// result -> operand (see updateInPlace).
+using InPlaceMap = llvm::DenseMap<Value, Value>;
+
+/// The value whose buffer `v` shares (views, saved-value handles, and
+/// in-place optimizer updates).
+static Value aliasRoot(Value v, const InPlaceMap &inPlace) {
   while (true) {
+    auto ip = inPlace.find(v);
+    if (ip != inPlace.end()) {
+      v = ip->second;
+      continue;
+    }
     Operation *def = v.getDefiningOp();
     if (!def)
       return v;
@@ -36,6 +46,52 @@ static Value aliasRoot(Value v) {
   }
 }
 
+/// In-place optimizer updates: `offload.sgd_update` / `offload.adamw_update`
+/// write each new value over the parameter or state argument it replaces
+/// when nothing reads that argument afterwards. The runtime keeps the
+/// committed values in its host-side parameter store and uploads them at the
+/// start of every step, so overwriting the device copy cannot lose a value
+/// even when a step fails (docs/runtime.md, atomic steps).
+static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t> &point) {
+  InPlaceMap map;
+  auto lastUse = [&](Value v) {
+    int64_t last = -1;
+    for (Operation *u : v.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*u);
+      if (top)
+        last = std::max(last, point[top]);
+    }
+    return last;
+  };
+  auto consider = [&](Operation *op, Value result, Value operand) {
+    if (!isa<BlockArgument>(operand) || result.getType() != operand.getType())
+      return;
+    // The update must be the operand's last reader, and the operand must not
+    // be returned (it would then be needed after the step).
+    if (lastUse(operand) > point[op])
+      return;
+    for (Value r : body.getTerminator()->getOperands())
+      if (r == operand)
+        return;
+    // One writer per argument.
+    for (auto &[res, opnd] : map)
+      if (opnd == operand)
+        return;
+    map[result] = operand;
+  };
+  for (Operation &op : body) {
+    if (auto s = dyn_cast<SgdUpdateOp>(op)) {
+      consider(s, s.getNewParam(), s.getParam());
+      consider(s, s.getNewMomentumBuffer(), s.getMomentumBuffer());
+    } else if (auto a = dyn_cast<AdamWUpdateOp>(op)) {
+      consider(a, a.getNewParam(), a.getParam());
+      consider(a, a.getNewExpAvg(), a.getExpAvg());
+      consider(a, a.getNewExpAvgSq(), a.getExpAvgSq());
+    }
+  }
+  return map;
+}
+
 static bool isTensorLike(Type t) {
   return isa<RankedTensorType, SavedType, HostType>(t);
 }
@@ -53,6 +109,7 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
   llvm::DenseMap<Operation *, int64_t> point;
   for (auto [i, op] : llvm::enumerate(plan.schedule))
     point[op] = i;
+  InPlaceMap inPlace = updateInPlace(body, point);
 
   // Buffers by alias root.
   llvm::DenseMap<Value, unsigned> rootBuffer;
@@ -68,7 +125,7 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
   auto addValue = [&](Value v, int64_t defPoint) -> LogicalResult {
     if (!isTensorLike(v.getType()))
       return success();
-    Value root = aliasRoot(v);
+    Value root = aliasRoot(v, inPlace);
     PlannedBuffer &buf = bufferFor(root);
     unsigned idx = rootBuffer[root];
     buf.values.push_back(v);

@@ -18,6 +18,9 @@
 //  * views alias: `offload.reshape`, `offload.save` and `offload.restore`
 //    results share their operand's buffer, which lives until the last use of
 //    any alias;
+//  * optimizer updates run in place: a new parameter or optimizer-state value
+//    shares the buffer of the argument it replaces when the update is that
+//    argument's last reader;
 //  * `!offload.host<T>` values live in the host arena; an async copy's source
 //    stays live until the `offload.wait` that covers its token.
 //
