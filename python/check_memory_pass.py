@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -70,7 +71,7 @@ def main(argv=None):
     # and without (the step as trained, whose peak is what the pass changes:
     # returned gradients would stay alive to the end of the step).
     results = {}
-    for label, extra in (("baseline", []), ("rewritten", args.pipeline.split())):
+    for label, extra in (("baseline", []), ("rewritten", shlex.split(args.pipeline))):
         for grads in (True, False):
             tag = f"{label}{'' if grads else '.nograd'}"
             plan = w(f"{m}.{tag}.oflp")

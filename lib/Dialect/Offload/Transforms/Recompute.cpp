@@ -82,14 +82,26 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   if (saves.empty())
     return;
 
-  // 1. Choose.
+  // 1. Choose. The segment policies count activations only: per-channel
+  // statistics (rank <= 1, e.g. batch norm's saved mean and inverse std)
+  // are tiny, are always kept, and are no use as checkpoints.
+  auto isActivation = [](SaveOp s) {
+    return cast<RankedTensorType>(s.getValue().getType()).getRank() >= 2;
+  };
+  bool segmentPolicy = policy == "every-k" || policy == "sqrt";
+  size_t numActivations = llvm::count_if(saves, isActivation);
   llvm::DenseSet<Operation *> chosen;
   unsigned segment = k;
   if (policy == "sqrt")
-    segment = std::max(1u, unsigned(std::lround(std::sqrt(double(saves.size())))));
-  for (auto [i, s] : llvm::enumerate(saves)) {
+    segment = std::max(1u, unsigned(std::lround(std::sqrt(double(numActivations)))));
+  size_t activationIndex = 0;
+  for (SaveOp s : saves) {
     Operation *producer = s.getValue().getDefiningOp();
+    bool activation = isActivation(s);
+    size_t i = activation ? activationIndex++ : 0;
     if (!producer || !isRecomputable(producer))
+      continue;
+    if (segmentPolicy && !activation)
       continue;
     bool pick = false;
     if (policy == "ops")
@@ -100,7 +112,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       pick = true;
     else if (policy == "marked")
       pick = s->hasAttr("offload.recompute");
-    else // every-k, sqrt: keep every segment-th as a checkpoint
+    else // every-k, sqrt: keep every segment-th activation as a checkpoint
       pick = (i + 1) % segment != 0;
     if (pick)
       chosen.insert(s);
@@ -119,7 +131,9 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   bool open = false;
   for (SaveOp s : saves) {
     if (!chosen.count(s)) {
-      open = false;
+      // A kept statistic does not end a segment; a kept activation does.
+      if (!segmentPolicy || isActivation(s))
+        open = false;
       continue;
     }
     if (!segments || !open)
