@@ -232,6 +232,12 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a string attribute";
     return success();
   }
+  if (attr.getName() == kActivationGradAttrName || attr.getName() == kRecomputeAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a unit attribute";
+    return success();
+  }
   return op->emitOpError() << "unknown offload attribute '"
                            << attr.getName().getValue() << "'";
 }

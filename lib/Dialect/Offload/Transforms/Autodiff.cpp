@@ -175,14 +175,25 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   }
   PhaseOp::create(b, fn.getLoc(), Phase::backward);
   llvm::DenseMap<Value, Value> cotangent;
+  // Ops producing the gradient of an activation (not of a parameter) carry
+  // `offload.activation_grad`: the B/W split keeps them (and what they
+  // read) in the input-gradient half.
+  auto tag = [&](Value v, Value g) {
+    if (!isa<BlockArgument>(v) && g.getDefiningOp())
+      g.getDefiningOp()->setAttr(OffloadDialect::kActivationGradAttrName,
+                                 UnitAttr::get(ctx));
+  };
   auto accumulate = [&](Value v, Value g, Location loc) {
     if (!g)
       return;
+    tag(v, g);
     auto it = cotangent.find(v);
     if (it == cotangent.end())
       cotangent[v] = g;
-    else
+    else {
       it->second = AddOp::create(b, loc, it->second, g);
+      tag(v, it->second);
+    }
   };
   cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
 

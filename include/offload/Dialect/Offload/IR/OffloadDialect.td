@@ -39,6 +39,13 @@ def Offload_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNameAttrName = "offload.name";
     static constexpr ::llvm::StringLiteral kRoleAttrName = "offload.role";
     static constexpr ::llvm::StringLiteral kLocAttrName = "offload.source";
+    /// Unit attribute on backward ops that produce an activation's gradient
+    /// (set by offload-autodiff, read by offload-split-weight-grad).
+    static constexpr ::llvm::StringLiteral kActivationGradAttrName =
+        "offload.activation_grad";
+    /// Unit attribute on an offload.save chosen for recompute by hand or by
+    /// the planner (offload-recompute policy=marked).
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
 
   private:
     void registerTypes();

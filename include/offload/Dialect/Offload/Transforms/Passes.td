@@ -170,4 +170,28 @@ def InlineRecompute : Pass<"offload-inline-recompute", "::mlir::ModuleOp"> {
   }];
 }
 
+def SplitWeightGrad : Pass<"offload-split-weight-grad", "::mlir::ModuleOp"> {
+  let summary = "Splits backward into input-gradient (B) and weight-gradient (W) phases";
+  let description = [{
+    Partitions the backward phase of each step into `backward_input` (B:
+    everything on the path of the activations' gradients) and
+    `backward_weight` (W: the ops whose results only feed parameter
+    gradients -- a linear layer's weight-gradient matmul, a bias's
+    reduction, a convolution's weight gradient, and the restores only they
+    read). W ops move after B in their relative order; the boundary is the
+    `offload.phase backward_weight` marker. A value that only B reads is
+    dead when B ends, so the plan frees it there; what W needs stays.
+    The runtime runs the two phases separately (Session::runPhase), so a
+    pipeline schedule (zero-bubble) can run W later; a single-device plan
+    runs W right after B, with bit-identical results.
+
+    Prints a report: live bytes at the end of B (what is kept for W, by
+    saved value and gradient), and per layer what W needs.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"true", "Print the B/W report">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
 #endif // OFFLOAD_PASSES_TD
