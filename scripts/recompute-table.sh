@@ -7,7 +7,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BUILD_DIR:-$ROOT/build}/bin"
 WORK="$(mktemp -d)"
 for m in ${MODELS:-mlp resnet18 transformer gpt}; do
-  for p in "policy=ops ops=relu,gelu,add,layer_norm" "policy=every-k k=2" "policy=sqrt" "policy=all"; do
+  for p in "policy=ops ops=relu,gelu,add,layer_norm,batch_norm,dropout" "policy=every-k k=2" "policy=sqrt" "policy=all"; do
     out=$(/usr/bin/python3 "$ROOT/python/check_memory_pass.py" --model "$m" --bin "$BIN" \
           --work "$WORK/$m" --threads "${THREADS:-2}" --dropout "${DROPOUT:-0}" \
           "--pipeline=--offload-recompute=\"$p\"" 2>&1)

@@ -1,5 +1,7 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=ops ops=relu" | FileCheck %s --check-prefix=OPS
+// RUN:   --offload-recompute="policy=ops ops=relu,batch_norm" | FileCheck %s --check-prefix=OPS
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
+// RUN:   --offload-recompute="policy=ops ops=relu" | FileCheck %s --check-prefix=OPSNONE
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
 // RUN:   --offload-recompute="policy=every-k k=2" | FileCheck %s --check-prefix=EVERYK
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
@@ -20,6 +22,8 @@
 // statistics are unused: the step returns the forward op's (state updated
 // once).
 // OPS: recompute @forward (policy ops): 1 of 7 saved values recomputed in 1 regions, 2048 bytes no longer saved, 1088 FLOPs added
+// (With ops=relu alone nothing qualifies: ReLU's input is the batch norm's
+// unsaved output, so recomputing it would rerun the batch norm.)
 // OPS: offload.phase forward
 // OPS: %[[H:.*]] = offload.linear
 // OPS-NEXT: %[[SH:.*]] = offload.save %[[H]]
@@ -35,6 +39,9 @@
 // OPS-NEXT: offload.yield %[[RR]]
 // OPS: offload.relu_backward %{{.*}}, %[[RC]]
 // OPS: return %{{.*}}, %[[NRM]], %[[NRV]],
+
+// OPSNONE: recompute @forward (policy ops): 0 of 7 saved values recomputed in 0 regions
+// OPSNONE-NOT: offload.recompute(
 
 // every-k=2 keeps every second saved value as a checkpoint.
 // (Per-channel statistics are always kept and do not count: 5 activations,

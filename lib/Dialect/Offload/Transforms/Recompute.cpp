@@ -101,7 +101,8 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     size_t i = activation ? activationIndex++ : 0;
     if (!producer || !isRecomputable(producer))
       continue;
-    if (segmentPolicy && !activation)
+    // Statistics are recomputed only with everything else (all, marked).
+    if (!activation && policy != "all" && policy != "marked")
       continue;
     bool pick = false;
     if (policy == "ops")
@@ -178,6 +179,14 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       visit(s.getValue());
     if (!ok)
       continue;
+    // Selective recomputation recomputes cheap ops only: when the value's
+    // producers include an op kind not listed (its input is not saved, so
+    // a matmul or conv would run again), the value stays saved.
+    if (policy == "ops" && llvm::any_of(cone, [&](Operation *op) {
+          return !isa<ReshapeOp>(op) &&
+                 !llvm::is_contained(ops, op->getName().stripDialect().str());
+        }))
+      continue;
 
     // Where: before the first restore of any group value.
     Operation *first = nullptr;
@@ -233,12 +242,15 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   }
   numRecomputed += values;
   bytesFreed += bytesNoLongerSaved;
+  int64_t regions = 0;
+  for (Operation &op : body)
+    regions += isa<RecomputeOp>(op) && cast<RecomputeOp>(op).getPolicy() == StringRef(policy);
   if (report)
     llvm::outs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
                                  "recomputed in %zu regions, %lld bytes no longer "
                                  "saved, %lld FLOPs added\n",
                                  fn.getName().str().c_str(), policy.c_str(),
-                                 (long long)values, saves.size(), groups.size(),
+                                 (long long)values, saves.size(), (size_t)regions,
                                  (long long)bytesNoLongerSaved, (long long)flopsAdded);
 }
 

@@ -119,9 +119,10 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
     restored there). Values of one segment are recomputed by one region.
 
     Policies (`policy=`):
-    * `ops`: saved values produced by the op kinds in `ops` (selective
-      checkpointing of cheap ops: `ops=relu,gelu,add,layer_norm` keeps
-      matmul and conv outputs and recomputes the rest);
+    * `ops`: saved values whose whole recomputation consists of the op
+      kinds in `ops` (selective checkpointing of cheap ops:
+      `ops=relu,gelu,add,layer_norm,batch_norm` never reruns a matmul or a
+      convolution; a value whose recomputation would stays saved);
     * `every-k`: keeps every k-th saved value (in forward order) as a
       checkpoint and recomputes the segments between them;
     * `sqrt`: `every-k` with k = round(sqrt(n)) for n saved values (Chen et
