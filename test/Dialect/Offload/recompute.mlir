@@ -11,7 +11,7 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
 // RUN:   --offload-recompute="policy=all" | FileCheck %s --check-prefix=ALL
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=every-k k=3" --offload-recompute="policy=ops ops=linear" | FileCheck %s --check-prefix=NESTED
+// RUN:   --offload-recompute="policy=every-k k=3" --offload-recompute="policy=names names=block2.fc2" | FileCheck %s --check-prefix=NESTED
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff --offload-recompute="policy=all" \
 // RUN:   --offload-inline-recompute | FileCheck %s --check-prefix=INLINE
 // RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-recompute="policy=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -69,8 +69,8 @@
 // every-k=3 recomputes two segments (one region each); then the kept
 // linear output is recomputed too.
 // NESTED: recompute @forward (policy every-k): 4 of 7 saved values recomputed in 2 regions
-// NESTED: recompute @forward (policy ops): 1 of 3 saved values recomputed in 1 regions
-// NESTED-COUNT-3: offload.recompute({{.*}}) {policy = "{{every-k|ops}}"}
+// NESTED: recompute @forward (policy names): 1 of 3 saved values recomputed in 1 regions
+// NESTED-COUNT-3: offload.recompute({{.*}}) {policy = "{{every-k|names}}"}
 
 // Inlined for lowering: the region's ops in place, no region left.
 // INLINE-NOT: offload.recompute
