@@ -14,26 +14,14 @@ peak device bytes of both plans; the measured peak must equal the planned
 one for both. Exits 1 on any difference.
 """
 import argparse
-import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        print("command failed: " + " ".join(cmd))
-        print(r.stdout)
-        sys.exit(1)
-    return r.stdout
+from pipeline import HERE, PY, export_and_import, run
 
 
 def main(argv=None):
@@ -52,18 +40,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda n: os.path.join(args.work, n)
     m = args.model
-    export = [PY, os.path.join(HERE, "export_models.py"), "--out", args.work, "--models", m,
-              "--dropout", str(args.dropout)]
-    if args.batch:
-        export += ["--batch", str(args.batch)]
-    run(export)
-    meta = json.load(open(w(m + ".json")))
-    imp = [os.path.join(args.bin, "offload-import"), w(m + ".pt"), "-o", w(m + ".mlir")]
-    for k, v in meta["inputs"].items():
-        imp += ["--input", f"{k}={v}"]
-    if not meta.get("returns_loss"):
-        imp += ["--loss", meta["loss"]]
-    run(imp)
+    meta = export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
 

@@ -19,23 +19,12 @@ Tolerance: max|ours - ref| / max|ref| per tensor <= rtol (fp32; default
 1e-4 as the project's oracle states).
 """
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PY = "/usr/bin/python3"
-
-
-def run(cmd, **kw):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
-    if r.returncode != 0:
-        print("command failed: " + " ".join(cmd))
-        print(r.stdout)
-        sys.exit(1)
-    return r.stdout
+from pipeline import HERE, PY, export_and_import, run
 
 
 def main(argv=None):
@@ -57,17 +46,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda name: os.path.join(args.work, name)
     m = args.model
-    export = [PY, os.path.join(HERE, "export_models.py"), "--out", args.work, "--models", m]
-    if args.batch:
-        export += ["--batch", str(args.batch)]
-    run(export)
-    meta = json.load(open(w(m + ".json")))
-    imp = [os.path.join(args.bin, "offload-import"), w(m + ".pt"), "-o", w(m + ".mlir")]
-    for k, v in meta["inputs"].items():
-        imp += ["--input", f"{k}={v}"]
-    if not meta.get("returns_loss"):
-        imp += ["--loss", meta["loss"]]
-    run(imp)
+    meta = export_and_import(m, args.work, args.bin, batch=args.batch)
 
     if args.optimizer == "sgd":
         ad = "optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true"
