@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from pipeline import HERE, PY, export_and_import, run
+from pipeline import export_and_import, run
 
 
 def main(argv=None):
@@ -40,7 +40,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda n: os.path.join(args.work, n)
     m = args.model
-    meta = export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
+    export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
 

@@ -46,7 +46,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda name: os.path.join(args.work, name)
     m = args.model
-    meta = export_and_import(m, args.work, args.bin, batch=args.batch)
+    export_and_import(m, args.work, args.bin, batch=args.batch)
 
     if args.optimizer == "sgd":
         ad = "optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true"
