@@ -322,8 +322,11 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
   };
   auto operandIds = [&](Operation *op) {
     std::vector<int32_t> ids;
-    for (Value v : op->getOperands())
+    for (Value v : op->getOperands()) {
+      if (isa<TokenType>(v.getType()))
+        continue; // dependencies become events, not operands
       ids.push_back(bufferOfValue.count(v) ? bufferOfValue[v] : -1);
+    }
     // Optional trailing operands absent: the kernels see data == nullptr.
     if (isa<LinearOp, Conv2dOp>(op) && ids.size() == 2)
       ids.push_back(-1);

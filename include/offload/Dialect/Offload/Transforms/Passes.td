@@ -195,4 +195,37 @@ def SplitWeightGrad : Pass<"offload-split-weight-grad", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
+def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
+  let summary = "Moves saved values to host memory in forward and prefetches them for backward";
+  let description = [{
+    Each chosen saved value is copied to the host after its last forward
+    use (`offload.to_host async`, on the device-to-host stream) and freed
+    on the device once the copy completes (an `offload.wait` `wait-distance`
+    ops later, at the latest when forward ends). In backward it is
+    prefetched (`offload.to_device async`, on the host-to-device stream)
+    `prefetch-distance` ops before its first use, and compute waits for it
+    just before that use. The copies overlap the compute in between.
+
+    Policies (`policy=`): `size` (saved values of at least `min-bytes`),
+    `ops` (produced by the op kinds in `ops`, e.g. `ops=matmul,linear,conv2d`),
+    `names` (layer glob), `all`. Results are bit-identical: copies move
+    bytes. Prints what was offloaded.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"size\"",
+           "size, ops, names or all">,
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
+           "Smallest saved value to offload with policy=size (bytes)">,
+    ListOption<"ops", "ops", "std::string", "Producer op kinds for policy=ops">,
+    Option<"names", "names", "std::string", /*default=*/"\"*\"",
+           "Layer glob for policy=names">,
+    Option<"prefetchDistance", "prefetch-distance", "unsigned", /*default=*/"4",
+           "Compute ops between a prefetch and the first use">,
+    Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
+           "Compute ops after a device-to-host copy before its device buffer is released">,
+    Option<"report", "report", "bool", /*default=*/"true", "Print what was offloaded">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
 #endif // OFFLOAD_PASSES_TD

@@ -1,0 +1,157 @@
+//===- HostOffload.cpp - Saved values to the host and back ----------------===//
+//
+// Part of offload. Implements --offload-host-offload. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "offload-host-offload"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_HOSTOFFLOAD
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+/// Whether `op` counts as compute for the distances (copies, waits, phase
+/// markers and saved-value bookkeeping do not).
+static bool isCompute(Operation *op) {
+  return isa<CostOpInterface>(op) && !isa<ReshapeOp>(op);
+}
+
+/// The op `n` compute ops after `from` (exclusive) in its block, not past
+/// `limit`; `limit` when there are fewer.
+static Operation *advance(Operation *from, unsigned n, Operation *limit) {
+  Operation *op = from;
+  while (n > 0 && op->getNextNode() && op->getNextNode() != limit) {
+    op = op->getNextNode();
+    if (isCompute(op))
+      --n;
+  }
+  return op->getNextNode() ? op->getNextNode() : limit;
+}
+
+/// The op `n` compute ops before `to` (exclusive), not before `limit`.
+static Operation *retreat(Operation *to, unsigned n, Operation *limit) {
+  Operation *op = to;
+  while (n > 0 && op->getPrevNode() && op->getPrevNode() != limit) {
+    op = op->getPrevNode();
+    if (isCompute(op))
+      --n;
+  }
+  return op;
+}
+
+namespace {
+struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> {
+  using HostOffloadBase::HostOffloadBase;
+  void runOnOperation() override {
+    static const char *const policies[] = {"size", "ops", "names", "all"};
+    if (!llvm::is_contained(policies, StringRef(policy))) {
+      getOperation().emitError() << "offload-host-offload: unknown policy '" << policy
+                                 << "'; expected size, ops, names or all";
+      return signalPassFailure();
+    }
+    auto glob = llvm::GlobPattern::create(names);
+    if (!glob) {
+      getOperation().emitError() << "offload-host-offload: bad glob '" << names << "'";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](func::FuncOp fn) {
+      if (fn->hasAttr(OffloadDialect::kStepAttrName) && failed(rewrite(fn, *glob)))
+        signalPassFailure();
+    });
+  }
+  LogicalResult rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+};
+} // namespace
+
+LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
+  Block &body = fn.getBody().front();
+  PhaseOp backwardStart;
+  for (Operation &op : body)
+    if (auto m = dyn_cast<PhaseOp>(op);
+        m && m.getPhase() != Phase::forward && !backwardStart)
+      backwardStart = m;
+  if (!backwardStart)
+    return fn.emitOpError("offload-host-offload: the step has no backward phase; "
+                          "run --offload-autodiff first");
+
+  SmallVector<SaveOp> chosen;
+  for (Operation &op : body) {
+    auto s = dyn_cast<SaveOp>(op);
+    if (!s || s.getResult().use_empty())
+      continue;
+    int64_t bytes = mlir::offload::detail::tensorBytes(s.getValue().getType());
+    Operation *producer = s.getValue().getDefiningOp();
+    bool pick = false;
+    if (policy == "size")
+      pick = bytes >= minBytes;
+    else if (policy == "ops")
+      pick = producer && llvm::is_contained(ops, producer->getName().stripDialect().str());
+    else if (policy == "names")
+      pick = producer && glob.match(getLayerName(producer->getLoc()));
+    else
+      pick = true;
+    if (pick)
+      chosen.push_back(s);
+  }
+
+  int64_t bytesOffloaded = 0;
+  OpBuilder b(fn.getContext());
+  for (SaveOp s : chosen) {
+    Value v = s.getValue();
+    // After the last forward use of the value (uses before backward).
+    Operation *lastForwardUse = s;
+    for (Operation *u : v.getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*u);
+      if (top && top->isBeforeInBlock(backwardStart) &&
+          lastForwardUse->isBeforeInBlock(top))
+        lastForwardUse = top;
+    }
+    b.setInsertionPointAfter(lastForwardUse);
+    auto toHost = ToHostOp::create(b, s.getLoc(), HostType::get(b.getContext(),
+                                       cast<RankedTensorType>(v.getType())),
+                                   TokenType::get(b.getContext()), ValueRange{}, v);
+    // Release the device copy a few compute ops later (end of forward at
+    // the latest).
+    b.setInsertionPoint(advance(toHost, waitDistance, backwardStart));
+    WaitOp::create(b, s.getLoc(), Type(), ValueRange{toHost.getAsyncToken()});
+
+    // First backward use of any restore of this saved value.
+    Operation *firstUse = nullptr;
+    for (Operation *r : s.getResult().getUsers())
+      if (!firstUse || r->isBeforeInBlock(firstUse))
+        firstUse = r;
+    b.setInsertionPoint(retreat(firstUse, prefetchDistance, backwardStart));
+    auto toDevice = ToDeviceOp::create(b, s.getLoc(), v.getType(),
+                                       TokenType::get(b.getContext()),
+                                       ValueRange{toHost.getAsyncToken()},
+                                       toHost.getResult(),
+                                       b.getI64IntegerAttr(prefetchDistance));
+    b.setInsertionPoint(firstUse);
+    WaitOp::create(b, s.getLoc(), Type(), ValueRange{toDevice.getAsyncToken()});
+    for (Operation *r : llvm::make_early_inc_range(s.getResult().getUsers())) {
+      cast<RestoreOp>(r).getResult().replaceAllUsesWith(toDevice.getResult());
+      r->erase();
+    }
+    s.erase();
+    bytesOffloaded += mlir::offload::detail::tensorBytes(v.getType());
+  }
+  if (report)
+    llvm::outs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
+                                 "bytes to the host and back\n",
+                                 fn.getName().str().c_str(), policy.c_str(),
+                                 chosen.size(), (long long)bytesOffloaded);
+  return success();
+}
