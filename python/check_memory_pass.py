@@ -35,6 +35,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--by-phase", action="store_true",
+                    help="run the rewritten plan phase by phase (offload-run --by-phase)")
     args = ap.parse_args(argv)
 
     os.makedirs(args.work, exist_ok=True)
@@ -61,6 +63,8 @@ def main(argv=None):
             runner = [os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),
                       "--params", w(m + ".params.npz"), "--inputs", w(m + ".inputs.npz"),
                       "--steps", str(args.steps), "--dump", w(f"{tag}.npz"), "--seed", "1234"]
+            if args.by_phase and label == "rewritten":
+                runner.append("--by-phase")
             out = run(runner)
             mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
             results[tag] = (int(mm.group(1)), int(mm.group(2)))

@@ -49,6 +49,10 @@ static const char *kHelp =
     "  --strict-params      fail on a --params array the plan does not bind\n"
     "                       (default: skip it with a note, so one parameter\n"
     "                       file can serve plans that use part of a model)\n"
+    "  --by-phase           run each step phase by phase (forward, backward or\n"
+    "                       backward_input then backward_weight, optimizer)\n"
+    "                       through Session::runPhase, as a pipeline\n"
+    "                       schedule would, instead of in one call\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --help               this text\n";
 
@@ -60,7 +64,7 @@ static int fail(const std::string &msg) {
 int main(int argc, char **argv) {
   std::string planPath, backend = "host", paramsPath, inputsPath, dumpPath;
   int steps = 1;
-  bool dumpPlan = false, strictParams = false;
+  bool dumpPlan = false, strictParams = false, byPhase = false;
   long long seed = 0;
   SessionOptions opts;
   for (int i = 1; i < argc; ++i) {
@@ -102,6 +106,8 @@ int main(int argc, char **argv) {
       opts.numThreads = std::max(1, int(number("--threads")));
     } else if (a == "--seed") {
       seed = number("--seed");
+    } else if (a == "--by-phase") {
+      byPhase = true;
     } else if (a == "--strict-params") {
       strictParams = true;
     } else if (a == "--poison") {
@@ -170,8 +176,16 @@ int main(int argc, char **argv) {
     }
 
   for (int step = 0; step < steps; ++step) {
-    if (Status st = s.step(); !st.ok())
+    if (byPhase) {
+      for (const PhaseDesc &ph : s.plan().data().phases)
+        if (Status st = s.runPhase(ph.name); !st.ok())
+          return fail("step " + std::to_string(step) + ", phase " + ph.name + ": " +
+                      st.message());
+      if (Status st = s.finishStep(); !st.ok())
+        return fail("step " + std::to_string(step) + ": " + st.message());
+    } else if (Status st = s.step(); !st.ok()) {
       return fail("step " + std::to_string(step) + ": " + st.message());
+    }
     auto loss = s.loss();
     auto busy = s.streamBusySeconds();
     std::printf("step %d: loss %.9g  time %.6f s  busy compute %.6f s h2d "
