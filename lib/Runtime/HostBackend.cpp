@@ -19,6 +19,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -31,6 +33,14 @@ double now() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+/// OFFLOAD_PROFILE=1 in the environment: seconds spent per op name, summed
+/// over the session and printed to stderr when the backend is destroyed.
+struct OpProfile {
+  std::mutex mu;
+  std::map<std::string, std::pair<double, long>> seconds;
+  bool enabled = std::getenv("OFFLOAD_PROFILE") != nullptr;
+};
 
 class HostBackend final : public Backend {
 public:
@@ -84,6 +94,7 @@ private:
   std::vector<std::vector<int>> allocWait_;
   std::deque<int> queue_[NumStreams];
   int released_[NumStreams] = {-1, -1, -1};
+  OpProfile profile_;
   int busyWorkers_ = 0;
   std::string error_;
   bool stop_ = false;
@@ -94,6 +105,19 @@ private:
 };
 
 HostBackend::~HostBackend() {
+  if (profile_.enabled && !profile_.seconds.empty()) {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (auto &e : profile_.seconds) {
+      rows.push_back({e.second.first, e.first});
+      total += e.second.first;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "host backend profile (OFFLOAD_PROFILE), %.3f s in total:\n", total);
+    for (auto &r : rows)
+      std::fprintf(stderr, "  %-34s %9.4f s %5.1f%%  %ld calls\n", r.second.c_str(), r.first,
+                   100.0 * r.first / total, profile_.seconds[r.second].second);
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -342,6 +366,12 @@ std::string HostBackend::execute(int i) {
   {
     std::lock_guard<std::mutex> g(mu_);
     busy_[size_t(in.stream)] += t1 - t0;
+  }
+  if (profile_.enabled) {
+    std::lock_guard<std::mutex> g(profile_.mu);
+    auto &e = profile_.seconds[in.op];
+    e.first += t1 - t0;
+    e.second += 1;
   }
   std::vector<int> ids;
   for (int id : in.inputs)

@@ -212,9 +212,15 @@ Status Session::finishStep() {
   backend_->endStep();
   active_ = false;
   // Commit: nothing above can fail any more.
+  // New parameters and state move into the store (no copy); output() reads
+  // them from there.
+  committed_.clear();
   for (const BindingDesc &bd : d.bindings)
-    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role))
-      store_->set(bd.name, outs[bd.name]);
+    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role)) {
+      store_->set(bd.name, std::move(outs[bd.name]));
+      outs.erase(bd.name);
+      committed_.insert(bd.name);
+    }
   outputs_ = std::move(outs);
   lastStepSeconds_ = nowSeconds() - stepStart_;
   return Status::success();
@@ -236,6 +242,8 @@ Status Session::step() {
 Expected<Tensor> Session::output(const std::string &name) const {
   auto it = outputs_.find(name);
   if (it == outputs_.end()) {
+    if (committed_.count(name) && store_->get(name))
+      return *store_->get(name);
     if (plan_->findBinding(name, BindingDirection::Out) < 0)
       return Status::error("no output binding named '" + name + "'");
     return Status::error("output '" + name +

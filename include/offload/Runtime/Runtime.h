@@ -24,6 +24,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,7 +123,8 @@ public:
   bool stepActive() const { return active_; }
 
   /// Output binding values of the last successful step ("loss",
-  /// "grad:fc1.weight", new "fc1.weight").
+  /// "grad:fc1.weight", new "fc1.weight"). New parameters and state are
+  /// read from the parameter store they were committed to.
   Expected<Tensor> output(const std::string &name) const;
   std::vector<std::string> outputNames() const;
   /// The "loss" output of the last successful step as a double.
@@ -151,6 +153,9 @@ private:
   SessionOptions options_;
   std::map<std::string, Tensor> inputs_;
   std::map<std::string, Tensor> outputs_;
+  /// Store-role outputs of the last successful step, committed to the store
+  /// (output() reads them from there).
+  std::set<std::string> committed_;
   bool active_ = false;
   int next_ = 0;
   double stepStart_ = 0, lastStepSeconds_ = 0;

@@ -27,6 +27,41 @@ namespace kernels {
 namespace {
 using namespace a;
 
+
+/// One contiguous range of an SGD update (see sgdUpdate for the formula).
+template <typename T> struct SgdChunk {
+  const T *pp, *gp, *bp;
+  T *npp, *nbp;
+  T wdT, momT, dampT, negLr;
+  bool wd, mom, nesterov, first;
+};
+
+template <typename T>
+inline void sgdChunkBody(const SgdChunk<T> &c, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    T pi = c.pp[i];
+    T d = c.gp[i];
+    if (c.wd) d = std::fma(pi, c.wdT, d);
+    if (c.mom) {
+      T bi = c.first ? d : std::fma(d, c.dampT, c.bp[i] * c.momT);
+      c.nbp[i] = bi;
+      d = c.nesterov ? std::fma(bi, c.momT, d) : bi;
+    } else {
+      c.nbp[i] = c.bp[i];
+    }
+    c.npp[i] = std::fma(d, c.negLr, pi);
+  }
+}
+
+template <typename T> void sgdChunk(const SgdChunk<T> &c, int64_t b, int64_t e) {
+  sgdChunkBody(c, b, e);
+}
+
+template <typename T>
+__attribute__((target("fma"))) void sgdChunkFma(const SgdChunk<T> &c, int64_t b, int64_t e) {
+  sgdChunkBody(c, b, e);
+}
+
 std::string checkStep(const char *op, const TensorView &s, const TensorView &ns) {
   if (auto e = checkDType(s, DType::I64, op, "step"); !e.empty()) return e;
   if (auto e = checkDType(ns, DType::I64, op, "new_step"); !e.empty()) return e;
@@ -61,23 +96,16 @@ std::string sgdUpdate(const KernelArgs &args) {
   bool first = s == 0;
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    const T *pp = p.as<T>(), *gp = g.as<T>(), *bp = buf.as<T>();
-    T *npp = np.as<T>(), *nbp = nbuf.as<T>();
-    T wdT = T(wd), momT = T(mom), dampT = T(1 - damp), negLr = T(-lr);
+    SgdChunk<T> c{p.as<T>(), g.as<T>(), buf.as<T>(), np.as<T>(), nbuf.as<T>(),
+                  T(wd), T(mom), T(1 - damp), T(-lr), wd != 0, mom != 0, nesterov, first};
+    // std::fma is one instruction where the CPU has FMA and a libm call
+    // otherwise: pick the FMA-compiled loop at run time (same results).
+    static const bool hasFma = __builtin_cpu_supports("fma");
     parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T pi = pp[i];
-        T d = gp[i];
-        if (wd != 0) d = std::fma(pi, wdT, d);
-        if (mom != 0) {
-          T bi = first ? d : std::fma(d, dampT, bp[i] * momT);
-          nbp[i] = bi;
-          d = nesterov ? std::fma(bi, momT, d) : bi;
-        } else {
-          nbp[i] = bp[i];
-        }
-        npp[i] = std::fma(d, negLr, pi);
-      }
+      if (hasFma)
+        sgdChunkFma(c, b, e);
+      else
+        sgdChunk(c, b, e);
     });
   };
   if (p.dtype == DType::F32) run(float());
