@@ -96,6 +96,11 @@ private:
   int released_[NumStreams] = {-1, -1, -1};
   OpProfile profile_;
   int busyWorkers_ = 0;
+  /// Threads blocked in waitDone (guarded by mu_). markDone wakes the
+  /// others only when one is: an idle copy thread has nothing to do with a
+  /// finished compute instruction, and waking both on each of them costs
+  /// two context switches per instruction.
+  int doneWaiters_ = 0;
   std::string error_;
   bool stop_ = false;
   std::array<double, NumStreams> busy_{0, 0, 0};
@@ -279,13 +284,16 @@ Status HostBackend::read(int id, void *dst, size_t bytes) {
 }
 
 void HostBackend::markDone(int i, const std::string &error) {
+  bool wake;
   {
     std::lock_guard<std::mutex> g(mu_);
     done_[size_t(i)] = 1;
     if (!error.empty() && error_.empty())
       error_ = error;
+    wake = doneWaiters_ > 0 || !error.empty();
   }
-  cv_.notify_all();
+  if (wake)
+    cv_.notify_all();
 }
 
 void HostBackend::waitDone(int r) {
@@ -295,7 +303,9 @@ void HostBackend::waitDone(int r) {
     released_[s] = r;
     cv_.notify_all();
   }
+  ++doneWaiters_;
   cv_.wait(lk, [&] { return done_[size_t(r)] != 0; });
+  --doneWaiters_;
 }
 
 std::string HostBackend::execute(int i) {
