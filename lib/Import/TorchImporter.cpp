@@ -1783,7 +1783,15 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
   auto ot = tt(out.value);
   mlir::Value loss;
   bool hasTarget = nGiven == nFwd + 1;
-  if (ot.getRank() == 0 && ot.getElementType().isF32() && !hasTarget) {
+  bool stage = opts.lossGiven && opts.loss == LossKind::None;
+  if (stage && hasTarget)
+    throw ConvError{"--loss none builds a pipeline stage, which takes no loss target: "
+                    "drop the last --input"};
+  if (stage) {
+    if (!ot.getElementType().isF32())
+      throw ConvError{"a pipeline stage's output must be f32"};
+    loss = out.value;
+  } else if (ot.getRank() == 0 && ot.getElementType().isF32() && !hasTarget) {
     loss = out.value;
   } else {
     if (!hasTarget)
@@ -1840,7 +1848,9 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
 
   // Results: loss, then every buffer the step updated.
   SmallVector<mlir::Value> results = {loss};
-  SmallVector<std::pair<std::string, std::string>> resNameRole = {{"loss", "loss"}};
+  SmallVector<std::pair<std::string, std::string>> resNameRole = {
+      stage ? std::pair<std::string, std::string>{"output", "output"}
+            : std::pair<std::string, std::string>{"loss", "loss"}};
   for (const std::string &name : bufferNames) {
     mlir::Value now = current[name];
     if (now != body->getArgument(argIndex[name])) {

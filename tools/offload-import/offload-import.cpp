@@ -37,7 +37,8 @@ static cl::list<std::string>
                cl::value_desc("spec"));
 static cl::opt<std::string>
     lossName("loss", cl::desc("Loss on the first output when it is not a scalar: "
-                              "cross_entropy (default), nll or mse"),
+                              "cross_entropy (default), nll or mse; none builds a pipeline "
+                              "stage whose first output is the result"),
              cl::init(""));
 static cl::opt<std::string> paramsOut("params-out",
                                       cl::desc("Write initial parameters and buffers (.npz)"),
@@ -73,6 +74,8 @@ int main(int argc, char **argv) {
       opts.loss = LossKind::Nll;
     else if (lossName == "mse")
       opts.loss = LossKind::Mse;
+    else if (lossName == "none")
+      opts.loss = LossKind::None;
     else
       return failWith(1, "unknown --loss '" + lossName +
                              "' (expected cross_entropy, nll or mse)");

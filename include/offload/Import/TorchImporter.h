@@ -41,7 +41,9 @@ struct InputSpec {
 std::string parseInputSpec(const std::string &text, InputSpec &out);
 
 /// The loss applied to the forward's first output when it is not a scalar.
-enum class LossKind { CrossEntropy, Nll, Mse };
+/// None: a pipeline stage; the first output is the step's result (role
+/// `output`) and `offload-autodiff` seeds backward with its gradient.
+enum class LossKind { CrossEntropy, Nll, Mse, None };
 
 struct ImportOptions {
   /// Forward inputs in order, then optionally the loss target.

@@ -91,13 +91,20 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
         return marker.emitOpError(
             "offload-autodiff expects a forward-only step, but this step "
             "already has a later phase");
-  if (fn.getNumResults() == 0 || resultRole(fn, 0) != "loss")
+  // A training step returns its loss first; a pipeline stage (imported with
+  // --loss none) returns its output first, and backward starts from that
+  // output's gradient, a new argument.
+  bool stage = fn.getNumResults() > 0 && resultRole(fn, 0) == "output";
+  if (fn.getNumResults() == 0 || (resultRole(fn, 0) != "loss" && !stage))
     return fn.emitOpError("offload-autodiff needs the step's first result to "
-                          "be the loss (role 'loss')");
+                          "be the loss (role 'loss') or a pipeline stage's "
+                          "output (role 'output')");
   Value loss = ret.getOperand(0);
   auto lossType = dyn_cast<RankedTensorType>(loss.getType());
-  if (!lossType || lossType.getRank() != 0 || !mlir::offload::detail::isFloatTensor(lossType))
-    return fn.emitOpError() << "the loss must be a float scalar tensor, got "
+  if (!lossType || !mlir::offload::detail::isFloatTensor(lossType) ||
+      (!stage && lossType.getRank() != 0))
+    return fn.emitOpError() << (stage ? "the stage output must be a float tensor, got "
+                                      : "the loss must be a float scalar tensor, got ")
                             << loss.getType();
 
   SmallVector<unsigned> params;
@@ -114,8 +121,18 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       forwardOps.push_back(&op);
 
   // 1. Activity: depends on a parameter (forward) and reaches the loss.
+  // A stage also returns the gradient of each float input (for the
+  // previous stage).
+  SmallVector<unsigned> stageInputs;
+  if (stage)
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (argRole(fn, i) == "input" &&
+          mlir::offload::detail::isFloatTensor(body.getArgument(i).getType()))
+        stageInputs.push_back(i);
   llvm::DenseSet<Value> varied;
   for (unsigned i : params)
+    varied.insert(body.getArgument(i));
+  for (unsigned i : stageInputs)
     varied.insert(body.getArgument(i));
   for (Operation *op : forwardOps) {
     if (!isa<DifferentiableOpInterface>(op))
@@ -178,8 +195,12 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   // Ops producing the gradient of an activation (not of a parameter) carry
   // `offload.activation_grad`: the B/W split keeps them (and what they
   // read) in the input-gradient half.
+  auto isStageInput = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && llvm::is_contained(stageInputs, arg.getArgNumber());
+  };
   auto tag = [&](Value v, Value g) {
-    if (!isa<BlockArgument>(v) && g.getDefiningOp())
+    if ((!isa<BlockArgument>(v) || isStageInput(v)) && g.getDefiningOp())
       g.getDefiningOp()->setAttr(OffloadDialect::kActivationGradAttrName,
                                  UnitAttr::get(ctx));
   };
@@ -195,7 +216,18 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       tag(v, it->second);
     }
   };
-  cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
+  // New arguments are appended to the block now and to the signature below.
+  SmallVector<DictionaryAttr> newArgAttrs;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    newArgAttrs.push_back(fn.getArgAttrDict(i));
+  if (stage) {
+    StringRef outName = fn.getResultAttrOfType<StringAttr>(0, OffloadDialect::kNameAttrName)
+                            .getValue();
+    newArgAttrs.push_back(nameRole(ctx, ("grad:" + outName).str(), "output_gradient"));
+    cotangent[loss] = body.addArgument(lossType, fn.getLoc());
+  } else {
+    cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
+  }
 
   for (Operation *op : llvm::reverse(activeOps)) {
     SmallVector<Value> resultGrads;
@@ -239,10 +271,6 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   SmallVector<DictionaryAttr> newResultAttrs;
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
     newResultAttrs.push_back(fn.getResultAttrDict(i));
-  // New arguments are appended to the block now and to the signature below.
-  SmallVector<DictionaryAttr> newArgAttrs;
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    newArgAttrs.push_back(fn.getArgAttrDict(i));
   auto addArg = [&](Type t, StringRef name) -> Value {
     newArgAttrs.push_back(nameRole(ctx, name, "optimizer_state"));
     return body.addArgument(t, fn.getLoc());
@@ -295,6 +323,15 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   if (returnGradients || optimizer == "none")
     for (auto [k, i] : llvm::enumerate(params))
       addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient");
+  for (unsigned i : stageInputs) {
+    Value x = body.getArgument(i);
+    Value g = cotangent.lookup(x);
+    if (!g) {
+      b.setInsertionPoint(ret);
+      g = FillOp::create(b, x.getLoc(), x.getType(), b.getF64FloatAttr(0.0));
+    }
+    addResult(g, ("grad:" + argName(fn, i)).str(), "input_gradient");
+  }
 
   // Rewrite the return and the signature.
   b.setInsertionPoint(ret);
