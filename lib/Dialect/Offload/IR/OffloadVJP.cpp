@@ -38,6 +38,21 @@ static Value reduceToShape(OpBuilder &b, Location loc, Value grad, Type target) 
   return r;
 }
 
+/// For ops reading (input, weight, optional bias): saves input and weight;
+/// when no cotangent reaches the result, every operand gets none.
+static void saveInputAndWeight(Value input, Value weight, SmallVectorImpl<Value> &s) {
+  s.push_back(input);
+  s.push_back(weight);
+}
+static bool noCotangent(Value dy, bool hasBias, Grads &og) {
+  if (dy)
+    return false;
+  og.append({Value(), Value()});
+  if (hasBias)
+    og.push_back(Value());
+  return true;
+}
+
 static Value zerosLike(OpBuilder &b, Location loc, Type t) {
   return FillOp::create(b, loc, t, b.getF64FloatAttr(0.0));
 }
@@ -268,17 +283,12 @@ LogicalResult SliceOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &
 //===----------------------------------------------------------------------===//
 
 void LinearOp::getSavedValues(SmallVectorImpl<Value> &s) {
-  s.push_back(getInput());
-  s.push_back(getWeight());
+  saveInputAndWeight(getInput(), getWeight(), s);
 }
 LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
   Value dy = rg[0];
-  if (!dy) {
-    og.append({Value(), Value()});
-    if (getBias())
-      og.push_back(Value());
+  if (noCotangent(dy, bool(getBias()), og))
     return success();
-  }
   Location loc = getLoc();
   Value x = saved[0], w = saved[1];
   auto xt = getInput().getType();
@@ -345,17 +355,12 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, 
 //===----------------------------------------------------------------------===//
 
 void Conv2dOp::getSavedValues(SmallVectorImpl<Value> &s) {
-  s.push_back(getInput());
-  s.push_back(getWeight());
+  saveInputAndWeight(getInput(), getWeight(), s);
 }
 LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
   Value dy = rg[0];
-  if (!dy) {
-    og.append({Value(), Value()});
-    if (getBias())
-      og.push_back(Value());
+  if (noCotangent(dy, bool(getBias()), og))
     return success();
-  }
   Location loc = getLoc();
   og.push_back(Conv2dBackwardInputOp::create(b, loc, getInput().getType(), dy, saved[1],
                                              getStrideAttr(), getPaddingAttr(),
