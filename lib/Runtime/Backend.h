@@ -35,6 +35,9 @@ public:
   /// Max over steps of live device bytes, as allocated by the executor.
   virtual uint64_t peakDeviceBytes() const = 0;
   virtual std::array<double, NumStreams> busySeconds() const = 0;
+  /// Seconds of the last step during which a copy stream and the compute
+  /// stream were both busy; -1 when the backend does not measure it.
+  virtual double copyComputeOverlapSeconds() const { return -1; }
 };
 
 std::unique_ptr<Backend> createHostBackend();

@@ -54,6 +54,30 @@ public:
   Status run(int first, int last) override;
   void endStep() override;
   uint64_t peakDeviceBytes() const override { return peak_; }
+  double copyComputeOverlapSeconds() const override {
+    std::lock_guard<std::mutex> g(mu_);
+    // Union of the copy streams' busy intervals, intersected with the
+    // compute stream's (each list is in start order per stream).
+    std::vector<std::pair<double, double>> copies(spans_[1]);
+    copies.insert(copies.end(), spans_[2].begin(), spans_[2].end());
+    std::sort(copies.begin(), copies.end());
+    std::vector<std::pair<double, double>> merged;
+    for (auto &c : copies) {
+      if (!merged.empty() && c.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, c.second);
+      else
+        merged.push_back(c);
+    }
+    double overlap = 0;
+    size_t j = 0;
+    for (auto &c : spans_[0]) {
+      while (j < merged.size() && merged[j].second <= c.first)
+        ++j;
+      for (size_t k = j; k < merged.size() && merged[k].first < c.second; ++k)
+        overlap += std::min(c.second, merged[k].second) - std::max(c.first, merged[k].first);
+    }
+    return overlap;
+  }
   std::array<double, NumStreams> busySeconds() const override {
     std::lock_guard<std::mutex> g(mu_);
     return busy_;
@@ -104,6 +128,8 @@ private:
   std::string error_;
   bool stop_ = false;
   std::array<double, NumStreams> busy_{0, 0, 0};
+  /// Busy intervals [start, end) of each stream in the current step.
+  std::array<std::vector<std::pair<double, double>>, NumStreams> spans_;
   std::thread workers_[NumStreams];
 
   uint64_t cur_ = 0, peak_ = 0;
@@ -256,6 +282,8 @@ Status HostBackend::beginStep() {
       r = -1;
     error_.clear();
     busy_ = {0, 0, 0};
+    for (auto &sp : spans_)
+      sp.clear();
   }
   for (auto &l : live_)
     l = 0;
@@ -376,6 +404,7 @@ std::string HostBackend::execute(int i) {
   {
     std::lock_guard<std::mutex> g(mu_);
     busy_[size_t(in.stream)] += t1 - t0;
+    spans_[size_t(in.stream)].push_back({t0, t1});
   }
   if (profile_.enabled) {
     std::lock_guard<std::mutex> g(profile_.mu);

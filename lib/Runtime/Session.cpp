@@ -277,3 +277,7 @@ uint64_t Session::measuredPeakDeviceBytes() const {
 std::array<double, NumStreams> Session::streamBusySeconds() const {
   return backend_->busySeconds();
 }
+
+double Session::copyComputeOverlapSeconds() const {
+  return backend_->copyComputeOverlapSeconds();
+}

@@ -189,9 +189,13 @@ int main(int argc, char **argv) {
     auto loss = s.loss();
     auto busy = s.streamBusySeconds();
     std::printf("step %d: loss %.9g  time %.6f s  busy compute %.6f s h2d "
-                "%.6f s d2h %.6f s\n",
+                "%.6f s d2h %.6f s",
                 step, loss ? *loss : 0.0 / 0.0, s.lastStepSeconds(), busy[0],
                 busy[1], busy[2]);
+    double overlap = s.copyComputeOverlapSeconds();
+    if (overlap >= 0 && busy[1] + busy[2] > 0)
+      std::printf("  copies overlapping compute %.6f s", overlap);
+    std::printf("\n");
   }
   std::printf("peak device bytes: planned %llu measured %llu%s\n",
               (unsigned long long)s.plannedPeakDeviceBytes(),

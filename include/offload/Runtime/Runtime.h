@@ -139,6 +139,10 @@ public:
   /// Seconds each stream (compute, h2d, d2h) spent executing instructions in
   /// the last step.
   std::array<double, NumStreams> streamBusySeconds() const;
+  /// Seconds of the last step during which a copy stream and the compute
+  /// stream were both busy (copies hidden under compute); -1 when the
+  /// backend does not measure it.
+  double copyComputeOverlapSeconds() const;
   /// Wall seconds of the last step (beginStep to finishStep).
   double lastStepSeconds() const { return lastStepSeconds_; }
   const char *backendName() const;
