@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "A_TestUtil.h"
+#include "KernelTestUtil.h"
 
 using namespace atest;
 

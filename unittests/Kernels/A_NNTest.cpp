@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "A_TestUtil.h"
+#include "KernelTestUtil.h"
 #include "KernelUtilA.h"
 
 #include <algorithm>

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelTestUtil.h"
 #include "offload/Runtime/Kernel.h"
 
 #include <gtest/gtest.h>
@@ -21,83 +22,11 @@
 #include <vector>
 
 using namespace offload::rt;
+using namespace atest;
 
 namespace {
 
-DType dtypeOf(const at::Tensor &t) {
-  switch (t.scalar_type()) {
-  case at::kFloat: return DType::F32;
-  case at::kDouble: return DType::F64;
-  case at::kLong: return DType::I64;
-  case at::kInt: return DType::I32;
-  default: return DType::Bool;
-  }
-}
-
-/// View of a contiguous tensor; an undefined tensor is an absent operand.
-TensorView viewOf(const at::Tensor &t) {
-  TensorView v;
-  if (!t.defined())
-    return v;
-  EXPECT_TRUE(t.is_contiguous());
-  v.data = t.data_ptr();
-  v.dtype = dtypeOf(t);
-  v.shape = t.sizes().vec();
-  return v;
-}
-
-/// Attribute builder.
-struct Attrs {
-  AttrMap m;
-  Attrs &i(const std::string &n, std::vector<int64_t> v) {
-    AttrValue a;
-    a.kind = AttrValue::Kind::Ints;
-    a.ints = std::move(v);
-    m.set(n, a);
-    return *this;
-  }
-  Attrs &f(const std::string &n, double v) {
-    AttrValue a;
-    a.kind = AttrValue::Kind::Floats;
-    a.floats = {v};
-    m.set(n, a);
-    return *this;
-  }
-};
-
-/// Runs kernel `op` on the given tensors; returns its error string.
-std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
-                const std::vector<at::Tensor> &outs, const AttrMap &attrs,
-                int threads = 3) {
-  registerAllHostKernels();
-  KernelFn fn = KernelRegistry::host().lookup(op);
-  if (!fn)
-    return "no kernel registered for " + op;
-  std::vector<TensorView> vi, vo;
-  for (auto &t : ins)
-    vi.push_back(viewOf(t));
-  for (auto &t : outs)
-    vo.push_back(viewOf(t));
-  KernelArgs args{vi, vo, attrs, threads};
-  return fn(args);
-}
-
-double relErr(const at::Tensor &got, const at::Tensor &ref) {
-  if (ref.numel() == 0)
-    return 0;
-  double scale = ref.abs().max().item<double>();
-  double err = (got.to(at::kDouble) - ref.to(at::kDouble)).abs().max()
-                   .item<double>();
-  return err / std::max(scale, 1e-30);
-}
-
 double tolFor(at::ScalarType t) { return t == at::kFloat ? 1e-4 : 1e-10; }
-
-#define EXPECT_CLOSE(got, ref, tol)                                            \
-  do {                                                                         \
-    ASSERT_EQ((got).sizes(), (ref).sizes());                                   \
-    EXPECT_LE(relErr((got), (ref)), (tol));                                    \
-  } while (0)
 
 at::TensorOptions opts(at::ScalarType t) { return at::TensorOptions().dtype(t); }
 

@@ -1,11 +1,11 @@
-//===- A_TestUtil.h - Helpers for the part-A kernel tests -------*- C++ -*-===//
+//===- KernelTestUtil.h - Helpers for the host kernel tests -----*- C++ -*-===//
 //
 // Part of offload. Runs a registered host kernel on LibTorch tensors and
 // compares results with an ATen reference.
 //
 //===----------------------------------------------------------------------===//
-#ifndef OFFLOAD_UNITTESTS_KERNELS_A_TESTUTIL_H
-#define OFFLOAD_UNITTESTS_KERNELS_A_TESTUTIL_H
+#ifndef OFFLOAD_UNITTESTS_KERNELS_KERNELTESTUTIL_H
+#define OFFLOAD_UNITTESTS_KERNELS_KERNELTESTUTIL_H
 
 #include "offload/Runtime/Kernel.h"
 
@@ -70,23 +70,59 @@ struct Attrs {
   }
 };
 
-/// Runs kernel "offload.<op>" with `ins` and pre-allocated `outs`. Returns the
-/// kernel's message ("" on success) or "no kernel".
-inline std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
-                       const std::vector<at::Tensor> &outs,
-                       const Attrs &attrs = Attrs(), int threads = 1) {
+/// Runs kernel `op` ("offload.<op>", or just "<op>") with `ins` and
+/// pre-allocated `outs`; an undefined tensor is an absent operand or an
+/// output the kernel should skip. Returns the kernel's message ("" on success) or "no kernel".
+inline std::string runKernel(const std::string &op, const std::vector<at::Tensor> &ins,
+                             const std::vector<at::Tensor> &outs, const AttrMap &attrs,
+                             int threads) {
   offload::rt::registerAllHostKernels();
-  auto fn = KernelRegistry::host().lookup("offload." + op);
-  if (!fn) return "no kernel for offload." + op;
+  std::string name = op.rfind("offload.", 0) == 0 ? op : "offload." + op;
+  auto fn = KernelRegistry::host().lookup(name);
+  if (!fn) return "no kernel for " + name;
   std::vector<TensorView> in, out;
   for (auto &t : ins) {
     if (t.defined()) in.push_back(view(t));
     else in.push_back(TensorView());
   }
-  for (auto &t : outs) out.push_back(view(t));
-  KernelArgs args{in, out, attrs.m, threads};
+  for (auto &t : outs) {
+    if (t.defined()) out.push_back(view(t));
+    else out.push_back(TensorView());
+  }
+  KernelArgs args{in, out, attrs, threads};
   return fn(args);
 }
+
+/// Part A's form: attributes from the builder, one thread by default.
+inline std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
+                       const std::vector<at::Tensor> &outs,
+                       const Attrs &attrs = Attrs(), int threads = 1) {
+  return runKernel(op, ins, outs, attrs.m, threads);
+}
+
+/// Part B's form: a plain AttrMap, three threads by default (exercises the
+/// kernels' parallel paths).
+inline std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
+                       const std::vector<at::Tensor> &outs, const AttrMap &attrs,
+                       int threads = 3) {
+  return runKernel(op, ins, outs, attrs, threads);
+}
+
+/// max|got - ref| / max(max|ref|, 1e-30): the error measure of the part-B
+/// tests (reordered sums make elementwise relative error meaningless).
+inline double relErr(const at::Tensor &got, const at::Tensor &ref) {
+  if (ref.numel() == 0)
+    return 0;
+  double scale = ref.abs().max().item<double>();
+  double err = (got.to(at::kDouble) - ref.to(at::kDouble)).abs().max().item<double>();
+  return err / std::max(scale, 1e-30);
+}
+
+#define EXPECT_CLOSE(got, ref, tol)                                            \
+  do {                                                                         \
+    ASSERT_EQ((got).sizes(), (ref).sizes());                                   \
+    EXPECT_LE(atest::relErr((got), (ref)), (tol));                             \
+  } while (0)
 
 /// Expects |got - ref| <= atol + rtol * |ref| everywhere (NaNs must match).
 inline void expectClose(const at::Tensor &got, const at::Tensor &ref,
