@@ -365,38 +365,27 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       pb.constant(id, std::move(*bytes));
       continue;
     }
-    if (auto th = dyn_cast<ToHostOp>(op)) {
-      std::vector<int32_t> waits = eventsOf(th.getAsyncDependencies());
+    if (isa<ToHostOp, ToDeviceOp>(op)) {
+      // Copies. An async one (it returns a token) runs on its copy stream.
+      bool toHost = isa<ToHostOp>(op);
+      ValueRange deps = toHost ? cast<ToHostOp>(op).getAsyncDependencies()
+                               : cast<ToDeviceOp>(op).getAsyncDependencies();
+      Value token = op->getNumResults() > 1 ? op->getResult(1) : Value();
+      std::vector<int32_t> waits = eventsOf(deps);
       int rec = -1;
-      if (th.getAsyncToken()) {
+      int stream = rt::ComputeStream;
+      if (token) {
         // The copy stream must not read the tensor before compute wrote it.
         int computeDone = pb.event();
         pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
         ++numInstr;
         waits.push_back(computeDone);
         rec = pb.event();
-        tokenEvent[th.getAsyncToken()] = rec;
+        tokenEvent[token] = rec;
+        stream = toHost ? rt::DeviceToHostStream : rt::HostToDeviceStream;
       }
-      pb.instr(rt::kOpToHost, operandIds(op), resultIds(op), {},
-               th.getAsyncToken() ? rt::DeviceToHostStream : rt::ComputeStream, waits,
-               rec);
-      ++numInstr;
-      continue;
-    }
-    if (auto td = dyn_cast<ToDeviceOp>(op)) {
-      std::vector<int32_t> waits = eventsOf(td.getAsyncDependencies());
-      int rec = -1;
-      if (td.getAsyncToken()) {
-        int computeDone = pb.event();
-        pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
-        ++numInstr;
-        waits.push_back(computeDone);
-        rec = pb.event();
-        tokenEvent[td.getAsyncToken()] = rec;
-      }
-      pb.instr(rt::kOpToDevice, operandIds(op), resultIds(op), {},
-               td.getAsyncToken() ? rt::HostToDeviceStream : rt::ComputeStream, waits,
-               rec);
+      pb.instr(toHost ? rt::kOpToHost : rt::kOpToDevice, operandIds(op), resultIds(op), {},
+               stream, waits, rec);
       ++numInstr;
       continue;
     }

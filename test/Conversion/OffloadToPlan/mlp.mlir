@@ -11,11 +11,14 @@
 // COMPILE: plan {{.*}}: 16 instructions, {{[0-9]+}} buffers, peak device bytes [[PEAK]] (memory plan: [[PEAK]])
 
 // CHECK: predicted peak device [[PEAK:[0-9]+]] bytes
-// CHECK-DAG: in  "fc1.weight" -> %{{[0-9]+}} (parameter)
+// Optimizer updates run in place: the new fc1.weight and its momentum buffer
+// are bound to the buffers of their inputs.
+// CHECK-DAG: in  "fc1.weight" -> %[[W:[0-9]+]] (parameter)
+// CHECK-DAG: out "fc1.weight" -> %[[W]] (parameter)
+// CHECK-DAG: in  "fc1.weight.momentum_buffer" -> %[[M:[0-9]+]] (optimizer_state)
+// CHECK-DAG: out "fc1.weight.momentum_buffer" -> %[[M]] (optimizer_state)
 // CHECK-DAG: in  "x" -> %{{[0-9]+}} (input)
-// CHECK-DAG: in  "fc1.weight.momentum_buffer" -> %{{[0-9]+}} (optimizer_state)
 // CHECK-DAG: out "loss" -> %{{[0-9]+}} (output)
-// CHECK-DAG: out "fc1.weight" -> %{{[0-9]+}} (parameter)
 // CHECK-DAG: out "grad:fc2.bias" -> %{{[0-9]+}} (gradient)
 // CHECK: phase forward [0,4):
 // CHECK-NEXT: offload.linear
