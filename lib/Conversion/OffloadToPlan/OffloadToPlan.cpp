@@ -116,10 +116,9 @@ static rt::AttrMap convertAttrs(Operation *op) {
     std::string name = na.getName().str();
     Attribute a = na.getValue();
     rt::AttrValue v;
-    if (auto g = dyn_cast<GeluOp>(op); g && name == "approximate") {
-      v = rt::attrString(stringifyGeluApproximation(g.getApproximate()).str());
-    } else if (auto g2 = dyn_cast<GeluBackwardOp>(op); g2 && name == "approximate") {
-      v = rt::attrString(stringifyGeluApproximation(g2.getApproximate()).str());
+    if (name == "approximate" && isa<IntegerAttr>(a)) {
+      auto approx = symbolizeGeluApproximation(cast<IntegerAttr>(a).getInt());
+      v = rt::attrString(approx ? stringifyGeluApproximation(*approx).str() : "none");
     } else if (name == "reduction" && isa<IntegerAttr>(a)) {
       auto red = symbolizeReduction(cast<IntegerAttr>(a).getInt());
       v = rt::attrString(red ? stringifyReduction(*red).str() : "mean");
@@ -218,19 +217,13 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
 
 FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
                                                        int64_t *memoryPlanPeak) {
-  // Recompute regions run inline at their position: lower a copy with them
-  // inlined (the caller's IR is unchanged).
-  OwningOpRef<func::FuncOp> copy;
-  func::FuncOp fn = original;
-  if (llvm::any_of(original.getBody().front(),
-                   [](Operation &op) { return isa<RecomputeOp>(op); })) {
-    copy = original.clone();
-    fn = *copy;
-    inlineRecomputeRegions(fn.getBody().front());
-  }
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  // Recompute regions run inline at their position: the memory plan
+  // describes a copy with them inlined, which is what is lowered (the
+  // caller's IR is unchanged).
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(original);
   if (failed(mp))
     return failure();
+  func::FuncOp fn = mp->function;
   Block &body = fn.getBody().front();
   rt::PlanBuilder pb;
   pb.setProducer("offload convert-offload-to-plan");

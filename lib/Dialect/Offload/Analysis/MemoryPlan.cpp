@@ -96,12 +96,16 @@ static bool isTensorLike(Type t) {
   return isa<RankedTensorType, SavedType, HostType>(t);
 }
 
-FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp fn) {
-  for (Operation &op : fn.getBody().front())
-    if (isa<RecomputeOp>(op))
-      return op.emitOpError("the memory plan needs recompute regions inlined "
-                            "(inlineRecomputeRegions) first");
+FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
   MemoryPlan plan;
+  plan.function = step;
+  if (llvm::any_of(step.getBody().front(),
+                   [](Operation &op) { return isa<RecomputeOp>(op); })) {
+    plan.inlinedCopy = step.clone();
+    plan.function = *plan.inlinedCopy;
+    inlineRecomputeRegions(plan.function.getBody().front());
+  }
+  func::FuncOp fn = plan.function;
   Block &body = fn.getBody().front();
   for (Operation &op : body)
     plan.schedule.push_back(&op);

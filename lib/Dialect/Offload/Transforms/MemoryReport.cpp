@@ -31,10 +31,7 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
     getOperation().walk([&](func::FuncOp fn) {
       if (fn.isExternal())
         return;
-      // Recompute regions run inline at their position.
-      OwningOpRef<func::FuncOp> copy = fn.clone();
-      inlineRecomputeRegions(copy->getBody().front());
-      FailureOr<MemoryPlan> plan = computeMemoryPlan(*copy);
+      FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
       if (failed(plan)) {
         failedAny = true;
         return;

@@ -100,9 +100,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
     return success();
   // What is alive between B and W: live device bytes just before the
   // marker, without the step's persistent buffers (arguments, results).
-  OwningOpRef<func::FuncOp> copy = fn.clone();
-  inlineRecomputeRegions(copy->getBody().front());
-  FailureOr<MemoryPlan> plan = computeMemoryPlan(*copy);
+  FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
   if (failed(plan))
     return failure();
   int64_t boundary = 0;
@@ -122,7 +120,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
     byLayer[getLayerName(pb.values.front().getLoc())] += pb.bytes;
   }
   int64_t savedTotal = 0;
-  for (Operation &op : copy->getBody().front())
+  for (Operation &op : plan->function.getBody().front())
     if (auto s = dyn_cast<SaveOp>(op))
       savedTotal += mlir::offload::detail::tensorBytes(s.getValue().getType());
   llvm::outs() << llvm::format(

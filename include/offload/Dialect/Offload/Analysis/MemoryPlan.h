@@ -29,6 +29,7 @@
 #define OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_MEMORYPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -53,6 +54,11 @@ struct PlannedBuffer {
 };
 
 struct MemoryPlan {
+  /// The function the plan describes: the step itself, or, when it has
+  /// recompute regions, a copy of it with the regions inlined (they run at
+  /// their position), owned by `inlinedCopy`. Values below belong to it.
+  func::FuncOp function;
+  OwningOpRef<func::FuncOp> inlinedCopy;
   llvm::SmallVector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, unsigned> bufferOf; // value -> index in `buffers`
   llvm::SmallVector<Operation *> schedule;  // program point -> op
@@ -67,7 +73,8 @@ struct MemoryPlan {
   llvm::SmallVector<int64_t> liveDeviceBytes;
 };
 
-/// Computes the plan of `fn` (a step: one block). Offsets come from a
+/// Computes the plan of `fn` (a step: one block; recompute regions are
+/// inlined into a copy first, see MemoryPlan::function). Offsets come from a
 /// greedy best-fit by decreasing size over the live intervals (the
 /// "greedy by size" heuristic of TensorFlow Lite's arena planner; Pisarchyk
 /// and Lee, "Efficient Memory Management for Deep Neural Net Inference",
