@@ -127,7 +127,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
 
   // 2. Group: consecutive chosen saves form one segment for the segment
   // policies; one value per group otherwise.
-  bool segments = policy == "every-k" || policy == "sqrt" || policy == "all";
+  bool segments = segmentPolicy || policy == "all";
   SmallVector<Group> groups;
   bool open = false;
   for (SaveOp s : saves) {

@@ -9,7 +9,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -63,7 +62,6 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
 
   // B: the ops producing activations' gradients (tagged by autodiff) and,
   // transitively, the backward ops they read. W: the rest of backward.
-  llvm::DenseSet<Operation *> inBackward(bwd.begin(), bwd.end());
   llvm::DenseSet<Operation *> inB;
   for (Operation *op : llvm::reverse(bwd)) {
     bool needed = op->hasAttr(OffloadDialect::kActivationGradAttrName) ||
@@ -76,11 +74,8 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
     if (needed)
       inB.insert(op);
   }
-  llvm::DenseSet<Operation *> w;
-  for (Operation *op : bwd)
-    if (!inB.count(op))
-      w.insert(op);
-  if (w.empty()) {
+  size_t numW = bwd.size() - inB.size();
+  if (numW == 0) {
     if (report)
       llvm::outs() << "split @" << fn.getName() << ": no weight-gradient-only op\n";
     return success();
@@ -90,11 +85,10 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   OpBuilder b(fn.getContext());
   backward.setPhase(Phase::backward_input);
   b.setInsertionPoint(end);
-  auto marker = PhaseOp::create(b, backward.getLoc(), Phase::backward_weight);
+  PhaseOp::create(b, backward.getLoc(), Phase::backward_weight);
   for (Operation *op : bwd)
-    if (w.count(op))
+    if (!inB.count(op))
       op->moveBefore(end);
-  (void)marker;
 
   if (!report)
     return success();
@@ -127,7 +121,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
       "split @%s: %zu of %zu backward ops moved to W; alive between B and W: "
       "%lld bytes (saved values W reads: %lld of the step's %lld saved bytes; "
       "gradients W reads: %lld)\n",
-      fn.getName().str().c_str(), w.size(), bwd.size(),
+      fn.getName().str().c_str(), numW, bwd.size(),
       (long long)(keptSaved + keptOther), (long long)keptSaved, (long long)savedTotal,
       (long long)keptOther);
   for (auto &[layer, bytes] : byLayer)
