@@ -64,6 +64,8 @@ int64_t mlir::offload::detail::sumResultElements(Operation *op) {
 }
 
 static int64_t numel(Type t) {
+  if (auto h = dyn_cast<HostType>(t)) // host-side optimizer updates
+    t = h.getTensorType();
   auto rt = cast<RankedTensorType>(t);
   return rt.hasStaticShape() ? rt.getNumElements() : -1;
 }

@@ -138,7 +138,20 @@ void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // Optimizer updates: the argument checks of torch.optim 1.13.
 //===----------------------------------------------------------------------===//
 
+/// An update runs on the device or on the host, never across both.
+static LogicalResult verifyOneSpace(Operation *op) {
+  bool host = isa<HostType>(op->getOperand(0).getType());
+  for (Value v : op->getOperands())
+    if (isa<HostType>(v.getType()) != host)
+      return op->emitOpError() << "mixes device and host operands; an update runs "
+                                  "on the device or, with every operand an "
+                                  "!offload.host value, on the host";
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
+  if (failed(verifyOneSpace(*this)))
+    return failure();
   double lr = getLr().convertToDouble(), momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
@@ -155,6 +168,8 @@ LogicalResult SgdUpdateOp::verify() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
+  if (failed(verifyOneSpace(*this)))
+    return failure();
   double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   double wd = getWeightDecay().convertToDouble();

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"
@@ -23,33 +24,11 @@ namespace offload {
 using namespace mlir;
 using namespace mlir::offload;
 
-/// Whether `op` counts as compute for the distances (copies, waits, phase
-/// markers and saved-value bookkeeping do not).
-static bool isCompute(Operation *op) {
-  return isa<CostOpInterface>(op) && !isa<ReshapeOp>(op);
-}
-
-/// The op `n` compute ops after `from` (exclusive) in its block, not past
-/// `limit`; `limit` when there are fewer.
 static Operation *advance(Operation *from, unsigned n, Operation *limit) {
-  Operation *op = from;
-  while (n > 0 && op->getNextNode() && op->getNextNode() != limit) {
-    op = op->getNextNode();
-    if (isCompute(op))
-      --n;
-  }
-  return op->getNextNode() ? op->getNextNode() : limit;
+  return advanceComputeOps(from, n, limit);
 }
-
-/// The op `n` compute ops before `to` (exclusive), not before `limit`.
 static Operation *retreat(Operation *to, unsigned n, Operation *limit) {
-  Operation *op = to;
-  while (n > 0 && op->getPrevNode() && op->getPrevNode() != limit) {
-    op = op->getPrevNode();
-    if (isCompute(op))
-      --n;
-  }
-  return op;
+  return retreatComputeOps(to, n, limit);
 }
 
 namespace {
@@ -109,6 +88,7 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
 
   int64_t bytesOffloaded = 0;
   OpBuilder b(fn.getContext());
+  SmallVector<PrefetchRequest> requests;
   for (SaveOp s : chosen) {
     Value v = s.getValue();
     // After the last forward use of the value (uses before backward).
@@ -133,20 +113,32 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
     for (Operation *r : s.getResult().getUsers())
       if (!firstUse || r->isBeforeInBlock(firstUse))
         firstUse = r;
-    b.setInsertionPoint(retreat(firstUse, prefetchDistance, backwardStart));
-    auto toDevice = ToDeviceOp::create(b, s.getLoc(), v.getType(),
-                                       TokenType::get(b.getContext()),
-                                       ValueRange{toHost.getAsyncToken()},
-                                       toHost.getResult(),
-                                       b.getI64IntegerAttr(prefetchDistance));
+    // An explicit distance places the copy now; the cost model places all
+    // of them together below, starting from right before the use.
+    b.setInsertionPoint(prefetchDistance >= 0
+                            ? retreat(firstUse, unsigned(prefetchDistance), backwardStart)
+                            : firstUse);
+    auto toDevice = ToDeviceOp::create(
+        b, s.getLoc(), v.getType(), TokenType::get(b.getContext()),
+        ValueRange{toHost.getAsyncToken()}, toHost.getResult(),
+        prefetchDistance >= 0 ? b.getI64IntegerAttr(prefetchDistance) : IntegerAttr());
     b.setInsertionPoint(firstUse);
     WaitOp::create(b, s.getLoc(), Type(), ValueRange{toDevice.getAsyncToken()});
+    requests.push_back({toDevice, firstUse, backwardStart});
     for (Operation *r : llvm::make_early_inc_range(s.getResult().getUsers())) {
       cast<RestoreOp>(r).getResult().replaceAllUsesWith(toDevice.getResult());
       r->erase();
     }
     s.erase();
     bytesOffloaded += mlir::offload::detail::tensorBytes(v.getType());
+  }
+  if (prefetchDistance < 0) {
+    TargetModel target;
+    target.linkBytesPerSecond = linkBandwidth;
+    target.flopsPerSecond = deviceFlops;
+    target.memoryBytesPerSecond = deviceBandwidth;
+    if (failed(placePrefetches(fn, requests, target)))
+      return failure();
   }
   if (report)
     llvm::outs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "

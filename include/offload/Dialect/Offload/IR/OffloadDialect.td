@@ -46,6 +46,11 @@ def Offload_Dialect : Dialect {
     /// Unit attribute on an offload.save chosen for recompute by hand or by
     /// the planner (offload-recompute policy=marked).
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
+    /// On a step argument or result that is rows [a, b) of a whole tensor of
+    /// N rows (offload-slice-parameters): the whole tensor's binding name,
+    /// and `array<i64: a, b, N>`.
+    static constexpr ::llvm::StringLiteral kSliceOfAttrName = "offload.slice_of";
+    static constexpr ::llvm::StringLiteral kSliceAttrName = "offload.slice";
 
   private:
     void registerTypes();

@@ -206,6 +206,10 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
     `g = nesterov ? g + momentum * buf : buf`; `param -= lr * g`;
     `new_step = step + 1`. `step` is an i64 scalar.
 
+    When every operand is an `!offload.host` value the update runs on the
+    host, over the host arena (parameters kept on the host by
+    --offload-host-parameters); otherwise every operand is a device tensor.
+
     ```mlir
     %p1, %b1, %s1 = offload.sgd_update %p, %g, %b, %s {lr = 1.0e-01 : f64,
         momentum = 9.0e-01 : f64, dampening = 0.0 : f64,
@@ -213,14 +217,14 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
         : tensor<10x4xf32>, tensor<i64>
     ```
   }];
-  let arguments = (ins Offload_FloatTensor:$param, Offload_FloatTensor:$grad,
-                       Offload_FloatTensor:$momentum_buffer,
-                       Offload_SeedTensor:$step,
+  let arguments = (ins Offload_FloatTensorOrHost:$param, Offload_FloatTensorOrHost:$grad,
+                       Offload_FloatTensorOrHost:$momentum_buffer,
+                       Offload_SeedTensorOrHost:$step,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$dampening,
                        F64Attr:$weight_decay, BoolAttr:$nesterov);
-  let results = (outs Offload_FloatTensor:$new_param,
-                      Offload_FloatTensor:$new_momentum_buffer,
-                      Offload_SeedTensor:$new_step);
+  let results = (outs Offload_FloatTensorOrHost:$new_param,
+                      Offload_FloatTensorOrHost:$new_momentum_buffer,
+                      Offload_SeedTensorOrHost:$new_step);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` type($param) `,` type($step)
   }];
@@ -239,19 +243,22 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
     (1 - beta2) * g * g`; `t = step + 1`; `param -= (lr / (1 - beta1^t)) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
 
+    As for `offload.sgd_update`, the update runs on the host when every
+    operand is an `!offload.host` value.
+
     ```mlir
     %p1, %m1, %v1, %s1 = offload.adamw_update %p, %g, %m, %v, %s {lr = 1.0e-03 : f64,
         beta1 = 9.0e-01 : f64, beta2 = 9.990e-01 : f64, eps = 1.0e-08 : f64,
         weight_decay = 1.0e-02 : f64} : tensor<10x4xf32>, tensor<i64>
     ```
   }];
-  let arguments = (ins Offload_FloatTensor:$param, Offload_FloatTensor:$grad,
-                       Offload_FloatTensor:$exp_avg, Offload_FloatTensor:$exp_avg_sq,
-                       Offload_SeedTensor:$step,
+  let arguments = (ins Offload_FloatTensorOrHost:$param, Offload_FloatTensorOrHost:$grad,
+                       Offload_FloatTensorOrHost:$exp_avg, Offload_FloatTensorOrHost:$exp_avg_sq,
+                       Offload_SeedTensorOrHost:$step,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
                        F64Attr:$weight_decay);
-  let results = (outs Offload_FloatTensor:$new_param, Offload_FloatTensor:$new_exp_avg,
-                      Offload_FloatTensor:$new_exp_avg_sq, Offload_SeedTensor:$new_step);
+  let results = (outs Offload_FloatTensorOrHost:$new_param, Offload_FloatTensorOrHost:$new_exp_avg,
+                      Offload_FloatTensorOrHost:$new_exp_avg_sq, Offload_SeedTensorOrHost:$new_step);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` type($param) `,` type($step)
   }];

@@ -30,7 +30,9 @@ def Offload_HostType : Offload_Type<"Host", "host"> {
   let description = [{
     `!offload.host<tensor<32x128xf32>>` is a tensor in the host arena (pinned
     memory on the CUDA backend). Compute ops never read it: it must be
-    brought back with `offload.to_device` first.
+    brought back with `offload.to_device` first. The one exception is the
+    optimizer updates (`offload.sgd_update`, `offload.adamw_update`), which
+    run on the host when all their operands are host values.
   }];
   let parameters = (ins "::mlir::RankedTensorType":$tensorType);
   let assemblyFormat = "`<` $tensorType `>`";
@@ -69,5 +71,12 @@ def Offload_FloatTensor : RankedTensorOf<[F32, F64]>;
 def Offload_IndexTensor : RankedTensorOf<[I64]>;
 def Offload_AnyTensor : RankedTensorOf<[F32, F64, I64, I32, I1]>;
 def Offload_SeedTensor : 0DTensorOf<[I64]>;
+
+// Optimizer updates run on the device or, with every operand in host memory,
+// on the host (--offload-host-parameters).
+def Offload_FloatTensorOrHost : AnyTypeOf<[Offload_FloatTensor, Offload_HostType],
+    "float tensor, or a float tensor in host memory">;
+def Offload_SeedTensorOrHost : AnyTypeOf<[Offload_SeedTensor, Offload_HostType],
+    "0-d i64 tensor, or one in host memory">;
 
 #endif // OFFLOAD_TYPES_TD

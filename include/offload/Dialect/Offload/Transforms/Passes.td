@@ -195,6 +195,21 @@ def SplitWeightGrad : Pass<"offload-split-weight-grad", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
+// Options of the target's cost model shared by the host-offload passes
+// (Prefetch.h, TargetModel).
+defvar TargetModelOptions = [
+    Option<"prefetchDistance", "prefetch-distance", "int", /*default=*/"-1",
+           "Compute ops between a prefetch and its first use; -1 (default) places "
+           "each prefetch from the cost model: early enough to finish before the use "
+           "at link-bandwidth, never so early that it raises the peak">,
+    Option<"linkBandwidth", "link-bandwidth", "double", /*default=*/"25e9",
+           "Host<->device bandwidth per direction, bytes/s (cost model)">,
+    Option<"deviceFlops", "device-flops", "double", /*default=*/"25e12",
+           "Device compute throughput, FLOP/s (cost model)">,
+    Option<"deviceBandwidth", "device-bandwidth", "double", /*default=*/"1.5e12",
+           "Device memory bandwidth, bytes/s (cost model)">,
+];
+
 def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
   let summary = "Moves saved values to host memory in forward and prefetches them for backward";
   let description = [{
@@ -203,15 +218,24 @@ def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
     on the device once the copy completes (an `offload.wait` `wait-distance`
     ops later, at the latest when forward ends). In backward it is
     prefetched (`offload.to_device async`, on the host-to-device stream)
-    `prefetch-distance` ops before its first use, and compute waits for it
-    just before that use. The copies overlap the compute in between.
+    and compute waits for it just before its first use. The copies overlap
+    the compute in between.
+
+    Prefetch placement: by default from the target's cost model (a roofline
+    time per op from `device-flops` and `device-bandwidth`, the copy's time
+    from `link-bandwidth`): the latest point from which the copy, queued
+    behind earlier prefetches on the one host-to-device stream, finishes
+    before the use, but never so early that the live device bytes plus the
+    copy exceed the peak (so prefetching cannot raise the peak). An explicit
+    `prefetch-distance=N` issues it N compute ops before the use instead.
+    Each copy records the distance it got (`prefetch_distance`).
 
     Policies (`policy=`): `size` (saved values of at least `min-bytes`),
     `ops` (produced by the op kinds in `ops`, e.g. `ops=matmul,linear,conv2d`),
     `names` (layer glob), `all`. Results are bit-identical: copies move
     bytes. Prints what was offloaded.
   }];
-  let options = [
+  let options = !listconcat([
     Option<"policy", "policy", "std::string", /*default=*/"\"size\"",
            "size, ops, names or all">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
@@ -219,11 +243,82 @@ def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
     ListOption<"ops", "ops", "std::string", "Producer op kinds for policy=ops">,
     Option<"names", "names", "std::string", /*default=*/"\"*\"",
            "Layer glob for policy=names">,
-    Option<"prefetchDistance", "prefetch-distance", "unsigned", /*default=*/"4",
-           "Compute ops between a prefetch and the first use">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a device-to-host copy before its device buffer is released">,
     Option<"report", "report", "bool", /*default=*/"true", "Print what was offloaded">,
+  ], TargetModelOptions);
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
+def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
+  let summary = "Keeps parameters, their gradients and optimizer state in host memory; the optimizer step runs on the host";
+  let description = [{
+    Runs after `--offload-autodiff`. Each chosen parameter argument becomes
+    an `!offload.host` value, and so do its optimizer-state arguments
+    (momentum buffer; AdamW's exp_avg and exp_avg_sq). The parameter is
+    prefetched to the device (`offload.to_device async`) before its first
+    forward use and freed after its last; for backward it is prefetched
+    again, or kept on the device in between when the compute between its
+    last forward and first backward use is estimated shorter than twice the
+    copy (`refetch=auto`; `always` and `never` force either). Its gradient
+    goes to the host as soon as it is computed (`offload.to_host async`; the
+    device copy is freed `wait-distance` compute ops later), and the
+    optimizer update (`offload.sgd_update` / `offload.adamw_update`) runs on
+    the host over host values, in place. Returned gradients are returned
+    from the host copy. The shared step counter stays on the device and is
+    copied to the host once. State (batch-norm running statistics) stays on
+    the device.
+
+    Prefetch placement follows the same cost model as
+    `--offload-host-offload` (see there), or `prefetch-distance=N`.
+
+    Policies (`policy=`): `all`, `size` (parameters of at least `min-bytes`),
+    `names` (glob over parameter names, e.g. `names=fc*`). Results are
+    bit-identical to the step without the pass: copies move bytes, and the
+    host update runs the same kernel. Prints what was moved.
+  }];
+  let options = !listconcat([
+    Option<"policy", "policy", "std::string", /*default=*/"\"all\"",
+           "all, size or names">,
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
+           "Smallest parameter to keep on the host with policy=size (bytes)">,
+    Option<"names", "names", "std::string", /*default=*/"\"*\"",
+           "Parameter-name glob for policy=names">,
+    Option<"refetch", "refetch", "std::string", /*default=*/"\"auto\"",
+           "Prefetch a parameter again for backward: auto, always or never">,
+    Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
+           "Compute ops after a gradient's device-to-host copy before its device buffer is released">,
+    Option<"report", "report", "bool", /*default=*/"true", "Print what was moved">,
+  ], TargetModelOptions);
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
+def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
+  let summary = "Splits a large linear layer's weight into row slices that are streamed one by one";
+  let description = [{
+    Runs on the forward step, before `--offload-autodiff`. A parameter
+    weight `W : tensor<N x K>` of more than `slice-bytes` bytes that is read
+    only as the weight of `offload.linear` ops (a `[num_classes x features]`
+    classifier) becomes ceil(N / rows) parameter arguments of `rows =
+    slice-bytes / (K * element bytes)` rows each, named `W[a:b]`, and so
+    does its bias; each linear becomes one linear per slice and an
+    `offload.cat` of their outputs along the last dimension. Autodiff then
+    gives every slice its own gradient and update; with
+    `--offload-host-parameters` every slice lives on the host and is
+    prefetched while the previous one computes, and its gradient returns to
+    the host slice by slice.
+
+    Each slice argument carries `offload.slice_of` (the whole parameter's
+    name) and `offload.slice = array<i64: a, b, N>` (rows [a, b) of N); the
+    plan binds it to those rows of the whole tensor, so the runtime's
+    parameter store and --params/--dump keep one tensor per parameter.
+    Results are bit-identical per element: each output element is the
+    same dot product.
+  }];
+  let options = [
+    Option<"sliceBytes", "slice-bytes", "int64_t", /*default=*/"67108864",
+           "Largest slice of a weight (bytes); weights above it are sliced">,
+    Option<"report", "report", "bool", /*default=*/"true", "Print what was sliced">,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }

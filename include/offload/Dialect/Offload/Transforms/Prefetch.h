@@ -1,0 +1,82 @@
+//===- Prefetch.h - Prefetch placement from a target cost model -*- C++ -*-===//
+//
+// Part of offload. The host-offload passes (--offload-host-offload for saved
+// values, --offload-host-parameters for parameters) bring tensors back with
+// async host-to-device copies. Where each copy is issued decides whether it
+// is hidden under compute, and how long its device buffer is alive: too late
+// and compute waits for it, too early and it raises the peak. This file
+// places those copies from a roofline estimate of each op's time on the
+// target and the host link's bandwidth.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PREFETCH_H
+#define OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PREFETCH_H
+
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir {
+namespace offload {
+
+/// The target the placement estimates times for. The defaults describe one
+/// NVIDIA H100 PCIe card derated to what kernels and copies reach in
+/// practice: the datasheet gives 51 TFLOPS fp32, 2.0 TB/s HBM2e and a PCIe
+/// 5.0 x16 link (64 GB/s per direction); we take 25 TFLOPS, 1.5 TB/s and
+/// 25 GB/s (pinned cudaMemcpyAsync over a Gen4-speed link, the common case
+/// in servers). All three are pass options.
+struct TargetModel {
+  double flopsPerSecond = 25e12;     ///< FLOP/s of compute kernels
+  double memoryBytesPerSecond = 1.5e12; ///< bytes/s of device memory traffic
+  double linkBytesPerSecond = 25e9;  ///< bytes/s host<->device, per direction
+
+  /// Estimated seconds of `op` on the target: the roofline bound
+  /// max(FLOPs / flopsPerSecond, bytes moved / memoryBytesPerSecond)
+  /// (Williams, Waterman, Patterson, "Roofline", CACM 2009), from the op's
+  /// CostOpInterface; 0 for ops without one (copies, waits, markers).
+  double opSeconds(Operation *op) const;
+  /// Seconds of a host<->device copy of `bytes` bytes.
+  double copySeconds(int64_t bytes) const {
+    return double(bytes) / linkBytesPerSecond;
+  }
+};
+
+/// One prefetch to place: an async `offload.to_device` that sits right
+/// before the `offload.wait` on its token, which sits right before `use`,
+/// the first op that reads the copy. The copy may move up to just after
+/// `earliest` (nullptr: the start of the block), never above the
+/// definitions of its operands.
+struct PrefetchRequest {
+  ToDeviceOp copy;
+  Operation *use = nullptr;
+  Operation *earliest = nullptr;
+};
+
+/// Moves each copy up to where, by `target`'s estimate, it finishes before
+/// its use: the latest op whose estimated start time is at least the copy's
+/// duration before the use, taking copies queued earlier on the one
+/// host-to-device stream into account. A copy never moves above a point
+/// where the live device bytes plus its own would exceed the step's peak as
+/// planned with every copy at its use (so prefetching never raises the
+/// peak). Sets each copy's `prefetch_distance` to the compute ops it now
+/// precedes its use by. Requests are handled in the order of their uses.
+/// Fails (with a diagnostic) only when the memory plan cannot be computed.
+LogicalResult placePrefetches(func::FuncOp fn,
+                              MutableArrayRef<PrefetchRequest> requests,
+                              const TargetModel &target);
+
+/// Whether `op` counts as a compute op for prefetch and wait distances
+/// (copies, waits, phase markers, saved-value handles and views do not).
+bool isComputeForDistance(Operation *op);
+
+/// The op `n` compute ops after `from` (exclusive) in its block, not past
+/// `limit`: the point to insert before. `limit` when there are fewer.
+Operation *advanceComputeOps(Operation *from, unsigned n, Operation *limit);
+/// The op `n` compute ops before `to` (exclusive), not above `limit`
+/// (nullptr: the block's start): the point to insert before.
+Operation *retreatComputeOps(Operation *to, unsigned n, Operation *limit);
+
+} // namespace offload
+} // namespace mlir
+
+#endif

@@ -1,0 +1,277 @@
+//===- HostParameters.cpp - Parameters and optimizer state on the host ----===//
+//
+// Part of offload. Implements --offload-host-parameters. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define DEBUG_TYPE "offload-host-parameters"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_HOSTPARAMETERS
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+static bool isUpdate(Operation *op) { return isa<SgdUpdateOp, AdamWUpdateOp>(op); }
+
+namespace {
+struct HostParametersPass
+    : public offload::impl::HostParametersBase<HostParametersPass> {
+  using HostParametersBase::HostParametersBase;
+
+  void runOnOperation() override {
+    ModuleOp m = getOperation();
+    if (policy != "all" && policy != "size" && policy != "names") {
+      m.emitError() << "offload-host-parameters: unknown policy '" << policy
+                    << "'; expected all, size or names";
+      return signalPassFailure();
+    }
+    if (refetch != "auto" && refetch != "always" && refetch != "never") {
+      m.emitError() << "offload-host-parameters: unknown refetch '" << refetch
+                    << "'; expected auto, always or never";
+      return signalPassFailure();
+    }
+    if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0)) {
+      m.emitError("offload-host-parameters: link-bandwidth, device-flops and "
+                  "device-bandwidth must be > 0");
+      return signalPassFailure();
+    }
+    auto glob = llvm::GlobPattern::create(names);
+    if (!glob) {
+      m.emitError() << "offload-host-parameters: bad glob '" << names << "'";
+      return signalPassFailure();
+    }
+    target.linkBytesPerSecond = linkBandwidth;
+    target.flopsPerSecond = deviceFlops;
+    target.memoryBytesPerSecond = deviceBandwidth;
+    m.walk([&](func::FuncOp fn) {
+      if (fn->hasAttr(OffloadDialect::kStepAttrName) && failed(rewrite(fn, *glob)))
+        signalPassFailure();
+    });
+  }
+
+  LogicalResult rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+  TargetModel target;
+};
+} // namespace
+
+LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
+  MLIRContext *ctx = fn.getContext();
+  Block &body = fn.getBody().front();
+  Operation *ret = body.getTerminator();
+  PhaseOp forwardStart, backwardStart;
+  for (Operation &op : body)
+    if (auto mk = dyn_cast<PhaseOp>(op)) {
+      if (mk.getPhase() == Phase::forward && !forwardStart)
+        forwardStart = mk;
+      else if (mk.getPhase() != Phase::forward && !backwardStart)
+        backwardStart = mk;
+    }
+  if (!backwardStart)
+    return fn.emitOpError("offload-host-parameters: the step has no backward phase; "
+                          "run --offload-autodiff first");
+  Operation *firstUpdate = nullptr;
+  for (Operation &op : body)
+    if (isUpdate(&op)) {
+      firstUpdate = &op;
+      break;
+    }
+
+  auto hostOf = [&](Type t) { return HostType::get(ctx, cast<RankedTensorType>(t)); };
+  auto argAttr = [&](unsigned i, StringRef name) {
+    auto a = fn.getArgAttrOfType<StringAttr>(i, name);
+    return a ? a.getValue() : StringRef();
+  };
+  OpBuilder b(ctx);
+  SmallVector<PrefetchRequest> requests;
+  Value stepOnHost; // the shared step counter, copied to the host once
+  int moved = 0, refetched = 0, kept = 0;
+  int64_t hostBytes = 0;
+
+  // Sends a device gradient to the host right after it is computed and
+  // frees the device copy `waitDistance` compute ops later (before `limit`).
+  auto gradientToHost = [&](Value g, Operation *limit) -> Value {
+    Operation *def = g.getDefiningOp();
+    if (def)
+      b.setInsertionPointAfter(body.findAncestorOpInBlock(*def));
+    else
+      b.setInsertionPoint(limit);
+    auto toHost = ToHostOp::create(b, g.getLoc(), hostOf(g.getType()), TokenType::get(ctx),
+                                   ValueRange{}, g);
+    b.setInsertionPoint(advanceComputeOps(toHost, waitDistance, limit));
+    WaitOp::create(b, g.getLoc(), Type(), ValueRange{toHost.getAsyncToken()});
+    return toHost.getResult();
+  };
+
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (argAttr(i, OffloadDialect::kRoleAttrName) != "parameter" ||
+        !isa<RankedTensorType>(arg.getType()))
+      continue;
+    StringRef name = argAttr(i, OffloadDialect::kNameAttrName);
+    int64_t bytes = mlir::offload::detail::tensorBytes(arg.getType());
+    if ((policy == "size" && bytes < minBytes) || (policy == "names" && !glob.match(name)))
+      continue;
+
+    // Uses: forward, backward, and the parameter operand of its update.
+    SmallVector<Operation *> fwd, bwd;
+    Operation *update = nullptr;
+    bool returned = false;
+    for (OpOperand &use : arg.getUses()) {
+      Operation *top = body.findAncestorOpInBlock(*use.getOwner());
+      if (top == ret) {
+        returned = true;
+      } else if (isUpdate(top) && use.getOperandNumber() == 0) {
+        update = top;
+      } else {
+        auto &list = top->isBeforeInBlock(backwardStart) ? fwd : bwd;
+        if (!llvm::is_contained(list, top))
+          list.push_back(top);
+      }
+    }
+    if (returned) {
+      mlir::emitWarning(arg.getLoc()) << "offload-host-parameters: '" << name
+                                      << "' is returned unchanged; kept on the device";
+      continue;
+    }
+    // The update's optimizer state must be arguments read only by it.
+    if (update) {
+      bool ok = true;
+      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
+        auto s = dyn_cast<BlockArgument>(update->getOperand(k));
+        ok &= s && s.hasOneUse();
+      }
+      if (!ok) {
+        update->emitWarning() << "offload-host-parameters: the optimizer state of '"
+                              << name << "' is not a step argument of its own; kept on "
+                                         "the device";
+        continue;
+      }
+    }
+    llvm::sort(fwd, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    llvm::sort(bwd, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+
+    // Keep the forward copy through to backward, or fetch it again?
+    bool keep = false;
+    if (!fwd.empty() && !bwd.empty()) {
+      if (refetch == "never") {
+        keep = true;
+      } else if (refetch == "auto") {
+        double gap = 0;
+        for (Operation *o = fwd.back()->getNextNode(); o != bwd.front(); o = o->getNextNode())
+          gap += target.opSeconds(o);
+        keep = gap < 2 * target.copySeconds(bytes);
+      }
+    }
+    SmallVector<SmallVector<Operation *>> segments;
+    if (keep) {
+      SmallVector<Operation *> all(fwd);
+      all.append(bwd.begin(), bwd.end());
+      segments.push_back(all);
+    } else {
+      if (!fwd.empty())
+        segments.push_back(fwd);
+      if (!bwd.empty())
+        segments.push_back(bwd);
+    }
+    if (!fwd.empty() && !bwd.empty())
+      (keep ? kept : refetched)++;
+
+    auto tensorType = cast<RankedTensorType>(arg.getType());
+    arg.setType(hostOf(tensorType));
+    for (auto &seg : segments) {
+      Operation *first = seg.front();
+      bool backwardOnly = !first->isBeforeInBlock(backwardStart);
+      Operation *earliest = backwardOnly ? backwardStart.getOperation() : forwardStart.getOperation();
+      b.setInsertionPoint(prefetchDistance >= 0
+                              ? retreatComputeOps(first, unsigned(prefetchDistance), earliest)
+                              : first);
+      auto copy = ToDeviceOp::create(
+          b, arg.getLoc(), tensorType, TokenType::get(ctx), ValueRange{}, arg,
+          prefetchDistance >= 0 ? b.getI64IntegerAttr(prefetchDistance) : IntegerAttr());
+      b.setInsertionPoint(first);
+      WaitOp::create(b, arg.getLoc(), Type(), ValueRange{copy.getAsyncToken()});
+      llvm::SmallPtrSet<Operation *, 8> members(seg.begin(), seg.end());
+      arg.replaceUsesWithIf(copy.getResult(), [&](OpOperand &u) {
+        return members.contains(body.findAncestorOpInBlock(*u.getOwner()));
+      });
+      requests.push_back({copy, first, earliest});
+    }
+
+    // The gradient goes to the host; a returned one is returned from there.
+    Value grad = update ? update->getOperand(1) : Value();
+    if (!grad)
+      for (auto [k, v] : llvm::enumerate(ret->getOperands())) {
+        auto rn = fn.getResultAttrOfType<StringAttr>(k, OffloadDialect::kNameAttrName);
+        if (rn && rn.getValue() == ("grad:" + name).str() && isa<RankedTensorType>(v.getType()))
+          grad = v;
+      }
+    Value gradHost;
+    if (grad && isa<RankedTensorType>(grad.getType())) {
+      gradHost = gradientToHost(grad, update ? update : ret);
+      for (OpOperand &o : ret->getOpOperands())
+        if (o.get() == grad)
+          o.set(gradHost);
+    }
+
+    // The update runs on the host, over host values.
+    if (update) {
+      if (!stepOnHost) {
+        Value step = update->getOperand(update->getNumOperands() - 1);
+        b.setInsertionPoint(firstUpdate);
+        stepOnHost = ToHostOp::create(b, update->getLoc(), hostOf(step.getType()), Type(),
+                                      ValueRange{}, step)
+                         .getResult();
+      }
+      SmallVector<Value> operands{arg, gradHost};
+      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
+        Value s = update->getOperand(k);
+        s.setType(hostOf(s.getType()));
+        hostBytes += mlir::offload::detail::tensorBytes(s.getType());
+        operands.push_back(s);
+      }
+      operands.push_back(stepOnHost);
+      SmallVector<Type> resultTypes;
+      for (Type t : update->getResultTypes())
+        resultTypes.push_back(hostOf(t));
+      b.setInsertionPoint(update);
+      OperationState st(update->getLoc(), update->getName());
+      st.addOperands(operands);
+      st.addTypes(resultTypes);
+      st.addAttributes(update->getAttrs());
+      Operation *hostUpdate = b.create(st);
+      update->replaceAllUsesWith(hostUpdate->getResults());
+      update->erase();
+      if (firstUpdate == update)
+        firstUpdate = hostUpdate;
+    }
+    ++moved;
+    hostBytes += bytes;
+  }
+
+  fn.setFunctionType(
+      FunctionType::get(ctx, body.getArgumentTypes(), ret->getOperandTypes()));
+  if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, target)))
+    return failure();
+  if (report)
+    llvm::outs() << llvm::format(
+        "host parameters @%s (policy %s): %d parameters, %lld bytes of parameters and "
+        "optimizer state on the host; %d prefetched again for backward, %d kept on the "
+        "device from forward to backward\n",
+        fn.getName().str().c_str(), policy.c_str(), moved, (long long)hostBytes, refetched,
+        kept);
+  return success();
+}

@@ -1,0 +1,138 @@
+//===- Prefetch.cpp - Prefetch placement from a target cost model ---------===//
+//
+// Part of offload. See Prefetch.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::offload;
+
+bool mlir::offload::isComputeForDistance(Operation *op) {
+  return isa<CostOpInterface>(op) && !isa<ReshapeOp>(op);
+}
+
+Operation *mlir::offload::advanceComputeOps(Operation *from, unsigned n,
+                                            Operation *limit) {
+  Operation *op = from;
+  while (n > 0 && op->getNextNode() && op->getNextNode() != limit) {
+    op = op->getNextNode();
+    if (isComputeForDistance(op))
+      --n;
+  }
+  return op->getNextNode() ? op->getNextNode() : limit;
+}
+
+Operation *mlir::offload::retreatComputeOps(Operation *to, unsigned n,
+                                            Operation *limit) {
+  Operation *op = to;
+  while (n > 0 && op->getPrevNode() && op->getPrevNode() != limit) {
+    op = op->getPrevNode();
+    if (isComputeForDistance(op))
+      --n;
+  }
+  return op;
+}
+
+double TargetModel::opSeconds(Operation *op) const {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost || isa<ReshapeOp>(op))
+    return 0;
+  double flops = double(std::max<int64_t>(cost.getFlops(), 0));
+  double bytes = double(std::max<int64_t>(cost.getBytesRead(), 0)) +
+                 double(std::max<int64_t>(cost.getBytesWritten(), 0));
+  return std::max(flops / flopsPerSecond, bytes / memoryBytesPerSecond);
+}
+
+LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
+                                             MutableArrayRef<PrefetchRequest> requests,
+                                             const TargetModel &target) {
+  if (requests.empty())
+    return success();
+  Block &body = fn.getBody().front();
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  if (failed(mp))
+    return failure();
+
+  // Live device bytes at each op of `fn`'s block. The memory plan may
+  // describe a copy with recompute regions inlined: a region's op then
+  // stands for the points of its inlined ops (their maximum).
+  llvm::DenseMap<Operation *, int64_t> live;
+  size_t point = 0;
+  for (Operation &op : body) {
+    size_t n = 1;
+    if (mp->function != fn)
+      if (auto r = dyn_cast<RecomputeOp>(op))
+        n = r.getBody().front().getOperations().size() - 1;
+    int64_t m = 0;
+    for (size_t k = 0; k < n && point + k < mp->liveDeviceBytes.size(); ++k)
+      m = std::max(m, mp->liveDeviceBytes[point + k]);
+    live[&op] = m;
+    point += n;
+  }
+  int64_t peak = mp->peakDeviceBytes;
+
+  // Estimated start time of each op, compute stream only.
+  llvm::DenseMap<Operation *, double> start;
+  double t = 0;
+  for (Operation &op : body) {
+    start[&op] = t;
+    t += target.opSeconds(&op);
+  }
+
+  SmallVector<PrefetchRequest *> order;
+  for (PrefetchRequest &r : requests)
+    order.push_back(&r);
+  llvm::stable_sort(order, [&](PrefetchRequest *a, PrefetchRequest *b) {
+    return start[a->use] < start[b->use] ||
+           (start[a->use] == start[b->use] && a->use->isBeforeInBlock(b->use));
+  });
+
+  double streamFree = 0; // when the host-to-device stream is next idle
+  for (PrefetchRequest *r : order) {
+    ToDeviceOp copy = r->copy;
+    int64_t bytes = mlir::offload::detail::tensorBytes(copy.getResult().getType());
+    double duration = target.copySeconds(bytes);
+    // The copy may not rise above `earliest` or its operands' definitions.
+    Operation *floor = r->earliest;
+    for (Value v : copy->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (Operation *top = body.findAncestorOpInBlock(*def))
+          if (!floor || floor->isBeforeInBlock(top))
+            floor = top;
+    double deadline = start[r->use];
+    Operation *pos = copy; // the copy goes right before `pos`
+    while (true) {
+      double issue = std::max(start[pos], streamFree);
+      if (issue + duration <= deadline)
+        break; // early enough
+      Operation *prev = pos->getPrevNode();
+      if (prev == copy)
+        prev = prev->getPrevNode();
+      if (!prev || prev == floor)
+        break;
+      if (live[prev] + bytes > peak)
+        break; // would raise the peak
+      pos = prev;
+    }
+    if (pos != copy && pos != copy->getNextNode()) {
+      // The buffer is now also live over [pos, old position).
+      for (Operation *o = pos; o && o != copy; o = o->getNextNode())
+        live[o] += bytes;
+      copy->moveBefore(pos);
+    }
+    streamFree = std::max(start[copy->getNextNode() ? copy->getNextNode() : copy], streamFree) +
+                 duration;
+    int64_t distance = 0;
+    for (Operation *o = copy->getNextNode(); o && o != r->use; o = o->getNextNode())
+      if (isComputeForDistance(o))
+        ++distance;
+    copy.setPrefetchDistanceAttr(IntegerAttr::get(IntegerType::get(fn.getContext(), 64),
+                                                  distance));
+  }
+  return success();
+}
