@@ -74,7 +74,9 @@ std::vector<uint8_t> Plan::serialize(const PlanData &d) {
   for (const BindingDesc &b : d.bindings)
     binds.push_back(fb::CreateBindingDirect(
         fbb, b.name.c_str(), b.buffer, fb::BufferRole(uint8_t(b.role)),
-        fb::BindingDirection(uint8_t(b.direction))));
+        fb::BindingDirection(uint8_t(b.direction)),
+        b.sliceOf.empty() ? nullptr : b.sliceOf.c_str(),
+        b.sliceOf.empty() ? nullptr : &b.wholeShape, b.sliceOffset));
   std::vector<flatbuffers::Offset<fb::Instruction>> instrs;
   for (const InstructionDesc &in : d.instructions) {
     std::vector<flatbuffers::Offset<fb::Attr>> attrs;
@@ -231,9 +233,16 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
     }
   if (p->bindings())
     for (const fb::Binding *b : *p->bindings())
-      d.bindings.push_back({str(b->name()), b->buffer(),
-                            BufferRole(uint8_t(b->role())),
-                            BindingDirection(uint8_t(b->direction()))});
+    {
+      BindingDesc bd{str(b->name()), b->buffer(),
+                     BufferRole(uint8_t(b->role())),
+                     BindingDirection(uint8_t(b->direction()))};
+      bd.sliceOf = str(b->slice_of());
+      if (b->whole_shape())
+        bd.wholeShape.assign(b->whole_shape()->begin(), b->whole_shape()->end());
+      bd.sliceOffset = b->slice_offset();
+      d.bindings.push_back(std::move(bd));
+    }
   if (p->instructions())
     for (const fb::Instruction *in : *p->instructions()) {
       InstructionDesc id;
@@ -501,6 +510,22 @@ Status offload::rt::validatePlan(const PlanData &d) {
     if (!seen.insert({bd.name, int(bd.direction)}).second)
       return err(bn + " appears twice with the same direction");
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    if (!bd.sliceOf.empty()) {
+      uint64_t whole = dtypeSize(b.dtype);
+      for (int64_t dim : bd.wholeShape) {
+        if (dim < 0)
+          return err(bn + ": negative dimension in the whole shape of '" +
+                     bd.sliceOf + "'");
+        whole *= uint64_t(dim);
+      }
+      if (bd.wholeShape.empty() || bd.sliceOffset + b.dataBytes() > whole)
+        return err(bn + ": slice of " + std::to_string(b.dataBytes()) +
+                   " bytes at offset " + std::to_string(bd.sliceOffset) +
+                   " does not fit in '" + bd.sliceOf + "' (" +
+                   std::to_string(whole) + " bytes)");
+      if (bd.sliceOf == bd.name)
+        return err(bn + " is a slice of itself");
+    }
     if (bd.direction == BindingDirection::In) {
       if (!isBoundInRole(bd.role))
         return err(bn +
@@ -639,7 +664,11 @@ std::string Plan::dump() const {
   for (const BindingDesc &b : d.bindings)
     os << "  " << (b.direction == BindingDirection::In ? "in  " : "out ")
        << "\"" << b.name << "\" -> %" << b.buffer << " ("
-       << bufferRoleName(b.role) << ")\n";
+       << bufferRoleName(b.role) << ")"
+       << (b.sliceOf.empty() ? std::string()
+                             : " slice of \"" + b.sliceOf + "\" at byte " +
+                                   std::to_string(b.sliceOffset))
+       << "\n";
   os << "instructions (" << d.instructions.size() << "):\n";
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];

@@ -80,6 +80,15 @@ void PlanBuilder::bindOut(const std::string &name, int id) {
       {name, id, data_.buffers[size_t(id)].role, BindingDirection::Out});
 }
 
+void PlanBuilder::sliceLastBinding(const std::string &wholeName,
+                                   std::vector<int64_t> wholeShape,
+                                   uint64_t offsetBytes) {
+  BindingDesc &b = data_.bindings.back();
+  b.sliceOf = wholeName;
+  b.wholeShape = std::move(wholeShape);
+  b.sliceOffset = offsetBytes;
+}
+
 int PlanBuilder::instr(const std::string &op, std::vector<int32_t> inputs,
                        std::vector<int32_t> outputs, AttrMap attrs, int stream,
                        std::vector<int32_t> waitEvents, int32_t recordEvent) {

@@ -23,6 +23,18 @@ static bool isStoreRole(BufferRole r) {
          r == BufferRole::OptimizerState;
 }
 
+/// The name a binding's value is bound under: the whole tensor's for a
+/// slice binding.
+static const std::string &boundName(const BindingDesc &b) {
+  return b.sliceOf.empty() ? b.name : b.sliceOf;
+}
+
+/// The shape of the value bound under boundName(b).
+static const std::vector<int64_t> &boundShape(const PlanData &d,
+                                              const BindingDesc &b) {
+  return b.sliceOf.empty() ? d.buffers[size_t(b.buffer)].shape : b.wholeShape;
+}
+
 std::vector<std::string> offload::rt::availableBackends() {
   std::vector<std::string> out{"host"};
   if (createCudaBackend())
@@ -67,21 +79,48 @@ Session::~Session() = default;
 
 const char *Session::backendName() const { return backend_->name(); }
 
-Status Session::bind(const std::string &name, Tensor value) {
-  int k = plan_->findBinding(name, BindingDirection::In);
+int Session::findInput(const std::string &name) const {
+  const PlanData &d = plan_->data();
+  for (size_t k = 0; k < d.bindings.size(); ++k)
+    if (d.bindings[k].direction == BindingDirection::In &&
+        boundName(d.bindings[k]) == name)
+      return int(k);
+  return -1;
+}
+
+Status Session::inputType(const std::string &name, DType &dtype,
+                          std::vector<int64_t> &shape) const {
+  int k = findInput(name);
   if (k < 0) {
     std::string names;
-    for (const BindingDesc &b : plan_->data().bindings)
-      if (b.direction == BindingDirection::In)
-        names += (names.empty() ? "" : ", ") + b.name;
+    for (const auto &b : inputBindings())
+      names += (names.empty() ? "" : ", ") + b.first;
     return Status::error("no input binding named '" + name +
                          "' (the plan binds: " + names + ")");
   }
   const BindingDesc &bd = plan_->data().bindings[size_t(k)];
-  const BufferDesc &b = plan_->data().buffers[size_t(bd.buffer)];
-  if (!value.sameTypeAndShape(b.dtype, b.shape))
+  dtype = plan_->data().buffers[size_t(bd.buffer)].dtype;
+  shape = boundShape(plan_->data(), bd);
+  return Status::success();
+}
+
+Status Session::bindZeros(const std::string &name) {
+  DType dt;
+  std::vector<int64_t> shape;
+  if (Status s = inputType(name, dt, shape); !s.ok())
+    return s;
+  return bind(name, Tensor(dt, shape));
+}
+
+Status Session::bind(const std::string &name, Tensor value) {
+  DType dt;
+  std::vector<int64_t> shape;
+  if (Status s = inputType(name, dt, shape); !s.ok())
+    return s;
+  const BindingDesc &bd = plan_->data().bindings[size_t(findInput(name))];
+  if (!value.sameTypeAndShape(dt, shape))
     return Status::error("binding '" + name + "' expects " +
-                         typeString(b.dtype, b.shape) + ", got " +
+                         typeString(dt, shape) + ", got " +
                          typeString(value.dtype(), value.shape()));
   if (isStoreRole(bd.role))
     store_->set(name, std::move(value));
@@ -92,21 +131,19 @@ Status Session::bind(const std::string &name, Tensor value) {
 
 std::vector<std::pair<std::string, BufferRole>> Session::inputBindings() const {
   std::vector<std::pair<std::string, BufferRole>> out;
+  std::set<std::string> seen;
   for (const BindingDesc &b : plan_->data().bindings)
-    if (b.direction == BindingDirection::In)
-      out.push_back({b.name, b.role});
+    if (b.direction == BindingDirection::In && seen.insert(boundName(b)).second)
+      out.push_back({boundName(b), b.role});
   return out;
 }
 
 std::vector<std::string> Session::missingBindings() const {
   std::vector<std::string> out;
-  for (const BindingDesc &b : plan_->data().bindings) {
-    if (b.direction != BindingDirection::In)
-      continue;
-    bool have =
-        isStoreRole(b.role) ? store_->has(b.name) : inputs_.count(b.name) != 0;
+  for (const auto &[name, role] : inputBindings()) {
+    bool have = isStoreRole(role) ? store_->has(name) : inputs_.count(name) != 0;
     if (!have)
-      out.push_back(b.name);
+      out.push_back(name);
   }
   return out;
 }
@@ -126,12 +163,14 @@ Status Session::beginStep() {
   for (const BindingDesc &bd : d.bindings) {
     if (bd.direction != BindingDirection::In)
       continue;
+    const std::string &name = boundName(bd);
     const Tensor *t =
-        isStoreRole(bd.role) ? store_->get(bd.name) : &inputs_.at(bd.name);
+        isStoreRole(bd.role) ? store_->get(name) : &inputs_.at(name);
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
-    if (!t->sameTypeAndShape(b.dtype, b.shape))
-      return Status::error("binding '" + bd.name + "' expects " +
-                           typeString(b.dtype, b.shape) + ", the store has " +
+    if (!t->sameTypeAndShape(b.dtype, boundShape(d, bd)))
+      return Status::error("binding '" + name + "' expects " +
+                           typeString(b.dtype, boundShape(d, bd)) +
+                           ", the store has " +
                            typeString(t->dtype(), t->shape()));
   }
   stepStart_ = nowSeconds();
@@ -150,10 +189,16 @@ Status Session::beginStep() {
   for (const BindingDesc &bd : d.bindings) {
     if (bd.direction != BindingDirection::In)
       continue;
+    const std::string &name = boundName(bd);
     const Tensor *t =
-        isStoreRole(bd.role) ? store_->get(bd.name) : &inputs_.at(bd.name);
-    if (Status s = backend_->write(bd.buffer, t->data(), t->byteSize());
-        !s.ok())
+        isStoreRole(bd.role) ? store_->get(name) : &inputs_.at(name);
+    // A slice binding takes its bytes of the whole tensor.
+    const uint8_t *src =
+        static_cast<const uint8_t *>(t->data()) + bd.sliceOffset;
+    size_t bytes = bd.sliceOf.empty()
+                       ? t->byteSize()
+                       : d.buffers[size_t(bd.buffer)].dataBytes();
+    if (Status s = backend_->write(bd.buffer, src, bytes); !s.ok())
       return fail(s.withContext("binding '" + bd.name + "': "));
   }
   return Status::success();
@@ -202,6 +247,20 @@ Status Session::finishStep() {
     if (bd.direction != BindingDirection::Out)
       continue;
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    if (!bd.sliceOf.empty()) {
+      // Slices are assembled into the whole tensor.
+      auto it = outs.find(bd.sliceOf);
+      if (it == outs.end())
+        it = outs.emplace(bd.sliceOf, Tensor(b.dtype, bd.wholeShape)).first;
+      if (Status s = backend_->read(
+              bd.buffer, static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
+              b.dataBytes());
+          !s.ok()) {
+        abortStep();
+        return s.withContext("reading output '" + bd.name + "': ");
+      }
+      continue;
+    }
     Tensor t(b.dtype, b.shape);
     if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize()); !s.ok()) {
       abortStep();
@@ -216,10 +275,12 @@ Status Session::finishStep() {
   // them from there.
   committed_.clear();
   for (const BindingDesc &bd : d.bindings)
-    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role)) {
-      store_->set(bd.name, std::move(outs[bd.name]));
-      outs.erase(bd.name);
-      committed_.insert(bd.name);
+    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role) &&
+        outs.count(boundName(bd))) {
+      const std::string &name = boundName(bd);
+      store_->set(name, std::move(outs[name]));
+      outs.erase(name);
+      committed_.insert(name);
     }
   outputs_ = std::move(outs);
   lastStepSeconds_ = nowSeconds() - stepStart_;
@@ -244,7 +305,10 @@ Expected<Tensor> Session::output(const std::string &name) const {
   if (it == outputs_.end()) {
     if (committed_.count(name) && store_->get(name))
       return *store_->get(name);
-    if (plan_->findBinding(name, BindingDirection::Out) < 0)
+    bool bound = false;
+    for (const BindingDesc &b : plan_->data().bindings)
+      bound |= b.direction == BindingDirection::Out && boundName(b) == name;
+    if (!bound)
       return Status::error("no output binding named '" + name + "'");
     return Status::error("output '" + name +
                          "' has no value: no step has succeeded yet");
@@ -254,9 +318,10 @@ Expected<Tensor> Session::output(const std::string &name) const {
 
 std::vector<std::string> Session::outputNames() const {
   std::vector<std::string> out;
+  std::set<std::string> seen;
   for (const BindingDesc &b : plan_->data().bindings)
-    if (b.direction == BindingDirection::Out)
-      out.push_back(b.name);
+    if (b.direction == BindingDirection::Out && seen.insert(boundName(b)).second)
+      out.push_back(boundName(b));
   return out;
 }
 

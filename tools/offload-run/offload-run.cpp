@@ -148,8 +148,10 @@ int main(int argc, char **argv) {
     if (!arrays)
       return fail(arrays.message());
     for (auto &a : *arrays) {
+      DType dt;
+      std::vector<int64_t> shape;
       if (path == &paramsPath && !strictParams &&
-          s.plan().findBinding(a.first, BindingDirection::In) < 0) {
+          !s.inputType(a.first, dt, shape).ok()) {
         std::printf("note: %s: '%s' is not an input of this plan; skipped\n",
                     path->c_str(), a.first.c_str());
         continue;
@@ -168,12 +170,8 @@ int main(int argc, char **argv) {
     }
   // Optimizer state starts as zeros (as torch.optim does).
   for (const auto &b : s.inputBindings())
-    if (b.second == BufferRole::OptimizerState && !s.store().has(b.first)) {
-      int k = s.plan().findBinding(b.first, BindingDirection::In);
-      const BufferDesc &buf = s.plan().data().buffers[size_t(
-          s.plan().data().bindings[size_t(k)].buffer)];
-      (void)s.bind(b.first, Tensor(buf.dtype, buf.shape));
-    }
+    if (b.second == BufferRole::OptimizerState && !s.store().has(b.first))
+      (void)s.bindZeros(b.first);
 
   for (int step = 0; step < steps; ++step) {
     if (byPhase) {

@@ -30,7 +30,7 @@ namespace offload {
 namespace rt {
 
 /// The plan format version this runtime reads and writes.
-constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint32_t kPlanFormatVersion = 2;
 
 enum class MemorySpace : uint8_t { Device = 0, Host = 1 };
 
@@ -87,11 +87,20 @@ enum class BindingDirection : uint8_t { In = 0, Out = 1 };
 /// An external name bound to a buffer: "fc1.weight" In (parameter value
 /// before the step), "fc1.weight" Out (value after the step), "grad:fc1.weight"
 /// Out, "loss" Out, "x" In (role Input).
+///
+/// A slice binding (sliceOf non-empty) binds the buffer to bytes
+/// [sliceOffset, sliceOffset + buffer bytes) of the tensor of shape
+/// wholeShape bound as `sliceOf`: "fc.weight[0:4096]" is rows 0..4095 of
+/// "fc.weight". Users bind and read the whole tensor; the session copies the
+/// slices in and assembles them out.
 struct BindingDesc {
   std::string name;
   int32_t buffer = -1;
   BufferRole role = BufferRole::Input;
   BindingDirection direction = BindingDirection::In;
+  std::string sliceOf;
+  std::vector<int64_t> wholeShape;
+  uint64_t sliceOffset = 0; ///< bytes
 };
 
 /// Runtime ops handled by the executor itself (no kernel).
@@ -203,6 +212,10 @@ public:
 
   void bindIn(const std::string &name, int buffer);
   void bindOut(const std::string &name, int buffer);
+  /// Makes the last binding a slice of `wholeName` (shape `wholeShape`)
+  /// starting `offsetBytes` into it.
+  void sliceLastBinding(const std::string &wholeName,
+                        std::vector<int64_t> wholeShape, uint64_t offsetBytes);
 
   /// Appends an instruction; returns its index.
   int instr(const std::string &op, std::vector<int32_t> inputs,

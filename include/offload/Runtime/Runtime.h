@@ -100,7 +100,15 @@ public:
   /// Binds a value to the input binding `name`. Parameters, state and
   /// optimizer state go to the store; inputs stay bound until rebound.
   /// Errors: no such input binding; dtype or shape differ from the buffer.
+  /// A plan whose bindings are slices of a tensor (offload-slice-parameters)
+  /// is bound with the whole tensor under its own name.
   Status bind(const std::string &name, Tensor value);
+  /// Binds zeros of the binding's dtype and shape (optimizer state starts
+  /// as zeros, as in torch.optim).
+  Status bindZeros(const std::string &name);
+  /// The dtype and shape the input binding `name` expects.
+  Status inputType(const std::string &name, DType &dtype,
+                   std::vector<int64_t> &shape) const;
   /// Names of input bindings (of `role`, or all) that have no value yet.
   std::vector<std::string> missingBindings() const;
   /// Input binding names and roles, in plan order.
@@ -150,6 +158,9 @@ public:
 private:
   Session() = default;
   Status runTo(int end);
+  /// Index of the input binding whose value is bound as `name` (the whole
+  /// tensor's name for slices), or -1.
+  int findInput(const std::string &name) const;
 
   std::shared_ptr<const Plan> plan_;
   std::shared_ptr<ParameterStore> store_;

@@ -286,11 +286,36 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
     }
   }
 
+  // A slice argument or result (offload-slice-parameters) is bound to its
+  // rows of the whole tensor.
+  auto sliceBinding = [&](DictionaryAttr attrs, Type t) -> LogicalResult {
+    if (!attrs)
+      return success();
+    auto of = attrs.getAs<StringAttr>(OffloadDialect::kSliceOfAttrName);
+    auto rows = attrs.getAs<DenseI64ArrayAttr>(OffloadDialect::kSliceAttrName);
+    if (!of && !rows)
+      return success();
+    std::vector<int64_t> shape = shapeOf(t);
+    if (!of || !rows || rows.size() != 3 || shape.empty() ||
+        rows[1] - rows[0] != shape[0] || rows[0] < 0 || rows[1] > rows[2])
+      return fn.emitOpError() << "malformed '" << OffloadDialect::kSliceAttrName
+                              << "'/'" << OffloadDialect::kSliceOfAttrName
+                              << "' on a value of type " << t;
+    int64_t rowBytes = detail::tensorBytes(t) / std::max<int64_t>(shape[0], 1);
+    std::vector<int64_t> whole = shape;
+    whole[0] = rows[2];
+    pb.sliceLastBinding(of.str(), whole, uint64_t(rows[0] * rowBytes));
+    return success();
+  };
+
   // Bindings: arguments in, results out.
   for (BlockArgument arg : body.getArguments()) {
     auto it = bufferOfValue.find(arg);
-    if (it != bufferOfValue.end())
+    if (it != bufferOfValue.end()) {
       pb.bindIn(nameOf(arg), it->second);
+      if (failed(sliceBinding(fn.getArgAttrDict(arg.getArgNumber()), arg.getType())))
+        return failure();
+    }
   }
 
   // Instructions.
@@ -420,6 +445,8 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
         bd.role = role ? resultRole(role.getValue()) : rt::BufferRole::Output;
     }
     pb.bindOut(out, it->second);
+    if (failed(sliceBinding(fn.getResultAttrDict(i), v.getType())))
+      return failure();
   }
 
   // Live intervals in instruction indices: a buffer live on program points

@@ -271,13 +271,31 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   SmallVector<DictionaryAttr> newResultAttrs;
   for (unsigned i = 0; i < fn.getNumResults(); ++i)
     newResultAttrs.push_back(fn.getResultAttrDict(i));
-  auto addArg = [&](Type t, StringRef name) -> Value {
-    newArgAttrs.push_back(nameRole(ctx, name, "optimizer_state"));
+  // A value derived from a sliced parameter (offload-slice-parameters) is
+  // the same rows of the derived whole tensor: "W.momentum_buffer" for the
+  // momentum of a slice of "W", "grad:W" for its gradient.
+  auto sliced = [&](DictionaryAttr d, int param, StringRef prefix,
+                    StringRef suffix) -> DictionaryAttr {
+    if (param < 0)
+      return d;
+    auto of = fn.getArgAttrOfType<StringAttr>(param, OffloadDialect::kSliceOfAttrName);
+    Attribute rows = fn.getArgAttr(param, OffloadDialect::kSliceAttrName);
+    if (!of || !rows)
+      return d;
+    NamedAttrList l(d);
+    l.set(OffloadDialect::kSliceOfAttrName,
+          StringAttr::get(ctx, (prefix + of.getValue() + suffix).str()));
+    l.set(OffloadDialect::kSliceAttrName, rows);
+    return l.getDictionary(ctx);
+  };
+  auto addArg = [&](Type t, StringRef name, int param = -1, StringRef suffix = "") -> Value {
+    newArgAttrs.push_back(sliced(nameRole(ctx, name, "optimizer_state"), param, "", suffix));
     return body.addArgument(t, fn.getLoc());
   };
-  auto addResult = [&](Value v, StringRef name, StringRef role) {
+  auto addResult = [&](Value v, StringRef name, StringRef role, int param = -1,
+                       StringRef prefix = "", StringRef suffix = "") {
     newResults.push_back(v);
-    newResultAttrs.push_back(nameRole(ctx, name, role));
+    newResultAttrs.push_back(sliced(nameRole(ctx, name, role), param, prefix, suffix));
   };
 
   if (optimizer != "none") {
@@ -290,7 +308,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       std::string name = argName(fn, i).str();
       Location loc = p.getLoc();
       if (optimizer == "sgd") {
-        Value buf = addArg(p.getType(), name + ".momentum_buffer");
+        Value buf = addArg(p.getType(), name + ".momentum_buffer", i, ".momentum_buffer");
         auto upd = SgdUpdateOp::create(
             b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step,
             b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
@@ -298,13 +316,13 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getBoolAttr(nesterov));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, "new_parameter");
+        addResult(upd.getNewParam(), name, "new_parameter", i);
         addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
-                  "new_optimizer_state");
+                  "new_optimizer_state", i, "", ".momentum_buffer");
         newStep = upd.getNewStep();
       } else {
-        Value m = addArg(p.getType(), name + ".exp_avg");
-        Value v = addArg(p.getType(), name + ".exp_avg_sq");
+        Value m = addArg(p.getType(), name + ".exp_avg", i, ".exp_avg");
+        Value v = addArg(p.getType(), name + ".exp_avg_sq", i, ".exp_avg_sq");
         auto upd = AdamWUpdateOp::create(
             b, loc, p.getType(), p.getType(), p.getType(), stepType, p, grads[k], m, v,
             step, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
@@ -312,9 +330,11 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getF64FloatAttr(weightDecay));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, "new_parameter");
-        addResult(upd.getNewExpAvg(), name + ".exp_avg", "new_optimizer_state");
-        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", "new_optimizer_state");
+        addResult(upd.getNewParam(), name, "new_parameter", i);
+        addResult(upd.getNewExpAvg(), name + ".exp_avg", "new_optimizer_state", i, "",
+                  ".exp_avg");
+        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", "new_optimizer_state", i, "",
+                  ".exp_avg_sq");
         newStep = upd.getNewStep();
       }
     }
@@ -322,7 +342,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   }
   if (returnGradients || optimizer == "none")
     for (auto [k, i] : llvm::enumerate(params))
-      addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient");
+      addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient", i, "grad:");
   for (unsigned i : stageInputs) {
     Value x = body.getArgument(i);
     Value g = cotangent.lookup(x);

@@ -312,8 +312,11 @@ def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
     name) and `offload.slice = array<i64: a, b, N>` (rows [a, b) of N); the
     plan binds it to those rows of the whole tensor, so the runtime's
     parameter store and --params/--dump keep one tensor per parameter.
-    Results are bit-identical per element: each output element is the
-    same dot product.
+    Each output element and each weight-gradient element is the same dot
+    product as without slicing; the input's gradient sums the slices'
+    contributions one after another, so it (and what depends on it) matches
+    to rounding, not bit for bit. A weight read by any other op, or with a
+    bias that is not a parameter of its own, is left whole with a warning.
   }];
   let options = [
     Option<"sliceBytes", "slice-bytes", "int64_t", /*default=*/"67108864",
