@@ -123,8 +123,9 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
         ValueRange{toHost.getAsyncToken()}, toHost.getResult(),
         prefetchDistance >= 0 ? b.getI64IntegerAttr(prefetchDistance) : IntegerAttr());
     b.setInsertionPoint(firstUse);
-    WaitOp::create(b, s.getLoc(), Type(), ValueRange{toDevice.getAsyncToken()});
-    requests.push_back({toDevice, firstUse, backwardStart});
+    auto wait = WaitOp::create(b, s.getLoc(), Type(), ValueRange{toDevice.getAsyncToken()});
+    // The restores are erased below: the wait stands for the use.
+    requests.push_back({toDevice, wait, backwardStart});
     for (Operation *r : llvm::make_early_inc_range(s.getResult().getUsers())) {
       cast<RestoreOp>(r).getResult().replaceAllUsesWith(toDevice.getResult());
       r->erase();

@@ -203,12 +203,12 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
           b, arg.getLoc(), tensorType, TokenType::get(ctx), ValueRange{}, arg,
           prefetchDistance >= 0 ? b.getI64IntegerAttr(prefetchDistance) : IntegerAttr());
       b.setInsertionPoint(first);
-      WaitOp::create(b, arg.getLoc(), Type(), ValueRange{copy.getAsyncToken()});
+      auto wait = WaitOp::create(b, arg.getLoc(), Type(), ValueRange{copy.getAsyncToken()});
       llvm::SmallPtrSet<Operation *, 8> members(seg.begin(), seg.end());
       arg.replaceUsesWithIf(copy.getResult(), [&](OpOperand &u) {
         return members.contains(body.findAncestorOpInBlock(*u.getOwner()));
       });
-      requests.push_back({copy, first, earliest});
+      requests.push_back({copy, wait, earliest});
     }
 
     // The gradient goes to the host; a returned one is returned from there.

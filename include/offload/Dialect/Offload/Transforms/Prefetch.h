@@ -42,8 +42,8 @@ struct TargetModel {
 };
 
 /// One prefetch to place: an async `offload.to_device` that sits right
-/// before the `offload.wait` on its token, which sits right before `use`,
-/// the first op that reads the copy. The copy may move up to just after
+/// before `use`, the `offload.wait` on its token (which sits right before
+/// the first op that reads the copy). The copy may move up to just after
 /// `earliest` (nullptr: the start of the block), never above the
 /// definitions of its operands.
 struct PrefetchRequest {
