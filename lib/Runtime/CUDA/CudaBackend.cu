@@ -54,6 +54,18 @@ private:
   SessionOptions opts_;
   LiveSchedule sched_;
   std::vector<CudaKernelFn> kernels_;
+  /// Instructions whose buffers are all in host memory (optimizer updates
+  /// of parameters kept on the host) run the host kernel, in stream order,
+  /// through cudaLaunchHostFunc; their results land in hostErrors_.
+  std::vector<KernelFn> hostKernels_;
+  struct HostCall {
+    KernelFn fn;
+    std::vector<TensorView> inputs, outputs;
+    const AttrMap *attrs;
+    int threads;
+    std::string error;
+  };
+  std::vector<std::unique_ptr<HostCall>> hostCalls_;
   uint8_t *device_ = nullptr, *host_ = nullptr;
   cudaStream_t streams_[NumStreams] = {};
   std::vector<cudaEvent_t> events_;
@@ -94,11 +106,25 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   // even on a machine without a GPU.
   std::vector<std::string> missing;
   kernels_.assign(d.instructions.size(), nullptr);
+  hostKernels_.assign(d.instructions.size(), nullptr);
+  registerAllHostKernels();
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];
     if (in.op == kOpToHost || in.op == kOpToDevice || in.op == kOpWait ||
         in.op == kOpReshape)
       continue;
+    bool allHost = true;
+    for (const auto *ids : {&in.inputs, &in.outputs})
+      for (int id : *ids)
+        if (id >= 0 && d.buffers[size_t(id)].space != MemorySpace::Host)
+          allHost = false;
+    if (allHost && !in.outputs.empty()) {
+      hostKernels_[i] = KernelRegistry::host().lookup(in.op);
+      if (!hostKernels_[i] &&
+          std::find(missing.begin(), missing.end(), in.op) == missing.end())
+        missing.push_back(in.op + " (host)");
+      continue;
+    }
     kernels_[i] = lookupKernel(in.op);
     if (!kernels_[i] &&
         std::find(missing.begin(), missing.end(), in.op) == missing.end())
@@ -112,7 +138,7 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   }
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];
-    if (!kernels_[i] && in.op != kOpReshape)
+    if ((!kernels_[i] && in.op != kOpReshape) || hostKernels_[i])
       continue;
     for (const auto *ids : {&in.inputs, &in.outputs})
       for (int id : *ids)
@@ -120,7 +146,8 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
           return Status::error(
               "instruction " + std::to_string(i) + " (" + in.op +
               ") computes on host buffer '" + d.buffers[size_t(id)].name +
-              "': host-side compute is not supported by the CUDA backend");
+              "': an instruction computes on the host only when all its "
+              "buffers are host buffers");
   }
 
   int count = 0;
@@ -253,6 +280,42 @@ Status CudaBackend::run(int first, int last) {
         if (ce != cudaSuccess)
           err = cudaErrorText("cudaMemcpyAsync", ce);
       }
+    } else if (hostKernels_[size_t(i)]) {
+      // Host compute in stream order: the callback runs once the work
+      // before it on this stream (and the events it waits on) completed.
+      auto call = std::make_unique<HostCall>();
+      call->fn = hostKernels_[size_t(i)];
+      call->attrs = &in.attrs;
+      call->threads = std::max(1, opts_.numThreads);
+      for (int id : in.inputs) {
+        TensorView v;
+        if (id >= 0) {
+          const BufferDesc &b = d.buffers[size_t(id)];
+          v.data = ptr(id);
+          v.dtype = b.dtype;
+          v.shape = b.shape;
+        }
+        call->inputs.push_back(std::move(v));
+      }
+      for (int id : in.outputs) {
+        const BufferDesc &b = d.buffers[size_t(id)];
+        TensorView v;
+        v.data = ptr(id);
+        v.dtype = b.dtype;
+        v.shape = b.shape;
+        call->outputs.push_back(std::move(v));
+      }
+      cudaError_t ce = cudaLaunchHostFunc(
+          s,
+          [](void *p) {
+            auto *c = static_cast<HostCall *>(p);
+            KernelArgs args{c->inputs, c->outputs, *c->attrs, c->threads};
+            c->error = c->fn(args);
+          },
+          call.get());
+      if (ce != cudaSuccess)
+        err = cudaErrorText("cudaLaunchHostFunc", ce);
+      hostCalls_.push_back(std::move(call));
     } else if (in.op != kOpWait) {
       std::vector<TensorView> ins, outs;
       for (int id : in.inputs) {
@@ -295,6 +358,10 @@ Status CudaBackend::run(int first, int last) {
   }
   // Wait for every stream; asynchronous kernel faults surface here.
   Status sync = syncAll();
+  for (const auto &c : hostCalls_)
+    if (!c->error.empty() && failure.ok())
+      failure = Status::error("host-side kernel: " + c->error);
+  hostCalls_.clear();
   if (!failure.ok())
     return failure;
   if (!sync.ok())
