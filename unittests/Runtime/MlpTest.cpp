@@ -129,6 +129,60 @@ TEST(MlpTest, CudaMatchesReference) {
 #endif
 }
 
+TEST(MlpTest, CudaRunsHostSideUpdatesOrIsUnavailable) {
+  // An SGD update over host buffers only (a parameter kept on the host by
+  // --offload-host-parameters) runs the host kernel on the CUDA backend.
+  registerAllHostKernels();
+  if (!KernelRegistry::host().lookup("offload.sgd_update"))
+    GTEST_SKIP() << "host kernel library not linked";
+  auto H = MemorySpace::Host;
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter, H);
+  int g = b.buffer("g", DType::F32, {4}, BufferRole::Input, H);
+  int m = b.buffer("m", DType::F32, {4}, BufferRole::OptimizerState, H);
+  int st = b.buffer("step", DType::I64, {}, BufferRole::OptimizerState, H);
+  int np = b.buffer("p.new", DType::F32, {4}, BufferRole::Parameter, H);
+  int nm = b.buffer("m.new", DType::F32, {4}, BufferRole::OptimizerState, H);
+  int ns = b.buffer("step.new", DType::I64, {}, BufferRole::OptimizerState, H);
+  for (auto [name, id] : {std::pair{"p", p}, {"g", g}, {"m", m}, {"step", st}})
+    b.bindIn(name, id);
+  AttrMap a;
+  a.set("lr", attrFloat(0.5));
+  a.set("momentum", attrFloat(0.0));
+  a.set("dampening", attrFloat(0.0));
+  a.set("weight_decay", attrFloat(0.0));
+  a.set("nesterov", attrInt(0));
+  b.instr("offload.sgd_update", {p, g, m, st}, {np, nm, ns}, a);
+  b.bindOut("p", np);
+  b.bindOut("m", nm);
+  b.bindOut("step", ns);
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "cuda");
+#ifdef OFFLOAD_HAVE_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    ASSERT_FALSE(s.ok());
+    // Accepted up to the device check: no missing kernel, no host error.
+    EXPECT_NE(s.message().find("no CUDA device"), std::string::npos) << s.message();
+    GTEST_SKIP() << "no CUDA device: " << s.message();
+  }
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE((*s)->bind("p", Tensor::fromVector(DType::F32, {4}, std::vector<float>{1, 2, 3, 4})).ok());
+  ASSERT_TRUE((*s)->bind("g", Tensor::fromVector(DType::F32, {4}, std::vector<float>{2, 2, 2, 2})).ok());
+  ASSERT_TRUE((*s)->bind("m", Tensor(DType::F32, {4})).ok());
+  ASSERT_TRUE((*s)->bind("step", Tensor(DType::I64, {})).ok());
+  Status r = (*s)->step();
+  ASSERT_TRUE(r.ok()) << r.message();
+  const Tensor *np2 = (*s)->store().get("p");
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(np2->as<float>()[i], float(i + 1) - 1.0f);
+#else
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("built without CUDA"), std::string::npos) << s.message();
+#endif
+}
+
 TEST(MlpTest, CudaListsMissingOpsOrIsUnavailable) {
   PlanBuilder b;
   int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);

@@ -391,6 +391,56 @@ TEST_F(SessionTest, HostResidentParameterAndHostOptimizer) {
   }
 }
 
+TEST_F(SessionTest, SliceBindingsBindAndAssembleTheWholeTensor) {
+  // "w" (8 floats) is bound as two 4-float row slices; each is scaled into
+  // a new slice, and the new "w" is assembled from both.
+  PlanBuilder b;
+  std::vector<int32_t> in, out;
+  for (int k = 0; k < 2; ++k) {
+    std::string name = "w[" + std::to_string(4 * k) + ":" + std::to_string(4 * k + 4) + "]";
+    in.push_back(b.buffer(name, DType::F32, {4}, BufferRole::Parameter));
+    b.bindIn(name, in.back());
+    b.sliceLastBinding("w", {8}, uint64_t(16 * k));
+    out.push_back(b.buffer(name + ".new", DType::F32, {4}, BufferRole::Parameter));
+  }
+  for (int k = 0; k < 2; ++k) {
+    b.instr("test.scale", {in[size_t(k)]}, {out[size_t(k)]}, scaleBy(k + 2.0));
+    std::string name = "w[" + std::to_string(4 * k) + ":" + std::to_string(4 * k + 4) + "]";
+    b.bindOut(name, out[size_t(k)]);
+    b.sliceLastBinding("w", {8}, uint64_t(16 * k));
+  }
+  PlanData d = b.finish();
+  auto s = make(d);
+  ASSERT_TRUE(s);
+  // Users see one tensor "w".
+  ASSERT_EQ(s->inputBindings().size(), 1u);
+  EXPECT_EQ(s->inputBindings()[0].first, "w");
+  Status bad = s->bind("w", Tensor::fromVector(DType::F32, {4}, ramp(4, 0, 1)));
+  EXPECT_NE(bad.message().find("binding 'w' expects f32[8]"), std::string::npos)
+      << bad.message();
+  bad = s->bind("w[0:4]", Tensor::fromVector(DType::F32, {4}, ramp(4, 0, 1)));
+  EXPECT_NE(bad.message().find("no input binding named 'w[0:4]' (the plan binds: w)"),
+            std::string::npos)
+      << bad.message();
+  std::vector<float> w = ramp(8, 1.0f, 0.5f);
+  ASSERT_TRUE(s->bind("w", Tensor::fromVector(DType::F32, {8}, w)).ok());
+  ASSERT_TRUE(s->step().ok());
+  std::vector<float> ref(8);
+  for (int i = 0; i < 8; ++i)
+    ref[size_t(i)] = w[size_t(i)] * (i < 4 ? 2.0f : 3.0f);
+  expectFloatsEq(*s->store().get("w"), ref, 0);
+  expectFloatsEq(*s->output("w"), ref, 0);
+
+  // A slice that does not fit in the whole tensor is rejected on load.
+  d.bindings[0].sliceOffset = 20;
+  auto p = Plan::fromData(d);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.message().find("binding 'w[0:4]': slice of 16 bytes at offset 20 does "
+                             "not fit in 'w' (32 bytes)"),
+            std::string::npos)
+      << p.message();
+}
+
 TEST_F(SessionTest, SharedStoreBetweenSessions) {
   auto store = std::make_shared<ParameterStore>();
   auto a = make(buildStepPlan(), {}, store);
