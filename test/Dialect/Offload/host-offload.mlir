@@ -6,6 +6,22 @@
 // RUN:   --offload-host-offload="policy=all" --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-host-offload 2>&1 | FileCheck %s --check-prefix=NOBWD
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
+// RUN:   --offload-host-offload="policy=all link-bandwidth=1e30" | FileCheck %s --check-prefix=FAST
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
+// RUN:   --offload-host-offload="policy=all link-bandwidth=1" | FileCheck %s --check-prefix=SLOW
+
+// Placement from the cost model (no prefetch-distance): over an infinitely
+// fast link each prefetch stays at its use; over a 1 byte/s link each rises
+// to the start of backward, in the order of their uses (the logits first),
+// since the copy cannot move into forward.
+// FAST: offload.phase backward
+// FAST-NEXT: offload.fill
+// FAST-NEXT: offload.to_device async {{.*}} {prefetch_distance = 0 : i64} : !offload.host<tensor<32x4xf32>>
+// FAST: offload.to_device async {{.*}} {prefetch_distance = 0 : i64} : !offload.host<tensor<32x16xf32>>
+// SLOW: offload.phase backward
+// SLOW-NEXT: offload.to_device async {{.*}} {prefetch_distance = 1 : i64} : !offload.host<tensor<32x4xf32>>
+// SLOW-NEXT: offload.to_device async {{.*}} {prefetch_distance = 2 : i64} : !offload.host<tensor<32x16xf32>>
 
 // The ReLU result goes to the host right after its last forward use (the
 // second linear layer), its device copy is released one compute op later,

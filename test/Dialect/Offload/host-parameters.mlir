@@ -50,9 +50,13 @@
 // FAST-COUNT-4: prefetch_distance = 0 : i64
 // FAST-NOT: prefetch_distance = 1
 // SLOW: 1 kept on the device from forward to backward
+// Copies leave the one host-to-device stream in the order they are needed:
+// fc2's rise to the top of the step but stay queued behind fc1's.
 // SLOW: offload.phase forward
-// SLOW-NEXT: offload.to_device async %arg3 {prefetch_distance = 2 : i64}
+// SLOW-NEXT: offload.to_device async %arg0 {prefetch_distance = 0 : i64}
+// SLOW-NEXT: offload.to_device async %arg1 {prefetch_distance = 0 : i64}
 // SLOW-NEXT: offload.to_device async %arg2 {prefetch_distance = 2 : i64}
+// SLOW-NEXT: offload.to_device async %arg3 {prefetch_distance = 2 : i64}
 
 // policy=names: only fc2's parameters move; AdamW's two moments go with
 // them, and the returned gradients of the moved parameters come from the

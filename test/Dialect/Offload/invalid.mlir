@@ -212,6 +212,14 @@ func.func @sgd_nesterov(%p: tensor<4xf32>, %s: tensor<i64>) {
 
 // -----
 
+func.func @sgd_mixed_spaces(%p: !offload.host<tensor<4xf32>>, %s: tensor<i64>) {
+  // expected-error @+1 {{mixes device and host operands; an update runs on the device or, with every operand an !offload.host value, on the host}}
+  %a, %b, %c = "offload.sgd_update"(%p, %p, %p, %s) {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : (!offload.host<tensor<4xf32>>, !offload.host<tensor<4xf32>>, !offload.host<tensor<4xf32>>, tensor<i64>) -> (!offload.host<tensor<4xf32>>, !offload.host<tensor<4xf32>>, tensor<i64>)
+  return
+}
+
+// -----
+
 func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<5xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{failed to verify that all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
   %a, %b, %c = "offload.sgd_update"(%p, %g, %p, %s) {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : (tensor<4xf32>, tensor<5xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<i64>)

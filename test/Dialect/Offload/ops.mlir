@@ -247,6 +247,21 @@ func.func @optimizers(%p: tensor<10x4xf32>, %g: tensor<10x4xf32>, %s: tensor<i64
   return
 }
 
+// Updates over host values run on the host (offload-host-parameters).
+// CHECK-LABEL: func.func @host_optimizers
+func.func @host_optimizers(%p: !offload.host<tensor<10x4xf32>>, %g: !offload.host<tensor<10x4xf32>>,
+                           %s: !offload.host<tensor<i64>>) {
+  // CHECK: offload.sgd_update {{.*}} : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>
+  %p1, %b1, %s1 = offload.sgd_update %p, %g, %g, %s {lr = 0.1 : f64, momentum = 0.9 : f64,
+      dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false}
+      : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>
+  // CHECK: offload.adamw_update {{.*}} : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>
+  %p2, %m2, %v2, %s2 = offload.adamw_update %p, %g, %g, %g, %s {lr = 1.0e-3 : f64, beta1 = 0.9 : f64,
+      beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}
+      : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>
+  return
+}
+
 // CHECK-LABEL: func.func @types
 // CHECK-SAME: !offload.saved<tensor<2xf32>>, %{{.*}}: !offload.host<tensor<3x3xf64>>, %{{.*}}: !offload.token
 func.func @types(%a: !offload.saved<tensor<2xf32>>, %b: !offload.host<tensor<3x3xf64>>, %c: !offload.token) {

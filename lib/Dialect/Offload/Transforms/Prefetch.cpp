@@ -93,6 +93,10 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
   });
 
   double streamFree = 0; // when the host-to-device stream is next idle
+  // Copies run in issue order on the one host-to-device stream: a copy
+  // needed later never moves above one needed earlier, which would queue
+  // the earlier one behind it.
+  Operation *lastPlaced = nullptr;
   for (PrefetchRequest *r : order) {
     ToDeviceOp copy = r->copy;
     int64_t bytes = mlir::offload::detail::tensorBytes(copy.getResult().getType());
@@ -113,7 +117,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
       Operation *prev = pos->getPrevNode();
       if (prev == copy)
         prev = prev->getPrevNode();
-      if (!prev || prev == floor)
+      if (!prev || prev == floor || prev == lastPlaced)
         break;
       if (live[prev] + bytes > peak)
         break; // would raise the peak
@@ -125,6 +129,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
         live[o] += bytes;
       copy->moveBefore(pos);
     }
+    lastPlaced = copy;
     streamFree = std::max(start[copy->getNextNode() ? copy->getNextNode() : copy], streamFree) +
                  duration;
     int64_t distance = 0;
