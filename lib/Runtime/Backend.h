@@ -40,6 +40,19 @@ public:
   virtual double copyComputeOverlapSeconds() const { return -1; }
 };
 
+/// The kernel's view of buffer `id` whose bytes start at `data`; an empty
+/// view (data == nullptr) for an absent optional operand (id -1).
+inline TensorView bufferView(const PlanData &plan, int id, void *data) {
+  TensorView v;
+  if (id < 0)
+    return v;
+  const BufferDesc &b = plan.buffers[size_t(id)];
+  v.data = data;
+  v.dtype = b.dtype;
+  v.shape = b.shape;
+  return v;
+}
+
 std::unique_ptr<Backend> createHostBackend();
 /// nullptr when the library was built without CUDA.
 std::unique_ptr<Backend> createCudaBackend();

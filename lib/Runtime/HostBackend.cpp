@@ -365,12 +365,9 @@ std::string HostBackend::execute(int i) {
   } else if (in.op != kOpWait) {
     std::vector<TensorView> ins, outs;
     for (int id : in.inputs) {
-      TensorView v;
+      TensorView v = bufferView(d, id, id >= 0 ? ptr(id) : nullptr);
       if (id >= 0) {
         const BufferDesc &b = d.buffers[size_t(id)];
-        v.data = ptr(id);
-        v.dtype = b.dtype;
-        v.shape = b.shape;
         if (opts_.poison && (b.dtype == DType::F32 || b.dtype == DType::F64)) {
           const uint8_t *p = ptr(id);
           size_t w = dtypeSize(b.dtype);
@@ -387,14 +384,8 @@ std::string HostBackend::execute(int i) {
       }
       ins.push_back(std::move(v));
     }
-    for (int id : in.outputs) {
-      const BufferDesc &b = d.buffers[size_t(id)];
-      TensorView v;
-      v.data = ptr(id);
-      v.dtype = b.dtype;
-      v.shape = b.shape;
-      outs.push_back(std::move(v));
-    }
+    for (int id : in.outputs)
+      outs.push_back(bufferView(d, id, ptr(id)));
     KernelArgs args{ins, outs, in.attrs, std::max(1, opts_.numThreads)};
     err = kernels_[size_t(i)](args);
     if (!err.empty())

@@ -287,24 +287,10 @@ Status CudaBackend::run(int first, int last) {
       call->fn = hostKernels_[size_t(i)];
       call->attrs = &in.attrs;
       call->threads = std::max(1, opts_.numThreads);
-      for (int id : in.inputs) {
-        TensorView v;
-        if (id >= 0) {
-          const BufferDesc &b = d.buffers[size_t(id)];
-          v.data = ptr(id);
-          v.dtype = b.dtype;
-          v.shape = b.shape;
-        }
-        call->inputs.push_back(std::move(v));
-      }
-      for (int id : in.outputs) {
-        const BufferDesc &b = d.buffers[size_t(id)];
-        TensorView v;
-        v.data = ptr(id);
-        v.dtype = b.dtype;
-        v.shape = b.shape;
-        call->outputs.push_back(std::move(v));
-      }
+      for (int id : in.inputs)
+        call->inputs.push_back(bufferView(d, id, id >= 0 ? ptr(id) : nullptr));
+      for (int id : in.outputs)
+        call->outputs.push_back(bufferView(d, id, ptr(id)));
       cudaError_t ce = cudaLaunchHostFunc(
           s,
           [](void *p) {
@@ -318,24 +304,10 @@ Status CudaBackend::run(int first, int last) {
       hostCalls_.push_back(std::move(call));
     } else if (in.op != kOpWait) {
       std::vector<TensorView> ins, outs;
-      for (int id : in.inputs) {
-        TensorView v;
-        if (id >= 0) {
-          const BufferDesc &b = d.buffers[size_t(id)];
-          v.data = ptr(id);
-          v.dtype = b.dtype;
-          v.shape = b.shape;
-        }
-        ins.push_back(std::move(v));
-      }
-      for (int id : in.outputs) {
-        const BufferDesc &b = d.buffers[size_t(id)];
-        TensorView v;
-        v.data = ptr(id);
-        v.dtype = b.dtype;
-        v.shape = b.shape;
-        outs.push_back(std::move(v));
-      }
+      for (int id : in.inputs)
+        ins.push_back(bufferView(d, id, id >= 0 ? ptr(id) : nullptr));
+      for (int id : in.outputs)
+        outs.push_back(bufferView(d, id, ptr(id)));
       CudaKernelArgs args{ins, outs, in.attrs, s, cublas_};
       err = kernels_[size_t(i)](args);
     }
