@@ -39,6 +39,8 @@ def main(argv=None):
     ap.add_argument("--pipeline", default="")
     ap.add_argument("--pre-pipeline", default="")
     ap.add_argument("--rtol", type=float, default=0.0)
+    ap.add_argument("--reuse-export", action="store_true",
+                    help="skip the export and import when --work already holds them")
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--batch", type=int, default=0)
@@ -51,7 +53,9 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda n: os.path.join(args.work, n)
     m = args.model
-    export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
+    if not (args.reuse_export and all(os.path.exists(w(m + ext))
+                                      for ext in (".mlir", ".params.npz", ".inputs.npz"))):
+        export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
 
