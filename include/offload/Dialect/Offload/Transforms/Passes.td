@@ -276,6 +276,10 @@ def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
     `names` (glob over parameter names, e.g. `names=fc*`). Results are
     bit-identical to the step without the pass: copies move bytes, and the
     host update runs the same kernel. Prints what was moved.
+
+    Run it last among the memory passes: `--offload-recompute`,
+    `--offload-split-weight-grad` and `--offload-host-offload` first (the
+    copies and waits it adds hide the structure those passes look for).
   }];
   let options = !listconcat([
     Option<"policy", "policy", "std::string", /*default=*/"\"all\"",
