@@ -1866,6 +1866,19 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
     if (isOpTriviallyDead(&op))
       op.erase();
 
+  // Parameters and buffers the graph never reads are left out (see
+  // ImportOptions::keepUnused).
+  if (!opts.keepUnused)
+    for (unsigned i = body->getNumArguments(); i-- > 0;) {
+      const std::string &role = argNameRole[i].second;
+      if ((role == "parameter" || role == "state") && body->getArgument(i).use_empty()) {
+        if (opts.unusedOut)
+          opts.unusedOut->insert(opts.unusedOut->begin(), argNameRole[i].first);
+        body->eraseArgument(i);
+        argNameRole.erase(argNameRole.begin() + i);
+      }
+    }
+
   SmallVector<Type> argTypes(body->getArgumentTypes());
   SmallVector<Type> resTypes;
   for (mlir::Value v : results)

@@ -43,6 +43,12 @@ static cl::opt<std::string>
 static cl::opt<std::string> paramsOut("params-out",
                                       cl::desc("Write initial parameters and buffers (.npz)"),
                                       cl::value_desc("file"), cl::init(""));
+static cl::opt<bool> keepUnused(
+    "keep-unused",
+    cl::desc("Keep parameters and buffers the forward never reads as step arguments "
+             "(by default they are left out and listed: a step must not update a "
+             "parameter the loss does not depend on)"),
+    cl::init(false));
 static cl::opt<bool> timeIt("time", cl::desc("Print load and import times to stderr"),
                             cl::init(false));
 static cl::opt<bool> noDebugInfo("no-locations",
@@ -59,6 +65,9 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "offload TorchScript importer\n");
 
   ImportOptions opts;
+  std::vector<std::string> unused;
+  opts.keepUnused = keepUnused;
+  opts.unusedOut = &unused;
   for (const std::string &s : inputSpecs) {
     InputSpec spec;
     std::string e = parseInputSpec(s, spec);
@@ -94,6 +103,14 @@ int main(int argc, char **argv) {
   auto module = importModel(*model, ctx, opts, err);
   if (!module)
     return failWith(err.exitCode, err.message);
+  if (!unused.empty()) {
+    llvm::errs() << "offload-import: note: " << unused.size()
+                 << " parameter(s)/buffer(s) the forward never reads are left out of the "
+                    "step (--keep-unused keeps them):";
+    for (const std::string &n : unused)
+      llvm::errs() << " " << n;
+    llvm::errs() << "\n";
+  }
   std::string text;
   {
     llvm::raw_string_ostream os(text);

@@ -18,9 +18,12 @@
 using namespace offload::rt;
 
 static const char *kHelp =
-    "usage: offload-run PLAN [options]\n"
+    "usage: offload-run PLAN [PLAN...] [options]\n"
     "\n"
-    "Runs training steps of an offload plan file (.oflp).\n"
+    "Runs training steps of an offload plan file (.oflp). With several\n"
+    "plans (one per task of a multi-task model), step k runs plan k mod P,\n"
+    "and all plans share one parameter store: parameters, state and\n"
+    "optimizer state that several plans bind are the same tensors.\n"
     "\n"
     "options:\n"
     "  --backend host|cuda  backend to run on (default host). host enforces\n"
@@ -31,9 +34,13 @@ static const char *kHelp =
     "                       per input binding name (e.g. fc1.weight);\n"
     "                       optimizer state not given starts as zeros\n"
     "  --inputs FILE.npz    per-step inputs (e.g. x, target), bound every "
-    "step\n"
+    "step;\n"
+    "                       with several plans give it once for all or once\n"
+    "                       per plan, in plan order\n"
     "  --dump FILE.npz      write the last step's outputs (loss, grad:NAME,\n"
-    "                       updated NAME) under their binding names\n"
+    "                       updated NAME) under their binding names; with\n"
+    "                       several plans each plan's as planP/NAME, then\n"
+    "                       every parameter store entry under its name\n"
     "  --threads N          threads host kernels may use (default 1)\n"
     "  --poison             host debug mode: dead/not-yet-arrived bytes hold\n"
     "                       NaN, copies run only when waited for, so a\n"
@@ -62,7 +69,8 @@ static int fail(const std::string &msg) {
 }
 
 int main(int argc, char **argv) {
-  std::string planPath, backend = "host", paramsPath, inputsPath, dumpPath;
+  std::vector<std::string> planPaths, inputsPaths;
+  std::string backend = "host", paramsPath, dumpPath;
   int steps = 1;
   bool dumpPlan = false, strictParams = false, byPhase = false;
   long long seed = 0;
@@ -99,7 +107,7 @@ int main(int argc, char **argv) {
     } else if (a == "--params") {
       paramsPath = value("--params");
     } else if (a == "--inputs") {
-      inputsPath = value("--inputs");
+      inputsPaths.push_back(value("--inputs"));
     } else if (a == "--dump") {
       dumpPath = value("--dump");
     } else if (a == "--threads") {
@@ -120,93 +128,170 @@ int main(int argc, char **argv) {
       dumpPlan = true;
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option '" + a + "' (see --help)");
-    } else if (planPath.empty()) {
-      planPath = a;
     } else {
-      return fail("more than one plan given ('" + planPath + "', '" + a + "')");
+      planPaths.push_back(a);
     }
   }
-  if (planPath.empty())
+  if (planPaths.empty())
     return fail("no plan file given (see --help)");
+  size_t numPlans = planPaths.size();
+  if (inputsPaths.size() > 1 && inputsPaths.size() != numPlans)
+    return fail("--inputs given " + std::to_string(inputsPaths.size()) +
+                " times for " + std::to_string(numPlans) +
+                " plans: give it once for all plans or once per plan");
 
-  auto plan = Plan::load(planPath);
-  if (!plan)
-    return fail(plan.message());
-  if (dumpPlan) {
-    std::fputs((*plan)->dump().c_str(), stdout);
-    return 0;
+  std::vector<std::shared_ptr<const Plan>> plans;
+  for (const std::string &path : planPaths) {
+    auto plan = Plan::load(path);
+    if (!plan)
+      return fail(plan.message());
+    if (dumpPlan) {
+      if (numPlans > 1)
+        std::printf("== %s\n", path.c_str());
+      std::fputs((*plan)->dump().c_str(), stdout);
+    }
+    plans.push_back(plan.take());
   }
-  auto session = Session::create(*plan, backend, opts);
-  if (!session)
-    return fail(session.message());
-  Session &s = **session;
+  if (dumpPlan)
+    return 0;
 
-  for (const std::string *path : {&paramsPath, &inputsPath}) {
-    if (path->empty())
-      continue;
-    auto arrays = readNpz(*path);
+  // One session per plan, all on one parameter store.
+  auto store = std::make_shared<ParameterStore>();
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (size_t p = 0; p < numPlans; ++p) {
+    auto session = Session::create(plans[p], backend, opts, store);
+    if (!session)
+      return fail((numPlans > 1 ? planPaths[p] + ": " : std::string()) +
+                  session.message());
+    sessions.push_back(session.take());
+  }
+  auto planTag = [&](size_t p) {
+    return numPlans > 1 ? planPaths[p] + ": " : std::string();
+  };
+  // Plans that share a store must agree on what each shared name holds.
+  for (size_t p = 0; p < numPlans; ++p)
+    for (const auto &b : sessions[p]->inputBindings())
+      for (size_t q = 0; q < p; ++q) {
+        DType dp, dq;
+        std::vector<int64_t> sp, sq;
+        if (!sessions[q]->inputType(b.first, dq, sq).ok())
+          continue;
+        (void)sessions[p]->inputType(b.first, dp, sp);
+        if (dp != dq || sp != sq)
+          return fail("plans '" + planPaths[q] + "' and '" + planPaths[p] +
+                      "' share the store name '" + b.first +
+                      "' but disagree on it: " + typeString(dq, sq) + " vs " +
+                      typeString(dp, sp));
+      }
+
+  // Parameters go to the shared store (through any plan that binds them).
+  if (!paramsPath.empty()) {
+    auto arrays = readNpz(paramsPath);
     if (!arrays)
       return fail(arrays.message());
     for (auto &a : *arrays) {
+      Session *owner = nullptr;
       DType dt;
       std::vector<int64_t> shape;
-      if (path == &paramsPath && !strictParams &&
-          !s.inputType(a.first, dt, shape).ok()) {
-        std::printf("note: %s: '%s' is not an input of this plan; skipped\n",
-                    path->c_str(), a.first.c_str());
+      for (auto &s : sessions)
+        if (s->inputType(a.first, dt, shape).ok()) {
+          owner = s.get();
+          break;
+        }
+      if (!owner) {
+        if (strictParams)
+          return fail(paramsPath + ": '" + a.first +
+                      "' is not an input of " +
+                      (numPlans > 1 ? "any of the plans" : "this plan"));
+        std::printf("note: %s: '%s' is not an input of %s; skipped\n",
+                    paramsPath.c_str(), a.first.c_str(),
+                    numPlans > 1 ? "any of the plans" : "this plan");
         continue;
       }
-      if (Status st = s.bind(a.first, a.second); !st.ok())
-        return fail(*path + ": " + st.message());
+      if (Status st = owner->bind(a.first, a.second); !st.ok())
+        return fail(paramsPath + ": " + st.message());
     }
   }
-  // The dropout seed, unless the inputs gave one.
-  for (const std::string &name : s.missingBindings())
-    if (name == "rng_seed") {
-      Tensor t(DType::I64, {});
-      t.as<int64_t>()[0] = seed;
-      if (Status st = s.bind(name, t); !st.ok())
-        return fail(st.message());
+  for (size_t p = 0; p < numPlans; ++p) {
+    Session &s = *sessions[p];
+    if (!inputsPaths.empty()) {
+      const std::string &path = inputsPaths[inputsPaths.size() == 1 ? 0 : p];
+      auto arrays = readNpz(path);
+      if (!arrays)
+        return fail(arrays.message());
+      for (auto &a : *arrays)
+        if (Status st = s.bind(a.first, a.second); !st.ok())
+          return fail(planTag(p) + path + ": " + st.message());
     }
-  // Optimizer state starts as zeros (as torch.optim does).
-  for (const auto &b : s.inputBindings())
-    if (b.second == BufferRole::OptimizerState && !s.store().has(b.first))
-      (void)s.bindZeros(b.first);
+    // The dropout seed, unless the inputs gave one.
+    for (const std::string &name : s.missingBindings())
+      if (name == "rng_seed") {
+        Tensor t(DType::I64, {});
+        t.as<int64_t>()[0] = seed;
+        if (Status st = s.bind(name, t); !st.ok())
+          return fail(planTag(p) + st.message());
+      }
+    // Optimizer state starts as zeros (as torch.optim does).
+    for (const auto &b : s.inputBindings())
+      if (b.second == BufferRole::OptimizerState && !s.store().has(b.first))
+        (void)s.bindZeros(b.first);
+  }
 
   for (int step = 0; step < steps; ++step) {
+    size_t p = size_t(step) % numPlans;
+    Session &s = *sessions[p];
+    std::string where = "step " + std::to_string(step) +
+                        (numPlans > 1 ? " [plan " + std::to_string(p) + " " +
+                                            planPaths[p] + "]"
+                                      : std::string());
     if (byPhase) {
       for (const PhaseDesc &ph : s.plan().data().phases)
         if (Status st = s.runPhase(ph.name); !st.ok())
-          return fail("step " + std::to_string(step) + ", phase " + ph.name + ": " +
-                      st.message());
+          return fail(where + ", phase " + ph.name + ": " + st.message());
       if (Status st = s.finishStep(); !st.ok())
-        return fail("step " + std::to_string(step) + ": " + st.message());
+        return fail(where + ": " + st.message());
     } else if (Status st = s.step(); !st.ok()) {
-      return fail("step " + std::to_string(step) + ": " + st.message());
+      return fail(where + ": " + st.message());
     }
     auto loss = s.loss();
     auto busy = s.streamBusySeconds();
-    std::printf("step %d: loss %.9g  time %.6f s  busy compute %.6f s h2d "
+    std::printf("%s: loss %.9g  time %.6f s  busy compute %.6f s h2d "
                 "%.6f s d2h %.6f s",
-                step, loss ? *loss : 0.0 / 0.0, s.lastStepSeconds(), busy[0],
-                busy[1], busy[2]);
+                where.c_str(), loss ? *loss : 0.0 / 0.0, s.lastStepSeconds(),
+                busy[0], busy[1], busy[2]);
     double overlap = s.copyComputeOverlapSeconds();
     if (overlap >= 0 && busy[1] + busy[2] > 0)
       std::printf("  copies overlapping compute %.6f s", overlap);
     std::printf("\n");
   }
-  std::printf("peak device bytes: planned %llu measured %llu%s\n",
-              (unsigned long long)s.plannedPeakDeviceBytes(),
-              (unsigned long long)s.measuredPeakDeviceBytes(),
-              steps == 0 ? " (no step run)" : "");
+  for (size_t p = 0; p < numPlans; ++p) {
+    Session &s = *sessions[p];
+    std::printf("%speak device bytes: planned %llu measured %llu%s\n",
+                planTag(p).c_str(),
+                (unsigned long long)s.plannedPeakDeviceBytes(),
+                (unsigned long long)s.measuredPeakDeviceBytes(),
+                size_t(steps) <= p ? " (no step run)" : "");
+  }
   if (!dumpPath.empty()) {
+    // One plan: its outputs by name. Several: each plan's outputs as
+    // "planP/NAME" (plans that ran), then every store entry by name.
     NamedTensors outs;
-    for (const std::string &name : s.outputNames()) {
-      auto t = s.output(name);
-      if (!t)
-        return fail(t.message());
-      outs.emplace_back(name, t.take());
+    for (size_t p = 0; p < numPlans; ++p) {
+      if (numPlans > 1 && size_t(steps) <= p)
+        continue;
+      Session &s = *sessions[p];
+      for (const std::string &name : s.outputNames()) {
+        auto t = s.output(name);
+        if (!t)
+          return fail(planTag(p) + t.message());
+        outs.emplace_back(numPlans > 1 ? "plan" + std::to_string(p) + "/" + name
+                                       : name,
+                          t.take());
+      }
     }
+    if (numPlans > 1)
+      for (const std::string &name : store->names())
+        outs.emplace_back(name, *store->get(name));
     if (Status st = writeNpz(dumpPath, outs); !st.ok())
       return fail(st.message());
     std::printf("wrote %zu arrays to %s\n", outs.size(), dumpPath.c_str());

@@ -52,6 +52,14 @@ struct ImportOptions {
   /// input is present.
   bool lossGiven = false;
   LossKind loss = LossKind::CrossEntropy;
+  /// Keep parameters and buffers the forward never reads as step arguments.
+  /// By default they are left out (and listed in `unusedOut`): a step must not
+  /// update a parameter the loss does not depend on, as torch.optim skips a
+  /// parameter whose gradient is None (e.g. the other task's head of a
+  /// multi-task model).
+  bool keepUnused = false;
+  /// Filled with the names left out.
+  std::vector<std::string> *unusedOut = nullptr;
 };
 
 /// How an import failed: 1 = user error (bad file, bad inputs, unsupported
