@@ -46,6 +46,13 @@ rc, out = offload_run(plan, "--dump-plan")
 expect(rc == 0 and "offload.linear" in out and "phase optimizer" in out,
        "--dump-plan", out)
 
+# Several plans on one store must agree on the names they share.
+rc, out = offload_run(plan, os.path.join(work, "mlp-wide.oflp"), "--params", params)
+expect(rc == 1 and "share the store name 'fc1.weight' but disagree on it: f32[16,5] vs f32[17,5]"
+       in out, "plans disagreeing on a shared name", out)
+rc, out = offload_run(plan, plan, "--inputs", inputs, "--inputs", inputs, "--inputs", inputs)
+expect(rc == 1 and "--inputs given 3 times for 2 plans" in out, "--inputs count", out)
+
 data = open(plan, "rb").read()
 bad = os.path.join(work, "bad.oflp")
 open(bad, "wb").write(data[: len(data) // 2])

@@ -21,6 +21,14 @@ int main(int argc, char **argv) {
   }
   std::string dir = argv[1];
   MlpDims m;
+  // A second plan whose hidden layer is wider: it shares names with the
+  // first (fc1.weight, ...) but not their shapes (multi-plan error tests).
+  MlpDims wide;
+  wide.H = m.H + 1;
+  if (Status s = Plan::save(buildMlpPlan(wide), dir + "/mlp-wide.oflp"); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.message().c_str());
+    return 1;
+  }
   if (Status s = Plan::save(buildMlpPlan(m), dir + "/mlp.oflp"); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.message().c_str());
     return 1;

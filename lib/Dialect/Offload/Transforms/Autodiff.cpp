@@ -54,6 +54,11 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
   using AutodiffBase::AutodiffBase;
 
   void runOnOperation() override {
+    if (stepCounters != "shared" && stepCounters != "per-parameter") {
+      getOperation().emitError() << "offload-autodiff: unknown step-counters '"
+                                 << stepCounters << "'; expected shared or per-parameter";
+      return signalPassFailure();
+    }
     if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none") {
       getOperation().emitError() << "offload-autodiff: unknown optimizer '"
                                  << optimizer << "'; expected sgd, adamw or none";
@@ -301,12 +306,15 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   if (optimizer != "none") {
     PhaseOp::create(b, fn.getLoc(), Phase::optimizer);
     auto stepType = RankedTensorType::get({}, b.getI64Type());
-    Value step = addArg(stepType, "optimizer.step");
+    bool perParameter = stepCounters == "per-parameter";
+    Value step = perParameter ? Value() : addArg(stepType, "optimizer.step");
     Value newStep;
     for (auto [k, i] : llvm::enumerate(params)) {
       Value p = body.getArgument(i);
       std::string name = argName(fn, i).str();
       Location loc = p.getLoc();
+      if (perParameter)
+        step = addArg(stepType, name + ".step");
       if (optimizer == "sgd") {
         Value buf = addArg(p.getType(), name + ".momentum_buffer", i, ".momentum_buffer");
         auto upd = SgdUpdateOp::create(
@@ -320,6 +328,8 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
         addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
                   "new_optimizer_state", i, "", ".momentum_buffer");
         newStep = upd.getNewStep();
+        if (perParameter)
+          addResult(newStep, name + ".step", "new_optimizer_state");
       } else {
         Value m = addArg(p.getType(), name + ".exp_avg", i, ".exp_avg");
         Value v = addArg(p.getType(), name + ".exp_avg_sq", i, ".exp_avg_sq");
@@ -336,9 +346,12 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
         addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", "new_optimizer_state", i, "",
                   ".exp_avg_sq");
         newStep = upd.getNewStep();
+        if (perParameter)
+          addResult(newStep, name + ".step", "new_optimizer_state");
       }
     }
-    addResult(newStep, "optimizer.step", "new_optimizer_state");
+    if (!perParameter)
+      addResult(newStep, "optimizer.step", "new_optimizer_state");
   }
   if (returnGradients || optimizer == "none")
     for (auto [k, i] : llvm::enumerate(params))

@@ -97,7 +97,9 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
   };
   OpBuilder b(ctx);
   SmallVector<PrefetchRequest> requests;
-  Value stepOnHost; // the shared step counter, copied to the host once
+  // Step counters: one read only by this update moves to the host; a shared
+  // one is copied to the host once.
+  llvm::DenseMap<Value, Value> stepOnHost;
   int moved = 0, refetched = 0, kept = 0;
   int64_t hostBytes = 0;
 
@@ -229,12 +231,19 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
 
     // The update runs on the host, over host values.
     if (update) {
-      if (!stepOnHost) {
-        Value step = update->getOperand(update->getNumOperands() - 1);
-        b.setInsertionPoint(firstUpdate);
-        stepOnHost = ToHostOp::create(b, update->getLoc(), hostOf(step.getType()), Type(),
+      Value step = update->getOperand(update->getNumOperands() - 1);
+      Value &hostStep = stepOnHost[step];
+      if (!hostStep) {
+        auto own = dyn_cast<BlockArgument>(step);
+        if (own && own.hasOneUse()) {
+          own.setType(hostOf(step.getType()));
+          hostStep = own;
+        } else {
+          b.setInsertionPoint(firstUpdate);
+          hostStep = ToHostOp::create(b, update->getLoc(), hostOf(step.getType()), Type(),
                                       ValueRange{}, step)
                          .getResult();
+        }
       }
       SmallVector<Value> operands{arg, gradHost};
       for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
@@ -243,7 +252,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
         hostBytes += mlir::offload::detail::tensorBytes(s.getType());
         operands.push_back(s);
       }
-      operands.push_back(stepOnHost);
+      operands.push_back(hostStep);
       SmallVector<Type> resultTypes;
       for (Type t : update->getResultTypes())
         resultTypes.push_back(hostOf(t));

@@ -66,6 +66,11 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"stepCounters", "step-counters", "std::string", /*default=*/"\"shared\"",
+           "Optimizer step counters: shared (one `optimizer.step` for all parameters, "
+           "which equals torch.optim's per-parameter counts in a plain training loop) or "
+           "per-parameter (`<param>.step`, as torch.optim keeps them; needed when plans "
+           "that update different parameters share one store, e.g. one plan per task)">,
     Option<"returnGradients", "return-gradients", "bool", /*default=*/"false",
            "Also return every parameter gradient (role `gradient`, named "
            "`grad:<param>`); they then stay alive until the step ends">,
