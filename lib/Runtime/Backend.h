@@ -38,6 +38,9 @@ public:
   /// Seconds of the last step during which a copy stream and the compute
   /// stream were both busy; -1 when the backend does not measure it.
   virtual double copyComputeOverlapSeconds() const { return -1; }
+  /// Whether buffers keep their bytes from the end of one step to the start
+  /// of the next (then a session need not upload values the arena holds).
+  virtual bool keepsBuffersBetweenSteps() const { return false; }
 };
 
 /// The kernel's view of buffer `id` whose bytes start at `data`; an empty

@@ -54,6 +54,8 @@ public:
   Status run(int first, int last) override;
   void endStep() override;
   uint64_t peakDeviceBytes() const override { return peak_; }
+  /// Poison mode overwrites buffers as they are allocated.
+  bool keepsBuffersBetweenSteps() const override { return !opts_.poison; }
   double copyComputeOverlapSeconds() const override {
     std::lock_guard<std::mutex> g(mu_);
     // Union of the copy streams' busy intervals, intersected with the

@@ -186,10 +186,16 @@ Status Session::beginStep() {
     if (Status s = backend_->write(c.buffer, c.data.data(), c.data.size());
         !s.ok())
       return fail(s);
-  for (const BindingDesc &bd : d.bindings) {
+  for (size_t k = 0; k < d.bindings.size(); ++k) {
+    const BindingDesc &bd = d.bindings[k];
     if (bd.direction != BindingDirection::In)
       continue;
     const std::string &name = boundName(bd);
+    // Already in the arena (committed in place by the previous step)?
+    auto res = resident_.find(int(k));
+    if (res != resident_.end() && res->second == store_->version(name) &&
+        backend_->keepsBuffersBetweenSteps())
+      continue;
     const Tensor *t =
         isStoreRole(bd.role) ? store_->get(name) : &inputs_.at(name);
     // A slice binding takes its bytes of the whole tensor.
@@ -261,7 +267,14 @@ Status Session::finishStep() {
       }
       continue;
     }
-    Tensor t(b.dtype, b.shape);
+    // A store value's previous tensor is reused when it fits.
+    Tensor t;
+    auto sp = spare_.find(bd.name);
+    if (isStoreRole(bd.role) && sp != spare_.end() &&
+        sp->second.sameTypeAndShape(b.dtype, b.shape))
+      t = std::move(sp->second);
+    else
+      t = Tensor(b.dtype, b.shape);
     if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize()); !s.ok()) {
       abortStep();
       return s.withContext("reading output '" + bd.name + "': ");
@@ -274,13 +287,21 @@ Status Session::finishStep() {
   // New parameters and state move into the store (no copy); output() reads
   // them from there.
   committed_.clear();
+  resident_.clear();
+  spare_.clear();
   for (const BindingDesc &bd : d.bindings)
     if (bd.direction == BindingDirection::Out && isStoreRole(bd.role) &&
         outs.count(boundName(bd))) {
       const std::string &name = boundName(bd);
-      store_->set(name, std::move(outs[name]));
+      Tensor old = store_->exchange(name, std::move(outs[name]));
+      if (bd.sliceOf.empty())
+        spare_[name] = std::move(old);
       outs.erase(name);
       committed_.insert(name);
+      // Updated in place: the input buffer now holds the committed value.
+      int in = plan_->findBinding(bd.name, BindingDirection::In);
+      if (in >= 0 && bd.sliceOf.empty() && d.bindings[size_t(in)].buffer == bd.buffer)
+        resident_[in] = store_->version(name);
     }
   outputs_ = std::move(outs);
   lastStepSeconds_ = nowSeconds() - stepStart_;
@@ -288,6 +309,8 @@ Status Session::finishStep() {
 }
 
 void Session::abortStep() {
+  // The arena's bytes are no longer known.
+  resident_.clear();
   if (!active_)
     return;
   backend_->endStep();

@@ -39,7 +39,24 @@ namespace rt {
 /// may share one store (e.g. per-task heads over a shared trunk).
 class ParameterStore {
 public:
-  void set(const std::string &name, Tensor t) { values_[name] = std::move(t); }
+  void set(const std::string &name, Tensor t) {
+    values_[name] = std::move(t);
+    versions_[name] = ++counter_;
+  }
+  /// Replaces the value of `name` by `t` and returns the previous value
+  /// (empty when there was none), so that its memory can be reused.
+  Tensor exchange(const std::string &name, Tensor t) {
+    Tensor old = std::move(values_[name]);
+    values_[name] = std::move(t);
+    versions_[name] = ++counter_;
+    return old;
+  }
+  /// A number that changes whenever `name` is set (0 when absent). Sessions
+  /// use it to skip uploading a value their device arena already holds.
+  uint64_t version(const std::string &name) const {
+    auto it = versions_.find(name);
+    return it == versions_.end() ? 0 : it->second;
+  }
   /// nullptr when absent.
   const Tensor *get(const std::string &name) const {
     auto it = values_.find(name);
@@ -55,6 +72,8 @@ public:
 
 private:
   std::map<std::string, Tensor> values_;
+  std::map<std::string, uint64_t> versions_;
+  uint64_t counter_ = 0;
 };
 
 struct SessionOptions {
@@ -171,6 +190,15 @@ private:
   /// Store-role outputs of the last successful step, committed to the store
   /// (output() reads them from there).
   std::set<std::string> committed_;
+  /// Input bindings whose buffer already holds the store's value: binding
+  /// index -> the store version it holds. Filled when a step commits a value
+  /// that the plan updated in place (so the arena has it), cleared when a
+  /// step fails. beginStep skips uploading these (parameters stay resident
+  /// on the device between steps).
+  std::map<int, uint64_t> resident_;
+  /// Tensors of the values replaced at the last commit, reused to read the
+  /// next step's outputs (no allocation or page faults per step).
+  std::map<std::string, Tensor> spare_;
   bool active_ = false;
   int next_ = 0;
   double stepStart_ = 0, lastStepSeconds_ = 0;

@@ -42,6 +42,7 @@ public:
   void endStep() override {}
   uint64_t peakDeviceBytes() const override { return peak_; }
   std::array<double, NumStreams> busySeconds() const override { return busy_; }
+  bool keepsBuffersBetweenSteps() const override { return true; }
 
 private:
   uint8_t *ptr(int id) const {
