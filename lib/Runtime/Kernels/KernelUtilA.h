@@ -10,6 +10,7 @@
 #define OFFLOAD_LIB_RUNTIME_KERNELS_KERNELUTILA_H
 
 #include "Kernels.h"
+#include "ThreadPool.h"
 
 #include <algorithm>
 #include <cstring>
@@ -108,15 +109,10 @@ void parallelFor(int64_t n, int threads, int64_t grain, F &&fn) {
     return;
   }
   int64_t per = (n + chunks - 1) / chunks;
-  std::vector<std::thread> pool;
-  pool.reserve(size_t(chunks - 1));
-  for (int64_t c = 1; c < chunks; ++c) {
+  runChunks((n + per - 1) / per, [&](int64_t c) {
     int64_t b = c * per, e = std::min(n, b + per);
-    if (b >= e) break;
-    pool.emplace_back([&fn, b, e] { fn(b, e); });
-  }
-  fn(int64_t(0), std::min(n, per));
-  for (auto &t : pool) t.join();
+    if (b < e) fn(b, e);
+  });
 }
 
 /// Strides (in elements) of `in` viewed as broadcast to `out` (numpy rules:

@@ -15,6 +15,7 @@
 #define OFFLOAD_LIB_RUNTIME_KERNELS_KERNELUTILB_H
 
 #include "Kernels.h"
+#include "ThreadPool.h"
 
 #include <cblas.h>
 
@@ -105,19 +106,13 @@ void parallelFor(int64_t n, int threads, int64_t grain, Fn &&fn) {
     fn(int64_t(0), n);
     return;
   }
+  // Chunk c is [c*per + min(c, rem), ...): the first `rem` chunks hold one
+  // index more.
   int64_t per = n / chunks, rem = n % chunks;
-  std::vector<std::thread> pool;
-  pool.reserve(size_t(chunks - 1));
-  int64_t begin0 = 0, end0 = per + (rem > 0 ? 1 : 0);
-  int64_t b = end0;
-  for (int64_t c = 1; c < chunks; ++c) {
-    int64_t e = b + per + (c < rem ? 1 : 0);
-    pool.emplace_back([&fn, b, e] { fn(b, e); });
-    b = e;
-  }
-  fn(begin0, end0);
-  for (auto &t : pool)
-    t.join();
+  runChunks(chunks, [&](int64_t c) {
+    int64_t b = c * per + std::min(c, rem);
+    fn(b, b + per + (c < rem ? 1 : 0));
+  });
 }
 
 /// Sets OpenBLAS's thread count when it differs from the current one.

@@ -1,0 +1,105 @@
+//===- ThreadPool.cpp - Persistent worker threads for the host kernels -----===//
+//
+// Part of offload. See ThreadPool.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ThreadPool.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace offload::rt::kernels;
+
+namespace {
+
+class Pool {
+public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread &t : workers_)
+      t.join();
+  }
+
+  void run(int64_t n, const std::function<void(int64_t)> &chunk) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock() || n <= 1) {
+      for (int64_t i = 0; i < n; ++i)
+        chunk(i);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      while (int64_t(workers_.size()) < n - 1)
+        workers_.emplace_back([this] { work(); });
+      job_ = &chunk;
+      next_ = 1;
+      end_ = n;
+      remaining_ = n - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    chunk(0);
+    // Take any chunk no worker has started yet, then wait for the rest.
+    for (int64_t i; (i = claim()) >= 0;)
+      finish(i);
+    std::unique_lock<std::mutex> g(mu_);
+    done_.wait(g, [&] { return remaining_ == 0; });
+    job_ = nullptr;
+  }
+
+private:
+  /// The next unclaimed chunk, or -1.
+  int64_t claim() {
+    std::lock_guard<std::mutex> g(mu_);
+    return job_ && next_ < end_ ? next_++ : -1;
+  }
+  void finish(int64_t i) {
+    (*job_)(i);
+    std::lock_guard<std::mutex> g(mu_);
+    if (--remaining_ == 0)
+      done_.notify_all();
+  }
+  void work() {
+    uint64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        wake_.wait(g, [&] { return stop_ || (generation_ != seen && job_); });
+        if (stop_)
+          return;
+        seen = generation_;
+      }
+      for (int64_t i; (i = claim()) >= 0;)
+        finish(i);
+    }
+  }
+
+  std::mutex busy_; ///< held by the thread running a job
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int64_t)> *job_ = nullptr;
+  int64_t next_ = 0, end_ = 0, remaining_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool &pool() {
+  static Pool p;
+  return p;
+}
+
+} // namespace
+
+void offload::rt::kernels::runChunks(int64_t n,
+                                     const std::function<void(int64_t)> &chunk) {
+  pool().run(n, chunk);
+}
