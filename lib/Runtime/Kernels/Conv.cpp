@@ -322,15 +322,14 @@ void gemmForward(const ConvGeom &g, const T *x, const T *w, const T *b, T *y,
                  int threads) {
   int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
   int64_t chunk = chunkSize(g);
-  setBlasThreads(threads);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = std::min(chunk, g.n - n0), NL = nb * L;
     T *cols = scratchPtr<T>(0, g.c * g.kk() * NL);
     T *tmp = scratchPtr<T>(1, g.o * NL);
     im2col(g, x, n0, nb, cols, threads);
     for (int64_t gi = 0; gi < g.g; ++gi)
-      gemm(false, false, Og, NL, CgKK, T(1), w + gi * Og * CgKK, CgKK,
-           cols + gi * CgKK * NL, NL, T(0), tmp + gi * Og * NL, NL);
+      gemmParallel(false, false, Og, NL, CgKK, T(1), w + gi * Og * CgKK, CgKK,
+                   cols + gi * CgKK * NL, NL, T(0), tmp + gi * Og * NL, NL, threads);
     parallelFor(nb * g.o, threads, 16, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         int64_t n = t / g.o, o = t % g.o;
@@ -363,15 +362,14 @@ void gemmBackwardInput(const ConvGeom &g, const T *dy, const T *w, T *dx,
                        int threads) {
   int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
   int64_t chunk = chunkSize(g);
-  setBlasThreads(threads);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = std::min(chunk, g.n - n0), NL = nb * L;
     T *cols = scratchPtr<T>(0, g.c * g.kk() * NL);
     T *dyT = scratchPtr<T>(1, g.o * NL);
     gatherDy(g, dy, n0, nb, dyT, threads);
     for (int64_t gi = 0; gi < g.g; ++gi)
-      gemm(true, false, CgKK, NL, Og, T(1), w + gi * Og * CgKK, CgKK,
-           dyT + gi * Og * NL, NL, T(0), cols + gi * CgKK * NL, NL);
+      gemmParallel(true, false, CgKK, NL, Og, T(1), w + gi * Og * CgKK, CgKK,
+                   dyT + gi * Og * NL, NL, T(0), cols + gi * CgKK * NL, NL, threads);
     col2im(g, cols, n0, nb, dx, threads);
   }
 }
@@ -381,7 +379,6 @@ void gemmBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dw,
                         int threads) {
   int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
   int64_t chunk = chunkSize(g);
-  setBlasThreads(threads);
   if (g.n == 0 || L == 0) {
     std::fill(dw, dw + g.o * CgKK, T(0));
     return;
@@ -393,9 +390,9 @@ void gemmBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dw,
     im2col(g, x, n0, nb, cols, threads);
     gatherDy(g, dy, n0, nb, dyT, threads);
     for (int64_t gi = 0; gi < g.g; ++gi)
-      gemm(false, true, Og, CgKK, NL, T(1), dyT + gi * Og * NL, NL,
-           cols + gi * CgKK * NL, NL, T(n0 == 0 ? 0 : 1),
-           dw + gi * Og * CgKK, CgKK);
+      gemmParallel(false, true, Og, CgKK, NL, T(1), dyT + gi * Og * NL, NL,
+                   cols + gi * CgKK * NL, NL, T(n0 == 0 ? 0 : 1),
+                   dw + gi * Og * CgKK, CgKK, threads);
   }
 }
 

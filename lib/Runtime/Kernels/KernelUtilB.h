@@ -141,6 +141,38 @@ inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
               blasint(ldc));
 }
 
+/// gemm split over `threads` of our pool: the larger of M and N is cut into
+/// contiguous blocks, each a single-threaded BLAS call on its own rows or
+/// columns of C. OpenBLAS's own threads are kept at one: on a machine with
+/// few cores its idle threads spin (sched_yield) against ours and the copy
+/// threads. Every element of C is the same dot product in the same order
+/// whatever the split, so results do not depend on the thread count.
+/// Products under kGemmSplitFlops run on the calling thread.
+constexpr int64_t kGemmSplitFlops = int64_t(1) << 21;
+template <typename T>
+void gemmParallel(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
+                  const T *a, int64_t lda, const T *b, int64_t ldb, T beta,
+                  T *c, int64_t ldc, int threads) {
+  setBlasThreads(1);
+  if (threads <= 1 || 2 * m * n * k < kGemmSplitFlops) {
+    gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (n >= m) {
+    // Columns [j0, j1) of op(B) and C.
+    parallelFor(n, threads, 16, [&](int64_t j0, int64_t j1) {
+      gemm(ta, tb, m, j1 - j0, k, alpha, a, lda, tb ? b + j0 * ldb : b + j0,
+           ldb, beta, c + j0, ldc);
+    });
+  } else {
+    // Rows [i0, i1) of op(A) and C.
+    parallelFor(m, threads, 16, [&](int64_t i0, int64_t i1) {
+      gemm(ta, tb, i1 - i0, n, k, alpha, ta ? a + i0 : a + i0 * lda, lda, b,
+           ldb, beta, c + i0 * ldc, ldc);
+    });
+  }
+}
+
 /// Largest dimension BLAS accepts (blasint is 32-bit in Debian's OpenBLAS).
 constexpr int64_t kMaxBlasDim = 0x7fffffff;
 

@@ -51,9 +51,8 @@ template <typename T> std::string linearImpl(const KernelArgs &a) {
   }
   if (rows > kMaxBlasDim || m > kMaxBlasDim || k > kMaxBlasDim)
     return "offload.linear: dimensions exceed the BLAS 32-bit limit";
-  setBlasThreads(a.numThreads);
-  gemm(false, true, rows, m, k, T(1), x.as<T>(), k, w.as<T>(), k,
-       T(hasBias ? 1 : 0), yp, m);
+  gemmParallel(false, true, rows, m, k, T(1), x.as<T>(), k, w.as<T>(), k,
+               T(hasBias ? 1 : 0), yp, m, a.numThreads);
   return "";
 }
 
@@ -179,8 +178,8 @@ std::string matmulImpl(const KernelArgs &a, const MatmulPlan &p) {
   // Fold a's batch into M when b is shared and a's matrices are row blocks.
   if (p.bBatch == 1 && !p.ta && p.aBatch == nbatch &&
       nbatch * m <= kMaxBlasDim) {
-    setBlasThreads(a.numThreads);
-    gemm(false, p.tb, nbatch * m, n, k, T(1), ap, lda, bp, ldb, T(0), cp, n);
+    gemmParallel(false, p.tb, nbatch * m, n, k, T(1), ap, lda, bp, ldb, T(0), cp, n,
+                 a.numThreads);
     return "";
   }
   // Offsets of each batch element's matrices.
@@ -216,9 +215,9 @@ std::string matmulImpl(const KernelArgs &a, const MatmulPlan &p) {
     });
     return "";
   }
-  setBlasThreads(a.numThreads);
   for (int64_t i = 0; i < nbatch; ++i)
-    one(i);
+    gemmParallel(p.ta, p.tb, m, n, k, T(1), ap + aOff[size_t(i)], lda,
+                 bp + bOff[size_t(i)], ldb, T(0), cp + i * m * n, n, a.numThreads);
   return "";
 }
 
