@@ -183,6 +183,13 @@ const std::vector<ConvCase> kConvCases = {
     {2, 6, 9, 8, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, true},   // mixed
     {3, 3, 11, 9, 6, 7, 7, 2, 2, 3, 3, 1, 1, 1, true},  // ResNet stem-like
     {2, 12, 5, 6, 6, 2, 3, 1, 1, 1, 1, 1, 1, 3, false}, // groups 3, even k
+    // Output widths with their own im2col loops (1, 2, 4, 16), as in ResNet
+    // on 32x32 images, with padding and stride.
+    {2, 4, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, false},   // 1x1 map, 3x3 pad 1
+    {2, 4, 2, 2, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},    // 2x2 map
+    {2, 3, 8, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, true},    // stride 2 to 4x4
+    {2, 4, 4, 4, 6, 1, 1, 2, 2, 0, 0, 1, 1, 1, false},   // 1x1 downsample
+    {1, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},  // 16 wide
 };
 
 TEST(BConv2d, ForwardBackwardMatchATenF32) {

@@ -136,10 +136,30 @@ inline void validRange(int64_t ow, int64_t s, int64_t p, int64_t off,
   hi = std::min(std::max(hi, lo), ow);
 }
 
-/// cols[(c*KH+kh)*KW+kw][(n-n0)*L + oh*OW + ow] = x[n,c,ih,iw] (0 outside).
-template <typename T>
-void im2col(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
-            int threads) {
+/// One output row of im2col: d[ow] = src[ow * sw] for ow in [lo, hi), 0
+/// elsewhere. OW > 0 fixes the width at compile time: ResNet on 32x32 images
+/// has rows of 1 to 16 elements, where memcpy and fill calls would cost more
+/// than the copy itself.
+template <int OW, typename T>
+inline void im2colRow(T *d, const T *src, int64_t ow, int64_t sw, int64_t lo,
+                      int64_t hi) {
+  if constexpr (OW > 0) {
+    for (int64_t i = 0; i < OW; ++i)
+      d[i] = i >= lo && i < hi ? src[i * sw] : T(0);
+  } else {
+    std::fill(d, d + lo, T(0));
+    if (sw == 1)
+      std::memcpy(d + lo, src + lo, size_t(hi - lo) * sizeof(T));
+    else
+      for (int64_t i = lo; i < hi; ++i)
+        d[i] = src[i * sw];
+    std::fill(d + hi, d + ow, T(0));
+  }
+}
+
+template <int OW, typename T>
+void im2colRows(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
+                int threads) {
   int64_t rows = g.c * g.kk(), L = g.l(), NL = nb * L;
   parallelFor(rows, threads, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -153,22 +173,29 @@ void im2col(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
           T *d = dst + n * L + oh * g.ow;
           int64_t ih = oh * g.sh - g.ph + kh * g.dh;
           if (ih < 0 || ih >= g.h) {
-            std::fill(d, d + g.ow, T(0));
+            for (int64_t i = 0; i < (OW > 0 ? OW : g.ow); ++i)
+              d[i] = T(0);
             continue;
           }
-          std::fill(d, d + lo, T(0));
-          const T *src = xp + ih * g.w - g.pw + kw * g.dw;
-          if (g.sw == 1) {
-            std::memcpy(d + lo, src + lo, size_t(hi - lo) * sizeof(T));
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow)
-              d[ow] = src[ow * g.sw];
-          }
-          std::fill(d + hi, d + g.ow, T(0));
+          im2colRow<OW>(d, xp + ih * g.w - g.pw + kw * g.dw, g.ow, g.sw, lo, hi);
         }
       }
     }
   });
+}
+
+/// cols[(c*KH+kh)*KW+kw][(n-n0)*L + oh*OW + ow] = x[n,c,ih,iw] (0 outside).
+template <typename T>
+void im2col(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
+            int threads) {
+  switch (g.ow) {
+  case 1: return im2colRows<1>(g, x, n0, nb, cols, threads);
+  case 2: return im2colRows<2>(g, x, n0, nb, cols, threads);
+  case 4: return im2colRows<4>(g, x, n0, nb, cols, threads);
+  case 8: return im2colRows<8>(g, x, n0, nb, cols, threads);
+  case 16: return im2colRows<16>(g, x, n0, nb, cols, threads);
+  default: return im2colRows<0>(g, x, n0, nb, cols, threads);
+  }
 }
 
 /// dx[n,c] = sum over (kh,kw) of cols scattered back (samples n0..n0+nb).
@@ -351,8 +378,13 @@ void gatherDy(const ConvGeom &g, const T *dy, int64_t n0, int64_t nb, T *dyT,
   parallelFor(nb * g.o, threads, 16, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int64_t n = t / g.o, o = t % g.o;
-      std::memcpy(dyT + o * NL + n * L, dy + ((n0 + n) * g.o + o) * L,
-                  size_t(L) * sizeof(T));
+      const T *src = dy + ((n0 + n) * g.o + o) * L;
+      T *dst = dyT + o * NL + n * L;
+      if (L < 16) // a call per few elements costs more than the copy
+        for (int64_t i = 0; i < L; ++i)
+          dst[i] = src[i];
+      else
+        std::memcpy(dst, src, size_t(L) * sizeof(T));
     }
   });
 }
