@@ -43,6 +43,14 @@ struct ConvGeom {
   int64_t og() const { return o / g; }
   int64_t kk() const { return kh * kw; }
   int64_t l() const { return oh * ow; }
+  /// Kernel positions kh*KW+kw that read the input at some output position.
+  /// The others only ever meet padding (a 3x3 kernel with padding 1 on a
+  /// 1x1 map, as in ResNet's last stage on 32x32 images, reads the input
+  /// with its centre only): the GEMM paths leave them out of the unfolded
+  /// matrix, which saves their multiplications by zero.
+  std::vector<int64_t> kpos;
+  int64_t nk() const { return int64_t(kpos.size()); }
+  bool allLive() const { return nk() == kk(); }
 };
 
 /// Reads a 2-element int attribute (a single value is used for both).
@@ -107,13 +115,29 @@ std::string makeGeom(const char *op, const AttrMap &attrs,
                g.w + 2 * g.pw);
   g.oh = nh / g.sh + 1;
   g.ow = nw / g.sw + 1;
+  g.kpos.clear();
+  for (int64_t kh = 0; kh < g.kh; ++kh) {
+    bool rowLive = false;
+    for (int64_t oh = 0; oh < g.oh && !rowLive; ++oh) {
+      int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+      rowLive = ih >= 0 && ih < g.h;
+    }
+    for (int64_t kw = 0; kw < g.kw && rowLive; ++kw) {
+      int64_t iw0 = -g.pw + kw * g.dw; // input column of output column 0
+      bool colLive = false;
+      for (int64_t ow = 0; ow < g.ow && !colLive; ++ow)
+        colLive = iw0 + ow * g.sw >= 0 && iw0 + ow * g.sw < g.w;
+      if (colLive)
+        g.kpos.push_back(kh * g.kw + kw);
+    }
+  }
   if (g.c / g.g * g.kk() > kMaxBlasDim || g.o > kMaxBlasDim)
     return cat(op, ": dimensions exceed the BLAS 32-bit limit");
   return "";
 }
 
 template <typename T> std::vector<T> &scratch(int slot) {
-  thread_local std::vector<T> bufs[3];
+  thread_local std::vector<T> bufs[4];
   return bufs[slot];
 }
 
@@ -160,10 +184,11 @@ inline void im2colRow(T *d, const T *src, int64_t ow, int64_t sw, int64_t lo,
 template <int OW, typename T>
 void im2colRows(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
                 int threads) {
-  int64_t rows = g.c * g.kk(), L = g.l(), NL = nb * L;
+  int64_t rows = g.c * g.nk(), L = g.l(), NL = nb * L;
   parallelFor(rows, threads, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      int64_t c = r / g.kk(), kh = (r / g.kw) % g.kh, kw = r % g.kw;
+      int64_t c = r / g.nk(), pos = g.kpos[size_t(r % g.nk())];
+      int64_t kh = pos / g.kw, kw = pos % g.kw;
       int64_t lo, hi;
       validRange(g.ow, g.sw, g.pw, kw * g.dw, g.w, lo, hi);
       T *dst = cols + r * NL;
@@ -184,7 +209,8 @@ void im2colRows(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
   });
 }
 
-/// cols[(c*KH+kh)*KW+kw][(n-n0)*L + oh*OW + ow] = x[n,c,ih,iw] (0 outside).
+/// cols[c*nk + j][(n-n0)*L + oh*OW + ow] = x[n,c,ih,iw] (0 outside), where
+/// (kh, kw) is the j-th live kernel position (ConvGeom::kpos).
 template <typename T>
 void im2col(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
             int threads) {
@@ -198,37 +224,52 @@ void im2col(const ConvGeom &g, const T *x, int64_t n0, int64_t nb, T *cols,
   }
 }
 
-/// dx[n,c] = sum over (kh,kw) of cols scattered back (samples n0..n0+nb).
-template <typename T>
-void col2im(const ConvGeom &g, const T *cols, int64_t n0, int64_t nb, T *dx,
-            int threads) {
+template <int OW, typename T>
+void col2imPlanes(const ConvGeom &g, const T *cols, int64_t n0, int64_t nb, T *dx,
+                  int threads) {
   int64_t L = g.l(), NL = nb * L, HW = g.h * g.w;
+  const int64_t ow = OW > 0 ? OW : g.ow;
   parallelFor(nb * g.c, threads, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       int64_t n = t / g.c, c = t % g.c;
       T *dp = dx + ((n0 + n) * g.c + c) * HW;
-      std::fill(dp, dp + HW, T(0));
-      for (int64_t kh = 0; kh < g.kh; ++kh)
-        for (int64_t kw = 0; kw < g.kw; ++kw) {
-          const T *src = cols + ((c * g.kh + kh) * g.kw + kw) * NL + n * L;
+      for (int64_t i = 0; i < HW; ++i)
+        dp[i] = T(0);
+      for (int64_t j = 0; j < g.nk(); ++j) {
+          int64_t kh = g.kpos[size_t(j)] / g.kw, kw = g.kpos[size_t(j)] % g.kw;
+          const T *src = cols + (c * g.nk() + j) * NL + n * L;
           int64_t lo, hi;
-          validRange(g.ow, g.sw, g.pw, kw * g.dw, g.w, lo, hi);
+          validRange(ow, g.sw, g.pw, kw * g.dw, g.w, lo, hi);
           for (int64_t oh = 0; oh < g.oh; ++oh) {
             int64_t ih = oh * g.sh - g.ph + kh * g.dh;
             if (ih < 0 || ih >= g.h)
               continue;
             T *d = dp + ih * g.w - g.pw + kw * g.dw;
-            const T *s = src + oh * g.ow;
-            for (int64_t ow = lo; ow < hi; ++ow)
-              d[ow * g.sw] += s[ow];
+            const T *s = src + oh * ow;
+            for (int64_t o = lo; o < hi; ++o)
+              d[o * g.sw] += s[o];
           }
         }
     }
   });
 }
 
+/// dx[n,c] = sum over (kh,kw) of cols scattered back (samples n0..n0+nb).
+/// Small output widths get fixed-width loops, as in im2col.
+template <typename T>
+void col2im(const ConvGeom &g, const T *cols, int64_t n0, int64_t nb, T *dx,
+            int threads) {
+  switch (g.ow) {
+  case 1: return col2imPlanes<1>(g, cols, n0, nb, dx, threads);
+  case 2: return col2imPlanes<2>(g, cols, n0, nb, dx, threads);
+  case 4: return col2imPlanes<4>(g, cols, n0, nb, dx, threads);
+  case 8: return col2imPlanes<8>(g, cols, n0, nb, dx, threads);
+  default: return col2imPlanes<0>(g, cols, n0, nb, dx, threads);
+  }
+}
+
 int64_t chunkSize(const ConvGeom &g) {
-  int64_t per = std::max<int64_t>(1, g.c * g.kk() * g.l());
+  int64_t per = std::max<int64_t>(1, g.c * g.nk() * g.l());
   int64_t nb = std::max<int64_t>(1, kColsBudget / per);
   nb = std::min(nb, std::max<int64_t>(g.n, 1));
   // Keep NB*L within BLAS's 32-bit dimension.
@@ -344,14 +385,27 @@ void dwBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dw,
 // General grouped convolution: im2col + GEMM.
 //===----------------------------------------------------------------------===//
 
+/// The weight's live kernel positions as [O, Cg*nk] (scratch slot 2), or the
+/// weight itself when every position is live.
+template <typename T> const T *liveWeights(const ConvGeom &g, const T *w) {
+  if (g.allLive())
+    return w;
+  T *wc = scratchPtr<T>(2, g.o * g.cg() * g.nk());
+  for (int64_t oc = 0; oc < g.o * g.cg(); ++oc)
+    for (int64_t j = 0; j < g.nk(); ++j)
+      wc[oc * g.nk() + j] = w[oc * g.kk() + g.kpos[size_t(j)]];
+  return wc;
+}
+
 template <typename T>
 void gemmForward(const ConvGeom &g, const T *x, const T *w, const T *b, T *y,
                  int threads) {
-  int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
+  int64_t L = g.l(), CgKK = g.cg() * g.nk(), Og = g.og();
+  w = liveWeights(g, w);
   int64_t chunk = chunkSize(g);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = std::min(chunk, g.n - n0), NL = nb * L;
-    T *cols = scratchPtr<T>(0, g.c * g.kk() * NL);
+    T *cols = scratchPtr<T>(0, g.c * g.nk() * NL);
     T *tmp = scratchPtr<T>(1, g.o * NL);
     im2col(g, x, n0, nb, cols, threads);
     for (int64_t gi = 0; gi < g.g; ++gi)
@@ -392,11 +446,12 @@ void gatherDy(const ConvGeom &g, const T *dy, int64_t n0, int64_t nb, T *dyT,
 template <typename T>
 void gemmBackwardInput(const ConvGeom &g, const T *dy, const T *w, T *dx,
                        int threads) {
-  int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
+  int64_t L = g.l(), CgKK = g.cg() * g.nk(), Og = g.og();
+  w = liveWeights(g, w);
   int64_t chunk = chunkSize(g);
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = std::min(chunk, g.n - n0), NL = nb * L;
-    T *cols = scratchPtr<T>(0, g.c * g.kk() * NL);
+    T *cols = scratchPtr<T>(0, g.c * g.nk() * NL);
     T *dyT = scratchPtr<T>(1, g.o * NL);
     gatherDy(g, dy, n0, nb, dyT, threads);
     for (int64_t gi = 0; gi < g.g; ++gi)
@@ -407,17 +462,19 @@ void gemmBackwardInput(const ConvGeom &g, const T *dy, const T *w, T *dx,
 }
 
 template <typename T>
-void gemmBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dw,
+void gemmBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dwOut,
                         int threads) {
-  int64_t L = g.l(), CgKK = g.cg() * g.kk(), Og = g.og();
+  int64_t L = g.l(), CgKK = g.cg() * g.nk(), Og = g.og();
+  // Dead kernel positions only ever multiply padding: their gradient is 0.
+  T *dw = g.allLive() ? dwOut : scratchPtr<T>(2, g.o * CgKK);
   int64_t chunk = chunkSize(g);
   if (g.n == 0 || L == 0) {
-    std::fill(dw, dw + g.o * CgKK, T(0));
+    std::fill(dwOut, dwOut + g.o * g.cg() * g.kk(), T(0));
     return;
   }
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
     int64_t nb = std::min(chunk, g.n - n0), NL = nb * L;
-    T *cols = scratchPtr<T>(0, g.c * g.kk() * NL);
+    T *cols = scratchPtr<T>(0, g.c * g.nk() * NL);
     T *dyT = scratchPtr<T>(1, g.o * NL);
     im2col(g, x, n0, nb, cols, threads);
     gatherDy(g, dy, n0, nb, dyT, threads);
@@ -425,6 +482,12 @@ void gemmBackwardWeight(const ConvGeom &g, const T *dy, const T *x, T *dw,
       gemmParallel(false, true, Og, CgKK, NL, T(1), dyT + gi * Og * NL, NL,
                    cols + gi * CgKK * NL, NL, T(n0 == 0 ? 0 : 1),
                    dw + gi * Og * CgKK, CgKK, threads);
+  }
+  if (!g.allLive()) {
+    std::fill(dwOut, dwOut + g.o * g.cg() * g.kk(), T(0));
+    for (int64_t oc = 0; oc < g.o * g.cg(); ++oc)
+      for (int64_t j = 0; j < g.nk(); ++j)
+        dwOut[oc * g.kk() + g.kpos[size_t(j)]] = dw[oc * g.nk() + j];
   }
 }
 
