@@ -43,7 +43,7 @@ public:
       next_ = 1;
       end_ = n;
       remaining_ = n - 1;
-      ++generation_;
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     chunk(0);
@@ -70,12 +70,18 @@ private:
   void work() {
     uint64_t seen = 0;
     while (true) {
+      // Kernel calls come back to back during a step: poll for the next
+      // job for a while before sleeping, since waking a sleeping thread
+      // costs tens of microseconds (more on a virtual machine), which small
+      // kernels cannot absorb.
+      for (int k = 0; k < kSpin && generation_.load() == seen; ++k)
+        pause();
       {
         std::unique_lock<std::mutex> g(mu_);
-        wake_.wait(g, [&] { return stop_ || (generation_ != seen && job_); });
+        wake_.wait(g, [&] { return stop_ || (generation_.load() != seen && job_); });
         if (stop_)
           return;
-        seen = generation_;
+        seen = generation_.load();
       }
       for (int64_t i; (i = claim()) >= 0;)
         finish(i);
@@ -88,7 +94,14 @@ private:
   std::vector<std::thread> workers_;
   const std::function<void(int64_t)> *job_ = nullptr;
   int64_t next_ = 0, end_ = 0, remaining_ = 0;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  /// Polls before sleeping: about 50 microseconds.
+  static constexpr int kSpin = 20000;
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
   bool stop_ = false;
 };
 
