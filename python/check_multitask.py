@@ -27,13 +27,14 @@ import argparse
 import os
 import re
 import shlex
-import subprocess
 import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from pipeline import run
 
 RTOL = 1e-5
 FLOOR = 1e-6
@@ -62,14 +63,6 @@ class TaskView(nn.Module):
 
     def forward(self, x):
         return self.heads[self.task](self.trunk(x))
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        sys.stdout.write(p.stdout)
-        raise SystemExit(f"command failed ({p.returncode}): {' '.join(cmd)}")
-    return p.stdout
 
 
 def main(argv=None):

@@ -24,7 +24,6 @@ differs). Exits 1 on any failure.
 import argparse
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -32,6 +31,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from pipeline import run
 
 RTOL = 1e-5
 
@@ -43,14 +44,6 @@ class Classifier(nn.Module):
 
     def forward(self, x):
         return self.fc(x)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        sys.stdout.write(p.stdout)
-        raise SystemExit(f"command failed ({p.returncode}): {' '.join(cmd)}")
-    return p.stdout
 
 
 def main(argv=None):
