@@ -79,6 +79,14 @@ Session::~Session() = default;
 
 const char *Session::backendName() const { return backend_->name(); }
 
+uint64_t Session::sliceBytesOut(const std::string &whole) const {
+  uint64_t total = 0;
+  for (const BindingDesc &b : plan_->data().bindings)
+    if (b.direction == BindingDirection::Out && b.sliceOf == whole)
+      total += plan_->data().buffers[size_t(b.buffer)].dataBytes();
+  return total;
+}
+
 int Session::findInput(const std::string &name) const {
   const PlanData &d = plan_->data();
   for (size_t k = 0; k < d.bindings.size(); ++k)
@@ -254,10 +262,20 @@ Status Session::finishStep() {
       continue;
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
     if (!bd.sliceOf.empty()) {
-      // Slices are assembled into the whole tensor.
+      // Slices are assembled into the whole tensor: the one the last
+      // commit replaced when the plan's slices cover all of it, else zeros.
       auto it = outs.find(bd.sliceOf);
-      if (it == outs.end())
-        it = outs.emplace(bd.sliceOf, Tensor(b.dtype, bd.wholeShape)).first;
+      if (it == outs.end()) {
+        Tensor whole;
+        auto sp = spare_.find(bd.sliceOf);
+        if (isStoreRole(bd.role) && sp != spare_.end() &&
+            sp->second.sameTypeAndShape(b.dtype, bd.wholeShape) &&
+            sliceBytesOut(bd.sliceOf) == sp->second.byteSize())
+          whole = std::move(sp->second);
+        else
+          whole = Tensor(b.dtype, bd.wholeShape);
+        it = outs.emplace(bd.sliceOf, std::move(whole)).first;
+      }
       if (Status s = backend_->read(
               bd.buffer, static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
               b.dataBytes());
@@ -293,16 +311,21 @@ Status Session::finishStep() {
     if (bd.direction == BindingDirection::Out && isStoreRole(bd.role) &&
         outs.count(boundName(bd))) {
       const std::string &name = boundName(bd);
-      Tensor old = store_->exchange(name, std::move(outs[name]));
-      if (bd.sliceOf.empty())
-        spare_[name] = std::move(old);
+      spare_[name] = store_->exchange(name, std::move(outs[name]));
       outs.erase(name);
       committed_.insert(name);
-      // Updated in place: the input buffer now holds the committed value.
-      int in = plan_->findBinding(bd.name, BindingDirection::In);
-      if (in >= 0 && bd.sliceOf.empty() && d.bindings[size_t(in)].buffer == bd.buffer)
-        resident_[in] = store_->version(name);
     }
+  // Values (and slices) updated in place: their input buffer now holds what
+  // was committed.
+  for (const BindingDesc &bd : d.bindings) {
+    if (bd.direction != BindingDirection::Out || !committed_.count(boundName(bd)))
+      continue;
+    int in = plan_->findBinding(bd.name, BindingDirection::In);
+    if (in >= 0 && d.bindings[size_t(in)].buffer == bd.buffer &&
+        d.bindings[size_t(in)].sliceOffset == bd.sliceOffset &&
+        d.bindings[size_t(in)].sliceOf == bd.sliceOf)
+      resident_[in] = store_->version(boundName(bd));
+  }
   outputs_ = std::move(outs);
   lastStepSeconds_ = nowSeconds() - stepStart_;
   return Status::success();

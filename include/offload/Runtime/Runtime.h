@@ -180,6 +180,8 @@ private:
   /// Index of the input binding whose value is bound as `name` (the whole
   /// tensor's name for slices), or -1.
   int findInput(const std::string &name) const;
+  /// Bytes of the Out slice bindings of the whole tensor `whole`.
+  uint64_t sliceBytesOut(const std::string &whole) const;
 
   std::shared_ptr<const Plan> plan_;
   std::shared_ptr<ParameterStore> store_;
