@@ -285,6 +285,37 @@ TEST(AOptimizer, SgdEqualsItsFormulaBitForBit) {
     }
 }
 
+TEST(AOptimizer, AdamWEqualsItsFormulaBitForBit) {
+  // As for SGD: vector lanes and tail against the op's formula in scalar
+  // code (the kernel's float32 constants, std::fma where it fuses).
+  torch::manual_seed(17);
+  const int64_t n = 1003;
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 1e-2;
+  for (int64_t t0 : {0, 5}) {
+    at::Tensor p = torch::randn({n}), g = torch::randn({n}), m = torch::randn({n}),
+               v = torch::rand({n}), step = torch::full({}, t0, torch::kLong);
+    Attrs attrs;
+    attrs.f("lr", lr).f("beta1", b1).f("beta2", b2).f("eps", eps).f("weight_decay", wd);
+    int64_t t = t0 + 1;
+    double bc1 = 1 - std::pow(b1, double(t)), bc2 = 1 - std::pow(b2, double(t));
+    float decay = float(1 - lr * wd), a1 = float(1 - b1), a2 = float(1 - b2),
+          bc2s = float(std::sqrt(bc2)), negStep = float(-(lr / bc1));
+    at::Tensor np = at::empty_like(p), nm = at::empty_like(p), nv = at::empty_like(p),
+               ns = torch::zeros({}, torch::kLong);
+    ASSERT_EQ(run("adamw_update", {p, g, m, v, step}, {np, nm, nv, ns}, attrs), "");
+    for (int64_t i = 0; i < n; ++i) {
+      float gi = g.data_ptr<float>()[i];
+      float pi = p.data_ptr<float>()[i] * decay;
+      float mi = std::fma(gi, a1, m.data_ptr<float>()[i] * float(b1));
+      float vi = std::fma(a2 * gi, gi, v.data_ptr<float>()[i] * float(b2));
+      float denom = std::sqrt(vi) / bc2s + float(eps);
+      ASSERT_EQ(np.data_ptr<float>()[i], pi + (negStep * mi) / denom) << "param " << i;
+      ASSERT_EQ(nm.data_ptr<float>()[i], mi) << "exp_avg " << i;
+      ASSERT_EQ(nv.data_ptr<float>()[i], vi) << "exp_avg_sq " << i;
+    }
+  }
+}
+
 TEST(AOptimizer, InPlaceAndErrors) {
   torch::manual_seed(15);
   at::Tensor p = torch::randn({5}), g = torch::randn({5}), m = torch::zeros({5}),

@@ -70,7 +70,7 @@ __attribute__((target("fma"))) void sgdChunkFma(const SgdChunk<T> &c, int64_t b,
 /// an update in place (new_param over param) is well defined. The scalar
 /// loop does not vectorize: the compiler cannot rule out partial overlap of
 /// its five arrays.
-__attribute__((target("avx2,fma"))) void sgdChunkAvx2(const SgdChunk<float> &c,
+__attribute__((target("avx2,fma"), optimize("fp-contract=off"))) void sgdChunkAvx2(const SgdChunk<float> &c,
                                                       int64_t b, int64_t e) {
   const __m256 wd = _mm256_set1_ps(c.wdT), mom = _mm256_set1_ps(c.momT),
                damp = _mm256_set1_ps(c.dampT), negLr = _mm256_set1_ps(c.negLr);
@@ -90,6 +90,52 @@ __attribute__((target("avx2,fma"))) void sgdChunkAvx2(const SgdChunk<float> &c,
     _mm256_storeu_ps(c.npp + i, _mm256_fmadd_ps(d, negLr, pi));
   }
   sgdChunkBody(c, i, e);
+}
+
+/// One contiguous range of an AdamW update (see adamwUpdate).
+template <typename T> struct AdamWChunk {
+  const T *pp, *gp, *mp, *vp;
+  T *npp, *nmp, *nvp;
+  T decay, b1T, a1, b2T, a2, bc2T, epsT, negStep;
+};
+
+template <typename T>
+inline void adamwChunkBody(const AdamWChunk<T> &c, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    T gi = c.gp[i];
+    T pi = c.pp[i] * c.decay;                         // param.mul_(1 - lr*wd)
+    T mi = std::fma(gi, c.a1, c.mp[i] * c.b1T);       // exp_avg.mul_(b1).add_(g, 1-b1)
+    T vi = std::fma(c.a2 * gi, gi, c.vp[i] * c.b2T);  // exp_avg_sq.mul_(b2).addcmul_
+    T denom = std::sqrt(vi) / c.bc2T + c.epsT;        // (sqrt(v)/bc2_sqrt).add_(eps)
+    c.npp[i] = pi + (c.negStep * mi) / denom;         // param.addcdiv_(m, denom, -ss)
+    c.nmp[i] = mi;
+    c.nvp[i] = vi;
+  }
+}
+
+/// adamwChunkBody eight float lanes at a time (AVX2 + FMA), the same
+/// operations in the same order; fp-contract is off so that no product and
+/// sum are fused beyond the explicit fmas.
+__attribute__((target("avx2,fma"), optimize("fp-contract=off"))) void
+adamwChunkAvx2(const AdamWChunk<float> &c, int64_t b, int64_t e) {
+  const __m256 decay = _mm256_set1_ps(c.decay), b1 = _mm256_set1_ps(c.b1T),
+               a1 = _mm256_set1_ps(c.a1), b2 = _mm256_set1_ps(c.b2T),
+               a2 = _mm256_set1_ps(c.a2), bc2 = _mm256_set1_ps(c.bc2T),
+               eps = _mm256_set1_ps(c.epsT), negStep = _mm256_set1_ps(c.negStep);
+  int64_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    __m256 gi = _mm256_loadu_ps(c.gp + i);
+    __m256 pi = _mm256_mul_ps(_mm256_loadu_ps(c.pp + i), decay);
+    __m256 mi = _mm256_fmadd_ps(gi, a1, _mm256_mul_ps(_mm256_loadu_ps(c.mp + i), b1));
+    __m256 vi = _mm256_fmadd_ps(_mm256_mul_ps(a2, gi), gi,
+                                _mm256_mul_ps(_mm256_loadu_ps(c.vp + i), b2));
+    __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+    _mm256_storeu_ps(c.npp + i,
+                     _mm256_add_ps(pi, _mm256_div_ps(_mm256_mul_ps(negStep, mi), denom)));
+    _mm256_storeu_ps(c.nmp + i, mi);
+    _mm256_storeu_ps(c.nvp + i, vi);
+  }
+  adamwChunkBody(c, i, e);
 }
 
 std::string checkStep(const char *op, const TensorView &s, const TensorView &ns) {
@@ -184,17 +230,17 @@ std::string adamwUpdate(const KernelArgs &args) {
     T *npp = np.as<T>(), *nmp = nm.as<T>(), *nvp = nv.as<T>();
     T decay = T(1 - lr * wd), b1T = T(b1), a1 = T(1 - b1), b2T = T(b2),
       a2 = T(1 - b2), bc2T = T(bc2Sqrt), epsT = T(eps), negStep = T(-stepSize);
+    AdamWChunk<T> c{pp, gp, mp, vp, npp, nmp, nvp, decay, b1T, a1, b2T, a2, bc2T, epsT, negStep};
+    static const bool hasAvx2 =
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
     parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        T gi = gp[i];
-        T pi = pp[i] * decay;                        // param.mul_(1 - lr*wd)
-        T mi = std::fma(gi, a1, mp[i] * b1T);        // exp_avg.mul_(b1).add_(g, 1-b1)
-        T vi = std::fma(a2 * gi, gi, vp[i] * b2T);   // exp_avg_sq.mul_(b2).addcmul_
-        T denom = std::sqrt(vi) / bc2T + epsT;       // (sqrt(v)/bc2_sqrt).add_(eps)
-        npp[i] = pi + (negStep * mi) / denom;        // param.addcdiv_(m, denom, -ss)
-        nmp[i] = mi;
-        nvp[i] = vi;
+      if constexpr (std::is_same_v<T, float>) {
+        if (hasAvx2) {
+          adamwChunkAvx2(c, b, e);
+          return;
+        }
       }
+      adamwChunkBody(c, b, e);
     });
   };
   if (p.dtype == DType::F32) run(float());
