@@ -115,23 +115,20 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
       if (issue + duration <= deadline)
         break; // early enough
       Operation *prev = pos->getPrevNode();
-      if (prev == copy)
-        prev = prev->getPrevNode();
       if (!prev || prev == floor || prev == lastPlaced)
         break;
       if (live[prev] + bytes > peak)
         break; // would raise the peak
       pos = prev;
     }
-    if (pos != copy && pos != copy->getNextNode()) {
+    if (pos != copy) {
       // The buffer is now also live over [pos, old position).
       for (Operation *o = pos; o && o != copy; o = o->getNextNode())
         live[o] += bytes;
       copy->moveBefore(pos);
     }
     lastPlaced = copy;
-    streamFree = std::max(start[copy->getNextNode() ? copy->getNextNode() : copy], streamFree) +
-                 duration;
+    streamFree = std::max(start[pos], streamFree) + duration;
     int64_t distance = 0;
     for (Operation *o = copy->getNextNode(); o && o != r->use; o = o->getNextNode())
       if (isComputeForDistance(o))
