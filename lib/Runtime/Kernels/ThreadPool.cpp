@@ -95,7 +95,8 @@ private:
   const std::function<void(int64_t)> *job_ = nullptr;
   int64_t next_ = 0, end_ = 0, remaining_ = 0;
   std::atomic<uint64_t> generation_{0};
-  /// Polls before sleeping: about 50 microseconds.
+  /// Polls before sleeping: 20000 pause instructions, 0.1 to 1 ms depending
+  /// on the CPU (measured: resnet18 at two threads 98-138 -> 88-116 ms).
   static constexpr int kSpin = 20000;
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
