@@ -12,6 +12,10 @@
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-host-parameters 2>&1 | FileCheck %s --check-prefix=NOBWD
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
 // RUN:   --offload-host-parameters="refetch=sometimes" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
+// RUN:   --offload-host-parameters="link-bandwidth=0" 2>&1 | FileCheck %s --check-prefix=BADBW
+// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
+// RUN:   --offload-host-offload="device-flops=-1" 2>&1 | FileCheck %s --check-prefix=BADBW2
 
 // Explicit distance 1, fetched again for backward: each parameter comes to
 // the device one compute op before its forward use and is waited for just
@@ -79,3 +83,6 @@
 
 // NOBWD: the step has no backward phase; run --offload-autodiff first
 // BADOPT: unknown refetch 'sometimes'; expected auto, always or never
+// BADBW: error: offload-host-parameters: link-bandwidth, device-flops and device-bandwidth must be > 0
+// BADBW-NOT: see current operation
+// BADBW2: error: offload-host-offload: link-bandwidth, device-flops and device-bandwidth must be > 0

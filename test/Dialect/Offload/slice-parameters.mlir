@@ -6,6 +6,8 @@
 // RUN:   --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
 // RUN: offload-opt %s --offload-slice-parameters=slice-bytes=64 2>&1 | FileCheck %s --check-prefix=WARN
+// RUN: not offload-opt %s --offload-slice-parameters=slice-bytes=0 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: offload-slice-parameters: slice-bytes must be > 0
 
 // fc1.weight (16x8 f32, 512 bytes) becomes two 8-row slices, and so does
 // its bias; the linear becomes one linear per slice and a cat along the

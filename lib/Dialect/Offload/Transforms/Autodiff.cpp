@@ -55,12 +55,12 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
 
   void runOnOperation() override {
     if (stepCounters != "shared" && stepCounters != "per-parameter") {
-      getOperation().emitError() << "offload-autodiff: unknown step-counters '"
+      mlir::emitError(getOperation().getLoc()) << "offload-autodiff: unknown step-counters '"
                                  << stepCounters << "'; expected shared or per-parameter";
       return signalPassFailure();
     }
     if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none") {
-      getOperation().emitError() << "offload-autodiff: unknown optimizer '"
+      mlir::emitError(getOperation().getLoc()) << "offload-autodiff: unknown optimizer '"
                                  << optimizer << "'; expected sgd, adamw or none";
       return signalPassFailure();
     }
@@ -70,7 +70,7 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
         steps.push_back(fn);
     });
     if (steps.empty()) {
-      getOperation().emitError(
+      mlir::emitError(getOperation().getLoc(), 
           "offload-autodiff: no function carries 'offload.step'; run "
           "offload-import first or mark the forward function");
       return signalPassFailure();

@@ -37,13 +37,19 @@ struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> 
   void runOnOperation() override {
     static const char *const policies[] = {"size", "ops", "names", "all"};
     if (!llvm::is_contained(policies, StringRef(policy))) {
-      getOperation().emitError() << "offload-host-offload: unknown policy '" << policy
+      mlir::emitError(getOperation().getLoc()) << "offload-host-offload: unknown policy '" << policy
                                  << "'; expected size, ops, names or all";
+      return signalPassFailure();
+    }
+    if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0)) {
+      mlir::emitError(getOperation().getLoc(),
+                      "offload-host-offload: link-bandwidth, device-flops and "
+                      "device-bandwidth must be > 0");
       return signalPassFailure();
     }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
-      getOperation().emitError() << "offload-host-offload: bad glob '" << names << "'";
+      mlir::emitError(getOperation().getLoc()) << "offload-host-offload: bad glob '" << names << "'";
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp fn) {

@@ -35,23 +35,23 @@ struct HostParametersPass
   void runOnOperation() override {
     ModuleOp m = getOperation();
     if (policy != "all" && policy != "size" && policy != "names") {
-      m.emitError() << "offload-host-parameters: unknown policy '" << policy
+      mlir::emitError(m.getLoc()) << "offload-host-parameters: unknown policy '" << policy
                     << "'; expected all, size or names";
       return signalPassFailure();
     }
     if (refetch != "auto" && refetch != "always" && refetch != "never") {
-      m.emitError() << "offload-host-parameters: unknown refetch '" << refetch
+      mlir::emitError(m.getLoc()) << "offload-host-parameters: unknown refetch '" << refetch
                     << "'; expected auto, always or never";
       return signalPassFailure();
     }
     if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0)) {
-      m.emitError("offload-host-parameters: link-bandwidth, device-flops and "
+      mlir::emitError(m.getLoc(), "offload-host-parameters: link-bandwidth, device-flops and "
                   "device-bandwidth must be > 0");
       return signalPassFailure();
     }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
-      m.emitError() << "offload-host-parameters: bad glob '" << names << "'";
+      mlir::emitError(m.getLoc()) << "offload-host-parameters: bad glob '" << names << "'";
       return signalPassFailure();
     }
     target.linkBytesPerSecond = linkBandwidth;

@@ -49,17 +49,17 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
     static const char *const policies[] = {"ops", "every-k", "sqrt", "names",
                                            "all", "marked"};
     if (!llvm::is_contained(policies, StringRef(policy))) {
-      getOperation().emitError() << "offload-recompute: unknown policy '" << policy
+      mlir::emitError(getOperation().getLoc()) << "offload-recompute: unknown policy '" << policy
                                  << "'; expected ops, every-k, sqrt, names, all or marked";
       return signalPassFailure();
     }
     if (policy == "every-k" && k < 1) {
-      getOperation().emitError("offload-recompute: k must be >= 1");
+      mlir::emitError(getOperation().getLoc(), "offload-recompute: k must be >= 1");
       return signalPassFailure();
     }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
-      getOperation().emitError() << "offload-recompute: bad glob '" << names
+      mlir::emitError(getOperation().getLoc()) << "offload-recompute: bad glob '" << names
                                  << "': " << llvm::toString(glob.takeError());
       return signalPassFailure();
     }

@@ -28,7 +28,7 @@ struct SliceParametersPass
   using SliceParametersBase::SliceParametersBase;
   void runOnOperation() override {
     if (sliceBytes <= 0) {
-      getOperation().emitError("offload-slice-parameters: slice-bytes must be > 0");
+      mlir::emitError(getOperation().getLoc(), "offload-slice-parameters: slice-bytes must be > 0");
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp fn) {
