@@ -192,6 +192,8 @@ struct ConvertOffloadToPlanPass
     }
     if (failed(lower(steps.front())))
       return signalPassFailure();
+    // The IR is unchanged: the memory plan stays valid for later passes.
+    markAllAnalysesPreserved();
   }
 
   LogicalResult lower(func::FuncOp fn);
@@ -200,7 +202,10 @@ struct ConvertOffloadToPlanPass
 
 LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   int64_t memoryPlanPeak = 0;
-  FailureOr<rt::PlanData> data = lowerStepToPlan(fn, &memoryPlanPeak);
+  FailureOr<const MemoryPlan *> mp = getAnalysis<MemoryPlanAnalysis>().lookup(fn);
+  if (failed(mp))
+    return failure();
+  FailureOr<rt::PlanData> data = lowerStepToPlan(fn, &memoryPlanPeak, *mp);
   if (failed(data))
     return failure();
   if (rt::Status st = rt::Plan::save(*data, output); !st.ok())
@@ -216,13 +221,20 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
 }
 
 FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
-                                                       int64_t *memoryPlanPeak) {
+                                                       int64_t *memoryPlanPeak,
+                                                       const MemoryPlan *memoryPlan) {
   // Recompute regions run inline at their position: the memory plan
   // describes a copy with them inlined, which is what is lowered (the
   // caller's IR is unchanged).
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(original);
-  if (failed(mp))
-    return failure();
+  std::optional<MemoryPlan> computed;
+  const MemoryPlan *mp = memoryPlan;
+  if (!mp) {
+    FailureOr<MemoryPlan> fresh = computeMemoryPlan(original);
+    if (failed(fresh))
+      return failure();
+    computed = std::move(*fresh);
+    mp = &*computed;
+  }
   func::FuncOp fn = mp->function;
   Block &body = fn.getBody().front();
   rt::PlanBuilder pb;

@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/EquivalenceClasses.h"
 #include <algorithm>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -94,6 +95,90 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
 
 static bool isTensorLike(Type t) {
   return isa<RankedTensorType, SavedType, HostType>(t);
+}
+
+/// Offsets in the arena of `space`: greedy by decreasing size, each buffer
+/// at the lowest-waste gap (best fit) among the already placed buffers whose
+/// live intervals overlap its own, else above them. Offsets are multiples of
+/// kArenaAlignment (cudaMalloc's 256-byte alignment, which also suits host
+/// SIMD). The placed buffers that overlap an interval are found with a max
+/// segment tree over the buffers sorted by interval start (each leaf holds
+/// the interval end of a placed buffer), so a query costs O((k + 1) log n)
+/// for k overlapping buffers rather than a scan of every placed one.
+static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpace space,
+                               int64_t &arenaBytes) {
+  SmallVector<unsigned> order;
+  for (unsigned i = 0; i < buffers.size(); ++i)
+    if (buffers[i].space == space && buffers[i].bytes > 0)
+      order.push_back(i);
+  arenaBytes = 0;
+  if (order.empty())
+    return;
+  // Leaves: buffers by interval start.
+  SmallVector<unsigned> byBegin(order);
+  llvm::stable_sort(byBegin, [&](unsigned a, unsigned b) {
+    return buffers[a].begin < buffers[b].begin;
+  });
+  SmallVector<int64_t> begins;
+  llvm::DenseMap<unsigned, size_t> leafOf;
+  for (auto [k, i] : llvm::enumerate(byBegin)) {
+    begins.push_back(buffers[i].begin);
+    leafOf[i] = k;
+  }
+  size_t size = 1;
+  while (size < byBegin.size())
+    size *= 2;
+  SmallVector<int64_t> maxEnd(2 * size, -1);
+  auto setLeaf = [&](size_t k, int64_t end) {
+    size_t n = k + size;
+    maxEnd[n] = end;
+    for (n /= 2; n >= 1; n /= 2)
+      maxEnd[n] = std::max(maxEnd[2 * n], maxEnd[2 * n + 1]);
+  };
+  // Placed buffers among leaves [0, limit) whose end is >= `from`.
+  SmallVector<unsigned> found;
+  std::function<void(size_t, size_t, size_t, size_t, int64_t)> collect =
+      [&](size_t node, size_t lo, size_t hi, size_t limit, int64_t from) {
+        if (lo >= limit || maxEnd[node] < from)
+          return;
+        if (hi - lo == 1) {
+          found.push_back(byBegin[lo]);
+          return;
+        }
+        size_t mid = (lo + hi) / 2;
+        collect(2 * node, lo, mid, limit, from);
+        collect(2 * node + 1, mid, hi, limit, from);
+      };
+
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  auto padded = [](int64_t bytes) {
+    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  };
+  SmallVector<std::pair<int64_t, int64_t>> busy;
+  for (unsigned i : order) {
+    PlannedBuffer &b = buffers[i];
+    found.clear();
+    size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
+    collect(1, 0, size, limit, b.begin);
+    busy.clear();
+    for (unsigned j : found)
+      busy.push_back({buffers[j].offset, buffers[j].offset + padded(buffers[j].bytes)});
+    llvm::sort(busy);
+    // Best fit: the smallest gap that holds the buffer, else the end.
+    int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
+    for (auto [lo, hi] : busy) {
+      if (lo - cursor >= padded(b.bytes) && lo - cursor < bestGap) {
+        bestGap = lo - cursor;
+        bestOffset = cursor;
+      }
+      cursor = std::max(cursor, hi);
+    }
+    b.offset = bestOffset >= 0 ? bestOffset : cursor;
+    arenaBytes = std::max(arenaBytes, b.offset + b.bytes);
+    setLeaf(leafOf[i], b.end);
+  }
 }
 
 FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
@@ -217,58 +302,39 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
     plan.buffers[it->second].persistent = true;
   }
 
-  // Live bytes per point, and the peak.
-  plan.liveDeviceBytes.assign(plan.schedule.size(), 0);
+  // Live bytes per point (a difference array over the intervals), and the
+  // peak.
+  SmallVector<int64_t> delta(plan.schedule.size() + 1, 0);
   for (PlannedBuffer &b : plan.buffers)
-    if (b.space == MemorySpace::Device)
-      for (int64_t p = b.begin; p <= b.end; ++p)
-        plan.liveDeviceBytes[p] += b.bytes;
-  for (auto [p, bytes] : llvm::enumerate(plan.liveDeviceBytes))
-    if (bytes > plan.peakDeviceBytes) {
-      plan.peakDeviceBytes = bytes;
-      plan.peakPoint = p;
+    if (b.space == MemorySpace::Device) {
+      delta[b.begin] += b.bytes;
+      delta[b.end + 1] -= b.bytes;
     }
-
-  // Offsets: greedy by decreasing size, lowest gap that fits among the
-  // already placed buffers whose intervals overlap.
-  for (MemorySpace space : {MemorySpace::Device, MemorySpace::Host}) {
-    SmallVector<unsigned> order;
-    for (unsigned i = 0; i < plan.buffers.size(); ++i)
-      if (plan.buffers[i].space == space && plan.buffers[i].bytes > 0)
-        order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
-      return plan.buffers[a].bytes > plan.buffers[b].bytes;
-    });
-    SmallVector<unsigned> placed;
-    int64_t arena = 0;
-    // Offsets are multiples of kArenaAlignment (cudaMalloc's 256-byte
-    // alignment, which also suits host SIMD).
-    auto padded = [](int64_t bytes) {
-      return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-    };
-    for (unsigned i : order) {
-      PlannedBuffer &b = plan.buffers[i];
-      SmallVector<std::pair<int64_t, int64_t>> busy;
-      for (unsigned j : placed) {
-        PlannedBuffer &o = plan.buffers[j];
-        if (o.begin <= b.end && b.begin <= o.end)
-          busy.push_back({o.offset, o.offset + padded(o.bytes)});
-      }
-      llvm::sort(busy);
-      // Best fit: the smallest gap that holds the buffer, else the end.
-      int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
-      for (auto [lo, hi] : busy) {
-        if (lo - cursor >= padded(b.bytes) && lo - cursor < bestGap) {
-          bestGap = lo - cursor;
-          bestOffset = cursor;
-        }
-        cursor = std::max(cursor, hi);
-      }
-      b.offset = bestOffset >= 0 ? bestOffset : cursor;
-      arena = std::max(arena, b.offset + b.bytes);
-      placed.push_back(i);
+  plan.liveDeviceBytes.assign(plan.schedule.size(), 0);
+  int64_t running = 0;
+  for (size_t p = 0; p < plan.schedule.size(); ++p) {
+    running += delta[p];
+    plan.liveDeviceBytes[p] = running;
+    if (running > plan.peakDeviceBytes) {
+      plan.peakDeviceBytes = running;
+      plan.peakPoint = int64_t(p);
     }
-    (space == MemorySpace::Device ? plan.deviceArenaBytes : plan.hostArenaBytes) = arena;
   }
+
+  assignArenaOffsets(plan.buffers, MemorySpace::Device, plan.deviceArenaBytes);
+  assignArenaOffsets(plan.buffers, MemorySpace::Host, plan.hostArenaBytes);
   return plan;
+}
+
+FailureOr<const MemoryPlan *> MemoryPlanAnalysis::lookup(func::FuncOp fn) {
+  auto it = plans.find(fn);
+  if (it != plans.end())
+    return static_cast<const MemoryPlan *>(it->second.get());
+  FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
+  if (failed(plan))
+    return failure();
+  auto owned = std::make_unique<MemoryPlan>(std::move(*plan));
+  const MemoryPlan *result = owned.get();
+  plans[fn] = std::move(owned);
+  return result;
 }

@@ -232,7 +232,22 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a string attribute";
     return success();
   }
-  if (attr.getName() == kActivationGradAttrName || attr.getName() == kRecomputeAttrName) {
+  if (attr.getName() == kPlannedAttrName || attr.getName() == kWorkspaceBytesAttrName) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' may only be attached to a function";
+    if (attr.getName() == kPlannedAttrName && !isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kPlannedAttrName << "' must be a string attribute";
+    if (attr.getName() == kWorkspaceBytesAttrName) {
+      auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+      if (!bytes || bytes.getValue().isNegative())
+        return op->emitOpError() << "'" << kWorkspaceBytesAttrName
+                                 << "' must be an integer >= 0";
+    }
+    return success();
+  }
+  if (attr.getName() == kActivationGradAttrName || attr.getName() == kRecomputeAttrName ||
+      attr.getName() == kHostOffloadAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a unit attribute";

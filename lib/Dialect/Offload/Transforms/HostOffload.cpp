@@ -35,18 +35,14 @@ namespace {
 struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> {
   using HostOffloadBase::HostOffloadBase;
   void runOnOperation() override {
-    static const char *const policies[] = {"size", "ops", "names", "all"};
+    static const char *const policies[] = {"size", "ops", "names", "all", "marked"};
     if (!llvm::is_contained(policies, StringRef(policy))) {
       mlir::emitError(getOperation().getLoc()) << "offload-host-offload: unknown policy '" << policy
-                                 << "'; expected size, ops, names or all";
+                                 << "'; expected size, ops, names, all or marked";
       return signalPassFailure();
     }
-    if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0)) {
-      mlir::emitError(getOperation().getLoc(),
-                      "offload-host-offload: link-bandwidth, device-flops and "
-                      "device-bandwidth must be > 0");
+    if (failed(resolveTargetModel("offload-host-offload")))
       return signalPassFailure();
-    }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(getOperation().getLoc()) << "offload-host-offload: bad glob '" << names << "'";
@@ -58,6 +54,12 @@ struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> 
     });
   }
   LogicalResult rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+  /// The cost model of the options (`target=`, or the three numbers).
+  LogicalResult resolveTargetModel(StringRef passName) {
+    return targetModelFromOptions(getOperation(), passName, target, linkBandwidth,
+                                  deviceFlops, deviceBandwidth, targetModel);
+  }
+  TargetModel targetModel;
 };
 } // namespace
 
@@ -86,6 +88,8 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
       pick = producer && llvm::is_contained(ops, producer->getName().stripDialect().str());
     else if (policy == "names")
       pick = producer && glob.match(getLayerName(producer->getLoc()));
+    else if (policy == "marked")
+      pick = s->hasAttr(kHostOffloadAttrName);
     else
       pick = true;
     if (pick)
@@ -139,14 +143,8 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
     s.erase();
     bytesOffloaded += mlir::offload::detail::tensorBytes(v.getType());
   }
-  if (prefetchDistance < 0) {
-    TargetModel target;
-    target.linkBytesPerSecond = linkBandwidth;
-    target.flopsPerSecond = deviceFlops;
-    target.memoryBytesPerSecond = deviceBandwidth;
-    if (failed(placePrefetches(fn, requests, target)))
-      return failure();
-  }
+  if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
+    return failure();
   if (report)
     llvm::outs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
                                  "bytes to the host and back\n",

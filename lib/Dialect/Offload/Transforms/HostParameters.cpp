@@ -34,9 +34,9 @@ struct HostParametersPass
 
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    if (policy != "all" && policy != "size" && policy != "names") {
+    if (policy != "all" && policy != "size" && policy != "names" && policy != "marked") {
       mlir::emitError(m.getLoc()) << "offload-host-parameters: unknown policy '" << policy
-                    << "'; expected all, size or names";
+                    << "'; expected all, size, names or marked";
       return signalPassFailure();
     }
     if (refetch != "auto" && refetch != "always" && refetch != "never") {
@@ -44,19 +44,13 @@ struct HostParametersPass
                     << "'; expected auto, always or never";
       return signalPassFailure();
     }
-    if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0)) {
-      mlir::emitError(m.getLoc(), "offload-host-parameters: link-bandwidth, device-flops and "
-                  "device-bandwidth must be > 0");
-      return signalPassFailure();
-    }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(m.getLoc()) << "offload-host-parameters: bad glob '" << names << "'";
       return signalPassFailure();
     }
-    target.linkBytesPerSecond = linkBandwidth;
-    target.flopsPerSecond = deviceFlops;
-    target.memoryBytesPerSecond = deviceBandwidth;
+    if (failed(resolveTargetModel("offload-host-parameters")))
+      return signalPassFailure();
     m.walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName) && failed(rewrite(fn, *glob)))
         signalPassFailure();
@@ -64,7 +58,12 @@ struct HostParametersPass
   }
 
   LogicalResult rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
-  TargetModel target;
+  /// The cost model of the options (`target=`, or the three numbers).
+  LogicalResult resolveTargetModel(StringRef passName) {
+    return targetModelFromOptions(getOperation(), passName, target, linkBandwidth,
+                                  deviceFlops, deviceBandwidth, targetModel);
+  }
+  TargetModel targetModel;
 };
 } // namespace
 
@@ -125,7 +124,11 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       continue;
     StringRef name = argAttr(i, OffloadDialect::kNameAttrName);
     int64_t bytes = mlir::offload::detail::tensorBytes(arg.getType());
-    if ((policy == "size" && bytes < minBytes) || (policy == "names" && !glob.match(name)))
+    bool marked = bool(fn.getArgAttr(i, kHostParameterAttrName));
+    if (marked)
+      fn.removeArgAttr(i, kHostParameterAttrName);
+    if ((policy == "size" && bytes < minBytes) || (policy == "names" && !glob.match(name)) ||
+        (policy == "marked" && !marked))
       continue;
 
     // Uses: forward, backward, and the parameter operand of its update.
@@ -174,8 +177,8 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       } else if (refetch == "auto") {
         double gap = 0;
         for (Operation *o = fwd.back()->getNextNode(); o != bwd.front(); o = o->getNextNode())
-          gap += target.opSeconds(o);
-        keep = gap < 2 * target.copySeconds(bytes);
+          gap += targetModel.opSeconds(o);
+        keep = gap < 2 * targetModel.copySeconds(bytes);
       }
     }
     SmallVector<SmallVector<Operation *>> segments;
@@ -273,7 +276,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
 
   fn.setFunctionType(
       FunctionType::get(ctx, body.getArgumentTypes(), ret->getOperandTypes()));
-  if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, target)))
+  if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
   if (report)
     llvm::outs() << llvm::format(

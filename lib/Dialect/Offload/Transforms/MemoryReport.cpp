@@ -28,32 +28,33 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
   void runOnOperation() override {
     llvm::raw_ostream &os = llvm::outs();
     bool failedAny = false;
+    MemoryPlanAnalysis &plans = getAnalysis<MemoryPlanAnalysis>();
     getOperation().walk([&](func::FuncOp fn) {
       if (fn.isExternal())
         return;
-      FailureOr<MemoryPlan> plan = computeMemoryPlan(fn);
+      FailureOr<const MemoryPlan *> plan = plans.lookup(fn);
       if (failed(plan)) {
         failedAny = true;
         return;
       }
       os << "memory plan of @" << fn.getName() << "\n";
       os << llvm::format("  peak device bytes: %lld at op #%lld (%s)\n",
-                         (long long)plan->peakDeviceBytes, (long long)plan->peakPoint,
-                         plan->schedule.empty()
+                         (long long)(*plan)->peakDeviceBytes, (long long)(*plan)->peakPoint,
+                         (*plan)->schedule.empty()
                              ? "-"
-                             : plan->schedule[plan->peakPoint]->getName().getStringRef().str().c_str());
+                             : (*plan)->schedule[(*plan)->peakPoint]->getName().getStringRef().str().c_str());
       os << llvm::format("  device arena bytes: %lld\n  host arena bytes: %lld\n",
-                         (long long)plan->deviceArenaBytes, (long long)plan->hostArenaBytes);
+                         (long long)(*plan)->deviceArenaBytes, (long long)(*plan)->hostArenaBytes);
       int64_t persistent = 0;
-      for (const PlannedBuffer &b : plan->buffers)
+      for (const PlannedBuffer &b : (*plan)->buffers)
         if (b.persistent && b.space == MemorySpace::Device)
           persistent += b.bytes;
       os << llvm::format("  persistent device bytes (arguments, results): %lld\n",
                          (long long)persistent);
       SmallVector<const PlannedBuffer *> live;
-      for (const PlannedBuffer &b : plan->buffers)
-        if (b.space == MemorySpace::Device && b.begin <= plan->peakPoint &&
-            plan->peakPoint <= b.end && !b.persistent)
+      for (const PlannedBuffer &b : (*plan)->buffers)
+        if (b.space == MemorySpace::Device && b.begin <= (*plan)->peakPoint &&
+            (*plan)->peakPoint <= b.end && !b.persistent)
           live.push_back(&b);
       llvm::sort(live, [](auto *a, auto *b) { return a->bytes > b->bytes; });
       os << "  largest temporaries live at the peak:\n";

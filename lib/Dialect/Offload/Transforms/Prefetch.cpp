@@ -38,14 +38,26 @@ Operation *mlir::offload::retreatComputeOps(Operation *to, unsigned n,
   return op;
 }
 
-double TargetModel::opSeconds(Operation *op) const {
-  auto cost = dyn_cast<CostOpInterface>(op);
-  if (!cost || isa<ReshapeOp>(op))
-    return 0;
-  double flops = double(std::max<int64_t>(cost.getFlops(), 0));
-  double bytes = double(std::max<int64_t>(cost.getBytesRead(), 0)) +
-                 double(std::max<int64_t>(cost.getBytesWritten(), 0));
-  return std::max(flops / flopsPerSecond, bytes / memoryBytesPerSecond);
+LogicalResult mlir::offload::targetModelFromOptions(Operation *anchor, StringRef passName,
+                                                    StringRef target, double linkBandwidth,
+                                                    double deviceFlops, double deviceBandwidth,
+                                                    TargetModel &out) {
+  if (!target.empty()) {
+    std::string error;
+    FailureOr<TargetSpec> spec = resolveTarget(target, error);
+    if (failed(spec))
+      return mlir::emitError(anchor->getLoc()) << passName << ": " << error;
+    out = TargetModel::fromSpec(*spec);
+    return success();
+  }
+  if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0))
+    return mlir::emitError(anchor->getLoc())
+           << passName << ": link-bandwidth, device-flops and device-bandwidth must be > 0";
+  out = TargetModel();
+  out.linkBytesPerSecond = out.deviceToHostBytesPerSecond = linkBandwidth;
+  out.flopsPerSecond = deviceFlops;
+  out.memoryBytesPerSecond = deviceBandwidth;
+  return success();
 }
 
 LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,

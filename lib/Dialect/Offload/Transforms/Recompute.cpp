@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/Recompute.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -30,11 +31,38 @@ namespace offload {
 using namespace mlir;
 using namespace mlir::offload;
 
-/// Whether `op` may be cloned into a recompute region: a pure compute op of
-/// our dialect (copies, waits and phase markers have effects).
-static bool isRecomputable(Operation *op) {
+bool mlir::offload::isRecomputable(Operation *op) {
   return isa<OffloadDialect>(op->getDialect()) && isPure(op) &&
          op->getNumRegions() == 0 && !isa<SaveOp, RestoreOp>(op);
+}
+
+LogicalResult mlir::offload::computeRecomputeCone(ArrayRef<Value> values,
+                                                  const llvm::DenseSet<Value> &available,
+                                                  llvm::SetVector<Operation *> &cone,
+                                                  llvm::SetVector<Value> &inputs,
+                                                  size_t maxOps) {
+  bool ok = true;
+  std::function<void(Value)> visit = [&](Value v) {
+    if (!ok)
+      return;
+    if (isa<BlockArgument>(v) || available.contains(v)) {
+      inputs.insert(v);
+      return;
+    }
+    Operation *def = v.getDefiningOp();
+    if (cone.contains(def))
+      return;
+    if (!isRecomputable(def) || (maxOps && cone.size() >= maxOps)) {
+      ok = false;
+      return;
+    }
+    for (Value o : def->getOperands())
+      visit(o);
+    cone.insert(def); // post-order: operands' producers first
+  };
+  for (Value v : values)
+    visit(v);
+  return success(ok);
 }
 
 namespace {
@@ -145,9 +173,12 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
 
   // Saved values that stay kept: a recompute region may restore them.
   llvm::DenseMap<Value, SaveOp> keptSave;
+  llvm::DenseSet<Value> keptValues;
   for (SaveOp s : saves)
-    if (!chosen.count(s))
+    if (!chosen.count(s)) {
       keptSave[s.getValue()] = s;
+      keptValues.insert(s.getValue());
+    }
 
   int64_t flopsAdded = 0, bytesNoLongerSaved = 0, values = 0;
   OpBuilder b(fn.getContext());
@@ -156,28 +187,10 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     // arguments and kept saved values.
     llvm::SetVector<Operation *> cone;
     llvm::SetVector<Value> inputs;
-    bool ok = true;
-    std::function<void(Value)> visit = [&](Value v) {
-      if (!ok)
-        return;
-      if (isa<BlockArgument>(v) || keptSave.count(v)) {
-        inputs.insert(v);
-        return;
-      }
-      Operation *def = v.getDefiningOp();
-      if (cone.contains(def))
-        return;
-      if (!isRecomputable(def)) {
-        ok = false;
-        return;
-      }
-      for (Value o : def->getOperands())
-        visit(o);
-      cone.insert(def); // post-order: operands' producers first
-    };
+    SmallVector<Value> groupValues;
     for (SaveOp s : g.saves)
-      visit(s.getValue());
-    if (!ok)
+      groupValues.push_back(s.getValue());
+    if (failed(computeRecomputeCone(groupValues, keptValues, cone, inputs)))
       continue;
     // Selective recomputation recomputes cheap ops only: when the value's
     // producers include an op kind not listed (its input is not saved, so

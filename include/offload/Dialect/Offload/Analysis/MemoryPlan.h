@@ -33,6 +33,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
+
 namespace mlir {
 namespace offload {
 
@@ -80,6 +82,22 @@ struct MemoryPlan {
 /// and Lee, "Efficient Memory Management for Deep Neural Net Inference",
 /// 2020). Fails, with a diagnostic, on a tensor of dynamic shape.
 FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn);
+
+/// The memory plans of the steps of a module, as an MLIR analysis
+/// (`getAnalysis<MemoryPlanAnalysis>()` on the module): each step's plan is
+/// computed on its first request and kept while passes that leave the IR
+/// unchanged (the reports, the lowering) mark analyses preserved, so a
+/// pipeline computes it once rather than once per consumer.
+class MemoryPlanAnalysis {
+public:
+  explicit MemoryPlanAnalysis(Operation *) {}
+  /// The plan of `fn`; failure (with a diagnostic) when it cannot be
+  /// computed. The pointer stays valid while the analysis is cached.
+  FailureOr<const MemoryPlan *> lookup(func::FuncOp fn);
+
+private:
+  llvm::DenseMap<Operation *, std::unique_ptr<MemoryPlan>> plans;
+};
 
 } // namespace offload
 } // namespace mlir

@@ -46,6 +46,17 @@ def Offload_Dialect : Dialect {
     /// Unit attribute on an offload.save chosen for recompute by hand or by
     /// the planner (offload-recompute policy=marked).
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
+    /// Unit attribute on an offload.save chosen for host offload by hand or
+    /// by the planner (offload-host-offload policy=marked).
+    static constexpr ::llvm::StringLiteral kHostOffloadAttrName = "offload.host_offload";
+    /// Unit attribute on a parameter argument chosen to live on the host
+    /// (offload-host-parameters policy=marked).
+    static constexpr ::llvm::StringLiteral kHostParameterAttrName = "offload.host_parameter";
+    /// String attribute on a step the planner rewrote: "budget=B target=T".
+    static constexpr ::llvm::StringLiteral kPlannedAttrName = "offload.planned";
+    /// i64 attribute on a step: device bytes reserved for library
+    /// workspace (cuBLAS/cuDNN), part of the plan's device memory.
+    static constexpr ::llvm::StringLiteral kWorkspaceBytesAttrName = "offload.workspace_bytes";
     /// On a step argument or result that is rows [a, b) of a whole tensor of
     /// N rows (offload-slice-parameters): the whole tensor's binding name,
     /// and `array<i64: a, b, N>`.

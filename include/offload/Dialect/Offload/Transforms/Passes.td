@@ -213,6 +213,10 @@ defvar TargetModelOptions = [
            "Device compute throughput, FLOP/s (cost model)">,
     Option<"deviceBandwidth", "device-bandwidth", "double", /*default=*/"1.5e12",
            "Device memory bandwidth, bytes/s (cost model)">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Take the cost model from a target instead of the three numbers above: "
+           "a built-in GPU (h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090), "
+           "host (this machine, measured) or FILE.json (docs/planner.md)">,
 ];
 
 def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
@@ -237,12 +241,13 @@ def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
 
     Policies (`policy=`): `size` (saved values of at least `min-bytes`),
     `ops` (produced by the op kinds in `ops`, e.g. `ops=matmul,linear,conv2d`),
-    `names` (layer glob), `all`. Results are bit-identical: copies move
+    `names` (layer glob), `all`, `marked` (saves carrying the unit attribute
+    `offload.host_offload`, set by the planner or by hand). Results are bit-identical: copies move
     bytes. Prints what was offloaded.
   }];
   let options = !listconcat([
     Option<"policy", "policy", "std::string", /*default=*/"\"size\"",
-           "size, ops, names or all">,
+           "size, ops, names, all or marked">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
            "Smallest saved value to offload with policy=size (bytes)">,
     ListOption<"ops", "ops", "std::string", "Producer op kinds for policy=ops">,
@@ -278,7 +283,9 @@ def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
     `--offload-host-offload` (see there), or `prefetch-distance=N`.
 
     Policies (`policy=`): `all`, `size` (parameters of at least `min-bytes`),
-    `names` (glob over parameter names, e.g. `names=fc*`). Results are
+    `names` (glob over parameter names, e.g. `names=fc*`), `marked`
+    (parameter arguments carrying the unit argument attribute
+    `offload.host_parameter`, set by the planner or by hand). Results are
     bit-identical to the step without the pass: copies move bytes, and the
     host update runs the same kernel. Prints what was moved.
 
@@ -288,7 +295,7 @@ def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
   }];
   let options = !listconcat([
     Option<"policy", "policy", "std::string", /*default=*/"\"all\"",
-           "all, size or names">,
+           "all, size, names or marked">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
            "Smallest parameter to keep on the host with policy=size (bytes)">,
     Option<"names", "names", "std::string", /*default=*/"\"*\"",
@@ -333,6 +340,100 @@ def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
     Option<"report", "report", "bool", /*default=*/"true", "Print what was sliced">,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
+}
+
+def EarlyUpdate : Pass<"offload-early-update", "::mlir::ModuleOp"> {
+  let summary = "Runs each optimizer update as soon as its gradient is final";
+  let description = [{
+    Runs after `--offload-autodiff` (and after `--offload-split-weight-grad`,
+    if used). Autodiff puts every `offload.sgd_update` /
+    `offload.adamw_update` in the optimizer phase, after all of backward, so
+    every gradient is alive at the end of backward together with the
+    parameters and optimizer state. This pass moves each update up to right
+    after the last op it depends on: the producer of its gradient (and of
+    any other operand), the last other reader of its parameter (the update
+    writes the new parameter in place over it, so it must come after the
+    backward ops that still read the old one), and the `offload.wait` of any
+    async copy that reads or writes those values. The gradient then dies as
+    soon as it is final -- the same trick PyTorch documents as fusing the
+    optimizer step into backward (`register_post_accumulate_grad_hook`).
+
+    Results are bit-identical: the same ops run on the same operands; only
+    their order changes. The update ops stay in backward; the `optimizer`
+    phase marker remains (and may end up empty).
+
+    Example: `offload-opt --offload-autodiff="optimizer=sgd momentum=0.9" --offload-early-update`
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print how many updates moved, to stderr">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+  let statistics = [
+    Statistic<"numMoved", "updates-moved", "Optimizer updates moved into backward">,
+  ];
+}
+
+def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Meets a device-memory budget in bytes: decides keep, recompute, offload and host placement";
+  let description = [{
+    The planner. Runs after `--offload-autodiff`, on the step as autodiff
+    built it, and rewrites it so that its device arena (the lowered plan's
+    device memory, fragmentation included, plus the target's workspace) is
+    at most `budget` bytes, at the least simulated step time on `target`:
+
+    * optimizer updates run as soon as their gradient is final
+      (`--offload-early-update`), when the unplanned step does not fit;
+    * each saved value is kept, recomputed in backward (a recompute region,
+      chained through other recomputed values; `--offload-recompute`
+      policy=marked) or offloaded to the host and prefetched
+      (`--offload-host-offload` policy=marked);
+    * each parameter stays on the device, or moves to the host with its
+      gradient and optimizer state, its update running on the host
+      (`--offload-host-parameters` policy=marked).
+
+    Decisions are greedy at the peak: while the live device bytes exceed the
+    budget, of the candidates that would free bytes at the peak program
+    point, take the one with the least added seconds per byte freed
+    (recompute: the roofline time of the ops it reruns; offload: the copy
+    time the link cannot hide, from the copies already chosen and the
+    compute they overlap; host parameters: the host update plus unhidden
+    copies). The rewritten step's real memory plan is then checked; when
+    fragmentation or prefetch placement leaves it above the budget, the
+    planner aims lower and adds decisions until it fits. When nothing fits,
+    it fails with the smallest device arena it can reach, what is live at
+    that arena's peak, and the budget to ask for; the module is then not
+    written.
+
+    Reports the decisions as one table (value or parameter, bytes,
+    decision, added seconds, why) and a summary with the simulated step
+    time on the target (docs/planner.md), to stderr or `report=FILE`.
+
+    Example:
+    `offload-opt step.mlir --offload-autodiff="optimizer=sgd momentum=0.9" --offload-plan-memory="budget=12GiB target=h100-sxm"`
+  }];
+  let options = [
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "Device memory for the step: bytes, or a number with KiB, MiB, GiB, TiB "
+           "(powers of 1024) or kB, MB, GB, TB (powers of 1000); default: the "
+           "target's memory">,
+    Option<"target", "target", "std::string", /*default=*/"\"h100-sxm\"",
+           "The GPU planned for: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, "
+           "rtx-4090, host (this machine, measured) or FILE.json (docs/planner.md)">,
+    Option<"reportFile", "report", "std::string", /*default=*/"\"-\"",
+           "Where the decision table goes: - (stderr), none, or a file">,
+    Option<"reportKept", "report-kept", "bool", /*default=*/"false",
+           "Also list the saved values and parameters that stay as they are">,
+    Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
+           "Compute ops after a device-to-host copy before its device buffer is "
+           "released (passed to the host-offload passes)">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed-values", "Saved values recomputed">,
+    Statistic<"numOffloaded", "offloaded-values", "Saved values offloaded to the host">,
+    Statistic<"numHostParameters", "host-parameters", "Parameters kept on the host">,
+  ];
 }
 
 #endif // OFFLOAD_PASSES_TD

@@ -12,6 +12,7 @@
 #ifndef OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PREFETCH_H
 #define OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PREFETCH_H
 
+#include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,27 +20,21 @@
 namespace mlir {
 namespace offload {
 
-/// The target the placement estimates times for. The defaults describe one
-/// NVIDIA H100 PCIe card derated to what kernels and copies reach in
-/// practice: the datasheet gives 51 TFLOPS fp32, 2.0 TB/s HBM2e and a PCIe
-/// 5.0 x16 link (64 GB/s per direction); we take 25 TFLOPS, 1.5 TB/s and
-/// 25 GB/s (pinned cudaMemcpyAsync over a Gen4-speed link, the common case
-/// in servers). All three are pass options.
-struct TargetModel {
-  double flopsPerSecond = 25e12;     ///< FLOP/s of compute kernels
-  double memoryBytesPerSecond = 1.5e12; ///< bytes/s of device memory traffic
-  double linkBytesPerSecond = 25e9;  ///< bytes/s host<->device, per direction
+// The target the placement estimates times for: TargetModel (Target.h).
 
-  /// Estimated seconds of `op` on the target: the roofline bound
-  /// max(FLOPs / flopsPerSecond, bytes moved / memoryBytesPerSecond)
-  /// (Williams, Waterman, Patterson, "Roofline", CACM 2009), from the op's
-  /// CostOpInterface; 0 for ops without one (copies, waits, markers).
-  double opSeconds(Operation *op) const;
-  /// Seconds of a host<->device copy of `bytes` bytes.
-  double copySeconds(int64_t bytes) const {
-    return double(bytes) / linkBytesPerSecond;
-  }
-};
+/// Marks read by the policy=marked of the host-offload passes (set by the
+/// planner or by hand; OffloadDialect.td).
+constexpr llvm::StringLiteral kHostOffloadAttrName = OffloadDialect::kHostOffloadAttrName;
+constexpr llvm::StringLiteral kHostParameterAttrName = OffloadDialect::kHostParameterAttrName;
+
+/// The cost model of a host-offload pass's target options (Passes.td,
+/// TargetModelOptions): the target named by `target` when it is not empty
+/// (Target.h, resolveTarget), else the three rates. Emits an error at
+/// `anchor` prefixed by `passName` and fails on an unknown target, a bad
+/// target file, or a rate that is not > 0.
+LogicalResult targetModelFromOptions(Operation *anchor, StringRef passName, StringRef target,
+                                     double linkBandwidth, double deviceFlops,
+                                     double deviceBandwidth, TargetModel &out);
 
 /// One prefetch to place: an async `offload.to_device` that sits right
 /// before `use`, the `offload.wait` on its token (which sits right before

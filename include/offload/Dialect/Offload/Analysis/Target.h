@@ -1,0 +1,117 @@
+//===- Target.h - Device specs and the per-op cost model --------*- C++ -*-===//
+//
+// Part of offload. What the memory planner and the prefetch placement know
+// about the GPU they plan for: its memory, its compute and memory
+// throughput, and the host link, as a `TargetSpec` (built in, calibrated on
+// this machine, or read from a JSON file), and the roofline cost model
+// (`TargetModel`) that turns an op's FLOPs and bytes into seconds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_TARGET_H
+#define OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_TARGET_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace offload {
+
+/// One device the planner can target. Rates are per second; "per
+/// direction" rates are for one copy stream, the other direction running at
+/// the same time.
+struct TargetSpec {
+  std::string name;
+  /// Where the figures come from (datasheet, measurement), for the report.
+  std::string source;
+  /// Device memory in bytes (0: unknown, e.g. the host target).
+  int64_t memoryBytes = 0;
+  /// Device memory bandwidth, bytes/s (HBM or GDDR).
+  double memoryBytesPerSecond = 0;
+  /// Dense fp32 throughput without tensor cores, FLOP/s.
+  double flopsPerSecond = 0;
+  /// Host-to-device and device-to-host copy bandwidth of pinned memory,
+  /// bytes/s per direction (measured where published, not the link's
+  /// theoretical figure).
+  double hostToDeviceBytesPerSecond = 0;
+  double deviceToHostBytesPerSecond = 0;
+  /// Bytes/s that an optimizer update running on the host (parameters kept
+  /// on the host) streams through host memory.
+  double hostUpdateBytesPerSecond = 20e9;
+  /// Fractions of the peak that kernels reach, by op kind: matrix products
+  /// (linear, matmul), convolutions, other FLOP-bound ops, and memory
+  /// traffic. Assumptions stated in docs/planner.md; a target file may set
+  /// measured ones.
+  double gemmEfficiency = 0.7;
+  double convEfficiency = 0.5;
+  double otherFlopsEfficiency = 0.3;
+  double memoryEfficiency = 0.8;
+  /// Device bytes reserved for cuBLAS/cuDNN workspace, counted in the
+  /// plan's device memory (0: the backend picks algorithms without one).
+  int64_t workspaceBytes = 0;
+};
+
+/// Names of the built-in targets, for --help and error messages.
+std::vector<std::string> builtinTargetNames();
+
+/// Resolves `target`: a built-in name (h100-sxm, h100-pcie, a100-80g,
+/// a100-40g, l4, rtx-4090), `host` (this machine, calibrated by running the
+/// host backend's own GEMM and convolution kernels and a large copy: takes
+/// about 0.2 s), or a path ending in `.json` (see parseTargetFile). On
+/// failure returns an error message naming the problem and the choices.
+FailureOr<TargetSpec> resolveTarget(StringRef target, std::string &error);
+
+/// Reads a target file: a JSON object with the keys
+///   name (string), memory_bytes (integer > 0), memory_bytes_per_second,
+///   flops_per_second, host_to_device_bytes_per_second,
+///   device_to_host_bytes_per_second (numbers > 0; all required), and
+///   optionally source (string), host_update_bytes_per_second,
+///   gemm_efficiency, conv_efficiency, other_flops_efficiency,
+///   memory_efficiency (in (0, 1]), workspace_bytes (integer >= 0).
+/// Unknown keys are errors (a misspelt key would otherwise be ignored).
+FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error);
+
+/// Measures this machine as the `host` target (see resolveTarget).
+TargetSpec calibrateHostTarget();
+
+/// The cost model the passes use: a roofline estimate of each op's seconds
+/// (Williams, Waterman, Patterson, "Roofline", CACM 2009) and copy times.
+/// The defaults describe one NVIDIA H100 PCIe card derated to what kernels
+/// and copies reach in practice: the datasheet gives 51 TFLOPS fp32,
+/// 2.0 TB/s HBM2e and a PCIe 5.0 x16 link (64 GB/s per direction); the
+/// defaults take 25 TFLOPS, 1.5 TB/s and 25 GB/s, with efficiencies of 1
+/// (the derating is in the rates). The planner builds one from a TargetSpec.
+struct TargetModel {
+  double flopsPerSecond = 25e12;        ///< FLOP/s of compute kernels
+  double memoryBytesPerSecond = 1.5e12; ///< bytes/s of device memory traffic
+  double linkBytesPerSecond = 25e9;     ///< bytes/s host->device
+  double deviceToHostBytesPerSecond = 25e9; ///< bytes/s device->host
+  double hostUpdateBytesPerSecond = 20e9;   ///< bytes/s of host-side updates
+  double gemmEfficiency = 1, convEfficiency = 1, otherFlopsEfficiency = 1,
+         memoryEfficiency = 1;
+
+  static TargetModel fromSpec(const TargetSpec &spec);
+
+  /// Estimated seconds of `op` on the target: max(FLOPs / (peak x the op
+  /// kind's efficiency), bytes moved / (bandwidth x memory efficiency)),
+  /// from the op's CostOpInterface; an optimizer update over host values
+  /// costs its bytes at hostUpdateBytesPerSecond; a recompute region costs
+  /// its ops; 0 for ops without a cost (copies, waits, markers, views).
+  double opSeconds(Operation *op) const;
+  /// Seconds of a host->device copy of `bytes` bytes.
+  double copySeconds(int64_t bytes) const {
+    return double(bytes) / linkBytesPerSecond;
+  }
+  /// Seconds of a device->host copy of `bytes` bytes.
+  double copyToHostSeconds(int64_t bytes) const {
+    return double(bytes) / deviceToHostBytesPerSecond;
+  }
+};
+
+} // namespace offload
+} // namespace mlir
+
+#endif

@@ -1,0 +1,311 @@
+//===- Target.cpp - Device specs and the per-op cost model ----------------===//
+//
+// Part of offload. See Target.h. The built-in figures and their sources are
+// also tabulated in docs/planner.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Analysis/Target.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Runtime/Kernel.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::offload;
+
+namespace {
+/// Copy bandwidth of pinned memory over PCIe, bytes/s per direction. The
+/// brief's measured range for H100 PCIe Gen5 x16 hosts is 35-53 GB/s (64
+/// GB/s theoretical); A100, L4 and RTX 4090 sit on PCIe Gen4 x16 (32 GB/s
+/// theoretical), where CUDA's bandwidthTest on pinned memory typically
+/// reports 24-26 GB/s.
+constexpr double kGen5Copy = 45e9;
+constexpr double kGen4Copy = 25e9;
+
+const TargetSpec &builtin(StringRef name, bool &found) {
+  static const TargetSpec specs[] = {
+      {"h100-sxm",
+       "NVIDIA H100 SXM5 datasheet: 80 GB HBM3 at 3.35 TB/s, 67 TFLOPS fp32; "
+       "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
+       80000000000, 3.35e12, 66.9e12, kGen5Copy, kGen5Copy},
+      {"h100-pcie",
+       "NVIDIA H100 PCIe datasheet: 80 GB HBM2e at 2.0 TB/s, 51 TFLOPS fp32; "
+       "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
+       80000000000, 2.0e12, 51.2e12, kGen5Copy, kGen5Copy},
+      {"a100-80g",
+       "NVIDIA A100 80GB SXM datasheet: 80 GB HBM2e at 2.039 TB/s, 19.5 TFLOPS "
+       "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
+       80000000000, 2.039e12, 19.5e12, kGen4Copy, kGen4Copy},
+      {"a100-40g",
+       "NVIDIA A100 40GB datasheet: 40 GB HBM2 at 1.555 TB/s, 19.5 TFLOPS "
+       "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
+       40000000000, 1.555e12, 19.5e12, kGen4Copy, kGen4Copy},
+      {"l4",
+       "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 30.3 TFLOPS fp32; pinned "
+       "copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
+       24000000000, 300e9, 30.3e12, kGen4Copy, kGen4Copy},
+      {"rtx-4090",
+       "NVIDIA Ada Lovelace whitepaper (GeForce RTX 4090): 24 GB GDDR6X at "
+       "1008 GB/s, 82.6 TFLOPS fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s",
+       24000000000, 1008e9, 82.6e12, kGen4Copy, kGen4Copy},
+  };
+  for (const TargetSpec &s : specs)
+    if (s.name == name) {
+      found = true;
+      return s;
+    }
+  found = false;
+  return specs[0];
+}
+} // namespace
+
+std::vector<std::string> mlir::offload::builtinTargetNames() {
+  return {"h100-sxm", "h100-pcie", "a100-80g", "a100-40g", "l4", "rtx-4090"};
+}
+
+FailureOr<TargetSpec> mlir::offload::resolveTarget(StringRef target, std::string &error) {
+  if (target == "host")
+    return calibrateHostTarget();
+  if (target.ends_with(".json"))
+    return parseTargetFile(target, error);
+  bool found = false;
+  const TargetSpec &spec = builtin(target, found);
+  if (found)
+    return spec;
+  error = "unknown target '" + target.str() + "'; expected one of";
+  for (const std::string &n : builtinTargetNames())
+    error += " " + n + ",";
+  error += " host (this machine, measured), or a FILE.json";
+  return failure();
+}
+
+FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string &error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "cannot read target file '" + path.str() + "': " + buffer.getError().message();
+    return failure();
+  }
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    error = "target file '" + path.str() + "' is not valid JSON: " +
+            llvm::toString(parsed.takeError());
+    return failure();
+  }
+  const llvm::json::Object *obj = parsed->getAsObject();
+  if (!obj) {
+    error = "target file '" + path.str() + "': expected a JSON object";
+    return failure();
+  }
+  auto fail = [&](const std::string &msg) -> FailureOr<TargetSpec> {
+    error = "target file '" + path.str() + "': " + msg;
+    return failure();
+  };
+  static const char *const known[] = {
+      "name", "source", "memory_bytes", "memory_bytes_per_second", "flops_per_second",
+      "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
+      "host_update_bytes_per_second", "gemm_efficiency", "conv_efficiency",
+      "other_flops_efficiency", "memory_efficiency", "workspace_bytes"};
+  for (const auto &kv : *obj)
+    if (!llvm::is_contained(known, StringRef(kv.first)))
+      return fail("unknown key '" + kv.first.str() + "'");
+
+  TargetSpec spec;
+  std::optional<StringRef> name = obj->getString("name");
+  if (!name)
+    return fail("missing string 'name'");
+  spec.name = name->str();
+  spec.source = obj->getString("source").value_or(("target file " + path).str()).str();
+
+  auto integer = [&](StringRef key, bool required, int64_t minimum,
+                     int64_t &out) -> LogicalResult {
+    const llvm::json::Value *v = obj->get(key);
+    if (!v) {
+      if (required)
+        error = "target file '" + path.str() + "': missing integer '" + key.str() + "'";
+      return required ? failure() : success();
+    }
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i || *i < minimum) {
+      error = "target file '" + path.str() + "': '" + key.str() + "' must be an integer >= " +
+              std::to_string(minimum);
+      return failure();
+    }
+    out = *i;
+    return success();
+  };
+  auto number = [&](StringRef key, bool required, double maximum,
+                    double &out) -> LogicalResult {
+    const llvm::json::Value *v = obj->get(key);
+    if (!v) {
+      if (required)
+        error = "target file '" + path.str() + "': missing number '" + key.str() + "'";
+      return required ? failure() : success();
+    }
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !(*d > 0) || *d > maximum) {
+      error = "target file '" + path.str() + "': '" + key.str() + "' must be a number > 0" +
+              (maximum < 1e300 ? " and <= 1" : "");
+      return failure();
+    }
+    out = *d;
+    return success();
+  };
+  constexpr double kAny = 1e308;
+  if (failed(integer("memory_bytes", true, 1, spec.memoryBytes)) ||
+      failed(number("memory_bytes_per_second", true, kAny, spec.memoryBytesPerSecond)) ||
+      failed(number("flops_per_second", true, kAny, spec.flopsPerSecond)) ||
+      failed(number("host_to_device_bytes_per_second", true, kAny,
+                    spec.hostToDeviceBytesPerSecond)) ||
+      failed(number("device_to_host_bytes_per_second", true, kAny,
+                    spec.deviceToHostBytesPerSecond)) ||
+      failed(number("host_update_bytes_per_second", false, kAny,
+                    spec.hostUpdateBytesPerSecond)) ||
+      failed(number("gemm_efficiency", false, 1, spec.gemmEfficiency)) ||
+      failed(number("conv_efficiency", false, 1, spec.convEfficiency)) ||
+      failed(number("other_flops_efficiency", false, 1, spec.otherFlopsEfficiency)) ||
+      failed(number("memory_efficiency", false, 1, spec.memoryEfficiency)) ||
+      failed(integer("workspace_bytes", false, 0, spec.workspaceBytes)))
+    return failure();
+  return spec;
+}
+
+//===----------------------------------------------------------------------===//
+// Calibration of the host target
+//===----------------------------------------------------------------------===//
+
+namespace {
+double seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Best time of `reps` runs of `fn` (the least disturbed by other load).
+template <typename Fn> double bestOf(int reps, Fn fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    double t0 = seconds();
+    fn();
+    best = std::min(best, seconds() - t0);
+  }
+  return best;
+}
+
+/// FLOP/s of the host backend's kernel `op` on f32 tensors of `shapes`
+/// (inputs, then one output), doing `flops` FLOPs a call; 0 if it fails.
+double kernelFlops(const char *op, std::vector<std::vector<int64_t>> shapes,
+                   const ::offload::rt::AttrMap &attrs, double flops, int threads) {
+  using namespace ::offload::rt;
+  registerAllHostKernels();
+  KernelFn fn = KernelRegistry::host().lookup(op);
+  if (!fn)
+    return 0;
+  std::vector<std::vector<float>> storage;
+  std::vector<TensorView> inputs, outputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TensorView v;
+    v.shape = shapes[i];
+    storage.emplace_back(size_t(v.numel()), 0.5f);
+    v.data = storage.back().data();
+    (i + 1 < shapes.size() ? inputs : outputs).push_back(v);
+  }
+  // (Moving `storage`'s vectors as it grows keeps their heap buffers, so
+  // the views stay valid.)
+  KernelArgs args{inputs, outputs, attrs, threads};
+  if (!fn(args).empty())
+    return 0;
+  double t = bestOf(3, [&] { (void)fn(args); });
+  return t > 0 ? flops / t : 0;
+}
+} // namespace
+
+TargetSpec mlir::offload::calibrateHostTarget() {
+  TargetSpec spec;
+  spec.name = "host";
+  int threads = std::max(1u, std::thread::hardware_concurrency());
+  // Memory: a 64 MiB copy, read + written.
+  constexpr size_t kBytes = 64u << 20;
+  std::vector<char> a(kBytes, 1), b(kBytes, 0);
+  double copy = bestOf(3, [&] { std::memcpy(b.data(), a.data(), kBytes); });
+  double copyRate = copy > 0 ? double(kBytes) / copy : 1e10;
+  spec.memoryBytesPerSecond = 2 * copyRate;
+  // Host backend copies are memcpys on the copy threads.
+  spec.hostToDeviceBytesPerSecond = spec.deviceToHostBytesPerSecond = copyRate;
+  spec.hostUpdateBytesPerSecond = 2 * copyRate;
+  // GEMM: a [256 x 512] x [512 x 512]^T linear.
+  ::offload::rt::AttrMap none;
+  double gemm = kernelFlops("offload.linear", {{256, 512}, {512, 512}, {256, 512}}, none,
+                            2.0 * 256 * 512 * 512, threads);
+  // Convolution: 3x3, 64 -> 64 channels, 16x16, batch 8, padding 1.
+  ::offload::rt::AttrMap convAttrs;
+  ::offload::rt::AttrValue one, pad;
+  one.ints = {1, 1};
+  pad.ints = {1, 1};
+  convAttrs.set("stride", one);
+  convAttrs.set("padding", pad);
+  convAttrs.set("dilation", one);
+  double conv = kernelFlops("offload.conv2d", {{8, 64, 16, 16}, {64, 64, 3, 3}, {8, 64, 16, 16}},
+                            convAttrs, 2.0 * 8 * 64 * 16 * 16 * 64 * 9, threads);
+  // The peak is the GEMM rate; efficiencies are measured relative to it.
+  spec.flopsPerSecond = gemm > 0 ? gemm : 1e10;
+  spec.gemmEfficiency = 1;
+  spec.convEfficiency = conv > 0 ? std::min(1.0, conv / spec.flopsPerSecond) : 0.5;
+  spec.otherFlopsEfficiency = 0.1;
+  spec.memoryEfficiency = 1;
+  spec.source = "measured on this machine with " + std::to_string(threads) +
+                " threads: GEMM " + std::to_string(int64_t(gemm / 1e9)) + " GFLOP/s, conv " +
+                std::to_string(int64_t(conv / 1e9)) + " GFLOP/s, copy " +
+                std::to_string(int64_t(copyRate / 1e9)) + " GB/s";
+  return spec;
+}
+
+//===----------------------------------------------------------------------===//
+// Cost model
+//===----------------------------------------------------------------------===//
+
+TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
+  TargetModel m;
+  m.flopsPerSecond = spec.flopsPerSecond;
+  m.memoryBytesPerSecond = spec.memoryBytesPerSecond;
+  m.linkBytesPerSecond = spec.hostToDeviceBytesPerSecond;
+  m.deviceToHostBytesPerSecond = spec.deviceToHostBytesPerSecond;
+  m.hostUpdateBytesPerSecond = spec.hostUpdateBytesPerSecond;
+  m.gemmEfficiency = spec.gemmEfficiency;
+  m.convEfficiency = spec.convEfficiency;
+  m.otherFlopsEfficiency = spec.otherFlopsEfficiency;
+  m.memoryEfficiency = spec.memoryEfficiency;
+  return m;
+}
+
+double TargetModel::opSeconds(Operation *op) const {
+  if (auto region = dyn_cast<RecomputeOp>(op)) {
+    double t = 0;
+    for (Operation &inner : region.getBody().front())
+      t += opSeconds(&inner);
+    return t;
+  }
+  auto cost = dyn_cast<CostOpInterface>(op);
+  if (!cost || isa<ReshapeOp>(op))
+    return 0;
+  double flops = double(std::max<int64_t>(cost.getFlops(), 0));
+  double bytes = double(std::max<int64_t>(cost.getBytesRead(), 0)) +
+                 double(std::max<int64_t>(cost.getBytesWritten(), 0));
+  if (isa<SgdUpdateOp, AdamWUpdateOp>(op) &&
+      llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<HostType>(t); }))
+    return bytes / hostUpdateBytesPerSecond;
+  StringRef name = op->getName().stripDialect();
+  double efficiency = otherFlopsEfficiency;
+  if (name.contains("linear") || name.contains("matmul"))
+    efficiency = gemmEfficiency;
+  else if (name.contains("conv"))
+    efficiency = convEfficiency;
+  return std::max(flops / (flopsPerSecond * efficiency),
+                  bytes / (memoryBytesPerSecond * memoryEfficiency));
+}

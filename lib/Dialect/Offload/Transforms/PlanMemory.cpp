@@ -1,0 +1,947 @@
+//===- PlanMemory.cpp - The planner: a device-memory budget in bytes ------===//
+//
+// Part of offload. Implements --offload-plan-memory. See Passes.td for what
+// it decides and docs/planner.md for the formulation, the cost model and
+// the guarantee.
+//
+// The planner owns no rewrite of its own. It decides on an abstract model
+// of the step -- the live device bytes at every program point, from the
+// memory plan, and for each candidate decision the program-point ranges
+// where it frees bytes and the seconds it adds -- then marks the step and
+// runs the passes that implement each decision (--offload-early-update,
+// --offload-recompute policy=marked, --offload-host-offload policy=marked,
+// --offload-host-parameters policy=marked) on a scratch copy, and checks
+// the result with the real memory plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/Analysis/Target.h"
+#include "offload/Dialect/Offload/Analysis/Timeline.h"
+#include "offload/Dialect/Offload/Transforms/EarlyUpdate.h"
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
+#include "offload/Dialect/Offload/Transforms/Recompute.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#define DEBUG_TYPE "offload-plan-memory"
+
+namespace mlir {
+namespace offload {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "offload/Dialect/Offload/Transforms/Passes.h.inc"
+} // namespace offload
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::offload;
+
+static constexpr llvm::StringLiteral kPlannedAttrName = OffloadDialect::kPlannedAttrName;
+
+//===----------------------------------------------------------------------===//
+// Budget parsing
+//===----------------------------------------------------------------------===//
+
+/// Parses "12GiB", "1.5 GB", "4096": bytes, or a number with a binary
+/// (KiB, MiB, GiB, TiB) or decimal (kB, MB, GB, TB) suffix; "B" is allowed.
+static FailureOr<int64_t> parseBytes(StringRef text, std::string &error) {
+  StringRef s = text.trim();
+  if (s.empty()) {
+    error = "the budget is empty";
+    return failure();
+  }
+  size_t numberEnd = 0;
+  while (numberEnd < s.size() &&
+         (llvm::isDigit(s[numberEnd]) || s[numberEnd] == '.' || s[numberEnd] == '-' ||
+          s[numberEnd] == '+' || s[numberEnd] == 'e' || s[numberEnd] == 'E')) {
+    // 'e'/'E' only inside a number followed by a digit or a sign (1e9).
+    if ((s[numberEnd] == 'e' || s[numberEnd] == 'E') &&
+        !(numberEnd + 1 < s.size() &&
+          (llvm::isDigit(s[numberEnd + 1]) || s[numberEnd + 1] == '-' || s[numberEnd + 1] == '+')))
+      break;
+    ++numberEnd;
+  }
+  StringRef number = s.take_front(numberEnd), suffix = s.drop_front(numberEnd).trim();
+  double value = 0;
+  if (number.empty() || number.getAsDouble(value) || !std::isfinite(value)) {
+    error = "cannot parse the budget '" + text.str() +
+            "'; expected bytes, or a number with KiB, MiB, GiB, TiB, kB, MB, GB or TB";
+    return failure();
+  }
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},           {"B", 1},          {"KiB", 1024.0},   {"MiB", 1048576.0},
+      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"kB", 1e3}, {"KB", 1e3},
+      {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12}};
+  double scale = 0;
+  for (auto &[name, factor] : units)
+    if (suffix == name)
+      scale = factor;
+  if (scale == 0) {
+    error = "unknown unit '" + suffix.str() + "' in the budget '" + text.str() +
+            "'; expected KiB, MiB, GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000)";
+    return failure();
+  }
+  double bytes = value * scale;
+  if (!(bytes >= 1)) {
+    error = "the budget must be at least 1 byte, got '" + text.str() + "'";
+    return failure();
+  }
+  if (bytes > 9.0e18) {
+    error = "the budget '" + text.str() + "' is too large";
+    return failure();
+  }
+  return int64_t(std::floor(bytes));
+}
+
+static std::string humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::format(u ? "%.2f %s" : "%.0f %s", v, units[u]);
+  return out;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The live-bytes profile: a lazy segment tree (range add, max with argmax)
+//===----------------------------------------------------------------------===//
+
+class LiveProfile {
+public:
+  explicit LiveProfile(ArrayRef<int64_t> live) : n(std::max<size_t>(1, live.size())) {
+    size = 1;
+    while (size < n)
+      size *= 2;
+    best.assign(2 * size, {INT64_MIN / 4, 0});
+    lazy.assign(2 * size, 0);
+    for (size_t i = 0; i < live.size(); ++i)
+      best[size + i] = {live[i], int64_t(i)};
+    for (size_t i = size - 1; i >= 1; --i)
+      best[i] = merge(best[2 * i], best[2 * i + 1]);
+  }
+  /// Adds `delta` bytes over the points [lo, hi] (clamped; empty if lo > hi).
+  void add(int64_t lo, int64_t hi, int64_t delta) {
+    lo = std::max<int64_t>(lo, 0);
+    hi = std::min<int64_t>(hi, int64_t(n) - 1);
+    if (lo > hi || delta == 0)
+      return;
+    add(1, 0, int64_t(size) - 1, lo, hi, delta);
+  }
+  /// The largest live bytes and the first point holding them.
+  std::pair<int64_t, int64_t> max() const { return best[1]; }
+
+private:
+  using Entry = std::pair<int64_t, int64_t>; // bytes, point
+  static Entry merge(Entry a, Entry b) { return b.first > a.first ? b : a; }
+  void add(size_t node, int64_t l, int64_t r, int64_t lo, int64_t hi, int64_t delta) {
+    if (hi < l || r < lo)
+      return;
+    if (lo <= l && r <= hi) {
+      best[node].first += delta;
+      lazy[node] += delta;
+      return;
+    }
+    int64_t m = (l + r) / 2;
+    add(2 * node, l, m, lo, hi, delta);
+    add(2 * node + 1, m + 1, r, lo, hi, delta);
+    best[node] = merge(best[2 * node], best[2 * node + 1]);
+    best[node].first += lazy[node];
+  }
+  size_t n, size;
+  std::vector<Entry> best;
+  std::vector<int64_t> lazy;
+};
+
+//===----------------------------------------------------------------------===//
+// Candidates
+//===----------------------------------------------------------------------===//
+
+enum class Decision { Keep, Recompute, Offload, Host };
+
+const char *decisionName(Decision d) {
+  switch (d) {
+  case Decision::Keep: return "keep";
+  case Decision::Recompute: return "recompute";
+  case Decision::Offload: return "offload";
+  case Decision::Host: return "host";
+  }
+  return "?";
+}
+
+/// Bytes no longer on the device over the points [lo, hi].
+struct Freed {
+  int64_t lo, hi, bytes;
+};
+
+/// One saved device buffer: the saves of a forward value and its views
+/// (they share one buffer, so they are decided together).
+struct SavedCandidate {
+  SmallVector<unsigned> saves; // indices into the step's saves, forward order
+  SmallVector<Value> values;   // their saved values
+  std::string name;
+  int64_t bytes = 0;     // the buffer
+  int64_t copyBytes = 0; // what offloading moves (each save's value)
+  int64_t lastForward = 0, firstBackward = 0;
+  Freed offloadFreed{0, -1, 0};
+  bool recomputable = false;
+  Decision decision = Decision::Keep;
+  double seconds = 0;
+  std::string why;
+};
+
+struct ParamCandidate {
+  unsigned arg = 0;
+  std::string name;
+  int64_t bytes = 0, stateBytes = 0;
+  SmallVector<Freed> freed;
+  double hostUpdateSeconds = 0, toDeviceSeconds = 0, toHostSeconds = 0;
+  Decision decision = Decision::Keep;
+  double seconds = 0;
+  std::string why;
+};
+
+/// A materialized plan: the rewritten step (in the scratch module) and its
+/// memory plan.
+struct Materialized {
+  ModuleOp holder; // the scratch module that holds only `fn`
+  func::FuncOp fn;
+  int64_t arenaBytes = 0; // device arena + workspace
+  int64_t peakBytes = 0;
+};
+
+struct PlanMemoryPass : public offload::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+  void runOnOperation() override;
+
+private:
+  LogicalResult planStep(func::FuncOp fn, int64_t budgetBytes, const TargetSpec &spec,
+                         llvm::raw_ostream *report);
+  FailureOr<Materialized> materialize(func::FuncOp base,
+                                      ArrayRef<SavedCandidate> saved,
+                                      ArrayRef<ParamCandidate> params, const TargetSpec &spec);
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Materialization: the existing passes, on a scratch copy
+//===----------------------------------------------------------------------===//
+
+FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
+                                                    ArrayRef<SavedCandidate> saved,
+                                                    ArrayRef<ParamCandidate> params,
+                                                    const TargetSpec &spec) {
+  // A scratch module of its own, so that the passes see only this copy.
+  OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
+  auto scratch = ModuleOp::create(top, base.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(scratch.getBody());
+  auto fn = cast<func::FuncOp>(b.clone(*base));
+  SmallVector<SaveOp> saves;
+  for (Operation &op : fn.getBody().front())
+    if (auto s = dyn_cast<SaveOp>(op))
+      saves.push_back(s);
+  bool anyRecompute = false, anyOffload = false, anyHost = false;
+  for (const SavedCandidate &c : saved)
+    for (unsigned i : c.saves) {
+      if (c.decision == Decision::Recompute) {
+        saves[i]->setAttr(OffloadDialect::kRecomputeAttrName, b.getUnitAttr());
+        anyRecompute = true;
+      } else if (c.decision == Decision::Offload) {
+        saves[i]->setAttr(kHostOffloadAttrName, b.getUnitAttr());
+        anyOffload = true;
+      }
+    }
+  for (const ParamCandidate &p : params)
+    if (p.decision == Decision::Host) {
+      fn.setArgAttr(p.arg, kHostParameterAttrName, b.getUnitAttr());
+      anyHost = true;
+    }
+
+  // The mechanisms, in the order they compose (host parameters last:
+  // Passes.td). Each runs on the scratch module, which holds only `fn`.
+  OpPassManager pm(ModuleOp::getOperationName());
+  if (anyRecompute) {
+    RecomputeOptions o;
+    o.policy = "marked";
+    o.report = false;
+    pm.addPass(createRecompute(o));
+  }
+  if (anyOffload) {
+    HostOffloadOptions o;
+    o.policy = "marked";
+    o.report = false;
+    o.waitDistance = waitDistance;
+    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
+    o.deviceFlops = spec.flopsPerSecond;
+    o.deviceBandwidth = spec.memoryBytesPerSecond;
+    pm.addPass(createHostOffload(o));
+  }
+  if (anyHost) {
+    HostParametersOptions o;
+    o.policy = "marked";
+    o.report = false;
+    o.waitDistance = waitDistance;
+    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
+    o.deviceFlops = spec.flopsPerSecond;
+    o.deviceBandwidth = spec.memoryBytesPerSecond;
+    pm.addPass(createHostParameters(o));
+  }
+  if ((anyRecompute || anyOffload || anyHost) && failed(runPipeline(pm, scratch))) {
+    scratch.erase();
+    return failure();
+  }
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  if (failed(mp)) {
+    scratch.erase();
+    return failure();
+  }
+  return Materialized{scratch, fn, mp->deviceArenaBytes + spec.workspaceBytes,
+                      mp->peakDeviceBytes};
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+void PlanMemoryPass::runOnOperation() {
+  ModuleOp m = getOperation();
+  std::string error;
+  FailureOr<TargetSpec> spec = resolveTarget(target, error);
+  if (failed(spec)) {
+    mlir::emitError(m.getLoc()) << "offload-plan-memory: " << error;
+    return signalPassFailure();
+  }
+  int64_t budgetBytes = 0;
+  if (budget.empty()) {
+    if (spec->memoryBytes <= 0) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: give budget=BYTES (target '"
+                                  << spec->name << "' has no memory size of its own)";
+      return signalPassFailure();
+    }
+    budgetBytes = spec->memoryBytes;
+  } else {
+    FailureOr<int64_t> parsed = parseBytes(budget, error);
+    if (failed(parsed)) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: " << error;
+      return signalPassFailure();
+    }
+    budgetBytes = *parsed;
+  }
+  if (spec->memoryBytes > 0 && budgetBytes > spec->memoryBytes)
+    mlir::emitWarning(m.getLoc()) << "offload-plan-memory: the budget of " << budgetBytes
+                                  << " bytes is more than " << spec->name << "'s "
+                                  << spec->memoryBytes << " bytes of memory";
+
+  // The report: stderr, a file, or nothing.
+  std::unique_ptr<llvm::raw_fd_ostream> file;
+  llvm::raw_ostream *report = nullptr;
+  if (reportFile == "-") {
+    report = &llvm::errs();
+  } else if (reportFile != "none" && !reportFile.empty()) {
+    std::error_code ec;
+    file = std::make_unique<llvm::raw_fd_ostream>(reportFile, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: cannot write the report '"
+                                  << reportFile << "': " << ec.message();
+      return signalPassFailure();
+    }
+    report = file.get();
+  }
+
+  SmallVector<func::FuncOp> steps;
+  m.walk([&](func::FuncOp fn) {
+    if (fn->hasAttr(OffloadDialect::kStepAttrName))
+      steps.push_back(fn);
+  });
+  if (steps.empty()) {
+    mlir::emitError(m.getLoc()) << "offload-plan-memory: no training step (a function with "
+                                   "'offload.step') in the module";
+    return signalPassFailure();
+  }
+  for (func::FuncOp fn : steps)
+    if (failed(planStep(fn, budgetBytes, *spec, report)))
+      return signalPassFailure();
+}
+
+LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
+                                       const TargetSpec &spec, llvm::raw_ostream *report) {
+  auto clockStart = std::chrono::steady_clock::now();
+  MLIRContext *ctx = fn.getContext();
+  Block &body = fn.getBody().front();
+
+  // --- Preconditions --------------------------------------------------------
+  if (auto planned = fn->getAttrOfType<StringAttr>(kPlannedAttrName))
+    return mlir::emitError(fn.getLoc()) << "offload-plan-memory: the step is already planned ("
+                            << planned.getValue()
+                            << "); run the planner once, on the step as --offload-autodiff "
+                               "built it";
+  PhaseOp backwardMarker;
+  for (Operation &op : body)
+    if (auto mk = dyn_cast<PhaseOp>(op); mk && mk.getPhase() != Phase::forward) {
+      backwardMarker = mk;
+      break;
+    }
+  if (!backwardMarker)
+    return mlir::emitError(fn.getLoc(), "offload-plan-memory: the step has no backward phase; run "
+                          "--offload-autodiff first");
+  for (Operation &op : body) {
+    if (isa<RecomputeOp, ToHostOp, ToDeviceOp>(op))
+      return mlir::emitError(op.getLoc())
+             << "offload-plan-memory: the step already has a memory rewrite ('"
+             << op.getName()
+             << "'); the planner decides recompute and offload itself: run it on the step as "
+                "--offload-autodiff built it, without --offload-recompute, "
+                "--offload-host-offload or --offload-host-parameters";
+  }
+  for (BlockArgument a : body.getArguments())
+    if (isa<HostType>(a.getType()))
+      return mlir::emitError(fn.getLoc()) << "offload-plan-memory: argument #" << a.getArgNumber()
+                              << " is already on the host; run the planner on the step as "
+                                 "--offload-autodiff built it";
+
+  TargetModel model = TargetModel::fromSpec(spec);
+  Timeline unplannedTime = simulateTimeline(fn, model);
+  FailureOr<MemoryPlan> unplanned = computeMemoryPlan(fn);
+  if (failed(unplanned))
+    return failure();
+  int64_t unplannedArena = unplanned->deviceArenaBytes + spec.workspaceBytes;
+
+  // The base copy lives in a scratch module of its own until the end.
+  OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
+  auto scratch = ModuleOp::create(top, fn.getLoc());
+  auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
+  auto finish = [&](func::FuncOp chosen, StringRef how) {
+    chosen->setAttr(kPlannedAttrName,
+                    StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
+                                             " target=" + spec.name));
+    if (spec.workspaceBytes > 0)
+      chosen->setAttr(OffloadDialect::kWorkspaceBytesAttrName,
+                      IntegerAttr::get(IntegerType::get(ctx, 64), spec.workspaceBytes));
+    if (chosen != fn) {
+      ModuleOp holder = chosen->getParentOfType<ModuleOp>();
+      chosen->moveBefore(fn);
+      fn.erase();
+      holder.erase();
+    }
+    (void)how;
+  };
+
+  if (unplannedArena <= budgetBytes) {
+    if (report)
+      *report << llvm::format("plan-memory @%s: the step fits unplanned: device arena %lld "
+                              "bytes (%s) <= budget %lld bytes (%s) on %s; nothing changed\n",
+                              fn.getName().str().c_str(), (long long)unplannedArena,
+                              humanBytes(unplannedArena).c_str(), (long long)budgetBytes,
+                              humanBytes(budgetBytes).c_str(), spec.name.c_str());
+    finish(fn, "unplanned");
+    return success();
+  }
+
+  // --- The base: optimizer updates as soon as their gradient is final ------
+  OpBuilder sb = OpBuilder::atBlockEnd(scratch.getBody());
+  auto base = cast<func::FuncOp>(sb.clone(*fn));
+  unsigned movedUpdates = moveOptimizerUpdatesEarly(base);
+  FailureOr<MemoryPlan> baseMp = computeMemoryPlan(base);
+  if (failed(baseMp))
+    return failure();
+
+  Block &bb = base.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> point;
+  SmallVector<Operation *> ops;
+  for (Operation &op : bb) {
+    point[&op] = int64_t(ops.size());
+    ops.push_back(&op);
+  }
+  int64_t numPoints = int64_t(ops.size()), lastPoint = numPoints - 1;
+  // Prefix sums of the estimated op seconds: secondsBefore[i] = sum over ops < i.
+  SmallVector<double> secondsBefore(numPoints + 1, 0);
+  for (int64_t i = 0; i < numPoints; ++i)
+    secondsBefore[i + 1] = secondsBefore[i] + model.opSeconds(ops[i]);
+  int64_t backwardPoint = 0;
+  for (Operation *op : ops)
+    if (auto mk = dyn_cast<PhaseOp>(op); mk && mk.getPhase() != Phase::forward) {
+      backwardPoint = point[op];
+      break;
+    }
+  int64_t forwardPoint = 0;
+  for (Operation *op : ops)
+    if (auto mk = dyn_cast<PhaseOp>(op); mk && mk.getPhase() == Phase::forward) {
+      forwardPoint = point[op];
+      break;
+    }
+  // The point at which a copy of `seconds` issued before `use` finishes in
+  // time: the latest p >= floor with secondsBefore[use] - secondsBefore[p]
+  // >= seconds (floor when none).
+  auto prefetchPoint = [&](int64_t use, double seconds, int64_t floor) {
+    int64_t lo = floor, hi = use;
+    while (lo < hi) {
+      int64_t mid = (lo + hi + 1) / 2;
+      if (secondsBefore[use] - secondsBefore[mid] >= seconds)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    return lo;
+  };
+  auto topPoint = [&](Operation *user) -> int64_t {
+    Operation *t = bb.findAncestorOpInBlock(*user);
+    return t ? point[t] : -1;
+  };
+  auto tokenOf = [](Operation *op) { return op ? op->getName().getStringRef() : StringRef("-"); };
+
+  // --- Saved-value candidates -----------------------------------------------
+  SmallVector<SaveOp> saves;
+  for (Operation &op : bb)
+    if (auto s = dyn_cast<SaveOp>(op))
+      saves.push_back(s);
+  SmallVector<SavedCandidate, 0> saved;
+  llvm::DenseMap<unsigned, unsigned> candidateOfBuffer;
+  for (auto [i, s] : llvm::enumerate(saves)) {
+    if (s.getResult().use_empty())
+      continue;
+    unsigned buf = baseMp->bufferOf.lookup(s.getValue());
+    auto [it, inserted] = candidateOfBuffer.try_emplace(buf, saved.size());
+    if (inserted)
+      saved.emplace_back();
+    SavedCandidate &c = saved[it->second];
+    c.saves.push_back(i);
+    c.values.push_back(s.getValue());
+    c.copyBytes += mlir::offload::detail::tensorBytes(s.getValue().getType());
+  }
+  for (auto [buf, ci] : candidateOfBuffer) {
+    SavedCandidate &c = saved[ci];
+    const PlannedBuffer &pb = baseMp->buffers[buf];
+    if (pb.persistent || pb.space != MemorySpace::Device)
+      continue;
+    c.bytes = pb.bytes;
+    Operation *producer = c.values.front().getDefiningOp();
+    c.name = (producer ? producer->getName().stripDialect().str() : std::string("arg")) + " " +
+             getLayerName(saves[c.saves.front()].getLoc());
+    // Last forward use of the buffer, first backward use of a restore.
+    c.lastForward = point[saves[c.saves.front()]];
+    for (Value v : pb.values)
+      for (Operation *u : v.getUsers())
+        if (int64_t p = topPoint(u); p >= 0 && p < backwardPoint)
+          c.lastForward = std::max(c.lastForward, p);
+    c.firstBackward = INT64_MAX;
+    for (unsigned i : c.saves)
+      for (Operation *u : saves[i].getResult().getUsers())
+        c.firstBackward = std::min(c.firstBackward, topPoint(u));
+    // Offload: the device copy is released `waitDistance` compute ops after
+    // the last forward use, and prefetched in time for the first backward
+    // use (Prefetch.h).
+    Operation *release =
+        advanceComputeOps(ops[c.lastForward], waitDistance, backwardMarker ? ops[backwardPoint] : nullptr);
+    int64_t releasePoint = release ? point[release] : backwardPoint;
+    int64_t fetch = prefetchPoint(c.firstBackward, model.copySeconds(c.copyBytes), backwardPoint + 1);
+    c.offloadFreed = {releasePoint, fetch - 1, c.bytes};
+    // Recompute: every value of the buffer must be recomputable.
+    c.recomputable = llvm::all_of(c.values, [](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && isRecomputable(def);
+    });
+  }
+  // Candidates that can free nothing are dropped.
+  llvm::erase_if(saved, [](const SavedCandidate &c) { return c.bytes == 0; });
+
+  // --- Parameter candidates -------------------------------------------------
+  SmallVector<ParamCandidate, 0> params;
+  Operation *ret = bb.getTerminator();
+  for (BlockArgument arg : bb.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto role = base.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    if (!role || role.getValue() != "parameter" || !isa<RankedTensorType>(arg.getType()))
+      continue;
+    ParamCandidate p;
+    p.arg = i;
+    auto nameAttr = base.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+    p.name = nameAttr ? nameAttr.getValue().str() : ("arg" + std::to_string(i));
+    p.bytes = mlir::offload::detail::tensorBytes(arg.getType());
+    Operation *update = nullptr;
+    int64_t firstFwd = -1, lastFwd = -1, firstBwd = -1, lastBwd = -1;
+    bool returned = false;
+    for (OpOperand &use : arg.getUses()) {
+      Operation *t = bb.findAncestorOpInBlock(*use.getOwner());
+      if (t == ret) {
+        returned = true;
+      } else if (isa<SgdUpdateOp, AdamWUpdateOp>(t) && use.getOperandNumber() == 0) {
+        update = t;
+      } else {
+        int64_t q = point[t];
+        if (q < backwardPoint) {
+          firstFwd = firstFwd < 0 ? q : std::min(firstFwd, q);
+          lastFwd = std::max(lastFwd, q);
+        } else {
+          firstBwd = firstBwd < 0 ? q : std::min(firstBwd, q);
+          lastBwd = std::max(lastBwd, q);
+        }
+      }
+    }
+    if (returned)
+      continue; // --offload-host-parameters keeps it (and says so)
+    bool ownState = true;
+    if (update)
+      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
+        auto s = dyn_cast<BlockArgument>(update->getOperand(k));
+        ownState &= s && s.hasOneUse();
+        if (s)
+          p.stateBytes += mlir::offload::detail::tensorBytes(s.getType());
+      }
+    if (!ownState)
+      continue;
+    double copy = model.copySeconds(p.bytes);
+    // Device ranges after the move (HostParameters.cpp): prefetched for its
+    // forward uses, again for backward unless the gap is short.
+    SmallVector<std::pair<int64_t, int64_t>> onDevice;
+    bool keepThrough = firstFwd >= 0 && firstBwd >= 0 &&
+                       secondsBefore[firstBwd] - secondsBefore[lastFwd + 1] < 2 * copy;
+    if (firstFwd >= 0) {
+      int64_t pf = prefetchPoint(firstFwd, copy, forwardPoint + 1);
+      onDevice.push_back({pf, keepThrough ? lastBwd : lastFwd});
+      p.toDeviceSeconds += copy;
+    }
+    if (firstBwd >= 0 && !keepThrough) {
+      int64_t pb = prefetchPoint(firstBwd, copy, backwardPoint + 1);
+      onDevice.push_back({pb, lastBwd});
+      p.toDeviceSeconds += copy;
+    }
+    int64_t cursor = 0;
+    for (auto [lo, hi] : onDevice) {
+      if (lo > cursor)
+        p.freed.push_back({cursor, lo - 1, p.bytes});
+      cursor = std::max(cursor, hi + 1);
+    }
+    if (cursor <= lastPoint)
+      p.freed.push_back({cursor, lastPoint, p.bytes});
+    if (p.stateBytes)
+      p.freed.push_back({0, lastPoint, p.stateBytes});
+    // The gradient leaves the device `waitDistance` compute ops after it is
+    // computed.
+    if (update) {
+      Value g = update->getOperand(1);
+      auto it = baseMp->bufferOf.find(g);
+      if (it != baseMp->bufferOf.end() && g.getDefiningOp()) {
+        const PlannedBuffer &gb = baseMp->buffers[it->second];
+        Operation *def = bb.findAncestorOpInBlock(*g.getDefiningOp());
+        Operation *release = advanceComputeOps(def, waitDistance, update);
+        int64_t rp = release ? point[release] : point[update];
+        if (!gb.persistent)
+          p.freed.push_back({rp, gb.end, gb.bytes});
+        p.toHostSeconds = model.copyToHostSeconds(gb.bytes);
+      }
+      // The update runs on the host: its bytes at the host's rate.
+      if (auto cost = dyn_cast<CostOpInterface>(update))
+        p.hostUpdateSeconds = double(cost.getBytesRead() + cost.getBytesWritten()) /
+                              spec.hostUpdateBytesPerSecond;
+    }
+    params.push_back(std::move(p));
+  }
+
+  // --- Greedy decisions at the peak -----------------------------------------
+  LiveProfile profile(baseMp->liveDeviceBytes);
+  // Link time available to hide copies: the step's compute, per direction.
+  double computeSeconds = secondsBefore[numPoints];
+  double toHostUsed = 0, toDeviceUsed = 0;
+  auto exposed = [&](double used, double add) {
+    return std::max(0.0, used + add - computeSeconds) - std::max(0.0, used - computeSeconds);
+  };
+  auto offloadSeconds = [&](const SavedCandidate &c) {
+    double d = model.copyToHostSeconds(c.copyBytes), h = model.copySeconds(c.copyBytes);
+    // Compute before the first backward use hides the prefetch at most.
+    double local = std::max(0.0, h - (secondsBefore[c.firstBackward] -
+                                      secondsBefore[backwardPoint]));
+    // A small share of the copy time breaks ties against free recomputes.
+    return exposed(toHostUsed, d) + std::max(local, exposed(toDeviceUsed, h)) + 0.01 * (d + h);
+  };
+  auto hostSeconds = [&](const ParamCandidate &p) {
+    return p.hostUpdateSeconds + exposed(toDeviceUsed, p.toDeviceSeconds) +
+           exposed(toHostUsed, p.toHostSeconds) + 0.01 * (p.toDeviceSeconds + p.toHostSeconds);
+  };
+  // Recompute cones against the current decisions (recomputed values are
+  // no longer available as checkpoints, so cones chain through them).
+  llvm::DenseSet<Value> available;
+  for (SaveOp s : saves)
+    available.insert(s.getValue());
+  constexpr size_t kMaxConeOps = 256;
+  struct Cone {
+    double seconds = 0;
+    int64_t transientBytes = 0;
+  };
+  auto coneOf = [&](const SavedCandidate &c) -> std::optional<Cone> {
+    llvm::DenseSet<Value> avail = available;
+    for (Value v : c.values)
+      avail.erase(v);
+    llvm::SetVector<Operation *> cone;
+    llvm::SetVector<Value> inputs;
+    if (failed(computeRecomputeCone(c.values, avail, cone, inputs, kMaxConeOps)))
+      return std::nullopt;
+    Cone r;
+    for (Operation *op : cone) {
+      r.seconds += model.opSeconds(op);
+      for (Value res : op->getResults())
+        if (!llvm::is_contained(c.values, res))
+          r.transientBytes += std::max<int64_t>(0, mlir::offload::detail::tensorBytes(res.getType()));
+    }
+    return r;
+  };
+
+  struct Choice {
+    int kind = -1; // 0 saved, 1 param
+    unsigned index = 0;
+    Decision decision = Decision::Keep;
+    double score = 0, seconds = 0;
+    int64_t bytesAtPeak = 0;
+    Cone cone;
+  };
+  int64_t aim = budgetBytes - spec.workspaceBytes;
+  auto greedy = [&](int64_t aimBytes) {
+    while (true) {
+      auto [peakBytes, peakAt] = profile.max();
+      if (peakBytes <= aimBytes)
+        return true;
+      Choice best;
+      auto consider = [&](Choice c) {
+        c.score = c.seconds / double(std::max<int64_t>(1, c.bytesAtPeak));
+        if (best.kind < 0 || c.score < best.score ||
+            (c.score == best.score && c.bytesAtPeak > best.bytesAtPeak))
+          best = c;
+      };
+      for (auto [i, c] : llvm::enumerate(saved)) {
+        if (c.decision != Decision::Keep)
+          continue;
+        if (c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi)
+          consider({0, unsigned(i), Decision::Offload, 0, offloadSeconds(c), c.bytes, {}});
+        if (c.recomputable && c.lastForward < peakAt && peakAt < c.firstBackward)
+          if (std::optional<Cone> cone = coneOf(c))
+            consider({0, unsigned(i), Decision::Recompute, 0, cone->seconds, c.bytes, *cone});
+      }
+      for (auto [i, p] : llvm::enumerate(params)) {
+        if (p.decision != Decision::Keep)
+          continue;
+        int64_t at = 0;
+        for (const Freed &f : p.freed)
+          if (f.lo <= peakAt && peakAt <= f.hi)
+            at += f.bytes;
+        if (at > 0)
+          consider({1, unsigned(i), Decision::Host, 0, hostSeconds(p), at, {}});
+      }
+      if (best.kind < 0)
+        return false;
+      std::string why = "live at the peak (" + std::to_string(peakBytes) + " bytes at op #" +
+                        std::to_string(peakAt) + " " + tokenOf(ops[peakAt]).str() + ")";
+      if (best.kind == 0) {
+        SavedCandidate &c = saved[best.index];
+        c.decision = best.decision;
+        c.seconds = best.seconds;
+        c.why = why;
+        if (best.decision == Decision::Offload) {
+          profile.add(c.offloadFreed.lo, c.offloadFreed.hi, -c.bytes);
+          toHostUsed += model.copyToHostSeconds(c.copyBytes);
+          toDeviceUsed += model.copySeconds(c.copyBytes);
+        } else {
+          profile.add(c.lastForward + 1, c.firstBackward - 1, -c.bytes);
+          profile.add(c.firstBackward, c.firstBackward, best.cone.transientBytes);
+          for (Value v : c.values)
+            available.erase(v);
+        }
+      } else {
+        ParamCandidate &p = params[best.index];
+        p.decision = Decision::Host;
+        p.seconds = best.seconds;
+        p.why = why;
+        for (const Freed &f : p.freed)
+          profile.add(f.lo, f.hi, -f.bytes);
+        toDeviceUsed += p.toDeviceSeconds;
+        toHostUsed += p.toHostSeconds;
+      }
+    }
+  };
+
+  // Greedy, then the real check; aim lower by the overshoot until it fits.
+  std::optional<Materialized> chosen;
+  int rounds = 0;
+  if (baseMp->deviceArenaBytes + spec.workspaceBytes <= budgetBytes) {
+    // Early updates alone fit.
+    FailureOr<Materialized> mat = materialize(base, saved, params, spec);
+    if (failed(mat))
+      return failure();
+    chosen = *mat;
+  } else {
+    for (rounds = 1; rounds <= 8; ++rounds) {
+      bool reached = greedy(aim);
+      FailureOr<Materialized> mat = materialize(base, saved, params, spec);
+      if (failed(mat))
+        return failure();
+      if (mat->arenaBytes <= budgetBytes) {
+        chosen = *mat;
+        break;
+      }
+      mat->holder.erase();
+      if (!reached)
+        break;
+      aim -= mat->arenaBytes - budgetBytes;
+    }
+  }
+
+  // Nothing the greedy found fits: the most the mechanisms can do, two ways
+  // (every saved value offloaded, or recomputed where it can be), with every
+  // parameter on the host. The smaller arena is the smallest reachable.
+  bool fallback = false;
+  if (!chosen) {
+    std::optional<Materialized> smallest;
+    for (bool preferRecompute : {false, true}) {
+      SmallVector<SavedCandidate, 0> all(saved);
+      SmallVector<ParamCandidate, 0> allParams(params);
+      for (SavedCandidate &c : all) {
+        c.decision = preferRecompute && c.recomputable ? Decision::Recompute : Decision::Offload;
+        c.why = "smallest reachable arena";
+      }
+      for (ParamCandidate &p : allParams) {
+        p.decision = Decision::Host;
+        p.why = "smallest reachable arena";
+      }
+      FailureOr<Materialized> mat = materialize(base, all, allParams, spec);
+      if (failed(mat))
+        return failure();
+      if (!smallest || mat->arenaBytes < smallest->arenaBytes) {
+        if (smallest)
+          smallest->holder.erase();
+        smallest = *mat;
+        if (mat->arenaBytes <= budgetBytes) {
+          saved = std::move(all);
+          params = std::move(allParams);
+        }
+      } else {
+        mat->holder.erase();
+      }
+    }
+    if (smallest->arenaBytes > budgetBytes) {
+      // The error: the smallest arena, what is live at its peak, the budget
+      // to ask for.
+      FailureOr<MemoryPlan> mp = computeMemoryPlan(smallest->fn);
+      if (failed(mp))
+        return failure();
+      int64_t persistent = 0;
+      SmallVector<const PlannedBuffer *> live;
+      for (const PlannedBuffer &b : mp->buffers) {
+        if (b.space != MemorySpace::Device)
+          continue;
+        if (b.persistent)
+          persistent += b.bytes;
+        else if (b.begin <= mp->peakPoint && mp->peakPoint <= b.end)
+          live.push_back(&b);
+      }
+      llvm::sort(live, [](auto *x, auto *y) { return x->bytes > y->bytes; });
+      int64_t suggest = smallest->arenaBytes;
+      Operation *peakOp = mp->schedule.empty() ? nullptr : mp->schedule[mp->peakPoint];
+      // At the step's location, without printing the step.
+      auto diag = mlir::emitError(fn.getLoc());
+      diag << "offload-plan-memory: no plan fits the budget of " << budgetBytes << " bytes ("
+           << humanBytes(budgetBytes) << ") on " << spec.name
+           << "; the smallest device arena reachable is " << smallest->arenaBytes << " bytes ("
+           << humanBytes(smallest->arenaBytes)
+           << ", every saved value offloaded or recomputed and every parameter on the "
+              "host). Its peak, "
+           << mp->peakDeviceBytes << " live bytes, is at op #" << mp->peakPoint << " '"
+           << tokenOf(peakOp) << "', with " << persistent
+           << " persistent device bytes (arguments, constants, results)";
+      if (!live.empty()) {
+        diag << "; the largest tensors live there:";
+        for (unsigned k = 0; k < live.size() && k < 3; ++k) {
+          Value v = live[k]->values.empty() ? Value() : live[k]->values.front();
+          diag << (k ? "," : "") << " " << live[k]->bytes << " bytes ("
+               << (v && v.getDefiningOp() ? v.getDefiningOp()->getName().getStringRef()
+                                          : StringRef("argument"))
+               << ")";
+        }
+      }
+      diag << ". Ask for budget=" << suggest << " (" << humanBytes(suggest) << ") or more";
+      if (peakOp)
+        diag.attachNote(peakOp->getLoc()) << "the smallest arena's peak is here";
+      smallest->holder.erase();
+      return failure();
+    }
+    chosen = *smallest;
+    fallback = true;
+  }
+
+  // --- The report -------------------------------------------------------------
+  Timeline plannedTime = simulateTimeline(chosen->fn, model);
+  double planSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - clockStart).count();
+  unsigned nRecompute = 0, nOffload = 0, nHost = 0;
+  for (const SavedCandidate &c : saved)
+    (c.decision == Decision::Recompute ? nRecompute : nOffload) +=
+        c.decision != Decision::Keep ? c.saves.size() : 0;
+  for (const ParamCandidate &p : params)
+    nHost += p.decision == Decision::Host;
+  numRecomputed += nRecompute;
+  numOffloaded += nOffload;
+  numHostParameters += nHost;
+  if (report) {
+    llvm::raw_ostream &os = *report;
+    os << llvm::format("plan-memory @%s: budget %lld bytes (%s) on %s\n",
+                       fn.getName().str().c_str(), (long long)budgetBytes,
+                       humanBytes(budgetBytes).c_str(), spec.name.c_str());
+    os << llvm::format("  %-9s %-44s %14s %-10s %12s  %s\n", "kind", "value or parameter",
+                       "bytes", "decision", "added s", "why");
+    if (movedUpdates)
+      os << llvm::format("  %-9s %-44s %14s %-10s %12.3e  %s\n", "update",
+                         "optimizer updates", "-", "early", 0.0,
+                         (std::to_string(movedUpdates) +
+                          " updates run as soon as their gradient is final")
+                             .c_str());
+    for (const SavedCandidate &c : saved)
+      if (c.decision != Decision::Keep || reportKept)
+        os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "saved",
+                           c.name.substr(0, 44).c_str(), (long long)c.bytes,
+                           decisionName(c.decision), c.seconds, c.why.c_str());
+    for (const ParamCandidate &p : params)
+      if (p.decision != Decision::Keep || reportKept)
+        os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "parameter",
+                           p.name.substr(0, 44).c_str(), (long long)(p.bytes + p.stateBytes),
+                           p.decision == Decision::Host ? "host" : "device", p.seconds,
+                           p.why.c_str());
+    double overhead = unplannedTime.stepSeconds > 0
+                          ? 100.0 * (plannedTime.stepSeconds - unplannedTime.stepSeconds) /
+                                unplannedTime.stepSeconds
+                          : 0;
+    os << llvm::format("  decisions: %u saved values recomputed, %u offloaded, %zu kept; %u "
+                       "parameters on the host; %u early optimizer updates%s\n",
+                       nRecompute, nOffload,
+                       size_t(saves.size()) - nRecompute - nOffload, nHost, movedUpdates,
+                       fallback ? " (the smallest reachable arena's plan)" : "");
+    os << llvm::format("  device arena: %lld -> %lld bytes (%s -> %s; budget %s), peak "
+                       "live %lld bytes\n",
+                       (long long)unplannedArena, (long long)chosen->arenaBytes,
+                       humanBytes(unplannedArena).c_str(), humanBytes(chosen->arenaBytes).c_str(),
+                       humanBytes(budgetBytes).c_str(), (long long)chosen->peakBytes);
+    os << llvm::format("  simulated step time on %s: %.4g s -> %.4g s (%+.1f%%); copies "
+                       "not hidden by compute %.4g s\n",
+                       spec.name.c_str(), unplannedTime.stepSeconds, plannedTime.stepSeconds,
+                       overhead, plannedTime.stallSeconds);
+    os << llvm::format("  planning took %.3f s (%d checks of the real memory plan)\n",
+                       planSeconds, std::max(rounds, 1));
+    os.flush();
+  }
+  finish(chosen->fn, "planned");
+  return success();
+}
