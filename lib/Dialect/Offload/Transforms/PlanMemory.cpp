@@ -776,7 +776,17 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   };
 
   // Greedy, then the real check; aim lower by the overshoot until it fits.
-  std::optional<Materialized> chosen;
+  // The smallest arena seen that does not fit is kept for the error.
+  std::optional<Materialized> chosen, smallest;
+  auto keepSmallest = [&](Materialized mat) {
+    if (!smallest || mat.arenaBytes < smallest->arenaBytes) {
+      if (smallest)
+        smallest->holder.erase();
+      smallest = mat;
+    } else {
+      mat.holder.erase();
+    }
+  };
   int rounds = 0;
   if (baseMp->deviceArenaBytes + spec.workspaceBytes <= budgetBytes) {
     // Early updates alone fit.
@@ -794,94 +804,105 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         chosen = *mat;
         break;
       }
-      mat->holder.erase();
+      int64_t overshoot = mat->arenaBytes - budgetBytes;
+      keepSmallest(*mat);
       if (!reached)
         break;
-      aim -= mat->arenaBytes - budgetBytes;
+      // The model met `aim` but the real arena did not meet the budget
+      // (fragmentation, prefetch placement): aim below the model's peak by
+      // the overshoot.
+      aim = std::min(aim, profile.max().first) - std::max<int64_t>(overshoot, kArenaAlignment);
     }
   }
 
   // Nothing the greedy found fits: the most the mechanisms can do, two ways
   // (every saved value offloaded, or recomputed where it can be), with every
-  // parameter on the host. The smaller arena is the smallest reachable.
+  // parameter on the host. The smallest arena of these and of the greedy's
+  // attempts is the smallest reachable.
   bool fallback = false;
   if (!chosen) {
-    std::optional<Materialized> smallest;
-    for (bool preferRecompute : {false, true}) {
+    // On top of the greedy's decisions, and from scratch.
+    for (int variant = 0; variant < 4; ++variant) {
+      bool preferRecompute = variant % 2, fromScratch = variant >= 2;
       SmallVector<SavedCandidate, 0> all(saved);
       SmallVector<ParamCandidate, 0> allParams(params);
-      for (SavedCandidate &c : all) {
-        c.decision = preferRecompute && c.recomputable ? Decision::Recompute : Decision::Offload;
-        c.why = "smallest reachable arena";
-      }
-      for (ParamCandidate &p : allParams) {
-        p.decision = Decision::Host;
-        p.why = "smallest reachable arena";
-      }
+      for (SavedCandidate &c : all)
+        if (fromScratch || c.decision == Decision::Keep) {
+          c.decision =
+              preferRecompute && c.recomputable ? Decision::Recompute : Decision::Offload;
+          c.why = "the smallest reachable arena";
+        }
+      for (ParamCandidate &p : allParams)
+        if (fromScratch || p.decision == Decision::Keep) {
+          p.decision = Decision::Host;
+          p.why = "the smallest reachable arena";
+        }
       FailureOr<Materialized> mat = materialize(base, all, allParams, spec);
       if (failed(mat))
         return failure();
-      if (!smallest || mat->arenaBytes < smallest->arenaBytes) {
-        if (smallest)
-          smallest->holder.erase();
-        smallest = *mat;
-        if (mat->arenaBytes <= budgetBytes) {
-          saved = std::move(all);
-          params = std::move(allParams);
-        }
-      } else {
+      if (mat->arenaBytes <= budgetBytes &&
+          (!chosen || mat->arenaBytes < chosen->arenaBytes)) {
+        if (chosen)
+          chosen->holder.erase();
+        chosen = *mat;
+        saved = std::move(all);
+        params = std::move(allParams);
+      } else if (mat->arenaBytes <= budgetBytes) {
         mat->holder.erase();
+      } else {
+        keepSmallest(*mat);
       }
     }
-    if (smallest->arenaBytes > budgetBytes) {
-      // The error: the smallest arena, what is live at its peak, the budget
-      // to ask for.
-      FailureOr<MemoryPlan> mp = computeMemoryPlan(smallest->fn);
-      if (failed(mp))
-        return failure();
-      int64_t persistent = 0;
-      SmallVector<const PlannedBuffer *> live;
-      for (const PlannedBuffer &b : mp->buffers) {
-        if (b.space != MemorySpace::Device)
-          continue;
-        if (b.persistent)
-          persistent += b.bytes;
-        else if (b.begin <= mp->peakPoint && mp->peakPoint <= b.end)
-          live.push_back(&b);
-      }
-      llvm::sort(live, [](auto *x, auto *y) { return x->bytes > y->bytes; });
-      int64_t suggest = smallest->arenaBytes;
-      Operation *peakOp = mp->schedule.empty() ? nullptr : mp->schedule[mp->peakPoint];
-      // At the step's location, without printing the step.
-      auto diag = mlir::emitError(fn.getLoc());
-      diag << "offload-plan-memory: no plan fits the budget of " << budgetBytes << " bytes ("
-           << humanBytes(budgetBytes) << ") on " << spec.name
-           << "; the smallest device arena reachable is " << smallest->arenaBytes << " bytes ("
-           << humanBytes(smallest->arenaBytes)
-           << ", every saved value offloaded or recomputed and every parameter on the "
-              "host). Its peak, "
-           << mp->peakDeviceBytes << " live bytes, is at op #" << mp->peakPoint << " '"
-           << tokenOf(peakOp) << "', with " << persistent
-           << " persistent device bytes (arguments, constants, results)";
-      if (!live.empty()) {
-        diag << "; the largest tensors live there:";
-        for (unsigned k = 0; k < live.size() && k < 3; ++k) {
-          Value v = live[k]->values.empty() ? Value() : live[k]->values.front();
-          diag << (k ? "," : "") << " " << live[k]->bytes << " bytes ("
-               << (v && v.getDefiningOp() ? v.getDefiningOp()->getName().getStringRef()
-                                          : StringRef("argument"))
-               << ")";
-        }
-      }
-      diag << ". Ask for budget=" << suggest << " (" << humanBytes(suggest) << ") or more";
-      if (peakOp)
-        diag.attachNote(peakOp->getLoc()) << "the smallest arena's peak is here";
-      smallest->holder.erase();
-      return failure();
-    }
-    chosen = *smallest;
-    fallback = true;
+    fallback = bool(chosen);
   }
+  if (!chosen) {
+    // The error: the smallest arena, what is live at its peak, the budget
+    // to ask for.
+    FailureOr<MemoryPlan> mp = computeMemoryPlan(smallest->fn);
+    if (failed(mp))
+      return failure();
+    int64_t persistent = 0;
+    SmallVector<const PlannedBuffer *> live;
+    for (const PlannedBuffer &b : mp->buffers) {
+      if (b.space != MemorySpace::Device)
+        continue;
+      if (b.persistent)
+        persistent += b.bytes;
+      else if (b.begin <= mp->peakPoint && mp->peakPoint <= b.end)
+        live.push_back(&b);
+    }
+    llvm::sort(live, [](auto *x, auto *y) { return x->bytes > y->bytes; });
+    int64_t suggest = smallest->arenaBytes;
+    Operation *peakOp = mp->schedule.empty() ? nullptr : mp->schedule[mp->peakPoint];
+    // At the step's location, without printing the step.
+    auto diag = mlir::emitError(fn.getLoc());
+    diag << "offload-plan-memory: no plan fits the budget of " << budgetBytes << " bytes ("
+         << humanBytes(budgetBytes) << ") on " << spec.name
+         << "; the smallest device arena reachable is " << smallest->arenaBytes << " bytes ("
+         << humanBytes(smallest->arenaBytes)
+         << ", with recompute, offload and host parameters wherever they free bytes). Its "
+            "peak, "
+         << mp->peakDeviceBytes << " live bytes, is at op #" << mp->peakPoint << " '"
+         << tokenOf(peakOp) << "', with " << persistent
+         << " persistent device bytes (arguments, constants, results)";
+    if (!live.empty()) {
+      diag << "; the largest tensors live there:";
+      for (unsigned k = 0; k < live.size() && k < 3; ++k) {
+        Value v = live[k]->values.empty() ? Value() : live[k]->values.front();
+        diag << (k ? "," : "") << " " << live[k]->bytes << " bytes ("
+             << (v && v.getDefiningOp() ? v.getDefiningOp()->getName().getStringRef()
+                                        : StringRef("argument"))
+             << ")";
+      }
+    }
+    diag << ". Ask for budget=" << suggest << " (" << humanBytes(suggest) << ") or more";
+    if (peakOp)
+      diag.attachNote(peakOp->getLoc()) << "the smallest arena's peak is here";
+    smallest->holder.erase();
+    return failure();
+  }
+  if (smallest)
+    smallest->holder.erase();
 
   // --- The report -------------------------------------------------------------
   Timeline plannedTime = simulateTimeline(chosen->fn, model);
