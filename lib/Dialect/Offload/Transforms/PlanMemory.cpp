@@ -534,7 +534,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     c.bytes = pb.bytes;
     Operation *producer = c.values.front().getDefiningOp();
     c.name = (producer ? producer->getName().stripDialect().str() : std::string("arg")) + " " +
-             getLayerName(saves[c.saves.front()].getLoc());
+             getLayerName(producer ? producer->getLoc() : saves[c.saves.front()].getLoc());
     // Last forward use of the buffer, first backward use of a restore.
     c.lastForward = point[saves[c.saves.front()]];
     for (Value v : pb.values)

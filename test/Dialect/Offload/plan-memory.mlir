@@ -1,0 +1,78 @@
+// The planner's decisions on small steps, each kind forced by a budget
+// (figures: test/Inputs/chain-forward.mlir and mlp-forward.mlir with SGD
+// momentum; unplanned device arenas 19204 and 10756 bytes).
+//
+// A budget the step meets unplanned: nothing changes.
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=30000 target=h100-sxm" 2>%t.fits | FileCheck %s --check-prefix=FITS \
+// RUN:   --implicit-check-not=offload.recompute --implicit-check-not=offload.to_host
+// RUN: FileCheck %s --check-prefix=FITS-REPORT < %t.fits
+// FITS: offload.planned = "budget=30000 target=h100-sxm"
+// FITS-REPORT: plan-memory @forward: the step fits unplanned: device arena 19204 bytes (18.75 KiB) <= budget 30000 bytes (29.30 KiB) on h100-sxm; nothing changed
+//
+// Early optimizer updates alone (the mlp's peak is at the end of backward):
+// each update runs right after its gradient, before the next layer's
+// backward ops.
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=10500" 2>%t.early | FileCheck %s --check-prefix=EARLY
+// RUN: FileCheck %s --check-prefix=EARLY-REPORT < %t.early
+// EARLY: offload.phase backward
+// EARLY: offload.sgd_update
+// EARLY: offload.sgd_update
+// EARLY: offload.relu_backward
+// EARLY: offload.sgd_update
+// EARLY: offload.sgd_update
+// EARLY: offload.phase optimizer
+// EARLY-NEXT: return
+// EARLY-REPORT: update    optimizer updates{{.*}}early{{.*}}4 updates run as soon as their gradient is final
+// EARLY-REPORT: decisions: 0 saved values recomputed, 0 offloaded, 2 kept; 0 parameters on the host; 4 early optimizer updates
+// EARLY-REPORT: device arena: 10756 -> 10500 bytes
+//
+// Recompute and offload of saved values (the chain's peak is in backward,
+// where saved activations are alive).
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=18000" 2>%t.saved | FileCheck %s --check-prefix=SAVED
+// RUN: FileCheck %s --check-prefix=SAVED-REPORT < %t.saved
+// SAVED: offload.to_host async
+// SAVED: offload.phase backward
+// SAVED: offload.to_device async
+// SAVED: offload.recompute
+// SAVED-REPORT: saved     linear block1.fc1{{.*}}2048 recompute{{.*}}live at the peak
+// SAVED-REPORT: saved     batch_norm block1.bn{{.*}}offload{{.*}}live at the peak
+// SAVED-REPORT: decisions: 1 saved values recomputed, 2 offloaded, 4 kept; 0 parameters on the host
+//
+// A parameter on the host: its argument, optimizer state and update move
+// there.
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=16000" 2>%t.host | FileCheck %s --check-prefix=HOST
+// RUN: FileCheck %s --check-prefix=HOST-REPORT < %t.host
+// HOST: %arg5: !offload.host<tensor<16x16xf32>> {offload.name = "fc2.weight"
+// HOST: offload.sgd_update {{.*}} : !offload.host<tensor<16x16xf32>>
+// HOST-REPORT: parameter fc2.weight{{.*}}host{{.*}}live at the peak
+// HOST-REPORT: device arena: 19204 -> {{1[0-5][0-9][0-9][0-9]}} bytes
+//
+// The report to a file, the IR alone on stdout (it parses again).
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=16000 report=%t.table report-kept=true" 2>%t.stderr \
+// RUN:   | offload-opt --offload-memory-report -o /dev/null | FileCheck %s --check-prefix=REPARSE
+// RUN: FileCheck %s --check-prefix=TABLE < %t.table
+// RUN: count 0 < %t.stderr
+// REPARSE: device arena bytes: {{1[0-5][0-9][0-9][0-9]}}
+// TABLE: kind      value or parameter
+// TABLE-DAG: saved     relu block1.relu{{.*}}keep
+// TABLE-DAG: parameter fc1.weight{{.*}}device
+//
+// Below the smallest reachable arena: one error with that arena, what is
+// live at its peak and the budget to ask for; nothing on stdout. The named
+// budget then succeeds.
+// RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=10000" -o %t.never 2>&1 | FileCheck %s --check-prefix=SMALL
+// RUN: not test -e %t.never
+// SMALL: error: offload-plan-memory: no plan fits the budget of 10000 bytes (9.77 KiB) on h100-sxm; the smallest device arena reachable is [[SMALLEST:[0-9]+]] bytes ({{.*}}). Its peak, {{[0-9]+}} live bytes, is at op #{{[0-9]+}} '{{.*}}', with {{[0-9]+}} persistent device bytes (arguments, constants, results); the largest tensors live there: {{.*}}. Ask for budget=[[SMALLEST]] ({{.*}}) or more
+// SMALL: note: {{.*}}the smallest arena's peak is here
+// RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=10000" 2>&1 | sed -n 's/.*Ask for budget=\([0-9]*\).*/\1/p' > %t.min
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=$(cat %t.min)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIN
+// MIN: decisions:
+// MIN: device arena: 19204 -> {{[0-9]+}} bytes
