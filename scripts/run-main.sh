@@ -8,13 +8,17 @@
 #   2. import the TorchScript                       (offload-import)
 #   3. build the training step: backward with explicit saved values and an
 #      SGD-momentum update                          (offload-opt --offload-autodiff)
-#   4. report saved values and the memory plan, lower to a plan file
+#   4. report saved values and the memory plan; then plan the step for a
+#      device-memory budget of 40% of its unplanned device arena (BUDGET_PCT)
+#      on an H100 SXM (TARGET), and lower the planned step to a plan file
+#                                                   (--offload-plan-memory)
 #   5. run 3 training steps on the host backend (CUDA when a GPU is present)
+#      on a device of exactly the budget (--device-bytes)
 #                                                   (offload-run)
 #   6. compare loss and gradients with LibTorch autograd + torch.optim
 #                                                   (python/reference.py, compare.py)
 # Environment: MODEL (default resnet18; also mlp, transformer, gpt), STEPS (3),
-# THREADS (nproc), OUT (build/main-job).
+# THREADS (nproc), OUT (build/main-job), BUDGET_PCT (40), TARGET (h100-sxm).
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +27,8 @@ MODEL="${MODEL:-resnet18}"
 STEPS="${STEPS:-3}"
 THREADS="${THREADS:-$(nproc)}"
 OUT="${OUT:-$BUILD_DIR/main-job}"
+BUDGET_PCT="${BUDGET_PCT:-40}"
+TARGET="${TARGET:-h100-sxm}"
 PY=/usr/bin/python3
 BIN="$BUILD_DIR/bin"
 
@@ -41,21 +47,30 @@ print(' '.join(args))")
 say "2. import: offload-import $MODEL.pt $INPUT_ARGS"
 "$BIN/offload-import" "$OUT/$MODEL.pt" $INPUT_ARGS -o "$OUT/$MODEL.mlir"
 
-say "3-4. training step, saved values, memory plan, lowering"
+say "3-4. training step, saved values, memory plan"
 "$BIN/offload-opt" "$OUT/$MODEL.mlir" \
   --offload-autodiff="optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true" \
   --offload-saved-value-report="per-value=false" \
-  --offload-memory-report="top=5" \
-  --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.step.mlir"
+  --offload-memory-report="top=5" -o "$OUT/$MODEL.step.mlir" | tee "$OUT/memory.txt"
+UNPLANNED=$(sed -n 's/.*device arena bytes: \([0-9]*\).*/\1/p' "$OUT/memory.txt")
+BUDGET=$(( UNPLANNED * BUDGET_PCT / 100 ))
+
+say "4. the planner: a budget of $BUDGET bytes ($BUDGET_PCT% of the unplanned $UNPLANNED) on $TARGET"
+"$BIN/offload-opt" "$OUT/$MODEL.step.mlir" \
+  --offload-plan-memory="budget=$BUDGET target=$TARGET report=$OUT/plan-report.txt" \
+  --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.planned.mlir"
+grep -v "^  \(saved\|parameter\) " "$OUT/plan-report.txt"
+echo "  (the whole decision table: $OUT/plan-report.txt)"
 
 BACKEND=host
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then BACKEND=cuda; fi
 
-say "5. run: first step (gradients compared below), then $STEPS steps on $BACKEND"
+say "5. run on a device of $BUDGET bytes: first step (gradients compared below), then $STEPS steps on $BACKEND"
 "$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \
+  --device-bytes "$BUDGET" \
   --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.step1.npz" > /dev/null
 "$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps "$STEPS" --threads "$THREADS" \
-  --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz" \
+  --device-bytes "$BUDGET" --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz" \
   | tee "$OUT/run.log"
 
 say "6. LibTorch reference: torch.optim.SGD(lr 0.1, momentum 0.9), in fp32 and in float64"
@@ -90,3 +105,12 @@ print(f"parameters and state after {steps} steps (relative to max(|p|, 1e-2)):")
 print(f"  offload vs LibTorch f64:       {err(oursn, r64, params, 1e-2):.3e}")
 print(f"  LibTorch fp32 vs LibTorch f64: {err(r32, r64, params, 1e-2):.3e}")
 EOF
+read -r PLANNED MEASURED < <(sed -n 's/.*peak device bytes: planned \([0-9]*\) measured \([0-9]*\).*/\1 \2/p' "$OUT/run.log")
+say "budget: $BUDGET bytes ($BUDGET_PCT% of the unplanned device arena, $UNPLANNED bytes)"
+echo "  peak device bytes: planned $PLANNED, measured $MEASURED on the $BACKEND backend with a $BUDGET-byte device"
+grep "simulated step time" "$OUT/plan-report.txt" | sed 's/^ */  /'
+if [[ "$PLANNED" != "$MEASURED" || "$MEASURED" -gt "$BUDGET" ]]; then
+  echo "run-main: the measured peak does not match the plan or exceeds the budget" >&2
+  exit 1
+fi
+echo "  the budget held: measured peak = planned peak <= budget"
