@@ -322,7 +322,17 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
   }
 
   assignArenaOffsets(plan.buffers, MemorySpace::Device, plan.deviceArenaBytes);
-  assignArenaOffsets(plan.buffers, MemorySpace::Host, plan.hostArenaBytes);
+  // The host arena is not what a budget limits, and its buffers (host
+  // parameters, optimizer state, offloaded saved values) mostly live from
+  // forward to backward, where best fit would cost O(n^2): they are packed
+  // one after another.
+  plan.hostArenaBytes = 0;
+  for (PlannedBuffer &b : plan.buffers)
+    if (b.space == MemorySpace::Host && b.bytes > 0) {
+      b.offset = plan.hostArenaBytes;
+      plan.hostArenaBytes +=
+          (b.bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    }
   return plan;
 }
 

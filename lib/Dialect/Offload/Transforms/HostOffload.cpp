@@ -96,6 +96,13 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
       chosen.push_back(s);
   }
 
+  // Positions of the step's ops before anything is inserted: comparing them
+  // stays O(1) while the rewrite invalidates the block's op order.
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body)
+    position[&op] = int64_t(position.size());
+  auto before = [&](Operation *x, Operation *y) { return position.lookup(x) < position.lookup(y); };
+
   int64_t bytesOffloaded = 0;
   OpBuilder b(fn.getContext());
   SmallVector<PrefetchRequest> requests;
@@ -105,8 +112,7 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
     Operation *lastForwardUse = s;
     for (Operation *u : v.getUsers()) {
       Operation *top = body.findAncestorOpInBlock(*u);
-      if (top && top->isBeforeInBlock(backwardStart) &&
-          lastForwardUse->isBeforeInBlock(top))
+      if (top && before(top, backwardStart) && before(lastForwardUse, top))
         lastForwardUse = top;
     }
     b.setInsertionPointAfter(lastForwardUse);
@@ -121,7 +127,7 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
     // First backward use of any restore of this saved value.
     Operation *firstUse = nullptr;
     for (Operation *r : s.getResult().getUsers())
-      if (!firstUse || r->isBeforeInBlock(firstUse))
+      if (!firstUse || before(r, firstUse))
         firstUse = r;
     // An explicit distance places the copy now; the cost model places all
     // of them together below, starting from right before the use.

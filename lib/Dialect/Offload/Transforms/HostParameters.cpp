@@ -117,6 +117,18 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     return toHost.getResult();
   };
 
+  llvm::DenseMap<Operation *, double> startTime;
+  // Positions before anything is inserted (O(1) order comparisons while the
+  // rewrite invalidates the block's op order).
+  llvm::DenseMap<Operation *, int64_t> position;
+  double now = 0;
+  for (Operation &op : body) {
+    startTime[&op] = now;
+    now += targetModel.opSeconds(&op);
+    position[&op] = int64_t(position.size());
+  }
+  auto before = [&](Operation *x, Operation *y) { return position.lookup(x) < position.lookup(y); };
+
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (argAttr(i, OffloadDialect::kRoleAttrName) != "parameter" ||
@@ -142,7 +154,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       } else if (isUpdate(top) && use.getOperandNumber() == 0) {
         update = top;
       } else {
-        auto &list = top->isBeforeInBlock(backwardStart) ? fwd : bwd;
+        auto &list = before(top, backwardStart) ? fwd : bwd;
         if (!llvm::is_contained(list, top))
           list.push_back(top);
       }
@@ -166,8 +178,8 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
         continue;
       }
     }
-    llvm::sort(fwd, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
-    llvm::sort(bwd, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    llvm::sort(fwd, before);
+    llvm::sort(bwd, before);
 
     // Keep the forward copy through to backward, or fetch it again?
     bool keep = false;
@@ -175,9 +187,11 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       if (refetch == "never") {
         keep = true;
       } else if (refetch == "auto") {
-        double gap = 0;
-        for (Operation *o = fwd.back()->getNextNode(); o != bwd.front(); o = o->getNextNode())
-          gap += targetModel.opSeconds(o);
+        // Compute seconds from the end of the last forward use to the first
+        // backward use (start times of the step's ops before this pass
+        // inserted anything; copies and waits cost no compute).
+        double gap = startTime.lookup(bwd.front()) - startTime.lookup(fwd.back()) -
+                     targetModel.opSeconds(fwd.back());
         keep = gap < 2 * targetModel.copySeconds(bytes);
       }
     }
@@ -199,7 +213,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     arg.setType(hostOf(tensorType));
     for (auto &seg : segments) {
       Operation *first = seg.front();
-      bool backwardOnly = !first->isBeforeInBlock(backwardStart);
+      bool backwardOnly = !before(first, backwardStart);
       Operation *earliest = backwardOnly ? backwardStart.getOperation() : forwardStart.getOperation();
       b.setInsertionPoint(prefetchDistance >= 0
                               ? retreatComputeOps(first, unsigned(prefetchDistance), earliest)

@@ -686,12 +686,16 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     int64_t transientBytes = 0;
   };
   auto coneOf = [&](const SavedCandidate &c) -> std::optional<Cone> {
-    llvm::DenseSet<Value> avail = available;
+    // The candidate's own values are what the cone produces, not inputs.
+    SmallVector<Value> own;
     for (Value v : c.values)
-      avail.erase(v);
+      if (available.erase(v))
+        own.push_back(v);
     llvm::SetVector<Operation *> cone;
     llvm::SetVector<Value> inputs;
-    if (failed(computeRecomputeCone(c.values, avail, cone, inputs, kMaxConeOps)))
+    LogicalResult found = computeRecomputeCone(c.values, available, cone, inputs, kMaxConeOps);
+    available.insert(own.begin(), own.end());
+    if (failed(found))
       return std::nullopt;
     Cone r;
     for (Operation *op : cone) {
@@ -712,26 +716,35 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     Cone cone;
   };
   int64_t aim = budgetBytes - spec.workspaceBytes;
+  // One round resolves the current peak point: every candidate that frees
+  // bytes there is priced (added seconds per byte freed there), and the
+  // cheapest are taken until the point is at `aimBytes`; then the next
+  // peak. Taking several per round keeps the planner near-linear in the
+  // step's size (a deep step has thousands of saved values live at its
+  // peak); prices are those at the start of the round.
   auto greedy = [&](int64_t aimBytes) {
     while (true) {
       auto [peakBytes, peakAt] = profile.max();
       if (peakBytes <= aimBytes)
         return true;
-      Choice best;
+      SmallVector<Choice, 0> choices;
       auto consider = [&](Choice c) {
         c.score = c.seconds / double(std::max<int64_t>(1, c.bytesAtPeak));
-        if (best.kind < 0 || c.score < best.score ||
-            (c.score == best.score && c.bytesAtPeak > best.bytesAtPeak))
-          best = c;
+        choices.push_back(c);
       };
       for (auto [i, c] : llvm::enumerate(saved)) {
         if (c.decision != Decision::Keep)
           continue;
-        if (c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi)
-          consider({0, unsigned(i), Decision::Offload, 0, offloadSeconds(c), c.bytes, {}});
+        bool offload = c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi;
+        std::optional<Choice> best;
+        if (offload)
+          best = Choice{0, unsigned(i), Decision::Offload, 0, offloadSeconds(c), c.bytes, {}};
         if (c.recomputable && c.lastForward < peakAt && peakAt < c.firstBackward)
           if (std::optional<Cone> cone = coneOf(c))
-            consider({0, unsigned(i), Decision::Recompute, 0, cone->seconds, c.bytes, *cone});
+            if (!best || cone->seconds < best->seconds)
+              best = Choice{0, unsigned(i), Decision::Recompute, 0, cone->seconds, c.bytes, *cone};
+        if (best)
+          consider(*best);
       }
       for (auto [i, p] : llvm::enumerate(params)) {
         if (p.decision != Decision::Keep)
@@ -743,34 +756,43 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         if (at > 0)
           consider({1, unsigned(i), Decision::Host, 0, hostSeconds(p), at, {}});
       }
-      if (best.kind < 0)
+      if (choices.empty())
         return false;
+      llvm::stable_sort(choices, [](const Choice &a, const Choice &b) {
+        return a.score < b.score || (a.score == b.score && a.bytesAtPeak > b.bytesAtPeak);
+      });
       std::string why = "live at the peak (" + std::to_string(peakBytes) + " bytes at op #" +
                         std::to_string(peakAt) + " " + tokenOf(ops[peakAt]).str() + ")";
-      if (best.kind == 0) {
-        SavedCandidate &c = saved[best.index];
-        c.decision = best.decision;
-        c.seconds = best.seconds;
-        c.why = why;
-        if (best.decision == Decision::Offload) {
-          profile.add(c.offloadFreed.lo, c.offloadFreed.hi, -c.bytes);
-          toHostUsed += model.copyToHostSeconds(c.copyBytes);
-          toDeviceUsed += model.copySeconds(c.copyBytes);
+      int64_t atPeak = peakBytes;
+      for (const Choice &best : choices) {
+        if (atPeak <= aimBytes)
+          break;
+        atPeak -= best.bytesAtPeak;
+        if (best.kind == 0) {
+          SavedCandidate &c = saved[best.index];
+          c.decision = best.decision;
+          c.seconds = best.seconds;
+          c.why = why;
+          if (best.decision == Decision::Offload) {
+            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, -c.bytes);
+            toHostUsed += model.copyToHostSeconds(c.copyBytes);
+            toDeviceUsed += model.copySeconds(c.copyBytes);
+          } else {
+            profile.add(c.lastForward + 1, c.firstBackward - 1, -c.bytes);
+            profile.add(c.firstBackward, c.firstBackward, best.cone.transientBytes);
+            for (Value v : c.values)
+              available.erase(v);
+          }
         } else {
-          profile.add(c.lastForward + 1, c.firstBackward - 1, -c.bytes);
-          profile.add(c.firstBackward, c.firstBackward, best.cone.transientBytes);
-          for (Value v : c.values)
-            available.erase(v);
+          ParamCandidate &p = params[best.index];
+          p.decision = Decision::Host;
+          p.seconds = best.seconds;
+          p.why = why;
+          for (const Freed &f : p.freed)
+            profile.add(f.lo, f.hi, -f.bytes);
+          toDeviceUsed += p.toDeviceSeconds;
+          toHostUsed += p.toHostSeconds;
         }
-      } else {
-        ParamCandidate &p = params[best.index];
-        p.decision = Decision::Host;
-        p.seconds = best.seconds;
-        p.why = why;
-        for (const Freed &f : p.freed)
-          profile.add(f.lo, f.hi, -f.bytes);
-        toDeviceUsed += p.toDeviceSeconds;
-        toHostUsed += p.toHostSeconds;
       }
     }
   };

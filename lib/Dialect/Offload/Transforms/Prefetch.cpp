@@ -88,12 +88,16 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
   }
   int64_t peak = mp->peakDeviceBytes;
 
-  // Estimated start time of each op, compute stream only.
+  // Estimated start time of each op, compute stream only, and its position
+  // before any copy moves (moves invalidate the block's op order, and
+  // recomputing it per comparison would be quadratic).
   llvm::DenseMap<Operation *, double> start;
+  llvm::DenseMap<Operation *, int64_t> position;
   double t = 0;
   for (Operation &op : body) {
     start[&op] = t;
     t += target.opSeconds(&op);
+    position[&op] = int64_t(position.size());
   }
 
   SmallVector<PrefetchRequest *> order;
@@ -101,7 +105,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
     order.push_back(&r);
   llvm::stable_sort(order, [&](PrefetchRequest *a, PrefetchRequest *b) {
     return start[a->use] < start[b->use] ||
-           (start[a->use] == start[b->use] && a->use->isBeforeInBlock(b->use));
+           (start[a->use] == start[b->use] && position[a->use] < position[b->use]);
   });
 
   double streamFree = 0; // when the host-to-device stream is next idle
@@ -118,7 +122,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
     for (Value v : copy->getOperands())
       if (Operation *def = v.getDefiningOp())
         if (Operation *top = body.findAncestorOpInBlock(*def))
-          if (!floor || floor->isBeforeInBlock(top))
+          if (!floor || position.lookup(floor) < position.lookup(top))
             floor = top;
     double deadline = start[r->use];
     Operation *pos = copy; // the copy goes right before `pos`

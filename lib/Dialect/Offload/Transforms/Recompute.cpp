@@ -180,6 +180,12 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       keptValues.insert(s.getValue());
     }
 
+  // Positions of the step's ops before any region is inserted (O(1) order
+  // comparisons while insertions invalidate the block's op order).
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body)
+    position[&op] = int64_t(position.size());
+
   int64_t flopsAdded = 0, bytesNoLongerSaved = 0, values = 0;
   OpBuilder b(fn.getContext());
   for (Group &g : groups) {
@@ -205,7 +211,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     Operation *first = nullptr;
     for (SaveOp s : g.saves)
       for (Operation *u : s.getResult().getUsers())
-        if (!first || u->isBeforeInBlock(first))
+        if (!first || position.lookup(u) < position.lookup(first))
           first = u;
     if (!first)
       continue;

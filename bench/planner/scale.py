@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Planning time against step size: prints one row per step.
+
+    /usr/bin/python3 bench/planner/scale.py --bin build/bin [--work DIR]
+        [--layers 8,32,128] [--chain 1000,10000,100000] [--budget-pct 40]
+
+Two families of steps:
+* N-layer torch.nn.TransformerEncoder (d_model 64, 4 heads, FFN 128, batch
+  2, sequence 16), exported by PyTorch and imported (the brief's 128-layer
+  step has ~15k ops after autodiff);
+* a synthetic chain of linear + relu layers written directly as MLIR, sized
+  so the forward has about 1k, 10k and 100k ops.
+For each: ops in the training step, the unplanned device arena, then the
+wall time of the whole `offload-opt step.mlir --offload-plan-memory=...
+--convert-offload-to-plan=...` run (parse, plan, lower, print) and the
+planner's own time from its report, at a budget of --budget-pct percent of
+the unplanned arena on h100-sxm. The growth column is the time ratio to the
+previous row divided by the ops ratio (1.0 = linear).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
+    return r.stdout
+
+
+def export_transformer(layers, path):
+    code = f"""
+import torch
+torch.manual_seed(0)
+layer = torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, batch_first=True)
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.TransformerEncoder(layer, {layers}, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(64, 10)
+    def forward(self, x):
+        return self.head(self.enc(x).mean(1))
+m = M().train()
+torch.jit.trace(m, torch.randn(2, 16, 64)).save({path!r})
+"""
+    run(["/usr/bin/python3", "-c", code])
+
+
+def chain_mlir(layers, width=64, batch=32):
+    args = [f"%w{i}: tensor<{width}x{width}xf32> {{offload.name = \"l{i}.weight\", "
+            f"offload.role = \"parameter\"}}" for i in range(layers)]
+    lines = ["func.func @forward(" + ", ".join(args) +
+             f", %x: tensor<{batch}x{width}xf32> {{offload.name = \"x\", offload.role = \"input\"}}"
+             f", %y: tensor<{batch}xi64> {{offload.name = \"y\", offload.role = \"input\"}})"
+             " -> (tensor<f32> {offload.name = \"loss\", offload.role = \"loss\"})"
+             " attributes {offload.step} {", "  offload.phase forward"]
+    prev = "%x"
+    for i in range(layers):
+        lines.append(f"  %h{i} = offload.linear {prev}, %w{i} : tensor<{batch}x{width}xf32>, "
+                     f"tensor<{width}x{width}xf32>")
+        lines.append(f"  %r{i} = offload.relu %h{i} : tensor<{batch}x{width}xf32>")
+        prev = f"%r{i}"
+    lines.append(f"  %l = offload.cross_entropy {prev}, %y : tensor<{batch}x{width}xf32>, "
+                 f"tensor<{batch}xi64>")
+    lines.append("  return %l : tensor<f32>")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def measure(name, forward, work, bin_dir, pct, rows):
+    opt = os.path.join(bin_dir, "offload-opt")
+    step = os.path.join(work, name + ".step.mlir")
+    out = run([opt, forward, "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9",
+               "--offload-memory-report", "-o", step])
+    arena = int(re.search(r"device arena bytes: (\d+)", out).group(1))
+    ops = sum(1 for line in open(step) if re.match(r"\s+(%\S+ = )?offload\.", line))
+    budget = arena * pct // 100
+    t0 = time.perf_counter()
+    out = run([opt, step, f"--offload-plan-memory=budget={budget} target=h100-sxm",
+               f"--convert-offload-to-plan=output={os.path.join(work, name + '.oflp')} quiet=true",
+               "-o", os.path.join(work, name + ".planned.mlir")])
+    whole = time.perf_counter() - t0
+    planning = float(re.search(r"planning took ([0-9.]+) s", out).group(1))
+    arena_after = re.search(r"device arena: \d+ -> (\d+) bytes", out)
+    prev = rows[-1] if rows else None
+    growth = (whole / prev[3]) / (ops / prev[1]) if prev else float("nan")
+    rows.append((name, ops, arena, whole, planning))
+    print(f"{name:>18} {ops:>8} {arena:>14} {int(arena_after.group(1)) if arena_after else arena:>14} "
+          f"{planning:>10.3f} {whole:>10.3f} {growth:>8.2f}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", default="/tmp/offload-planner-scale")
+    ap.add_argument("--layers", default="8,32,128")
+    ap.add_argument("--chain", default="1000,10000,100000")
+    ap.add_argument("--budget-pct", type=int, default=40)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    print(f"{'step':>18} {'ops':>8} {'arena bytes':>14} {'planned arena':>14} "
+          f"{'planner s':>10} {'offload-opt s':>10} {'growth':>8}")
+    rows = []
+    for n in [int(x) for x in args.layers.split(",") if x]:
+        pt = os.path.join(args.work, f"encoder{n}.pt")
+        export_transformer(n, pt)
+        mlir = os.path.join(args.work, f"encoder{n}.mlir")
+        run([os.path.join(args.bin, "offload-import"), pt, "--input", "x=2x16x64xf32",
+             "--loss", "mse", "-o", mlir] if False else
+            [os.path.join(args.bin, "offload-import"), pt, "--input", "x=2x16x64xf32",
+             "--input", "y=2xi64", "--loss", "cross_entropy", "-o", mlir])
+        measure(f"encoder-{n}-layers", mlir, args.work, args.bin, args.budget_pct, rows)
+    rows = []
+    for n in [int(x) for x in args.chain.split(",") if x]:
+        mlir = os.path.join(args.work, f"chain{n}.mlir")
+        with open(mlir, "w") as f:
+            f.write(chain_mlir(max(1, n // 2)))
+        measure(f"chain-{n}-fwd-ops", mlir, args.work, args.bin, args.budget_pct, rows)
+
+
+if __name__ == "__main__":
+    main()
