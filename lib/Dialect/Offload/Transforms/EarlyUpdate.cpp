@@ -49,6 +49,14 @@ unsigned mlir::offload::moveOptimizerUpdatesEarly(func::FuncOp step) {
   for (Operation &op : body)
     if (isa<SgdUpdateOp, AdamWUpdateOp>(op))
       updates.push_back(&op);
+  // Never above the first backward-or-later phase marker: an update belongs
+  // after forward even when its operands are ready before.
+  Operation *floor = nullptr;
+  for (Operation &op : body)
+    if (auto m = dyn_cast<PhaseOp>(op); m && m.getPhase() != Phase::forward) {
+      floor = m;
+      break;
+    }
   unsigned moved = 0;
   for (Operation *update : updates) {
     // The ops the update must follow.
@@ -78,14 +86,6 @@ unsigned mlir::offload::moveOptimizerUpdatesEarly(func::FuncOp step) {
     for (Operation *op : after)
       if (op && op->getBlock() == &body && (!last || last->isBeforeInBlock(op)))
         last = op;
-    // Never above the first backward-or-later phase marker: the update
-    // belongs after forward even when its operands are ready before.
-    Operation *floor = nullptr;
-    for (Operation &op : body)
-      if (auto m = dyn_cast<PhaseOp>(op); m && m.getPhase() != Phase::forward) {
-        floor = m;
-        break;
-      }
     if (floor && (!last || last->isBeforeInBlock(floor)))
       last = floor;
     if (!last || last->getNextNode() == update || !last->isBeforeInBlock(update))

@@ -428,7 +428,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
   auto scratch = ModuleOp::create(top, fn.getLoc());
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
-  auto finish = [&](func::FuncOp chosen, StringRef how) {
+  auto finish = [&](func::FuncOp chosen) {
     chosen->setAttr(kPlannedAttrName,
                     StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
                                              " target=" + spec.name));
@@ -441,7 +441,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       fn.erase();
       holder.erase();
     }
-    (void)how;
   };
 
   if (unplannedArena <= budgetBytes) {
@@ -451,7 +450,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                               fn.getName().str().c_str(), (long long)unplannedArena,
                               humanBytes(unplannedArena).c_str(), (long long)budgetBytes,
                               humanBytes(budgetBytes).c_str(), spec.name.c_str());
-    finish(fn, "unplanned");
+    finish(fn);
     return success();
   }
 
@@ -985,6 +984,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                        planSeconds, std::max(rounds, 1));
     os.flush();
   }
-  finish(chosen->fn, "planned");
+  finish(chosen->fn);
   return success();
 }
