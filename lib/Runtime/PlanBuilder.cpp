@@ -113,6 +113,21 @@ void PlanBuilder::endPhase(const std::string &name) {
   phase(name, first, int(data_.instructions.size()));
 }
 
+int PlanBuilder::workspace(uint64_t bytes) {
+  int id = data_.workspaceBuffer;
+  if (bytes == 0)
+    return id;
+  if (id < 0) {
+    id = buffer("workspace", DType::Bool, {int64_t(bytes)},
+                BufferRole::Workspace, MemorySpace::Device);
+    data_.workspaceBuffer = id;
+  } else {
+    data_.buffers[size_t(id)].shape = {int64_t(bytes)};
+    data_.buffers[size_t(id)].size = bytes;
+  }
+  return id;
+}
+
 void PlanBuilder::constant(int id, std::vector<uint8_t> bytes) {
   data_.constants.push_back({id, std::move(bytes)});
 }
@@ -144,6 +159,11 @@ PlanData PlanBuilder::finish() {
         r == BufferRole::OptimizerState || r == BufferRole::Input ||
         r == BufferRole::Constant)
       first[id] = 0;
+  }
+  // The workspace lives over the whole step.
+  if (d.workspaceBuffer >= 0 && size_t(d.workspaceBuffer) < nb) {
+    first[size_t(d.workspaceBuffer)] = 0;
+    last[size_t(d.workspaceBuffer)] = lastIdx;
   }
   for (const BindingDesc &b : d.bindings) {
     if (b.buffer < 0 || size_t(b.buffer) >= nb)

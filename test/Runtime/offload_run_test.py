@@ -46,6 +46,18 @@ rc, out = offload_run(plan, "--dump-plan")
 expect(rc == 0 and "offload.linear" in out and "phase optimizer" in out,
        "--dump-plan", out)
 
+# --check: op coverage per backend, nothing run (no GPU needed).
+rc, out = offload_run("--help")
+expect("--check" in out, "--help lists --check", out)
+rc, out = offload_run(plan, "--check")
+expect(rc == 0 and "plan " in out and "host (chosen): has a kernel for every op"
+       in out, "--check host", out)
+rc, out = offload_run(plan, "--check", "--backend", "cuda")
+expect(("cuda (chosen): has a kernel for every op" in out and rc == 0) or
+       ("built without CUDA" in out and rc == 1), "--check cuda", out)
+rc, out = offload_run(plan, "--check", "--backend", "tpu")
+expect(rc == 1 and "unknown backend 'tpu'" in out, "--check unknown backend", out)
+
 # Several plans on one store must agree on the names they share.
 rc, out = offload_run(plan, os.path.join(work, "mlp-wide.oflp"), "--params", params)
 expect(rc == 1 and "share the store name 'fc1.weight' but disagree on it: f32[16,5] vs f32[17,5]"
