@@ -49,12 +49,23 @@ say "3-4. training step, saved values, memory plan, lowering"
   --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.step.mlir"
 
 BACKEND=host
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then BACKEND=cuda; fi
+BACKEND_ARGS=()
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  BACKEND=cuda
+  # The CUDA backend needs the runtime built with CUDA (setup.sh does when nvcc
+  # is found) and cuDNN/cuBLAS scratch: a plan without a workspace buffer gets
+  # 64 MiB appended to its device arena (counted in both peaks).
+  if ! "$BIN/offload-run" "$OUT/$MODEL.oflp" --check --backend cuda; then
+    echo "run-main: the CUDA backend cannot run this plan (see above); use a CUDA build" >&2
+    exit 1
+  fi
+  BACKEND_ARGS=(--workspace-bytes $((64 << 20)))
+fi
 
 say "5. run: first step (gradients compared below), then $STEPS steps on $BACKEND"
-"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" "${BACKEND_ARGS[@]}" --steps 1 --threads "$THREADS" \
   --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.step1.npz" > /dev/null
-"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps "$STEPS" --threads "$THREADS" \
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" "${BACKEND_ARGS[@]}" --steps "$STEPS" --threads "$THREADS" \
   --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz" \
   | tee "$OUT/run.log"
 

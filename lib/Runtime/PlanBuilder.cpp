@@ -237,3 +237,26 @@ PlanData PlanBuilder::finish() {
       predictedPeak_ ? predictedPeak_ : computePeakDeviceBytes(d);
   return d;
 }
+
+Status offload::rt::addWorkspace(PlanData &d, uint64_t bytes) {
+  if (bytes == 0 || d.workspaceBuffer >= 0)
+    return Status::success();
+  if (computePeakDeviceBytes(d) != d.predictedPeakDeviceBytes)
+    return Status::error("addWorkspace: the plan's predicted peak differs "
+                         "from its buffers' (an invalid plan)");
+  BufferDesc w;
+  w.name = "workspace";
+  w.dtype = DType::Bool;
+  w.shape = {int64_t(bytes)};
+  w.space = MemorySpace::Device;
+  w.offset = (d.deviceCapacity + 255) / 256 * 256;
+  w.size = bytes;
+  w.role = BufferRole::Workspace;
+  w.liveFirst = 0;
+  w.liveLast = std::max<int>(int(d.instructions.size()), 1) - 1;
+  d.buffers.push_back(std::move(w));
+  d.workspaceBuffer = int32_t(d.buffers.size()) - 1;
+  d.deviceCapacity = d.buffers.back().offset + bytes;
+  d.predictedPeakDeviceBytes = computePeakDeviceBytes(d);
+  return Status::success();
+}

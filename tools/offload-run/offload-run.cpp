@@ -62,6 +62,10 @@ static const char *kHelp =
     "                       backward_input then backward_weight, optimizer)\n"
     "                       through Session::runPhase, as a pipeline\n"
     "                       schedule would, instead of in one call\n"
+    "  --workspace-bytes N  give a plan without a workspace buffer one of N\n"
+    "                       bytes, appended to its device arena: the scratch\n"
+    "                       that the CUDA backend hands to cuDNN and cuBLAS\n"
+    "                       (the planned and measured peaks count it)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --check              load the plan(s) and report, per backend, the ops\n"
     "                       it has no kernel for, without running a step\n"
@@ -80,6 +84,7 @@ int main(int argc, char **argv) {
   int steps = 1;
   bool dumpPlan = false, strictParams = false, byPhase = false, check = false;
   long long seed = 0;
+  uint64_t workspaceBytes = 0;
   SessionOptions opts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -130,6 +135,8 @@ int main(int argc, char **argv) {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
       opts.deviceMemoryBytes = uint64_t(number("--device-bytes"));
+    } else if (a == "--workspace-bytes") {
+      workspaceBytes = uint64_t(number("--workspace-bytes"));
     } else if (a == "--dump-plan") {
       dumpPlan = true;
     } else if (a == "--check") {
@@ -153,6 +160,14 @@ int main(int argc, char **argv) {
     auto plan = Plan::load(path);
     if (!plan)
       return fail(plan.message());
+    if (workspaceBytes && (*plan)->data().workspaceBuffer < 0) {
+      PlanData d = (*plan)->data();
+      if (Status st = addWorkspace(d, workspaceBytes); !st.ok())
+        return fail(path + ": " + st.message());
+      plan = Plan::fromData(std::move(d));
+      if (!plan)
+        return fail(path + ": " + plan.message());
+    }
     if (dumpPlan) {
       if (numPlans > 1)
         std::printf("== %s\n", path.c_str());

@@ -194,6 +194,26 @@ TEST(WorkspaceTest, HostBackendCountsItAndResultsDoNotChange) {
   EXPECT_TRUE(g0.bitEqual(g1));
 }
 
+TEST(WorkspaceTest, AddWorkspaceAppendsToTheDeviceArena) {
+  PlanData d = buildStepPlan();
+  uint64_t cap = d.deviceCapacity, peak = d.predictedPeakDeviceBytes;
+  ASSERT_TRUE(addWorkspace(d, 5000).ok());
+  ASSERT_GE(d.workspaceBuffer, 0);
+  const BufferDesc &w = d.buffers[size_t(d.workspaceBuffer)];
+  EXPECT_EQ(w.offset, (cap + 255) / 256 * 256);
+  EXPECT_EQ(d.deviceCapacity, w.offset + 5000);
+  EXPECT_EQ(d.predictedPeakDeviceBytes, peak + 5000);
+  EXPECT_TRUE(validatePlan(d).ok()) << validateError(d);
+  // A plan with a workspace keeps it.
+  int id = d.workspaceBuffer;
+  ASSERT_TRUE(addWorkspace(d, 1 << 20).ok());
+  EXPECT_EQ(d.workspaceBuffer, id);
+  EXPECT_EQ(d.buffers[size_t(id)].size, 5000u);
+  PlanData bad = buildStepPlan();
+  bad.predictedPeakDeviceBytes += 1;
+  EXPECT_FALSE(addWorkspace(bad, 100).ok());
+}
+
 TEST(WorkspaceTest, DeviceLimitCountsTheWorkspace) {
   registerTestKernels();
   PlanData d = stepPlanWithWorkspace(1 << 20);

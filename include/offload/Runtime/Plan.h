@@ -265,6 +265,16 @@ private:
   uint64_t deviceCapacity_ = 0, hostCapacity_ = 0, predictedPeak_ = 0;
 };
 
+/// Gives `plan`, which has no workspace buffer, one of `bytes` bytes: a new
+/// device buffer "workspace" placed after every other device byte (the
+/// device arena grows by it, 256-byte aligned), live over the whole step;
+/// the predicted peak is recomputed. A plan that already has a workspace is
+/// left as it is; bytes == 0 does nothing. For runners (offload-run
+/// --workspace-bytes) and tests: a compiler reserves the workspace in its
+/// own memory plan (PlanBuilder::workspace). Errors: a plan whose
+/// predicted peak disagrees with its buffers (not validated).
+Status addWorkspace(PlanData &plan, uint64_t bytes);
+
 /// Attribute helpers for PlanBuilder users.
 AttrValue attrInts(std::vector<int64_t> v);
 AttrValue attrInt(int64_t v);
