@@ -266,7 +266,10 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasSetStream", st));
   st = cublasSetWorkspace(cublas_, ctx_.workspace, ctx_.workspaceBytes);
-  if (st != CUBLAS_STATUS_SUCCESS)
+  // Without a workspace buffer, cuBLAS gets none (nullptr, 0 bytes). Should
+  // a cuBLAS version refuse that, it keeps its default pool (outside the
+  // plan, as the context is) rather than failing every such plan.
+  if (st != CUBLAS_STATUS_SUCCESS && ctx_.workspaceBytes != 0)
     return Status::error(cublasErrorText("cublasSetWorkspace", st));
   // FP32 products in FP32 (no TF32), no atomics: reproducible results.
   st = cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
