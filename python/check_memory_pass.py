@@ -19,6 +19,12 @@ forward step) in the rewritten variant. A pass that changes the order of a
 sum (slicing a weight splits the input gradient's sum over its rows) is
 checked with --rtol R instead: every element within R of the baseline,
 relative to the tensor's largest magnitude.
+
+Where a GPU is present (python/pipeline.py: cuda_runnable) every plan also
+runs on --backend cuda: the two variants must agree there as on the host
+(bit-identical, or within --rtol), the CUDA baseline's loss and gradients
+must be within 1e-5 relative of the host's, and the measured peaks must
+equal the planned ones. Without a GPU nothing of this runs or prints.
 """
 import argparse
 import os
@@ -28,7 +34,7 @@ import sys
 
 import numpy as np
 
-from pipeline import export_and_import, run
+from pipeline import cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
 
 
 def main(argv=None):
@@ -62,7 +68,8 @@ def main(argv=None):
     # Two plans per variant: with gradients as outputs (compared bit for bit)
     # and without (the step as trained, whose peak is what the pass changes:
     # returned gradients would stay alive to the end of the step).
-    results = {}
+    results, cuda_results = {}, {}
+    use_cuda = None
     variants = (("baseline", [], []),
                 ("rewritten", shlex.split(args.pre_pipeline), shlex.split(args.pipeline)))
     for label, pre, extra in variants:
@@ -83,11 +90,15 @@ def main(argv=None):
             out = run(runner)
             mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
             results[tag] = (int(mm.group(1)), int(mm.group(2)))
+            if use_cuda is None:
+                use_cuda = cuda_runnable(args.bin, plan)
+            if use_cuda:
+                out = run([a if a != w(f"{tag}.npz") else w(f"{tag}.cuda.npz") for a in runner]
+                          + cuda_run_args())
+                mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
+                cuda_results[tag] = (int(mm.group(1)), int(mm.group(2)))
 
-    a, b = np.load(w("baseline.npz")), np.load(w("rewritten.npz"))
-    failed = False
-    names = sorted(set(a.files) | set(b.files))
-    def differs(n):
+    def differs(a, b, n):
         if n not in a.files or n not in b.files or a[n].shape != b[n].shape:
             return True
         if args.rtol == 0:
@@ -95,16 +106,30 @@ def main(argv=None):
         x, y = a[n].astype(np.float64), b[n].astype(np.float64)
         scale = max(float(np.max(np.abs(x))) if x.size else 0.0, 1e-30)
         return bool(np.max(np.abs(x - y)) > args.rtol * scale) if x.size else False
-    diff = [n for n in names if differs(n)]
+
+    failed = False
     how = "bit-identical" if args.rtol == 0 else f"equal within {args.rtol:g} relative"
-    print(f"{m}: {len(names)} outputs compared, {len(diff)} differ"
-          + (f" (first: {diff[0]})" if diff else "") + (": FAIL" if diff else ": " + how))
-    failed |= bool(diff)
-    for label, (planned, measured) in results.items():
-        ok = planned == measured
+    backends = [("", "", results)] + ([(" cuda", ".cuda", cuda_results)] if use_cuda else [])
+    for label_b, suffix, res in backends:
+        a, b = np.load(w(f"baseline{suffix}.npz")), np.load(w(f"rewritten{suffix}.npz"))
+        names = sorted(set(a.files) | set(b.files))
+        diff = [n for n in names if differs(a, b, n)]
+        print(f"{m}{label_b}: {len(names)} outputs compared, {len(diff)} differ"
+              + (f" (first: {diff[0]})" if diff else "") + (": FAIL" if diff else ": " + how))
+        failed |= bool(diff)
+        for label, (planned, measured) in res.items():
+            ok = planned == measured
+            failed |= not ok
+            print(f"{m}{label_b} {label}: peak device bytes planned {planned} measured {measured}"
+                  + ("" if ok else ": FAIL"))
+    if use_cuda:
+        a, b = np.load(w("baseline.cuda.npz")), np.load(w("baseline.npz"))
+        names = ["loss"] + [n for n in b.files if n.startswith("grad:")]
+        err, name = max_rel_diff(a, b, names)
+        ok = err <= 1e-5
         failed |= not ok
-        print(f"{m} {label}: peak device bytes planned {planned} measured {measured}"
-              + ("" if ok else ": FAIL"))
+        print(f"{m}: cuda vs host loss and gradients: max relative error {err:.3e}"
+              + (f" ({name})" if name else "") + (": ok" if ok else ": FAIL"))
     pa, pb = results["baseline.nograd"][0], results["rewritten.nograd"][0]
     print(f"{m}: peak {pa} -> {pb} bytes ({100.0 * (pa - pb) / pa:.1f}% lower)")
     return 1 if failed else 0

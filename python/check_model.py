@@ -17,6 +17,11 @@ exits 1 if any fails. --opt-pipeline inserts extra offload-opt passes
 
 Tolerance: max|ours - ref| / max|ref| per tensor <= rtol (fp32; default
 1e-4 as the project's oracle states).
+
+Where a GPU is present (python/pipeline.py: cuda_runnable) the plan also
+runs on --backend cuda: its first-step loss and gradients must be within
+1e-5 relative of the host backend's, and its measured peak must equal the
+plan's. Without a GPU nothing of this runs or prints.
 """
 import argparse
 import os
@@ -24,7 +29,7 @@ import re
 import subprocess
 import sys
 
-from pipeline import HERE, PY, export_and_import, run
+from pipeline import HERE, PY, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
 
 
 def main(argv=None):
@@ -96,6 +101,22 @@ def main(argv=None):
         status = "ok" if r.returncode == 0 else "FAIL"
         failed |= r.returncode != 0
         print(f"{m} {args.optimizer} {label}: {line}: {status}")
+
+    if cuda_runnable(args.bin, w(m + ".oflp")):
+        import numpy as np
+        outc = run(runner + cuda_run_args() + ["--steps", "1", "--dump", w("ours.cuda.step1.npz")])
+        a, b = np.load(w("ours.cuda.step1.npz")), np.load(w("ours.step1.npz"))
+        names = ["loss"] + [n for n in b.files if n.startswith("grad:")]
+        err, name = max_rel_diff(a, b, names)
+        ok = err <= 1e-5
+        failed |= not ok
+        print(f"{m} {args.optimizer} cuda vs host loss and gradients (step 1): max relative "
+              f"error {err:.3e}" + (f" ({name})" if name else "") + f": {'ok' if ok else 'FAIL'}")
+        mc = re.search(r"peak device bytes: planned (\d+) measured (\d+)", outc)
+        okc = bool(mc) and mc.group(1) == mc.group(2)
+        failed |= not okc
+        print(f"{m} cuda {mc.group(0) if mc else 'peak device bytes not reported'}: "
+              f"{'ok' if okc else 'FAIL'}")
 
     for out in (out1, outn):
         mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)

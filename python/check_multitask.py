@@ -34,7 +34,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from pipeline import run
+from pipeline import check_cuda_run, run
 
 RTOL = 1e-5
 FLOOR = 1e-6
@@ -117,10 +117,13 @@ def main(argv=None):
         print(f"multitask: plan {t} binds parameters {', '.join(params)}"
               + (f": FAIL (binds the other head: {other})" if other else ""))
 
-    out = run([os.path.join(a.bin, "offload-run")] + plans +
+    runner = ([os.path.join(a.bin, "offload-run")] + plans +
               ["--params", w("params.npz"), "--inputs", w("inputs0.npz"), "--inputs", w("inputs1.npz"),
                "--steps", str(a.steps), "--threads", str(a.threads), "--dump", w("out.npz")])
+    out = run(runner)
     sys.stdout.write(out)
+    # Where a GPU is present, the same steps on the CUDA backend.
+    failed |= check_cuda_run("multitask:", a.bin, plans[0], runner, w("out.npz"))
     losses = [float(v) for v in re.findall(r"^step \d+ \[plan \d+ [^\]]*\]: loss (\S+)", out, re.M)]
     for m in re.finditer(r"peak device bytes: planned (\d+) measured (\d+)", out):
         failed |= m.group(1) != m.group(2)

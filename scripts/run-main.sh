@@ -63,13 +63,24 @@ grep -v "^  \(saved\|parameter\) " "$OUT/plan-report.txt"
 echo "  (the whole decision table: $OUT/plan-report.txt)"
 
 BACKEND=host
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then BACKEND=cuda; fi
+BACKEND_ARGS=()
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  BACKEND=cuda
+  # The CUDA backend needs the runtime built with CUDA (setup.sh does when nvcc
+  # is found). The planner's built-in targets reserve no library workspace
+  # (docs/planner.md), so the backend picks cuDNN/cuBLAS algorithms that need
+  # none and the budget holds as planned.
+  if ! "$BIN/offload-run" "$OUT/$MODEL.oflp" --check --backend cuda; then
+    echo "run-main: the CUDA backend cannot run this plan (see above); use a CUDA build" >&2
+    exit 1
+  fi
+fi
 
 say "5. run on a device of $BUDGET bytes: first step (gradients compared below), then $STEPS steps on $BACKEND"
-"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps 1 --threads "$THREADS" \
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" "${BACKEND_ARGS[@]}" --steps 1 --threads "$THREADS" \
   --device-bytes "$BUDGET" \
   --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.step1.npz" > /dev/null
-"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" --steps "$STEPS" --threads "$THREADS" \
+"$BIN/offload-run" "$OUT/$MODEL.oflp" --backend "$BACKEND" "${BACKEND_ARGS[@]}" --steps "$STEPS" --threads "$THREADS" \
   --device-bytes "$BUDGET" --params "$OUT/$MODEL.params.npz" --inputs "$OUT/$MODEL.inputs.npz" --dump "$OUT/ours.npz" \
   | tee "$OUT/run.log"
 

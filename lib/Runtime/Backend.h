@@ -23,6 +23,14 @@ public:
   /// Allocates the arenas and checks the plan's ops have kernels.
   virtual Status init(std::shared_ptr<const Plan> plan,
                       const SessionOptions &options) = 0;
+  /// Every op name this backend has a kernel for (runtime ops excluded).
+  /// Needs no device.
+  virtual std::vector<std::string> ops() const = 0;
+  /// The plan's ops that this backend cannot run, each once, in first-use
+  /// order; empty when it runs them all. Needs no device. An entry may carry
+  /// a note in parentheses ("offload.x (host)": an instruction on host
+  /// buffers that needs a host kernel).
+  virtual std::vector<std::string> missingOps(const PlanData &plan) const = 0;
   /// Starts a step: every buffer live at instruction 0 is allocated.
   virtual Status beginStep() = 0;
   /// Copies `bytes` host bytes into / out of buffer `id` (live).
@@ -59,6 +67,21 @@ inline TensorView bufferView(const PlanData &plan, int id, void *data) {
 std::unique_ptr<Backend> createHostBackend();
 /// nullptr when the library was built without CUDA.
 std::unique_ptr<Backend> createCudaBackend();
+
+/// True for the ops that the executors run themselves (copies, wait,
+/// reshape): they need no kernel.
+inline bool isRuntimeOp(const std::string &op) {
+  return op == kOpToHost || op == kOpToDevice || op == kOpWait ||
+         op == kOpReshape;
+}
+
+/// "a, b, c".
+inline std::string joinNames(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 /// Statically checks that the plan's stream order and events make every
 /// cross-stream hazard ordered (docs/runtime.md, "Synchronisation").

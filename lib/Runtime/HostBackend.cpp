@@ -48,6 +48,19 @@ public:
   const char *name() const override { return "host"; }
   Status init(std::shared_ptr<const Plan> plan,
               const SessionOptions &options) override;
+  std::vector<std::string> ops() const override {
+    registerAllHostKernels();
+    return KernelRegistry::host().names();
+  }
+  std::vector<std::string> missingOps(const PlanData &d) const override {
+    registerAllHostKernels();
+    std::vector<std::string> missing;
+    for (const InstructionDesc &in : d.instructions)
+      if (!isRuntimeOp(in.op) && !KernelRegistry::host().lookup(in.op) &&
+          std::find(missing.begin(), missing.end(), in.op) == missing.end())
+        missing.push_back(in.op);
+    return missing;
+  }
   Status beginStep() override;
   Status write(int id, const void *src, size_t bytes) override;
   Status read(int id, void *dst, size_t bytes) override;
@@ -172,24 +185,14 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
                          " bytes but the plan's device arena needs " +
                          std::to_string(d.deviceCapacity) + " bytes");
   // Kernels: every non-runtime op needs one; list all missing.
-  std::vector<std::string> missing;
+  std::vector<std::string> missing = missingOps(d);
+  if (!missing.empty())
+    return Status::error("host backend has no kernel for: " +
+                         joinNames(missing));
   kernels_.assign(d.instructions.size(), nullptr);
-  for (size_t i = 0; i < d.instructions.size(); ++i) {
-    const std::string &op = d.instructions[i].op;
-    if (op == kOpToHost || op == kOpToDevice || op == kOpWait ||
-        op == kOpReshape)
-      continue;
-    kernels_[i] = KernelRegistry::host().lookup(op);
-    if (!kernels_[i] &&
-        std::find(missing.begin(), missing.end(), op) == missing.end())
-      missing.push_back(op);
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string &m : missing)
-      list += (list.empty() ? "" : ", ") + m;
-    return Status::error("host backend has no kernel for: " + list);
-  }
+  for (size_t i = 0; i < d.instructions.size(); ++i)
+    if (!isRuntimeOp(d.instructions[i].op))
+      kernels_[i] = KernelRegistry::host().lookup(d.instructions[i].op);
   // Exactly the plan's capacities (at least one byte so pointers are valid).
   device_.reset(new (std::nothrow)
                     uint8_t[std::max<uint64_t>(d.deviceCapacity, 1)]);

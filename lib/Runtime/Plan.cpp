@@ -42,6 +42,8 @@ const char *offload::rt::bufferRoleName(BufferRole r) {
     return "temporary";
   case BufferRole::Constant:
     return "constant";
+  case BufferRole::Workspace:
+    return "workspace";
   }
   return "?";
 }
@@ -100,7 +102,8 @@ std::vector<uint8_t> Plan::serialize(const PlanData &d) {
   auto root = fb::CreatePlanDirect(fbb, d.formatVersion, d.producer.c_str(),
                                    d.deviceCapacity, d.hostCapacity,
                                    d.predictedPeakDeviceBytes, d.numEvents,
-                                   &bufs, &binds, &instrs, &phases, &consts);
+                                   &bufs, &binds, &instrs, &phases, &consts,
+                                   d.workspaceBuffer);
   fb::FinishSizePrefixedPlanBuffer(fbb, root);
   return std::vector<uint8_t>(fbb.GetBufferPointer(),
                               fbb.GetBufferPointer() + fbb.GetSize());
@@ -216,6 +219,7 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
   d.hostCapacity = p->host_capacity();
   d.predictedPeakDeviceBytes = p->predicted_peak_device_bytes();
   d.numEvents = p->num_events();
+  d.workspaceBuffer = p->workspace_buffer();
   if (p->buffers())
     for (const fb::Buffer *b : *p->buffers()) {
       BufferDesc bd;
@@ -331,6 +335,10 @@ Status offload::rt::validatePlan(const PlanData &d) {
   int lastIdx = std::max(n, 1) - 1;
   if (d.numEvents < 0)
     return err("num_events is negative");
+  if (d.workspaceBuffer < -1 || d.workspaceBuffer >= nb)
+    return err("workspace_buffer " + std::to_string(d.workspaceBuffer) +
+               " is not a buffer id (plan has " + std::to_string(nb) +
+               " buffers) nor -1");
 
   // Buffers.
   for (int i = 0; i < nb; ++i) {
@@ -340,8 +348,12 @@ Status offload::rt::validatePlan(const PlanData &d) {
       return err(bn + ": unknown dtype " + std::to_string(int(b.dtype)));
     if (uint8_t(b.space) > 1)
       return err(bn + ": unknown memory space");
-    if (uint8_t(b.role) > uint8_t(BufferRole::Constant))
+    if (uint8_t(b.role) > uint8_t(BufferRole::Workspace))
       return err(bn + ": unknown role");
+    if (b.role == BufferRole::Workspace && i != d.workspaceBuffer)
+      return err(bn + ": has role workspace but is not the plan's "
+                      "workspace_buffer (" +
+                 std::to_string(d.workspaceBuffer) + ")");
     uint64_t numel = 1;
     for (int64_t dim : b.shape) {
       if (dim < 0)
@@ -383,6 +395,37 @@ Status offload::rt::validatePlan(const PlanData &d) {
                    bufName(d, b.aliasOf));
     } else if (b.aliasOf < -1) {
       return err(bn + ": alias_of must be -1 or a buffer id");
+    }
+  }
+
+  // The workspace: a whole-step device buffer that only the backend uses.
+  if (d.workspaceBuffer != -1) {
+    int ws = d.workspaceBuffer;
+    const BufferDesc &w = d.buffers[size_t(ws)];
+    std::string wn = "workspace " + bufName(d, ws);
+    if (w.space != MemorySpace::Device)
+      return err(wn + ": must be in device memory, not " +
+                 memorySpaceName(w.space));
+    if (w.role != BufferRole::Workspace)
+      return err(wn + ": must have role workspace, not " +
+                 std::string(bufferRoleName(w.role)));
+    if (w.aliasOf >= 0)
+      return err(wn + ": must not be an alias");
+    if (w.liveFirst != 0 || w.liveLast != lastIdx)
+      return err(wn + ": live interval [" + std::to_string(w.liveFirst) +
+                 ", " + std::to_string(w.liveLast) +
+                 "] must be the whole step [0, " + std::to_string(lastIdx) +
+                 "]");
+    for (int i = 0; i < nb; ++i)
+      if (d.buffers[size_t(i)].aliasOf == ws)
+        return err(bufName(d, i) + ": aliases the " + wn);
+    for (int i = 0; i < n; ++i) {
+      const InstructionDesc &in = d.instructions[size_t(i)];
+      for (const auto *ids : {&in.inputs, &in.outputs})
+        for (int id : *ids)
+          if (id == ws)
+            return err(instrName(d, i) + " names the " + wn +
+                       ", which only the backend uses");
     }
   }
 
@@ -504,12 +547,15 @@ Status offload::rt::validatePlan(const PlanData &d) {
     if (bd.buffer < 0 || bd.buffer >= nb)
       return err(bn + ": buffer id " + std::to_string(bd.buffer) +
                  " out of range");
-    if (uint8_t(bd.role) > uint8_t(BufferRole::Constant) ||
+    if (uint8_t(bd.role) > uint8_t(BufferRole::Workspace) ||
         uint8_t(bd.direction) > 1)
       return err(bn + ": unknown role or direction");
     if (!seen.insert({bd.name, int(bd.direction)}).second)
       return err(bn + " appears twice with the same direction");
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+    if (bd.buffer == d.workspaceBuffer)
+      return err(bn + ": binds the workspace " + bufName(d, bd.buffer) +
+                 ", which only the backend uses");
     if (!bd.sliceOf.empty()) {
       uint64_t whole = dtypeSize(b.dtype);
       for (int64_t dim : bd.wholeShape) {
@@ -537,7 +583,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
                    " must be live from instruction 0");
     } else {
       if (bd.role == BufferRole::Temporary || bd.role == BufferRole::Input ||
-          bd.role == BufferRole::Constant)
+          bd.role == BufferRole::Constant || bd.role == BufferRole::Workspace)
         return err(bn + ": an output binding cannot have role " +
                    std::string(bufferRoleName(bd.role)));
       if (b.liveLast != lastIdx)
@@ -648,7 +694,11 @@ std::string Plan::dump() const {
      << "\"\n";
   os << "device arena " << d.deviceCapacity << " bytes, host arena "
      << d.hostCapacity << " bytes, predicted peak device "
-     << d.predictedPeakDeviceBytes << " bytes, " << d.numEvents << " events\n";
+     << d.predictedPeakDeviceBytes << " bytes, " << d.numEvents << " events";
+  if (d.workspaceBuffer >= 0)
+    os << ", workspace %" << d.workspaceBuffer << " ("
+       << d.buffers[size_t(d.workspaceBuffer)].size << " bytes)";
+  os << "\n";
   os << "buffers (" << d.buffers.size() << "):\n";
   for (size_t i = 0; i < d.buffers.size(); ++i) {
     const BufferDesc &b = d.buffers[i];

@@ -113,6 +113,21 @@ void PlanBuilder::endPhase(const std::string &name) {
   phase(name, first, int(data_.instructions.size()));
 }
 
+int PlanBuilder::workspace(uint64_t bytes) {
+  int id = data_.workspaceBuffer;
+  if (bytes == 0)
+    return id;
+  if (id < 0) {
+    id = buffer("workspace", DType::Bool, {int64_t(bytes)},
+                BufferRole::Workspace, MemorySpace::Device);
+    data_.workspaceBuffer = id;
+  } else {
+    data_.buffers[size_t(id)].shape = {int64_t(bytes)};
+    data_.buffers[size_t(id)].size = bytes;
+  }
+  return id;
+}
+
 void PlanBuilder::constant(int id, std::vector<uint8_t> bytes) {
   data_.constants.push_back({id, std::move(bytes)});
 }
@@ -144,6 +159,11 @@ PlanData PlanBuilder::finish() {
         r == BufferRole::OptimizerState || r == BufferRole::Input ||
         r == BufferRole::Constant)
       first[id] = 0;
+  }
+  // The workspace lives over the whole step.
+  if (d.workspaceBuffer >= 0 && size_t(d.workspaceBuffer) < nb) {
+    first[size_t(d.workspaceBuffer)] = 0;
+    last[size_t(d.workspaceBuffer)] = lastIdx;
   }
   for (const BindingDesc &b : d.bindings) {
     if (b.buffer < 0 || size_t(b.buffer) >= nb)
@@ -216,4 +236,27 @@ PlanData PlanBuilder::finish() {
   d.predictedPeakDeviceBytes =
       predictedPeak_ ? predictedPeak_ : computePeakDeviceBytes(d);
   return d;
+}
+
+Status offload::rt::addWorkspace(PlanData &d, uint64_t bytes) {
+  if (bytes == 0 || d.workspaceBuffer >= 0)
+    return Status::success();
+  if (computePeakDeviceBytes(d) != d.predictedPeakDeviceBytes)
+    return Status::error("addWorkspace: the plan's predicted peak differs "
+                         "from its buffers' (an invalid plan)");
+  BufferDesc w;
+  w.name = "workspace";
+  w.dtype = DType::Bool;
+  w.shape = {int64_t(bytes)};
+  w.space = MemorySpace::Device;
+  w.offset = (d.deviceCapacity + 255) / 256 * 256;
+  w.size = bytes;
+  w.role = BufferRole::Workspace;
+  w.liveFirst = 0;
+  w.liveLast = std::max<int>(int(d.instructions.size()), 1) - 1;
+  d.buffers.push_back(std::move(w));
+  d.workspaceBuffer = int32_t(d.buffers.size()) - 1;
+  d.deviceCapacity = d.buffers.back().offset + bytes;
+  d.predictedPeakDeviceBytes = computePeakDeviceBytes(d);
+  return Status::success();
 }

@@ -8,6 +8,7 @@
 
 #include "Backend.h"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace offload::rt;
@@ -42,24 +43,49 @@ std::vector<std::string> offload::rt::availableBackends() {
   return out;
 }
 
+/// A backend object by name (not initialised).
+static Expected<std::unique_ptr<Backend>> makeBackend(const std::string &name) {
+  if (name == "host")
+    return createHostBackend();
+  if (name == "cuda") {
+    std::unique_ptr<Backend> be = createCudaBackend();
+    if (!be)
+      return Status::error("backend 'cuda' is not available: this runtime "
+                           "was built without CUDA (OFFLOAD_ENABLE_CUDA)");
+    return std::move(be);
+  }
+  return Status::error("unknown backend '" + name +
+                       "' (expected host or cuda)");
+}
+
+Expected<std::vector<std::string>>
+offload::rt::backendOps(const std::string &backend) {
+  auto be = makeBackend(backend);
+  if (!be)
+    return be.status();
+  std::vector<std::string> ops = (*be)->ops();
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+Expected<std::vector<std::string>>
+offload::rt::missingOps(const Plan &plan, const std::string &backend) {
+  auto be = makeBackend(backend);
+  if (!be)
+    return be.status();
+  return (*be)->missingOps(plan.data());
+}
+
 Expected<std::unique_ptr<Session>>
 Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
                 const SessionOptions &options,
                 std::shared_ptr<ParameterStore> store) {
   if (!plan)
     return Status::error("Session::create: null plan");
-  std::unique_ptr<Backend> be;
-  if (backend == "host") {
-    be = createHostBackend();
-  } else if (backend == "cuda") {
-    be = createCudaBackend();
-    if (!be)
-      return Status::error("backend 'cuda' is not available: this runtime "
-                           "was built without CUDA (OFFLOAD_ENABLE_CUDA)");
-  } else {
-    return Status::error("unknown backend '" + backend +
-                         "' (expected host or cuda)");
-  }
+  auto made = makeBackend(backend);
+  if (!made)
+    return made.status();
+  std::unique_ptr<Backend> be = made.take();
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;

@@ -46,6 +46,23 @@ rc, out = offload_run(plan, "--dump-plan")
 expect(rc == 0 and "offload.linear" in out and "phase optimizer" in out,
        "--dump-plan", out)
 
+# --check: op coverage per backend, nothing run (no GPU needed).
+rc, out = offload_run("--help")
+expect("--check" in out, "--help lists --check", out)
+rc, out = offload_run(plan, "--check")
+expect(rc == 0 and "plan " in out and "host (chosen): has a kernel for every op"
+       in out, "--check host", out)
+rc, out = offload_run(plan, "--check", "--backend", "cuda")
+expect(("cuda (chosen): has a kernel for every op" in out and rc == 0) or
+       ("built without CUDA" in out and rc == 1), "--check cuda", out)
+rc, out = offload_run(plan, "--check", "--workspace-bytes", "4096")
+expect(rc == 0 and "workspace 4096 bytes" in out, "--check --workspace-bytes", out)
+rc, out = offload_run(plan, "--dump-plan", "--workspace-bytes", "1000")
+expect(rc == 0 and "\"workspace\" bool[1000] device@" in out,
+       "--dump-plan --workspace-bytes", out)
+rc, out = offload_run(plan, "--check", "--backend", "tpu")
+expect(rc == 1 and "unknown backend 'tpu'" in out, "--check unknown backend", out)
+
 # Several plans on one store must agree on the names they share.
 rc, out = offload_run(plan, os.path.join(work, "mlp-wide.oflp"), "--params", params)
 expect(rc == 1 and "share the store name 'fc1.weight' but disagree on it: f32[16,5] vs f32[17,5]"
@@ -86,7 +103,14 @@ expect(rc == 1 and ("binding 'fc1.weight' expects f32[16,5], got f32[16,4]"
                     in out or "no kernel for" in out), "misshaped binding",
        out)
 
+# A workspace changes the peaks by its size, not the results.
 dump = os.path.join(work, "out.npz")
+rc, out = offload_run(plan, "--params", params, "--inputs", inputs,
+                      "--steps", "3", "--dump", dump + ".ws.npz",
+                      "--workspace-bytes", "65536")
+ws_ok = rc == 0 or "no kernel for" in out
+expect(ws_ok, "training run with a workspace", out)
+ws_out = out
 rc, out = offload_run(plan, "--params", params, "--inputs", inputs,
                       "--steps", "3", "--dump", dump)
 if "no kernel for" in out:
@@ -99,6 +123,14 @@ peak = [l for l in out.splitlines() if l.startswith("peak device bytes")][0]
 nums = [int(t) for t in peak.replace("planned", " ").replace("measured", " ")
         .split() if t.isdigit()]
 expect(len(nums) == 2 and nums[0] == nums[1], "planned == measured", peak)
+ws_peak = [l for l in ws_out.splitlines() if l.startswith("peak device bytes")][0]
+ws_nums = [int(t) for t in ws_peak.replace("planned", " ").replace("measured", " ")
+           .split() if t.isdigit()]
+expect(ws_nums == [nums[0] + 65536, nums[0] + 65536],
+       "the workspace is counted in both peaks", ws_peak)
+a, b = np.load(dump), np.load(dump + ".ws.npz")
+expect(all(a[n].tobytes() == b[n].tobytes() for n in a.files),
+       "a workspace does not change results")
 
 # numpy reference: the same MLP, SGD with momentum 0.9, lr 0.05, 3 steps.
 p = {k: v.astype(np.float64) for k, v in np.load(params).items()}

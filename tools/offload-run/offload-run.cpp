@@ -3,13 +3,15 @@
 // Part of offload. Loads a plan, binds parameters/state/inputs from .npz
 // files, runs N steps on the host or CUDA backend and reports the loss per
 // step, planned vs measured peak device bytes, step time and per-stream busy
-// time; --dump writes the last step's outputs to an .npz file.
+// time; --dump writes the last step's outputs to an .npz file; --check
+// reports, without running anything, which ops each backend lacks.
 //
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Npz.h"
 #include "offload/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,7 +62,15 @@ static const char *kHelp =
     "                       backward_input then backward_weight, optimizer)\n"
     "                       through Session::runPhase, as a pipeline\n"
     "                       schedule would, instead of in one call\n"
+    "  --workspace-bytes N  give a plan without a workspace buffer one of N\n"
+    "                       bytes, appended to its device arena: the scratch\n"
+    "                       that the CUDA backend hands to cuDNN and cuBLAS\n"
+    "                       (the planned and measured peaks count it)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
+    "  --check              load the plan(s) and report, per backend, the ops\n"
+    "                       it has no kernel for, without running a step\n"
+    "                       (needs no GPU); exits 1 if the --backend one\n"
+    "                       lacks any or is not available\n"
     "  --help               this text\n";
 
 static int fail(const std::string &msg) {
@@ -72,8 +82,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> planPaths, inputsPaths;
   std::string backend = "host", paramsPath, dumpPath;
   int steps = 1;
-  bool dumpPlan = false, strictParams = false, byPhase = false;
+  bool dumpPlan = false, strictParams = false, byPhase = false, check = false;
   long long seed = 0;
+  uint64_t workspaceBytes = 0;
   SessionOptions opts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -124,8 +135,12 @@ int main(int argc, char **argv) {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
       opts.deviceMemoryBytes = uint64_t(number("--device-bytes"));
+    } else if (a == "--workspace-bytes") {
+      workspaceBytes = uint64_t(number("--workspace-bytes"));
     } else if (a == "--dump-plan") {
       dumpPlan = true;
+    } else if (a == "--check") {
+      check = true;
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option '" + a + "' (see --help)");
     } else {
@@ -145,6 +160,14 @@ int main(int argc, char **argv) {
     auto plan = Plan::load(path);
     if (!plan)
       return fail(plan.message());
+    if (workspaceBytes && (*plan)->data().workspaceBuffer < 0) {
+      PlanData d = (*plan)->data();
+      if (Status st = addWorkspace(d, workspaceBytes); !st.ok())
+        return fail(path + ": " + st.message());
+      plan = Plan::fromData(std::move(d));
+      if (!plan)
+        return fail(path + ": " + plan.message());
+    }
     if (dumpPlan) {
       if (numPlans > 1)
         std::printf("== %s\n", path.c_str());
@@ -152,8 +175,49 @@ int main(int argc, char **argv) {
     }
     plans.push_back(plan.take());
   }
-  if (dumpPlan)
+  if (dumpPlan && !check)
     return 0;
+
+  if (check) {
+    // Op coverage per backend: those compiled in, and the chosen one.
+    std::vector<std::string> backends = availableBackends();
+    if (std::find(backends.begin(), backends.end(), backend) == backends.end())
+      backends.push_back(backend);
+    bool ok = true;
+    for (size_t p = 0; p < numPlans; ++p) {
+      const PlanData &d = plans[p]->data();
+      uint64_t ws = d.workspaceBuffer >= 0
+                        ? d.buffers[size_t(d.workspaceBuffer)].size
+                        : 0;
+      std::printf("plan %s: %zu instructions, %zu distinct ops, device arena "
+                  "%llu bytes, workspace %llu bytes\n",
+                  planPaths[p].c_str(), d.instructions.size(),
+                  plans[p]->opNames().size(),
+                  (unsigned long long)d.deviceCapacity,
+                  (unsigned long long)ws);
+      for (const std::string &b : backends) {
+        auto missing = missingOps(*plans[p], b);
+        std::string tag = b == backend ? " (chosen)" : "";
+        if (!missing) {
+          std::printf("  %s%s: %s\n", b.c_str(), tag.c_str(),
+                      missing.message().c_str());
+          ok &= b != backend;
+        } else if (missing->empty()) {
+          std::printf("  %s%s: has a kernel for every op\n", b.c_str(),
+                      tag.c_str());
+        } else {
+          std::string list;
+          for (const std::string &m : *missing)
+            list += (list.empty() ? "" : ", ") + m;
+          std::printf("  %s%s: no kernel for %zu op%s: %s\n", b.c_str(),
+                      tag.c_str(), missing->size(),
+                      missing->size() == 1 ? "" : "s", list.c_str());
+          ok &= b != backend;
+        }
+      }
+    }
+    return ok ? 0 : 1;
+  }
 
   // One session per plan, all on one parameter store.
   auto store = std::make_shared<ParameterStore>();

@@ -184,27 +184,61 @@ TEST(MlpTest, CudaRunsHostSideUpdatesOrIsUnavailable) {
 }
 
 TEST(MlpTest, CudaListsMissingOpsOrIsUnavailable) {
+  // Ops that no backend has: Session::create lists all of them, once each,
+  // in first-use order, before it looks for a device.
   PlanBuilder b;
   int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
   int q = b.buffer("q", DType::F32, {4}, BufferRole::Temporary);
   int l = b.buffer("loss", DType::F32, {}, BufferRole::Output);
   b.bindIn("p", p);
   b.bindOut("loss", l);
-  b.instr("offload.gelu", {p}, {q});
+  b.instr("offload.frobnicate", {p}, {q});
   b.instr("offload.relu", {q}, {q});
-  b.instr("offload.conv2d", {q}, {l});
+  b.instr("offload.frobnicate", {q}, {q});
+  b.instr("offload.defrobnicate", {q}, {l});
   auto plan = Plan::fromData(b.finish());
   ASSERT_TRUE(plan.ok()) << plan.message();
   auto s = Session::create(*plan, "cuda");
   ASSERT_FALSE(s.ok());
 #ifdef OFFLOAD_HAVE_CUDA
-  EXPECT_NE(s.message().find("no CUDA kernel for: offload.gelu, "
-                             "offload.conv2d"),
+  EXPECT_NE(s.message().find("no CUDA kernel for: offload.frobnicate, "
+                             "offload.defrobnicate"),
             std::string::npos)
       << s.message();
 #else
   EXPECT_NE(s.message().find("built without CUDA"), std::string::npos)
       << s.message();
+#endif
+  auto h = Session::create(*plan, "host");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.message().find("host backend has no kernel for: "
+                             "offload.frobnicate, offload.defrobnicate"),
+            std::string::npos)
+      << h.message();
+}
+
+TEST(MlpTest, CudaCoversConvNetAndTransformerOps) {
+  // The ops that the CUDA backend used to refuse (issue 14) are covered:
+  // checked without a device.
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {2, 3, 4, 4}, BufferRole::Parameter);
+  int w = b.buffer("w", DType::F32, {3, 3, 3, 3}, BufferRole::Parameter);
+  int q = b.buffer("q", DType::F32, {2, 3, 4, 4}, BufferRole::Temporary);
+  int l = b.buffer("loss", DType::F32, {2, 3, 4, 4}, BufferRole::Output);
+  b.bindIn("p", p);
+  b.bindIn("w", w);
+  b.bindOut("loss", l);
+  b.instr("offload.gelu", {p}, {q});
+  b.instr("offload.conv2d", {q, w, -1}, {l});
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto m = missingOps(**plan, "cuda");
+#ifdef OFFLOAD_HAVE_CUDA
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_TRUE(m->empty());
+#else
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("built without CUDA"), std::string::npos);
 #endif
 }
 

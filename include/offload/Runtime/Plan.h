@@ -30,7 +30,9 @@ namespace offload {
 namespace rt {
 
 /// The plan format version this runtime reads and writes.
-constexpr uint32_t kPlanFormatVersion = 2;
+/// Version 3: the workspace buffer (BufferRole::Workspace,
+/// PlanData::workspaceBuffer).
+constexpr uint32_t kPlanFormatVersion = 3;
 
 enum class MemorySpace : uint8_t { Device = 0, Host = 1 };
 
@@ -42,7 +44,9 @@ enum class BufferRole : uint8_t {
   Output = 4,
   Gradient = 5,
   Temporary = 6,
-  Constant = 7
+  Constant = 7,
+  /// Library scratch of the backend (PlanData::workspaceBuffer).
+  Workspace = 8
 };
 
 /// Streams of a plan. Instructions on one stream run in program order.
@@ -148,6 +152,12 @@ struct PlanData {
   std::vector<InstructionDesc> instructions;
   std::vector<PhaseDesc> phases;
   std::vector<ConstantDesc> constants;
+  /// The workspace buffer or -1: a device buffer of role Workspace, live
+  /// over the whole step, named by no instruction or binding; its `size`
+  /// bytes are the scratch the backend gives its libraries (CUDA: cuDNN's
+  /// convolution algorithms and cuBLAS; host: allocated and counted in the
+  /// measured peak, otherwise unused). docs/runtime.md, "Workspace".
+  int32_t workspaceBuffer = -1;
 };
 
 /// Peak bytes of live device buffers over the plan, following the runtime's
@@ -235,6 +245,12 @@ public:
   void setHostCapacity(uint64_t bytes) { hostCapacity_ = bytes; }
   void setPredictedPeak(uint64_t bytes) { predictedPeak_ = bytes; }
   void setProducer(std::string p) { data_.producer = std::move(p); }
+  /// Gives the plan a workspace of `bytes` bytes: a device buffer
+  /// "workspace" (dtype Bool, the one-byte type, shape {bytes}), role
+  /// Workspace, live over the whole step, offset assigned by finish() like
+  /// any buffer; a second call resizes it. Returns its id; bytes == 0 adds
+  /// nothing (returns the current id, -1 when none).
+  int workspace(uint64_t bytes);
 
   /// Completes the plan: live intervals of buffers not set explicitly are
   /// derived from their uses (bound inputs and constants from 0, bound
@@ -248,6 +264,16 @@ private:
   std::vector<bool> offsetSet_, liveSet_;
   uint64_t deviceCapacity_ = 0, hostCapacity_ = 0, predictedPeak_ = 0;
 };
+
+/// Gives `plan`, which has no workspace buffer, one of `bytes` bytes: a new
+/// device buffer "workspace" placed after every other device byte (the
+/// device arena grows by it, 256-byte aligned), live over the whole step;
+/// the predicted peak is recomputed. A plan that already has a workspace is
+/// left as it is; bytes == 0 does nothing. For runners (offload-run
+/// --workspace-bytes) and tests: a compiler reserves the workspace in its
+/// own memory plan (PlanBuilder::workspace). Errors: a plan whose
+/// predicted peak disagrees with its buffers (not validated).
+Status addWorkspace(PlanData &plan, uint64_t bytes);
 
 /// Attribute helpers for PlanBuilder users.
 AttrValue attrInts(std::vector<int64_t> v);

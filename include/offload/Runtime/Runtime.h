@@ -209,6 +209,20 @@ private:
 /// Names of the backends compiled into this library ("host", "cuda").
 std::vector<std::string> availableBackends();
 
+/// Every op name ("offload.linear", ...) that `backend` has a kernel for,
+/// sorted; the runtime ops that the executors run themselves
+/// (offload.to_host, to_device, wait, reshape) are not listed. Needs no
+/// device. Errors: unknown backend, or one not compiled into this library.
+Expected<std::vector<std::string>> backendOps(const std::string &backend);
+
+/// The ops of `plan` that `backend` cannot run, each once, in first-use
+/// order; empty when it can run every instruction. This is the list that
+/// Session::create reports as one error. Needs no device (a plan can be
+/// checked for the CUDA backend on a machine without a GPU). Errors as
+/// backendOps.
+Expected<std::vector<std::string>> missingOps(const Plan &plan,
+                                              const std::string &backend);
+
 } // namespace rt
 } // namespace offload
 

@@ -1,9 +1,22 @@
-//===- CudaKernels.h - CUDA kernels of the CUDA backend ---------*- C++ -*-===//
+//===- CudaKernels.h - Kernels of the CUDA backend --------------*- C++ -*-===//
 //
-// Part of offload. Each kernel enqueues its work on `stream` (no host
-// synchronisation) and returns "" or a one-line error (unsupported dtype or
-// shape, launch failure). f32 only unless stated. Semantics:
-// docs/op-semantics.md.
+// Part of offload. The CUDA backend's kernel table: one entry per dialect op
+// that the host backend runs (lib/Runtime/Kernels/Registry.cpp), with the
+// host kernel's semantics, attributes, operand order, defaults and dtypes
+// (docs/op-semantics.md). Libraries where they fit: cuBLAS for linear and
+// matmul, cuDNN for convolutions, batch norm and softmax; own kernels for
+// the rest, whose element formulas come from lib/Runtime/Kernels/
+// ElementMath.h (the same functors the host kernels use).
+//
+// Contract of a kernel: it enqueues its work on ctx.stream (never
+// synchronises), touches only its outputs and the workspace, and returns ""
+// or a one-line error that names the failing library call (unsupported
+// dtype or shape, launch failure, cuDNN/cuBLAS status). Errors that only
+// the device can see (an index out of range) are reported through
+// ctx.errorFlag and turned into a step failure by the backend after the
+// step's synchronisation. Reductions use no floating-point atomics: every
+// result is a fixed-order sum, so results are bit-identical run to run on
+// one GPU model.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_LIB_RUNTIME_CUDA_CUDAKERNELS_H
@@ -13,7 +26,9 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,26 +36,85 @@ namespace offload {
 namespace rt {
 namespace cuda {
 
+/// Device-side error codes written to CudaContext::errorFlag[1].
+enum DeviceError : int {
+  kDeviceErrorNone = 0,
+  /// An index operand (class target, embedding index, max-pool index) is
+  /// outside its range.
+  kDeviceErrorIndexRange = 1,
+};
+
+/// One-line description of a DeviceError code.
+const char *deviceErrorText(int code);
+
+/// What every kernel of one backend shares.
+struct CudaContext {
+  cudaStream_t stream = nullptr; ///< the compute stream
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  /// The plan's workspace (256-byte aligned) or nullptr / 0 bytes.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  /// Two device ints: [0] = 1 + index of the first instruction that found
+  /// bad input on the device, [1] = its DeviceError code. Zeroed at the
+  /// start of each step.
+  int *errorFlag = nullptr;
+};
+
+/// A convolution's algorithm, chosen once at session creation.
+struct ConvChoice {
+  int algo = -1;        ///< cudnnConvolution*Algo_t value
+  int mathType = 0;     ///< cudnnMathType_t to set on the descriptor
+  size_t workspace = 0; ///< bytes the algorithm needs
+};
+
+/// What a kernel sees: the operands in op order (an absent optional operand
+/// has data == nullptr), the attributes, the shared context, the index of
+/// its instruction (for device error reports) and, for a convolution, its
+/// chosen algorithm.
 struct CudaKernelArgs {
   const std::vector<TensorView> &inputs;
   const std::vector<TensorView> &outputs;
   const AttrMap &attrs;
-  cudaStream_t stream;
-  cublasHandle_t cublas;
+  const CudaContext &ctx;
+  int instruction = 0;
+  ConvChoice conv;
 };
 
 using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 
 /// nullptr when the CUDA backend has no kernel for `op`.
 CudaKernelFn lookupKernel(const std::string &op);
+/// Every op name of the table.
 std::vector<std::string> kernelNames();
 
-/// "cudaMalloc: out of memory" style text for a CUDA error.
+/// True for offload.conv2d, conv2d_backward_input, conv2d_backward_weight:
+/// ops whose algorithm chooseConvAlgorithm picks at session creation.
+bool isConvOp(const std::string &op);
+
+/// Picks the fastest deterministic cuDNN algorithm for the convolution op
+/// `op` with these operand views (shapes and dtypes; data is not read) whose
+/// workspace fits in ctx.workspaceBytes: the first of cuDNN's heuristic
+/// ranking (cudnnGetConvolution*Algorithm_v7) with determinism ==
+/// CUDNN_DETERMINISTIC, status success, no tensor-core math (no TF32) and
+/// memory <= ctx.workspaceBytes. Returns "" and sets `out`, or an error;
+/// when no deterministic algorithm fits, the error says how many bytes the
+/// smallest one needs (`*needed` is set to that, 0 when none exists).
+std::string chooseConvAlgorithm(const std::string &op,
+                                const std::vector<TensorView> &inputs,
+                                const std::vector<TensorView> &outputs,
+                                const AttrMap &attrs, const CudaContext &ctx,
+                                ConvChoice &out, size_t *needed);
+
+/// "cudaMalloc: out of memory (cudaErrorMemoryAllocation)".
 std::string cudaErrorText(const char *call, cudaError_t err);
+/// "cublasSgemm: CUBLAS_STATUS_INVALID_VALUE (an invalid value ...)".
 std::string cublasErrorText(const char *call, cublasStatus_t st);
+/// "cudnnConvolutionForward: CUDNN_STATUS_BAD_PARAM".
+std::string cudnnErrorText(const char *call, cudnnStatus_t st);
 
 } // namespace cuda
 } // namespace rt
 } // namespace offload
 
-#endif
+#endif // OFFLOAD_LIB_RUNTIME_CUDA_CUDAKERNELS_H

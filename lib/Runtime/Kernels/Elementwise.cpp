@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilA.h"
 
 #include <cmath>
@@ -65,75 +66,39 @@ std::string backwardFloat(const KernelArgs &args, const char *op,
   return "";
 }
 
-template <typename T> T sigmoidOf(T x) { return T(1) / (T(1) + std::exp(-x)); }
-
-// --- Activations ------------------------------------------------------------
+// --- Activations (formulas: ElementMath.h) ------------------------------------
 
 std::string relu(const KernelArgs &a) {
-  return unaryFloat(a, "relu", [](auto x) {
-    using T = decltype(x);
-    return std::isnan(x) ? x : (x > T(0) ? x : T(0));
-  });
+  return unaryFloat(a, "relu", em::Relu());
 }
 std::string reluBackward(const KernelArgs &a) {
-  // ATen threshold_backward(dy, y, 0): y <= 0 ? 0 : dy.
-  return backwardFloat(a, "relu_backward", "y", [](auto g, auto y) {
-    using T = decltype(g);
-    return y <= T(0) ? T(0) : g;
-  });
+  return backwardFloat(a, "relu_backward", "y", em::ReluBackward());
 }
 
 std::string hardtanh(const KernelArgs &a) {
   double lo = a.attrs.getFloat("min_val", -1.0);
   double hi = a.attrs.getFloat("max_val", 1.0);
   if (!(lo <= hi)) return "hardtanh: min_val > max_val";
-  return unaryFloat(a, "hardtanh", [lo, hi](auto x) {
-    using T = decltype(x);
-    if (std::isnan(x)) return x;
-    return x < T(lo) ? T(lo) : (x > T(hi) ? T(hi) : x);
-  });
+  return unaryFloat(a, "hardtanh", em::Hardtanh{lo, hi});
 }
 std::string hardtanhBackward(const KernelArgs &a) {
   double lo = a.attrs.getFloat("min_val", -1.0);
   double hi = a.attrs.getFloat("max_val", 1.0);
-  return backwardFloat(a, "hardtanh_backward", "x", [lo, hi](auto g, auto x) {
-    using T = decltype(g);
-    return (x <= T(lo) || x >= T(hi)) ? T(0) : g;
-  });
+  return backwardFloat(a, "hardtanh_backward", "x", em::HardtanhBackward{lo, hi});
 }
 
 std::string hardswish(const KernelArgs &a) {
-  return unaryFloat(a, "hardswish", [](auto x) {
-    using T = decltype(x);
-    T r = std::min(std::max(x + T(3), T(0)), T(6));
-    return x * r / T(6);
-  });
+  return unaryFloat(a, "hardswish", em::Hardswish());
 }
 std::string hardswishBackward(const KernelArgs &a) {
-  // ATen 1.13: x < -3 -> 0; x >= 3 -> dy; else dy * (x/3 + 0.5). At exactly
-  // x == 3 ATen's own kernels disagree (CPU vectorized and contiguous: dy;
-  // CPU scalar path and CUDA: 1.5*dy); we follow the CPU vectorized path,
-  // which is what LibTorch CPU returns for contiguous tensors.
-  return backwardFloat(a, "hardswish_backward", "x", [](auto g, auto x) {
-    using T = decltype(g);
-    if (x < T(-3)) return T(0);
-    if (x >= T(3)) return g;
-    return g * ((x / T(3)) + T(0.5));
-  });
+  return backwardFloat(a, "hardswish_backward", "x", em::HardswishBackward());
 }
 
 std::string silu(const KernelArgs &a) {
-  return unaryFloat(a, "silu", [](auto x) {
-    using T = decltype(x);
-    return x / (T(1) + std::exp(-x));
-  });
+  return unaryFloat(a, "silu", em::Silu());
 }
 std::string siluBackward(const KernelArgs &a) {
-  return backwardFloat(a, "silu_backward", "x", [](auto g, auto x) {
-    using T = decltype(g);
-    T s = sigmoidOf(x);
-    return g * s * (T(1) + x * (T(1) - s));
-  });
+  return backwardFloat(a, "silu_backward", "x", em::SiluBackward());
 }
 
 /// approximate attribute: "none" (erf) or "tanh"; error string otherwise.
@@ -145,81 +110,45 @@ std::string geluMode(const KernelArgs &a, const char *op, bool &useTanh) {
   return "";
 }
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kSqrt2OverPi = 0.79788456080286535588; // sqrt(2/pi)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2*pi)
-constexpr double kKappa = 0.044715;
-
 std::string gelu(const KernelArgs &a) {
   bool useTanh = false;
   if (auto e = geluMode(a, "gelu", useTanh); !e.empty()) return e;
   if (useTanh)
-    return unaryFloat(a, "gelu", [](auto x) {
-      using T = decltype(x);
-      T inner = T(kSqrt2OverPi) * (x + T(kKappa) * x * x * x);
-      return T(0.5) * x * (T(1) + std::tanh(inner));
-    });
-  return unaryFloat(a, "gelu", [](auto x) {
-    using T = decltype(x);
-    return x * T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
-  });
+    return unaryFloat(a, "gelu", em::GeluTanh());
+  return unaryFloat(a, "gelu", em::Gelu());
 }
 std::string geluBackward(const KernelArgs &a) {
   bool useTanh = false;
   if (auto e = geluMode(a, "gelu_backward", useTanh); !e.empty()) return e;
   if (useTanh)
-    return backwardFloat(a, "gelu_backward", "x", [](auto g, auto x) {
-      using T = decltype(g);
-      T xSq = x * x;
-      T inner = T(kSqrt2OverPi) * (x + T(kKappa) * xSq * x);
-      T th = std::tanh(inner);
-      T left = T(0.5) * x, right = T(1) + th;
-      T leftD = T(0.5) * right;
-      T rightD = left * (T(1) - th * th) * T(kSqrt2OverPi) *
-                 (T(1) + T(3 * kKappa) * xSq);
-      return g * (leftD + rightD);
-    });
-  return backwardFloat(a, "gelu_backward", "x", [](auto g, auto x) {
-    using T = decltype(g);
-    T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
-    T pdf = std::exp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
-    return g * (cdf + x * pdf);
-  });
+    return backwardFloat(a, "gelu_backward", "x", em::GeluTanhBackward());
+  return backwardFloat(a, "gelu_backward", "x", em::GeluBackward());
 }
 
 std::string sigmoid(const KernelArgs &a) {
-  return unaryFloat(a, "sigmoid", [](auto x) { return sigmoidOf(x); });
+  return unaryFloat(a, "sigmoid", em::Sigmoid());
 }
 std::string sigmoidBackward(const KernelArgs &a) {
-  return backwardFloat(a, "sigmoid_backward", "y", [](auto g, auto y) {
-    using T = decltype(g);
-    return g * (T(1) - y) * y;
-  });
+  return backwardFloat(a, "sigmoid_backward", "y", em::SigmoidBackward());
 }
 std::string tanhK(const KernelArgs &a) {
-  return unaryFloat(a, "tanh", [](auto x) { return std::tanh(x); });
+  return unaryFloat(a, "tanh", em::Tanh());
 }
 std::string tanhBackward(const KernelArgs &a) {
-  return backwardFloat(a, "tanh_backward", "y", [](auto g, auto y) {
-    using T = decltype(g);
-    return g * (T(1) - y * y);
-  });
+  return backwardFloat(a, "tanh_backward", "y", em::TanhBackward());
 }
 
 std::string expK(const KernelArgs &a) {
-  return unaryFloat(a, "exp", [](auto x) { return std::exp(x); });
+  return unaryFloat(a, "exp", em::Exp());
 }
 std::string negK(const KernelArgs &a) {
-  return unaryFloat(a, "neg", [](auto x) { return -x; });
+  return unaryFloat(a, "neg", em::Neg());
 }
 std::string sqrtK(const KernelArgs &a) {
-  return unaryFloat(a, "sqrt", [](auto x) { return std::sqrt(x); });
+  return unaryFloat(a, "sqrt", em::Sqrt());
 }
 std::string rsqrtK(const KernelArgs &a) {
-  return unaryFloat(a, "rsqrt", [](auto x) {
-    using T = decltype(x);
-    return T(1) / std::sqrt(x);
-  });
+  return unaryFloat(a, "rsqrt", em::Rsqrt());
 }
 
 // --- Broadcasting binary ops --------------------------------------------------
@@ -228,10 +157,10 @@ enum class BinOp { Add, Sub, Mul, Div };
 
 template <typename T> T applyBin(BinOp k, T x, T y) {
   switch (k) {
-  case BinOp::Add: return x + y;
-  case BinOp::Sub: return x - y;
-  case BinOp::Mul: return x * y;
-  case BinOp::Div: return x / y;
+  case BinOp::Add: return em::Add()(x, y);
+  case BinOp::Sub: return em::Sub()(x, y);
+  case BinOp::Mul: return em::Mul()(x, y);
+  case BinOp::Div: return em::Div()(x, y);
   }
   return x;
 }
@@ -304,27 +233,21 @@ std::string addScalar(const KernelArgs &a) {
     return "";
   }
   // ATen casts the Scalar to the tensor's dtype before the add.
-  return unaryFloat(a, "add_scalar", [v](auto x) {
-    using T = decltype(x);
-    return x + T(v);
-  });
+  return unaryFloat(a, "add_scalar", em::AddScalar{v});
 }
 std::string mulScalar(const KernelArgs &a) {
   double v = a.attrs.getFloat("value", 1.0);
-  return unaryFloat(a, "mul_scalar", [v](auto x) {
-    using T = decltype(x);
-    return x * T(v);
-  });
+  return unaryFloat(a, "mul_scalar", em::MulScalar{v});
 }
 
 /// Stores double `v` as one element of dtype `d` at p[i].
 void storeAs(DType d, void *p, int64_t i, double v) {
   switch (d) {
-  case DType::F32: static_cast<float *>(p)[i] = float(v); break;
-  case DType::F64: static_cast<double *>(p)[i] = v; break;
-  case DType::I64: static_cast<int64_t *>(p)[i] = int64_t(v); break;
-  case DType::I32: static_cast<int32_t *>(p)[i] = int32_t(v); break;
-  case DType::Bool: static_cast<uint8_t *>(p)[i] = v != 0.0; break;
+  case DType::F32: static_cast<float *>(p)[i] = em::fromDouble<float>(v); break;
+  case DType::F64: static_cast<double *>(p)[i] = em::fromDouble<double>(v); break;
+  case DType::I64: static_cast<int64_t *>(p)[i] = em::fromDouble<int64_t>(v); break;
+  case DType::I32: static_cast<int32_t *>(p)[i] = em::fromDouble<int32_t>(v); break;
+  case DType::Bool: static_cast<uint8_t *>(p)[i] = em::fromDouble<uint8_t>(v); break;
   }
 }
 
@@ -394,14 +317,9 @@ std::string fill(const KernelArgs &args) {
   return "";
 }
 
-template <typename To, typename From> To castElem(From v) {
-  if constexpr (std::is_same_v<To, uint8_t>) return v != From(0);
-  else return To(v);
-}
-
 template <typename To, typename From>
 void castLoop(const From *x, To *y, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) y[i] = castElem<To>(x[i]);
+  for (int64_t i = b; i < e; ++i) y[i] = em::castElem<To>(x[i]);
 }
 
 template <typename From>

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilA.h"
 
 #include <cmath>
@@ -128,11 +129,7 @@ std::string crossEntropy(const KernelArgs &args) {
       sm += smRow[size_t(i)];
       count += valid[size_t(i)];
     }
-    if (p.red == Red::Mean) {
-      nll /= double(count);
-      sm /= double(count);
-    }
-    double loss = p.ls > 0 ? (1 - p.ls) * nll + (p.ls / double(c)) * sm : nll;
+    double loss = em::CrossEntropyLoss{p.ls, c, p.red == Red::Mean}(nll, sm, count);
     y.as<T>()[0] = T(loss);
   };
   if (x.dtype == DType::F32) run(float());
@@ -153,14 +150,12 @@ std::string crossEntropyBackward(const KernelArgs &args) {
   const int64_t *tp = t.as<int64_t>();
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) count += tp[i] != p.ignore;
-  double dn = p.red == Red::Mean ? double(count) : 1.0;
-  double ds = dn;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *xp = x.as<T>();
     T *dp = dx.as<T>();
-    double g = double(dl.as<T>()[0]);
-    double wN = g * (1 - p.ls) / dn, wS = g * (p.ls / double(c)) / ds;
+    em::CrossEntropyGrad grad = em::CrossEntropyGrad::make(
+        double(dl.as<T>()[0]), p.ls, c, p.red == Red::Mean, count);
     parallelFor(n, args.numThreads, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, c)),
                 [&](int64_t b, int64_t e) {
                   for (int64_t i = b; i < e; ++i) {
@@ -171,12 +166,8 @@ std::string crossEntropyBackward(const KernelArgs &args) {
                       continue;
                     }
                     double lse = rowLogSumExp(row, c);
-                    for (int64_t k = 0; k < c; ++k) {
-                      double pk = std::exp(double(row[k]) - lse);
-                      double v = wN * (pk - (k == tp[i] ? 1.0 : 0.0));
-                      if (p.ls > 0) v += wS * (double(c) * pk - 1.0);
-                      out[k] = T(v);
-                    }
+                    for (int64_t k = 0; k < c; ++k)
+                      out[k] = T(grad(double(row[k]), lse, k == tp[i]));
                   }
                 });
   };
@@ -232,7 +223,7 @@ std::string nllLossBackward(const KernelArgs &args) {
     T *dp = dx.as<T>();
     std::memset(dp, 0, dx.bytes());
     double g = double(dl.as<T>()[0]);
-    T v = T(red == Red::Mean ? -g / double(count) : -g);
+    T v = em::nllGradValue<T>(g, red == Red::Mean, count);
     for (int64_t i = 0; i < n; ++i)
       if (tp[i] != ignore) dp[i * c + tp[i]] = v;
   };
@@ -261,10 +252,8 @@ std::string mseLoss(const KernelArgs &args) {
     parallelFor(nb, args.numThreads, 2, [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) {
         double s = 0;
-        for (int64_t i = k * kGrain, end = std::min(n, (k + 1) * kGrain); i < end; ++i) {
-          double d = double(xp[i]) - double(tp[i]);
-          s += d * d;
-        }
+        for (int64_t i = k * kGrain, end = std::min(n, (k + 1) * kGrain); i < end; ++i)
+          s += em::mseTerm(xp[i], tp[i]);
         part[size_t(k)] = s;
       }
     });
@@ -296,10 +285,9 @@ std::string mseLossBackward(const KernelArgs &args) {
     const T *xp = x.as<T>(), *tp = t.as<T>();
     T *dp = dx.as<T>();
     // ATen: norm = 2/N (mean) or 2; dx = norm * (x - t) * dloss.
-    T norm = T(red == Red::Mean ? 2.0 / double(n) : 2.0);
-    T g = dl.as<T>()[0];
+    em::MseGrad<T> grad = em::MseGrad<T>::make(red == Red::Mean, n, dl.as<T>()[0]);
     parallelFor(n, args.numThreads, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dp[i] = norm * (xp[i] - tp[i]) * g;
+      for (int64_t i = b; i < e; ++i) dp[i] = grad(xp[i], tp[i]);
     });
   };
   if (x.dtype == DType::F32) run(float());

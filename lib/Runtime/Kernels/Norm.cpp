@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilB.h"
 
 #include <algorithm>
@@ -82,21 +83,21 @@ template <typename T> void bnForward(const BnGeom &g, const KernelArgs &a) {
       double mean = sum / double(cnt), vs = 0;
       for (int64_t n = 0; n < g.n; ++n)
         vs += sqDevLanes(x + (n * g.c + c) * g.s, g.s, mean);
-      double invstd = 1.0 / std::sqrt(vs / double(cnt) + eps);
+      double invstd = em::bnInvStd(vs, cnt, eps);
       sm[c] = T(mean);
       si[c] = T(invstd);
       if (rm && nrm)
-        nrm[c] = T((1 - mom) * double(rm[c]) + mom * mean);
+        nrm[c] = T(em::bnRunningMean(double(rm[c]), mean, mom));
       if (rv && nrv)
-        nrv[c] = T((1 - mom) * double(rv[c]) + mom * vs / double(cnt - 1));
-      double alpha = invstd * (w ? double(w[c]) : 1.0);
-      double beta = (b ? double(b[c]) : 0.0) - mean * alpha;
-      T al = T(alpha), be = T(beta);
+        nrv[c] = T(em::bnRunningVar(double(rv[c]), vs, cnt, mom));
+      em::BnAffine af = em::BnAffine::make(mean, invstd, w ? double(w[c]) : 1.0,
+                                           b ? double(b[c]) : 0.0);
+      T al = T(af.alpha), be = T(af.beta);
       for (int64_t n = 0; n < g.n; ++n) {
         const T *p = x + (n * g.c + c) * g.s;
         T *q = y + (n * g.c + c) * g.s;
         for (int64_t i = 0; i < g.s; ++i)
-          q[i] = p[i] * al + be;
+          q[i] = em::bnApply(p[i], al, be);
       }
     }
   });
@@ -175,20 +176,17 @@ template <typename T> void bnBackward(const BnGeom &g, const KernelArgs &a) {
         db[c] = T(sum);
       if (!dx)
         continue;
-      double wv = w ? double(w[c]) : 1.0;
-      double k = dot * invstd * invstd / cnt;
-      double gm = sum / cnt;
       // dx = (dy - gm - (x - mean) * k) * invstd * wv
-      //    = dy * s + x * t + u, with s = invstd*wv, t = -k*s,
-      //      u = (-gm + mean*k) * s.
-      double s = invstd * wv, t = -k * s, u = (mean * k - gm) * s;
+      //    = dy * s + x * t + u (em::BnBackward).
+      em::BnBackward bw = em::BnBackward::make(sum, dot, mean, invstd,
+                                               w ? double(w[c]) : 1.0, cnt);
       for (int64_t n = 0; n < g.n; ++n) {
         const T *gp = dy + (n * g.c + c) * g.s;
         const T *xp = x + (n * g.c + c) * g.s;
         T *q = dx + (n * g.c + c) * g.s;
-        T st = T(s), tt = T(t), ut = T(u);
+        T st = T(bw.s), tt = T(bw.t), ut = T(bw.u);
         for (int64_t i = 0; i < g.s; ++i)
-          q[i] = gp[i] * st + xp[i] * tt + ut;
+          q[i] = em::bnBackwardApply(gp[i], xp[i], st, tt, ut);
       }
     }
   });
@@ -296,23 +294,23 @@ template <typename T> void lnForward(const LnGeom &g, const KernelArgs &a) {
       const T *p = x + r * D;
       double mean = sumLanes(p, D) / double(D);
       double vs = sqDevLanes(p, D, mean);
-      double rstd = 1.0 / std::sqrt(std::max(vs / double(D), 0.0) + eps);
+      double rstd = em::lnRstd(vs, D, eps);
       mo[r] = T(mean);
       ro[r] = T(rstd);
       T *q = y + r * D;
       T mt = T(mean), rt = T(rstd);
       if (w && b)
         for (int64_t j = 0; j < D; ++j)
-          q[j] = (p[j] - mt) * rt * w[j] + b[j];
+          q[j] = em::lnNormalize(p[j], mt, rt) * w[j] + b[j];
       else if (w)
         for (int64_t j = 0; j < D; ++j)
-          q[j] = (p[j] - mt) * rt * w[j];
+          q[j] = em::lnNormalize(p[j], mt, rt) * w[j];
       else if (b)
         for (int64_t j = 0; j < D; ++j)
-          q[j] = (p[j] - mt) * rt + b[j];
+          q[j] = em::lnNormalize(p[j], mt, rt) + b[j];
       else
         for (int64_t j = 0; j < D; ++j)
-          q[j] = (p[j] - mt) * rt;
+          q[j] = em::lnNormalize(p[j], mt, rt);
     }
   });
 }
@@ -402,16 +400,15 @@ template <typename T> void lnBackward(const LnGeom &g, const KernelArgs &a) {
         }
         double ds = reduceLanes(accS), dbs = reduceLanes(accB);
         double mu = double(mean[r]), rs = double(rstd[r]);
-        double bb = (dbs * mu - ds) * rs * rs * rs / double(D);
-        double cc = -bb * mu - dbs * rs / double(D);
+        em::LnBackward bw = em::LnBackward::make(ds, dbs, mu, rs, D);
         T *q = dx + r * D;
-        T rt = T(rs), bt = T(bb), ct = T(cc);
+        T rt = T(rs), bt = T(bw.b), ct = T(bw.c);
         if (w)
           for (int64_t j = 0; j < D; ++j)
-            q[j] = rt * gp[j] * w[j] + bt * xp[j] + ct;
+            q[j] = em::lnBackwardApply(rt, gp[j], w[j], bt, xp[j], ct);
         else
           for (int64_t j = 0; j < D; ++j)
-            q[j] = rt * gp[j] + bt * xp[j] + ct;
+            q[j] = em::lnBackwardApplyNoWeight(rt, gp[j], bt, xp[j], ct);
       }
     });
   if (!dw && !db)

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilA.h"
 
 #include <cmath>
@@ -30,29 +31,18 @@ namespace {
 using namespace a;
 
 
-/// One contiguous range of an SGD update (see sgdUpdate for the formula).
+/// One contiguous range of an SGD update; the element formula is
+/// em::SgdStep (ElementMath.h).
 template <typename T> struct SgdChunk {
   const T *pp, *gp, *bp;
   T *npp, *nbp;
-  T wdT, momT, dampT, negLr;
-  bool wd, mom, nesterov, first;
+  em::SgdStep<T> f;
 };
 
 template <typename T>
 inline void sgdChunkBody(const SgdChunk<T> &c, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) {
-    T pi = c.pp[i];
-    T d = c.gp[i];
-    if (c.wd) d = std::fma(pi, c.wdT, d);
-    if (c.mom) {
-      T bi = c.first ? d : std::fma(d, c.dampT, c.bp[i] * c.momT);
-      c.nbp[i] = bi;
-      d = c.nesterov ? std::fma(bi, c.momT, d) : bi;
-    } else {
-      c.nbp[i] = c.bp[i];
-    }
-    c.npp[i] = std::fma(d, c.negLr, pi);
-  }
+  for (int64_t i = b; i < e; ++i)
+    c.f(c.pp[i], c.gp[i], c.bp[i], c.npp[i], c.nbp[i]);
 }
 
 template <typename T> void sgdChunk(const SgdChunk<T> &c, int64_t b, int64_t e) {
@@ -65,26 +55,27 @@ __attribute__((target("fma"))) void sgdChunkFma(const SgdChunk<T> &c, int64_t b,
 }
 
 /// The float loop eight lanes at a time with AVX2 + FMA intrinsics, the same
-/// operations in the same order as sgdChunkBody (the tail runs it), so the
-/// results are identical. Each block of 8 is loaded before it is stored, so
+/// operations in the same order as em::SgdStep (the tail runs it), so the
+/// results are identical (unittests/Kernels check it bit for bit). Each block of 8 is loaded before it is stored, so
 /// an update in place (new_param over param) is well defined. The scalar
 /// loop does not vectorize: the compiler cannot rule out partial overlap of
 /// its five arrays.
 __attribute__((target("avx2,fma"), optimize("fp-contract=off"))) void sgdChunkAvx2(const SgdChunk<float> &c,
                                                       int64_t b, int64_t e) {
-  const __m256 wd = _mm256_set1_ps(c.wdT), mom = _mm256_set1_ps(c.momT),
-               damp = _mm256_set1_ps(c.dampT), negLr = _mm256_set1_ps(c.negLr);
+  const em::SgdStep<float> &f = c.f;
+  const __m256 wd = _mm256_set1_ps(f.wd), mom = _mm256_set1_ps(f.mom),
+               damp = _mm256_set1_ps(f.damp1), negLr = _mm256_set1_ps(f.negLr);
   int64_t i = b;
   for (; i + 8 <= e; i += 8) {
     __m256 pi = _mm256_loadu_ps(c.pp + i);
     __m256 d = _mm256_loadu_ps(c.gp + i);
     __m256 bo = _mm256_loadu_ps(c.bp + i);
-    if (c.wd)
+    if (f.hasWd)
       d = _mm256_fmadd_ps(pi, wd, d);
     __m256 bi = bo;
-    if (c.mom) {
-      bi = c.first ? d : _mm256_fmadd_ps(d, damp, _mm256_mul_ps(bo, mom));
-      d = c.nesterov ? _mm256_fmadd_ps(bi, mom, d) : bi;
+    if (f.hasMom) {
+      bi = f.first ? d : _mm256_fmadd_ps(d, damp, _mm256_mul_ps(bo, mom));
+      d = f.nesterov ? _mm256_fmadd_ps(bi, mom, d) : bi;
     }
     _mm256_storeu_ps(c.nbp + i, bi);
     _mm256_storeu_ps(c.npp + i, _mm256_fmadd_ps(d, negLr, pi));
@@ -92,36 +83,30 @@ __attribute__((target("avx2,fma"), optimize("fp-contract=off"))) void sgdChunkAv
   sgdChunkBody(c, i, e);
 }
 
-/// One contiguous range of an AdamW update (see adamwUpdate).
+/// One contiguous range of an AdamW update; the element formula is
+/// em::AdamWStep (ElementMath.h).
 template <typename T> struct AdamWChunk {
   const T *pp, *gp, *mp, *vp;
   T *npp, *nmp, *nvp;
-  T decay, b1T, a1, b2T, a2, bc2T, epsT, negStep;
+  em::AdamWStep<T> f;
 };
 
 template <typename T>
 inline void adamwChunkBody(const AdamWChunk<T> &c, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) {
-    T gi = c.gp[i];
-    T pi = c.pp[i] * c.decay;                         // param.mul_(1 - lr*wd)
-    T mi = std::fma(gi, c.a1, c.mp[i] * c.b1T);       // exp_avg.mul_(b1).add_(g, 1-b1)
-    T vi = std::fma(c.a2 * gi, gi, c.vp[i] * c.b2T);  // exp_avg_sq.mul_(b2).addcmul_
-    T denom = std::sqrt(vi) / c.bc2T + c.epsT;        // (sqrt(v)/bc2_sqrt).add_(eps)
-    c.npp[i] = pi + (c.negStep * mi) / denom;         // param.addcdiv_(m, denom, -ss)
-    c.nmp[i] = mi;
-    c.nvp[i] = vi;
-  }
+  for (int64_t i = b; i < e; ++i)
+    c.f(c.pp[i], c.gp[i], c.mp[i], c.vp[i], c.npp[i], c.nmp[i], c.nvp[i]);
 }
 
-/// adamwChunkBody eight float lanes at a time (AVX2 + FMA), the same
-/// operations in the same order; fp-contract is off so that no product and
+/// em::AdamWStep eight float lanes at a time (AVX2 + FMA), the same
+/// operations in the same order (tested bit for bit against it); fp-contract is off so that no product and
 /// sum are fused beyond the explicit fmas.
 __attribute__((target("avx2,fma"), optimize("fp-contract=off"))) void
 adamwChunkAvx2(const AdamWChunk<float> &c, int64_t b, int64_t e) {
-  const __m256 decay = _mm256_set1_ps(c.decay), b1 = _mm256_set1_ps(c.b1T),
-               a1 = _mm256_set1_ps(c.a1), b2 = _mm256_set1_ps(c.b2T),
-               a2 = _mm256_set1_ps(c.a2), bc2 = _mm256_set1_ps(c.bc2T),
-               eps = _mm256_set1_ps(c.epsT), negStep = _mm256_set1_ps(c.negStep);
+  const em::AdamWStep<float> &f = c.f;
+  const __m256 decay = _mm256_set1_ps(f.decay), b1 = _mm256_set1_ps(f.b1),
+               a1 = _mm256_set1_ps(f.a1), b2 = _mm256_set1_ps(f.b2),
+               a2 = _mm256_set1_ps(f.a2), bc2 = _mm256_set1_ps(f.bc2Sqrt),
+               eps = _mm256_set1_ps(f.eps), negStep = _mm256_set1_ps(f.negStep);
   int64_t i = b;
   for (; i + 8 <= e; i += 8) {
     __m256 gi = _mm256_loadu_ps(c.gp + i);
@@ -173,7 +158,7 @@ std::string sgdUpdate(const KernelArgs &args) {
   auto run = [&](auto tag) {
     using T = decltype(tag);
     SgdChunk<T> c{p.as<T>(), g.as<T>(), buf.as<T>(), np.as<T>(), nbuf.as<T>(),
-                  T(wd), T(mom), T(1 - damp), T(-lr), wd != 0, mom != 0, nesterov, first};
+                  em::SgdStep<T>::make(lr, mom, damp, wd, nesterov, first)};
     // std::fma is one instruction where the CPU has FMA and a libm call
     // otherwise: pick the FMA-compiled loop at run time (same results).
     static const bool hasFma = __builtin_cpu_supports("fma");
@@ -220,17 +205,12 @@ std::string adamwUpdate(const KernelArgs &args) {
   double eps = args.attrs.getFloat("eps", 1e-8);
   double wd = args.attrs.getFloat("weight_decay", 1e-2);
   int64_t t = step.as<int64_t>()[0] + 1;
-  double bc1 = 1 - std::pow(b1, double(t));
-  double bc2 = 1 - std::pow(b2, double(t));
-  double stepSize = lr / bc1;
-  double bc2Sqrt = std::sqrt(bc2);
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *pp = p.as<T>(), *gp = g.as<T>(), *mp = m.as<T>(), *vp = v.as<T>();
     T *npp = np.as<T>(), *nmp = nm.as<T>(), *nvp = nv.as<T>();
-    T decay = T(1 - lr * wd), b1T = T(b1), a1 = T(1 - b1), b2T = T(b2),
-      a2 = T(1 - b2), bc2T = T(bc2Sqrt), epsT = T(eps), negStep = T(-stepSize);
-    AdamWChunk<T> c{pp, gp, mp, vp, npp, nmp, nvp, decay, b1T, a1, b2T, a2, bc2T, epsT, negStep};
+    AdamWChunk<T> c{pp, gp, mp, vp, npp, nmp, nvp,
+                    em::AdamWStep<T>::make(lr, b1, b2, eps, wd, t)};
     static const bool hasAvx2 =
         __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
     parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilB.h"
 
 #include <algorithm>
@@ -25,12 +26,7 @@ using namespace offload::rt::kernels::kb;
 
 namespace {
 
-/// Pooling geometry: planes of h*w inputs pooled to oh*ow outputs.
-struct PoolGeom {
-  int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
-  bool ceil = false, countPad = true;
-};
+using offload::rt::em::PoolGeom;
 
 std::string get2(const char *op, const AttrMap &attrs, const char *name,
                  int64_t dfltA, int64_t dfltB, int64_t &a, int64_t &b) {
@@ -50,16 +46,10 @@ std::string get2(const char *op, const AttrMap &attrs, const char *name,
   return "";
 }
 
-/// ATen pooling_output_shape (Pool.h, PyTorch 1.13).
-int64_t poolOut(int64_t in, int64_t k, int64_t pad, int64_t stride,
-                int64_t dil, bool ceil) {
-  int64_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0);
-  // Floor division (num may be negative for tiny inputs).
-  int64_t q = num >= 0 ? num / stride : -((-num + stride - 1) / stride);
-  int64_t out = q + 1;
-  if (ceil && (out - 1) * stride >= in + pad)
-    --out;
-  return out;
+/// ATen pooling_output_shape (Pool.h, PyTorch 1.13): em::poolOutSize.
+inline int64_t poolOut(int64_t in, int64_t k, int64_t pad, int64_t stride,
+                       int64_t dil, bool ceil) {
+  return offload::rt::em::poolOutSize(in, k, pad, stride, dil, ceil);
 }
 
 /// Leading dims and plane count of a [N,C,H,W] or [C,H,W] tensor.
@@ -261,19 +251,10 @@ std::string maxPoolBackwardKernel(const KernelArgs &a) {
 //===----------------------------------------------------------------------===//
 
 /// Window [h0,h1) x [w0,w1) (clipped to the input) and divisor of output
-/// (oh, ow), as ATen's cpu_avg_pool.
+/// (oh, ow), as ATen's cpu_avg_pool: em::avgPoolWindow.
 inline void avgWindow(const PoolGeom &g, int64_t oh, int64_t ow, int64_t &h0,
                       int64_t &h1, int64_t &w0, int64_t &w1, int64_t &div) {
-  h0 = oh * g.sh - g.ph;
-  w0 = ow * g.sw - g.pw;
-  h1 = std::min(h0 + g.kh, g.h + g.ph);
-  w1 = std::min(w0 + g.kw, g.w + g.pw);
-  int64_t poolSize = (h1 - h0) * (w1 - w0);
-  h0 = std::max<int64_t>(h0, 0);
-  w0 = std::max<int64_t>(w0, 0);
-  h1 = std::min(h1, g.h);
-  w1 = std::min(w1, g.w);
-  div = g.countPad ? poolSize : (h1 - h0) * (w1 - w0);
+  offload::rt::em::avgPoolWindow(g, oh, ow, h0, h1, w0, w1, div);
 }
 
 template <typename T>
@@ -386,10 +367,10 @@ std::string avgPoolBackwardKernel(const KernelArgs &a) {
 
 /// ATen start_index/end_index: [floor(o*in/out), ceil((o+1)*in/out)).
 inline int64_t adStart(int64_t o, int64_t out, int64_t in) {
-  return (o * in) / out;
+  return offload::rt::em::adaptiveStart(o, out, in);
 }
 inline int64_t adEnd(int64_t o, int64_t out, int64_t in) {
-  return ((o + 1) * in + out - 1) / out;
+  return offload::rt::em::adaptiveEnd(o, out, in);
 }
 
 template <typename T>

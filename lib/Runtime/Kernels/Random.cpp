@@ -21,44 +21,24 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelUtilA.h"
 
 namespace offload {
 namespace rt {
 namespace kernels {
 
+// The generator itself is em::philox4x32_10 / em::philoxUniform
+// (ElementMath.h), shared with the CUDA backend.
 namespace a {
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                    uint32_t out[4]) {
-  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-  uint32_t k0 = key[0], k1 = key[1];
-  for (int r = 0; r < 10; ++r) {
-    if (r) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
-    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
-    uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
-    uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-  }
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
+  em::philox4x32_10(ctr, key, out);
 }
 } // namespace a
 
 float philoxUniform(uint64_t seed, uint64_t counter) {
-  const uint32_t key[2] = {uint32_t(seed), uint32_t(seed >> 32)};
-  const uint32_t ctr[4] = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
-  uint32_t out[4];
-  a::philox4x32_10(ctr, key, out);
-  return float(out[0] >> 8) * (1.0f / 16777216.0f);
+  return em::philoxUniform(seed, counter);
 }
 
 namespace {
@@ -89,13 +69,10 @@ std::string dropoutImpl(const KernelArgs &args, const char *op) {
       return;
     }
     // ATen's fused dropout multiplies by the mask and by 1/(1-p) computed in
-    // the tensor's dtype.
-    T scale = p >= 1.0 ? T(0) : T(1.0 / (1.0 - p));
+    // the tensor's dtype (em::Dropout).
+    em::Dropout<T> f = em::Dropout<T>::make(p, s, offset);
     parallelFor(x.numel(), args.numThreads, kGrain / 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        bool keep = double(philoxUniform(s, offset + uint64_t(i))) >= p && p < 1.0;
-        yp[i] = keep ? xp[i] * scale : T(0);
-      }
+      for (int64_t i = b; i < e; ++i) yp[i] = f(xp[i], i);
     });
   };
   if (x.dtype == DType::F32) run(float());

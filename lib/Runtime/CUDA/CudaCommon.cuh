@@ -1,0 +1,146 @@
+//===- CudaCommon.cuh - Helpers of the CUDA kernels -------------*- C++ -*-===//
+//
+// Part of offload. Private to lib/Runtime/CUDA: launch geometry, grid-stride
+// loops, fixed-order block reductions (no atomics: the tree over a block of
+// fixed size adds the same pairs in the same order every run), operand
+// checks that yield one-line errors, and per-file kernel registration.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_LIB_RUNTIME_CUDA_CUDACOMMON_CUH
+#define OFFLOAD_LIB_RUNTIME_CUDA_CUDACOMMON_CUH
+
+#include "CudaKernels.h"
+#include "Kernels/ElementMath.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace offload {
+namespace rt {
+namespace cuda {
+
+namespace em = offload::rt::em;
+
+/// Threads per block of the elementwise kernels and of the block
+/// reductions (a power of two: the reduction tree halves it).
+constexpr int kThreads = 256;
+/// Highest tensor rank of the broadcasting / permuting kernels.
+constexpr int kMaxRank = 8;
+
+/// Blocks for a grid-stride loop over n items (at least 1, capped so that
+/// launches stay legal; the loop covers the rest).
+inline int blocksFor(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return int(b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b));
+}
+
+#define OFFLOAD_GRID_LOOP(i, n)                                                \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n);    \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+/// "" after a launch, or the launch error naming `what`.
+inline std::string launched(const char *what) {
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? std::string()
+                          : cudaErrorText((std::string(what) + " launch").c_str(), e);
+}
+
+/// Records bad input seen on the device: the first report of a step wins.
+__device__ inline void reportDeviceError(int *flag, int instruction,
+                                         int code) {
+  if (flag && atomicCAS(flag, 0, instruction + 1) == 0)
+    flag[1] = code;
+}
+
+/// Sum of `v` over the block (blockDim.x == kThreads) in a fixed tree
+/// order; every thread gets the result. `shm` holds kThreads values.
+template <typename A> __device__ A blockSum(A v, A *shm) {
+  shm[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s)
+      shm[threadIdx.x] = shm[threadIdx.x] + shm[threadIdx.x + s];
+    __syncthreads();
+  }
+  A r = shm[0];
+  __syncthreads();
+  return r;
+}
+
+/// Max of `v` over the block in a fixed tree order (em::maxOf: a NaN
+/// operand on the left is kept); every thread gets the result.
+template <typename A> __device__ A blockMax(A v, A *shm) {
+  shm[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s)
+      shm[threadIdx.x] = em::maxOf(shm[threadIdx.x], shm[threadIdx.x + s]);
+    __syncthreads();
+  }
+  A r = shm[0];
+  __syncthreads();
+  return r;
+}
+
+/// "[2,3,4]".
+std::string shapeStr(const std::vector<int64_t> &s);
+
+/// Error unless `t` is f32 or f64.
+std::string needFloat(const TensorView &t, const char *op, const char *what);
+/// Error unless `a` and `b` have the same dtype and shape.
+std::string needSame(const TensorView &a, const TensorView &b, const char *op,
+                     const char *an, const char *bn);
+/// Error unless `t` has dtype `d`.
+std::string needDType(const TensorView &t, DType d, const char *op,
+                      const char *what);
+/// Error unless there are nIn inputs and nOut outputs.
+std::string needArity(const CudaKernelArgs &a, const char *op, size_t nIn,
+                      size_t nOut);
+/// True when the optional operand i is present.
+inline bool present(const std::vector<TensorView> &v, size_t i) {
+  return i < v.size() && v[i].data != nullptr;
+}
+
+/// Element strides of `in` broadcast to `out` (numpy rules, right-aligned;
+/// 0 for broadcast dims), written to strides[0..out.size()). False when
+/// `in` does not broadcast to `out`.
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &out, int64_t *strides);
+
+/// Shape and up to three operand stride sets of a strided gather.
+struct Strided {
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t st[3][kMaxRank] = {};
+  /// Offsets of output element i into the operands.
+  __device__ void offsets(int64_t i, int64_t *off, int nOps) const {
+    for (int k = 0; k < nOps; ++k)
+      off[k] = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t idx = i % shape[d];
+      i /= shape[d];
+      for (int k = 0; k < nOps; ++k)
+        off[k] += idx * st[k][d];
+    }
+  }
+};
+
+/// One table entry, defined by the file that implements the kernel.
+struct Entry {
+  const char *name;
+  CudaKernelFn fn;
+};
+/// The entries of each kernel file.
+const std::vector<Entry> &elementwiseEntries();
+const std::vector<Entry> &dataEntries();
+const std::vector<Entry> &lossOptEntries();
+const std::vector<Entry> &dnnEntries();
+const std::vector<Entry> &normPoolEntries();
+
+} // namespace cuda
+} // namespace rt
+} // namespace offload
+
+#endif // OFFLOAD_LIB_RUNTIME_CUDA_CUDACOMMON_CUH

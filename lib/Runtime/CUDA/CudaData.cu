@@ -1,0 +1,625 @@
+//===- CudaData.cu - Reductions, shape ops and embedding on CUDA ----------===//
+//
+// Part of offload. reduce_sum / reduce_mean, broadcast_to, reshape,
+// transpose, cat, slice, slice_backward, embedding and embedding_backward,
+// as the host kernels of Reduction.cpp, Shape.cpp and Embedding.cpp.
+//
+// Determinism without atomics: a reduction's output element is summed in
+// double either by one thread in the host's order (row-major over the
+// reduced index space) or, when there are few outputs and long sums, by one
+// block (each thread a strided partial sum, then a fixed tree). The
+// embedding gradient gives each thread one column and adds the rows in
+// index order, exactly as the host kernel: it is bit-identical to the host.
+// Data movement kernels move element words of 1, 4 or 8 bytes (any dtype).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+
+#include <algorithm>
+#include <climits>
+
+namespace offload {
+namespace rt {
+namespace cuda {
+namespace {
+
+inline bool normDim(int64_t &d, int64_t rank) {
+  if (d < 0)
+    d += rank;
+  return d >= 0 && d < rank;
+}
+
+inline int64_t prodRange(const std::vector<int64_t> &s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e && i < s.size(); ++i)
+    p *= s[i];
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum / reduce_mean
+//===----------------------------------------------------------------------===//
+
+/// The kept and reduced dims of a reduction, with their element strides in x.
+struct ReduceDesc {
+  int nKept = 0, nRed = 0;
+  int64_t keptShape[kMaxRank] = {}, keptStr[kMaxRank] = {};
+  int64_t redShape[kMaxRank] = {}, redStr[kMaxRank] = {};
+  __device__ int64_t base(int64_t o) const {
+    int64_t b = 0;
+    for (int d = nKept - 1; d >= 0; --d) {
+      b += (o % keptShape[d]) * keptStr[d];
+      o /= keptShape[d];
+    }
+    return b;
+  }
+  __device__ int64_t redOffset(int64_t r) const {
+    int64_t off = 0;
+    for (int d = nRed - 1; d >= 0; --d) {
+      off += (r % redShape[d]) * redStr[d];
+      r /= redShape[d];
+    }
+    return off;
+  }
+};
+
+/// The mean's finish: s / count, or s * (1/0) for an empty reduction (NaN
+/// for s == 0, as the host kernel and ATen).
+template <typename T>
+__device__ T finishReduce(double s, int64_t nRed, int mean) {
+  if (!mean)
+    return T(s);
+  return T(nRed ? s / double(nRed) : s * (1.0 / double(nRed)));
+}
+
+/// One thread per output, summing in the host kernel's order: row-major
+/// over the reduced index space (innermost reduced dim fastest).
+template <typename T>
+__global__ void reduceThreadKernel(const T *x, T *y, int64_t nOut,
+                                   int64_t nRed, ReduceDesc rd, int mean) {
+  OFFLOAD_GRID_LOOP(o, nOut) {
+    const T *p = x + rd.base(o);
+    double s = 0;
+    if (rd.nRed == 0) {
+      s = double(p[0]);
+    } else {
+      int64_t idx[kMaxRank] = {};
+      int64_t off = 0;
+      int last = rd.nRed - 1;
+      for (int64_t k = 0; k < nRed; ++k) {
+        s += double(p[off]);
+        // Advance the reduced index (odometer).
+        int d = last;
+        ++idx[d];
+        off += rd.redStr[d];
+        while (d > 0 && idx[d] == rd.redShape[d]) {
+          off -= idx[d] * rd.redStr[d];
+          idx[d] = 0;
+          --d;
+          ++idx[d];
+          off += rd.redStr[d];
+        }
+      }
+    }
+    y[o] = finishReduce<T>(s, nRed, mean);
+  }
+}
+
+/// One block per output: strided partial sums per thread, fixed tree.
+template <typename T>
+__global__ void reduceBlockKernel(const T *x, T *y, int64_t nRed,
+                                  ReduceDesc rd, int mean) {
+  __shared__ double shm[kThreads];
+  int64_t o = blockIdx.x;
+  const T *p = x + rd.base(o);
+  double s = 0;
+  for (int64_t r = threadIdx.x; r < nRed; r += kThreads)
+    s += double(p[rd.redOffset(r)]);
+  s = blockSum(s, shm);
+  if (threadIdx.x == 0)
+    y[o] = finishReduce<T>(s, nRed, mean);
+}
+
+std::string reduce(const CudaKernelArgs &a, const char *op, bool mean) {
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needFloat(x, op, "x"); !e.empty())
+    return e;
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  int64_t rank = x.rank();
+  if (rank > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  bool keepdim = a.attrs.getInt("keepdim", 0) != 0;
+  std::vector<int64_t> dims = a.attrs.getInts("dims");
+  std::vector<char> red(size_t(rank), dims.empty() ? 1 : 0);
+  for (int64_t d : dims) {
+    if (!normDim(d, rank))
+      return std::string(op) + ": dim " + std::to_string(d) +
+             " out of range for rank " + std::to_string(rank);
+    if (red[size_t(d)])
+      return std::string(op) + ": dim " + std::to_string(d) + " repeated";
+    red[size_t(d)] = 1;
+  }
+  ReduceDesc rd;
+  std::vector<int64_t> expect, xs(size_t(rank), 0);
+  int64_t stride = 1, nRed = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    xs[size_t(d)] = stride;
+    stride *= x.shape[size_t(d)];
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (red[size_t(d)]) {
+      if (keepdim)
+        expect.push_back(1);
+      rd.redShape[rd.nRed] = x.shape[size_t(d)];
+      rd.redStr[rd.nRed++] = xs[size_t(d)];
+      nRed *= x.shape[size_t(d)];
+    } else {
+      expect.push_back(x.shape[size_t(d)]);
+      rd.keptShape[rd.nKept] = x.shape[size_t(d)];
+      rd.keptStr[rd.nKept++] = xs[size_t(d)];
+    }
+  }
+  if (y.shape != expect)
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(expect);
+  int64_t nOut = y.numel();
+  if (nOut == 0)
+    return "";
+  bool perBlock = nOut < 2048 && nRed >= 512 && nOut <= INT_MAX;
+  if (x.dtype == DType::F32) {
+    if (perBlock)
+      reduceBlockKernel<float><<<int(nOut), kThreads, 0, a.ctx.stream>>>(
+          x.as<float>(), y.as<float>(), nRed, rd, mean);
+    else
+      reduceThreadKernel<float><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
+          x.as<float>(), y.as<float>(), nOut, nRed, rd, mean);
+  } else {
+    if (perBlock)
+      reduceBlockKernel<double><<<int(nOut), kThreads, 0, a.ctx.stream>>>(
+          x.as<double>(), y.as<double>(), nRed, rd, mean);
+    else
+      reduceThreadKernel<double><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
+          x.as<double>(), y.as<double>(), nOut, nRed, rd, mean);
+  }
+  return launched(op);
+}
+
+std::string kReduceSum(const CudaKernelArgs &a) {
+  return reduce(a, "reduce_sum", false);
+}
+std::string kReduceMean(const CudaKernelArgs &a) {
+  return reduce(a, "reduce_mean", true);
+}
+
+//===----------------------------------------------------------------------===//
+// Strided gathers: broadcast_to, transpose
+//===----------------------------------------------------------------------===//
+
+template <typename W>
+__global__ void gatherKernel(const W *x, W *y, int64_t n, Strided s) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t off[1];
+    s.offsets(i, off, 1);
+    y[i] = x[off[0]];
+  }
+}
+
+/// y[i] = x[offset of i under s], element size es.
+std::string gather(const CudaKernelArgs &a, const char *op, const Strided &s,
+                   size_t es) {
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return "";
+  switch (es) {
+  case 1:
+    gatherKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint8_t>(), y.as<uint8_t>(), n, s);
+    break;
+  case 4:
+    gatherKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint32_t>(), y.as<uint32_t>(), n, s);
+    break;
+  default:
+    gatherKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint64_t>(), y.as<uint64_t>(), n, s);
+    break;
+  }
+  return launched(op);
+}
+
+std::string kBroadcastTo(const CudaKernelArgs &a) {
+  const char *op = "broadcast_to";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  if (y.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  Strided s;
+  s.rank = int(y.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = y.shape[size_t(d)];
+  if (!broadcastStrides(x.shape, y.shape, s.st[0]))
+    return std::string(op) + ": " + shapeStr(x.shape) +
+           " does not broadcast to " + shapeStr(y.shape);
+  return gather(a, op, s, dtypeSize(x.dtype));
+}
+
+std::string kTranspose(const CudaKernelArgs &a) {
+  const char *op = "transpose";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  std::vector<int64_t> perm = a.attrs.getInts("perm");
+  int64_t rank = x.rank();
+  if (int64_t(perm.size()) != rank)
+    return std::string(op) + ": perm has " + std::to_string(perm.size()) +
+           " entries for rank " + std::to_string(rank);
+  if (rank > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  std::vector<char> seen(size_t(rank), 0);
+  std::vector<int64_t> expect(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t p = perm[size_t(i)];
+    if (!normDim(p, rank) || seen[size_t(p)])
+      return std::string(op) + ": perm is not a permutation";
+    seen[size_t(p)] = 1;
+    perm[size_t(i)] = p;
+    expect[size_t(i)] = x.shape[size_t(p)];
+  }
+  if (y.shape != expect)
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(expect);
+  std::vector<int64_t> xs(static_cast<size_t>(rank));
+  int64_t st = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    xs[size_t(d)] = st;
+    st *= x.shape[size_t(d)];
+  }
+  Strided s;
+  s.rank = int(rank);
+  for (int d = 0; d < s.rank; ++d) {
+    s.shape[d] = y.shape[size_t(d)];
+    s.st[0][d] = xs[size_t(perm[size_t(d)])];
+  }
+  return gather(a, op, s, dtypeSize(x.dtype));
+}
+
+std::string kReshape(const CudaKernelArgs &a) {
+  // The backend runs offload.reshape itself (an alias or one copy); this
+  // entry serves a direct call.
+  const char *op = "reshape";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  if (x.numel() != y.numel())
+    return std::string(op) + ": cannot reshape " + shapeStr(x.shape) + " to " +
+           shapeStr(y.shape);
+  if (x.data == y.data || x.bytes() == 0)
+    return "";
+  cudaError_t e = cudaMemcpyAsync(y.data, x.data, x.bytes(),
+                                  cudaMemcpyDeviceToDevice, a.ctx.stream);
+  return e == cudaSuccess ? "" : cudaErrorText("cudaMemcpyAsync", e);
+}
+
+//===----------------------------------------------------------------------===//
+// cat, slice, slice_backward
+//===----------------------------------------------------------------------===//
+
+std::string kCat(const CudaKernelArgs &a) {
+  const char *op = "cat";
+  if (a.outputs.size() != 1 || a.inputs.empty())
+    return "cat: expected at least one input and one output";
+  const TensorView &y = a.outputs[0];
+  int64_t rank = y.rank();
+  int64_t dim = a.attrs.getInt("dim", 0);
+  if (!normDim(dim, rank))
+    return std::string(op) + ": dim out of range for rank " +
+           std::to_string(rank);
+  int64_t total = 0;
+  for (size_t k = 0; k < a.inputs.size(); ++k) {
+    const TensorView &x = a.inputs[k];
+    if (x.dtype != y.dtype)
+      return std::string(op) + ": input " + std::to_string(k) + " is " +
+             dtypeName(x.dtype) + ", result is " + dtypeName(y.dtype);
+    if (x.rank() != rank)
+      return std::string(op) + ": input " + std::to_string(k) +
+             " has rank " + std::to_string(x.rank()) + ", result has rank " +
+             std::to_string(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && x.shape[size_t(d)] != y.shape[size_t(d)])
+        return std::string(op) + ": input " + std::to_string(k) + " shape " +
+               shapeStr(x.shape) + " does not match result " +
+               shapeStr(y.shape);
+    total += x.shape[size_t(dim)];
+  }
+  if (total != y.shape[size_t(dim)])
+    return std::string(op) + ": inputs sum to " + std::to_string(total) +
+           " along dim " + std::to_string(dim) + ", result has " +
+           std::to_string(y.shape[size_t(dim)]);
+  size_t es = dtypeSize(y.dtype);
+  int64_t outer = prodRange(y.shape, 0, size_t(dim));
+  int64_t inner = prodRange(y.shape, size_t(dim) + 1, size_t(rank));
+  size_t yRow = size_t(y.shape[size_t(dim)] * inner) * es;
+  size_t col = 0;
+  if (outer == 0)
+    return "";
+  // Input k fills bytes [col, col + width) of every one of the `outer` rows.
+  for (const TensorView &x : a.inputs) {
+    size_t width = size_t(x.shape[size_t(dim)] * inner) * es;
+    if (width) {
+      cudaError_t e = cudaMemcpy2DAsync(
+          static_cast<uint8_t *>(y.data) + col, yRow, x.data, width, width,
+          size_t(outer), cudaMemcpyDeviceToDevice, a.ctx.stream);
+      if (e != cudaSuccess)
+        return cudaErrorText("cudaMemcpy2DAsync", e);
+    }
+    col += width;
+  }
+  return "";
+}
+
+/// Normalized slice parameters (ATen `slice` rules: negative start/end
+/// wrap, then clamp to [0, size]; step >= 1).
+struct SliceSpec {
+  int64_t dim, start, step, len;
+};
+
+std::string sliceSpec(const CudaKernelArgs &a, const char *op,
+                      const std::vector<int64_t> &full, SliceSpec &s) {
+  int64_t rank = int64_t(full.size());
+  s.dim = a.attrs.getInt("dim", 0);
+  if (!normDim(s.dim, rank))
+    return std::string(op) + ": dim out of range for rank " +
+           std::to_string(rank);
+  int64_t size = full[size_t(s.dim)];
+  int64_t start = a.attrs.getInt("start", 0);
+  int64_t end = a.attrs.getInt("end", INT64_MAX);
+  s.step = a.attrs.getInt("step", 1);
+  if (s.step < 1)
+    return std::string(op) + ": step must be >= 1";
+  if (start < 0)
+    start += size;
+  if (end < 0)
+    end += size;
+  start = std::min(std::max<int64_t>(start, 0), size);
+  end = std::min(std::max<int64_t>(end, 0), size);
+  if (end < start)
+    end = start;
+  s.start = start;
+  s.len = (end - start + s.step - 1) / s.step;
+  return "";
+}
+
+/// Element e of the slice (rows of `inner` elements, `len` rows per outer
+/// index) <-> element of the full tensor; toFull scatters.
+template <typename W>
+__global__ void sliceKernel(W *full, W *part, int64_t n, int64_t inner,
+                            int64_t len, int64_t fullDim, int64_t start,
+                            int64_t step, int toFull) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t r = i / inner, k = i % inner;
+    int64_t o = r / len, j = r % len;
+    int64_t f = ((o * fullDim) + start + j * step) * inner + k;
+    if (toFull)
+      full[f] = part[i];
+    else
+      part[i] = full[f];
+  }
+}
+
+std::string sliceCopy(const CudaKernelArgs &a, const char *op,
+                      const TensorView &full, const TensorView &part,
+                      const SliceSpec &s, bool toFull) {
+  int64_t n = part.numel();
+  if (n == 0)
+    return "";
+  int64_t inner = prodRange(full.shape, size_t(s.dim) + 1, full.shape.size());
+  int64_t fullDim = full.shape[size_t(s.dim)];
+  switch (dtypeSize(full.dtype)) {
+  case 1:
+    sliceKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        full.as<uint8_t>(), part.as<uint8_t>(), n, inner, s.len, fullDim,
+        s.start, s.step, toFull);
+    break;
+  case 4:
+    sliceKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        full.as<uint32_t>(), part.as<uint32_t>(), n, inner, s.len, fullDim,
+        s.start, s.step, toFull);
+    break;
+  default:
+    sliceKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        full.as<uint64_t>(), part.as<uint64_t>(), n, inner, s.len, fullDim,
+        s.start, s.step, toFull);
+    break;
+  }
+  return launched(op);
+}
+
+std::vector<int64_t> slicedShape(std::vector<int64_t> s, const SliceSpec &sp) {
+  s[size_t(sp.dim)] = sp.len;
+  return s;
+}
+
+std::string kSlice(const CudaKernelArgs &a) {
+  const char *op = "slice";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  SliceSpec s;
+  if (auto e = sliceSpec(a, op, x.shape, s); !e.empty())
+    return e;
+  if (y.shape != slicedShape(x.shape, s))
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(slicedShape(x.shape, s));
+  return sliceCopy(a, op, x, y, s, false);
+}
+
+std::string kSliceBackward(const CudaKernelArgs &a) {
+  const char *op = "slice_backward";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
+  if (auto e = needDType(dx, dy.dtype, op, "dx"); !e.empty())
+    return e;
+  SliceSpec s;
+  if (auto e = sliceSpec(a, op, dx.shape, s); !e.empty())
+    return e;
+  if (dy.shape != slicedShape(dx.shape, s))
+    return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
+           ", expected " + shapeStr(slicedShape(dx.shape, s));
+  if (dx.bytes()) {
+    cudaError_t e = cudaMemsetAsync(dx.data, 0, dx.bytes(), a.ctx.stream);
+    if (e != cudaSuccess)
+      return cudaErrorText("cudaMemsetAsync", e);
+  }
+  return sliceCopy(a, op, dx, dy, s, true);
+}
+
+//===----------------------------------------------------------------------===//
+// embedding, embedding_backward
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void embeddingKernel(const T *w, const int64_t *idx, T *y,
+                                int64_t n, int64_t d, int64_t v, int *flag,
+                                int instr) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t row = i / d, col = i % d;
+    int64_t k = idx[row];
+    if (k < 0 || k >= v) {
+      reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+      y[i] = T(0);
+    } else {
+      y[i] = w[k * d + col];
+    }
+  }
+}
+
+/// Thread j owns column j of dweight and adds the rows of dy in index
+/// order: the host kernel's order, so the result is the host's bit for bit.
+template <typename T>
+__global__ void embeddingBackwardKernel(const T *dy, const int64_t *idx,
+                                        T *dw, int64_t n, int64_t d,
+                                        int64_t v, int *flag, int instr) {
+  OFFLOAD_GRID_LOOP(j, d) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t k = idx[i];
+      if (k < 0 || k >= v) {
+        if (j == 0)
+          reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+        continue;
+      }
+      dw[k * d + j] += dy[i * d + j];
+    }
+  }
+}
+
+std::vector<int64_t> withRow(std::vector<int64_t> s, int64_t d) {
+  s.push_back(d);
+  return s;
+}
+
+std::string kEmbedding(const CudaKernelArgs &a) {
+  const char *op = "embedding";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &w = a.inputs[0], &idx = a.inputs[1], &y = a.outputs[0];
+  if (auto e = needFloat(w, op, "weight"); !e.empty())
+    return e;
+  if (w.rank() != 2)
+    return std::string(op) + ": weight must be [V,D], got " +
+           shapeStr(w.shape);
+  if (auto e = needDType(y, w.dtype, op, "y"); !e.empty())
+    return e;
+  if (auto e = needDType(idx, DType::I64, op, "indices"); !e.empty())
+    return e;
+  int64_t d = w.shape[1], v = w.shape[0];
+  if (y.shape != withRow(idx.shape, d))
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(withRow(idx.shape, d));
+  int64_t n = y.numel();
+  if (n == 0)
+    return "";
+  if (w.dtype == DType::F32)
+    embeddingKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        w.as<float>(), idx.as<int64_t>(), y.as<float>(), n, d, v,
+        a.ctx.errorFlag, a.instruction);
+  else
+    embeddingKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        w.as<double>(), idx.as<int64_t>(), y.as<double>(), n, d, v,
+        a.ctx.errorFlag, a.instruction);
+  return launched(op);
+}
+
+std::string kEmbeddingBackward(const CudaKernelArgs &a) {
+  const char *op = "embedding_backward";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &idx = a.inputs[1], &dw = a.outputs[0];
+  if (auto e = needFloat(dw, op, "dweight"); !e.empty())
+    return e;
+  if (dw.rank() != 2)
+    return std::string(op) + ": dweight must be [V,D], got " +
+           shapeStr(dw.shape);
+  if (auto e = needDType(dy, dw.dtype, op, "dy"); !e.empty())
+    return e;
+  if (auto e = needDType(idx, DType::I64, op, "indices"); !e.empty())
+    return e;
+  int64_t d = dw.shape[1], v = dw.shape[0], n = idx.numel();
+  if (dy.shape != withRow(idx.shape, d))
+    return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
+           ", expected " + shapeStr(withRow(idx.shape, d));
+  if (dw.bytes()) {
+    cudaError_t e = cudaMemsetAsync(dw.data, 0, dw.bytes(), a.ctx.stream);
+    if (e != cudaSuccess)
+      return cudaErrorText("cudaMemsetAsync", e);
+  }
+  if (d == 0 || n == 0)
+    return "";
+  if (dw.dtype == DType::F32)
+    embeddingBackwardKernel<float><<<blocksFor(d), kThreads, 0,
+                                     a.ctx.stream>>>(
+        dy.as<float>(), idx.as<int64_t>(), dw.as<float>(), n, d, v,
+        a.ctx.errorFlag, a.instruction);
+  else
+    embeddingBackwardKernel<double><<<blocksFor(d), kThreads, 0,
+                                      a.ctx.stream>>>(
+        dy.as<double>(), idx.as<int64_t>(), dw.as<double>(), n, d, v,
+        a.ctx.errorFlag, a.instruction);
+  return launched(op);
+}
+
+} // namespace
+
+const std::vector<Entry> &dataEntries() {
+  static const std::vector<Entry> e = {
+      {"offload.reduce_sum", kReduceSum},
+      {"offload.reduce_mean", kReduceMean},
+      {"offload.broadcast_to", kBroadcastTo},
+      {"offload.reshape", kReshape},
+      {"offload.transpose", kTranspose},
+      {"offload.cat", kCat},
+      {"offload.slice", kSlice},
+      {"offload.slice_backward", kSliceBackward},
+      {"offload.embedding", kEmbedding},
+      {"offload.embedding_backward", kEmbeddingBackward},
+  };
+  return e;
+}
+
+} // namespace cuda
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,875 @@
+//===- CudaDnn.cu - cuBLAS and cuDNN ops of the CUDA backend --------------===//
+//
+// Part of offload. linear and matmul through cuBLAS (row-major products as
+// the transposed column-major ones), conv2d / conv2d_backward_input /
+// conv2d_backward_weight, batch_norm / batch_norm_backward, softmax and
+// log_softmax (and backward) through cuDNN, with the semantics of the host
+// kernels (LinAlg.cpp, Conv.cpp, Norm.cpp, Softmax.cpp).
+//
+// Precision and determinism: cuBLAS runs in its default math mode (FP32
+// products in FP32, no TF32), with the plan's workspace set once by the
+// backend; cuDNN convolutions use the algorithm that chooseConvAlgorithm
+// picked at session creation among those cuDNN reports deterministic, with
+// FMA math (no TF32 tensor cores). cuDNN's batch norm and softmax are
+// reproducible run to run (cuDNN's "Reproducibility" notes list none of
+// them). Batch norm falls back to the own kernels of CudaNormPool.cu when
+// an operand cuDNN needs is absent (weight, bias, or a gradient output).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+#include "CudaNormPool.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace offload {
+namespace rt {
+namespace cuda {
+namespace {
+
+#define OFFLOAD_CUBLAS_TRY(name, call)                                         \
+  do {                                                                         \
+    cublasStatus_t _s = (call);                                                \
+    if (_s != CUBLAS_STATUS_SUCCESS)                                           \
+      return cublasErrorText(name, _s);                                        \
+  } while (0)
+
+#define OFFLOAD_CUDNN_TRY(name, call)                                          \
+  do {                                                                         \
+    cudnnStatus_t _s = (call);                                                 \
+    if (_s != CUDNN_STATUS_SUCCESS)                                            \
+      return cudnnErrorText(name, _s);                                         \
+  } while (0)
+
+bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+
+cudnnDataType_t dnnType(DType t) {
+  return t == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+}
+
+bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/// cuDNN's scaling factors: double for double data, float otherwise.
+struct Scale {
+  float f;
+  double d;
+  const void *ptr(DType t) const {
+    return t == DType::F64 ? static_cast<const void *>(&d)
+                           : static_cast<const void *>(&f);
+  }
+};
+const Scale kOne{1.0f, 1.0}, kZero{0.0f, 0.0};
+
+/// Owning cuDNN descriptors.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() = default;
+  TensorDesc(const TensorDesc &) = delete;
+  ~TensorDesc() {
+    if (d)
+      cudnnDestroyTensorDescriptor(d);
+  }
+  /// A packed NCHW tensor.
+  cudnnStatus_t set(DType t, int64_t n, int64_t c, int64_t h, int64_t w) {
+    cudnnStatus_t s = d ? CUDNN_STATUS_SUCCESS : cudnnCreateTensorDescriptor(&d);
+    if (s != CUDNN_STATUS_SUCCESS)
+      return s;
+    return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, dnnType(t), int(n),
+                                      int(c), int(h), int(w));
+  }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() = default;
+  FilterDesc(const FilterDesc &) = delete;
+  ~FilterDesc() {
+    if (d)
+      cudnnDestroyFilterDescriptor(d);
+  }
+  cudnnStatus_t set(DType t, int64_t k, int64_t c, int64_t h, int64_t w) {
+    cudnnStatus_t s = d ? CUDNN_STATUS_SUCCESS : cudnnCreateFilterDescriptor(&d);
+    if (s != CUDNN_STATUS_SUCCESS)
+      return s;
+    return cudnnSetFilter4dDescriptor(d, dnnType(t), CUDNN_TENSOR_NCHW, int(k),
+                                      int(c), int(h), int(w));
+  }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() = default;
+  ConvDesc(const ConvDesc &) = delete;
+  ~ConvDesc() {
+    if (d)
+      cudnnDestroyConvolutionDescriptor(d);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// linear and matmul (cuBLAS)
+//===----------------------------------------------------------------------===//
+
+__global__ void biasRowsKernelF(float *y, const float *b, int64_t rows,
+                                int64_t cols) {
+  OFFLOAD_GRID_LOOP(i, rows * cols) y[i] = b[i % cols];
+}
+__global__ void biasRowsKernelD(double *y, const double *b, int64_t rows,
+                                int64_t cols) {
+  OFFLOAD_GRID_LOOP(i, rows * cols) y[i] = b[i % cols];
+}
+
+/// Row-major C[M,N] = alpha * op(A) op(B) + beta * C, batched with element
+/// strides (0 = shared), as the column-major product C^T = op(B)^T op(A)^T.
+std::string gemmBatched(cublasHandle_t h, DType dt, bool ta, bool tb,
+                        int64_t m, int64_t n, int64_t k, const void *a,
+                        int64_t strideA, const void *b, int64_t strideB,
+                        double beta, void *c, int64_t strideC,
+                        int64_t batch) {
+  if (!fitsInt(m) || !fitsInt(n) || !fitsInt(k) || !fitsInt(batch))
+    return "cuBLAS: dimensions exceed the 32-bit limit";
+  cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int lda = int(ta ? m : k), ldb = int(tb ? k : n);
+  if (dt == DType::F32) {
+    float alpha = 1.f, bf = float(beta);
+    if (batch == 1)
+      OFFLOAD_CUBLAS_TRY("cublasSgemm",
+                         cublasSgemm(h, opB, opA, int(n), int(m), int(k),
+                                     &alpha, static_cast<const float *>(b), ldb,
+                                     static_cast<const float *>(a), lda, &bf,
+                                     static_cast<float *>(c), int(n)));
+    else
+      OFFLOAD_CUBLAS_TRY(
+          "cublasSgemmStridedBatched",
+          cublasSgemmStridedBatched(
+              h, opB, opA, int(n), int(m), int(k), &alpha,
+              static_cast<const float *>(b), ldb, strideB,
+              static_cast<const float *>(a), lda, strideA, &bf,
+              static_cast<float *>(c), int(n), strideC, int(batch)));
+  } else {
+    double alpha = 1.0;
+    if (batch == 1)
+      OFFLOAD_CUBLAS_TRY("cublasDgemm",
+                         cublasDgemm(h, opB, opA, int(n), int(m), int(k),
+                                     &alpha, static_cast<const double *>(b),
+                                     ldb, static_cast<const double *>(a), lda,
+                                     &beta, static_cast<double *>(c), int(n)));
+    else
+      OFFLOAD_CUBLAS_TRY(
+          "cublasDgemmStridedBatched",
+          cublasDgemmStridedBatched(
+              h, opB, opA, int(n), int(m), int(k), &alpha,
+              static_cast<const double *>(b), ldb, strideB,
+              static_cast<const double *>(a), lda, strideA, &beta,
+              static_cast<double *>(c), int(n), strideC, int(batch)));
+  }
+  return "";
+}
+
+std::string zeroFill(void *p, size_t bytes, cudaStream_t s) {
+  if (!bytes)
+    return "";
+  cudaError_t e = cudaMemsetAsync(p, 0, bytes, s);
+  return e == cudaSuccess ? "" : cudaErrorText("cudaMemsetAsync", e);
+}
+
+/// linear: x[*,K], w[M,K], b[M]? -> y[*,M]; y = x w^T + b.
+std::string kLinear(const CudaKernelArgs &a) {
+  const char *op = "offload.linear";
+  if (a.inputs.size() < 2 || a.inputs.size() > 3 || a.outputs.size() != 1)
+    return std::string(op) + ": expected 2 or 3 inputs and 1 output";
+  const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
+  if (!isFloatType(x.dtype))
+    return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
+  if (w.dtype != x.dtype || y.dtype != x.dtype)
+    return std::string(op) + ": x, w and y must have one dtype";
+  if (x.rank() < 1 || w.rank() != 2)
+    return std::string(op) + ": expected x[*,K] and w[M,K], got x " +
+           shapeStr(x.shape) + " and w " + shapeStr(w.shape);
+  int64_t k = x.shape.back(), m = w.shape[0];
+  if (w.shape[1] != k)
+    return std::string(op) + ": x " + shapeStr(x.shape) + " and w " +
+           shapeStr(w.shape) + " disagree on K";
+  bool hasBias = present(a.inputs, 2);
+  if (hasBias && (a.inputs[2].dtype != x.dtype ||
+                  a.inputs[2].shape != std::vector<int64_t>{m}))
+    return std::string(op) + ": b must be " + dtypeName(x.dtype) + "[" +
+           std::to_string(m) + "]";
+  std::vector<int64_t> ys(x.shape.begin(), x.shape.end() - 1);
+  ys.push_back(m);
+  if (y.shape != ys)
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected " + shapeStr(ys);
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < x.shape.size(); ++i)
+    rows *= x.shape[i];
+  if (rows == 0 || m == 0)
+    return "";
+  if (hasBias) {
+    if (x.dtype == DType::F32)
+      biasRowsKernelF<<<blocksFor(rows * m), kThreads, 0, a.ctx.stream>>>(
+          y.as<float>(), a.inputs[2].as<float>(), rows, m);
+    else
+      biasRowsKernelD<<<blocksFor(rows * m), kThreads, 0, a.ctx.stream>>>(
+          y.as<double>(), a.inputs[2].as<double>(), rows, m);
+    if (auto e = launched("linear bias"); !e.empty())
+      return e;
+  }
+  if (k == 0)
+    return hasBias ? "" : zeroFill(y.data, y.bytes(), a.ctx.stream);
+  // y[rows,M] = x[rows,K] w^T.
+  return gemmBatched(a.ctx.cublas, x.dtype, false, true, rows, m, k, x.data,
+                     0, w.data, 0, hasBias ? 1.0 : 0.0, y.data, 0, 1);
+}
+
+/// matmul with transpose flags, 1-D operands and numpy-broadcast batch
+/// dims (LinAlg.cpp's planMatmul).
+std::string kMatmul(const CudaKernelArgs &a) {
+  const char *op = "offload.matmul";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &A = a.inputs[0], &B = a.inputs[1], &C = a.outputs[0];
+  if (!isFloatType(A.dtype))
+    return std::string(op) + ": unsupported dtype " + dtypeName(A.dtype);
+  if (B.dtype != A.dtype || C.dtype != A.dtype)
+    return std::string(op) + ": a, b and c must have one dtype";
+  if (A.rank() < 1 || B.rank() < 1)
+    return std::string(op) + ": operands must have rank >= 1, got " +
+           shapeStr(A.shape) + " and " + shapeStr(B.shape);
+  bool ta = a.attrs.getInt("transpose_a", 0) != 0 && A.rank() >= 2;
+  bool tb = a.attrs.getInt("transpose_b", 0) != 0 && B.rank() >= 2;
+  std::vector<int64_t> as = A.shape, bs = B.shape;
+  bool dropM = false, dropN = false;
+  if (as.size() == 1) {
+    as.insert(as.begin(), 1);
+    dropM = true;
+  }
+  if (bs.size() == 1) {
+    bs.push_back(1);
+    dropN = true;
+  }
+  size_t ar = as.size(), br = bs.size();
+  int64_t m = ta ? as[ar - 1] : as[ar - 2];
+  int64_t ka = ta ? as[ar - 2] : as[ar - 1];
+  int64_t kb = tb ? bs[br - 1] : bs[br - 2];
+  int64_t n = tb ? bs[br - 2] : bs[br - 1];
+  if (ka != kb)
+    return std::string(op) + ": contraction sizes differ: a " +
+           shapeStr(A.shape) + " and b " + shapeStr(B.shape);
+  int64_t k = ka;
+  std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  size_t nb = std::max(ab.size(), bb.size());
+  std::vector<int64_t> batch(nb, 1), aStride(nb, 0), bStride(nb, 0);
+  int64_t sa = 1, sb = 1;
+  for (size_t i = 0; i < nb; ++i) {
+    size_t d = nb - 1 - i;
+    int64_t da = i < ab.size() ? ab[ab.size() - 1 - i] : 1;
+    int64_t db = i < bb.size() ? bb[bb.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      return std::string(op) + ": batch dims of a " + shapeStr(A.shape) +
+             " and b " + shapeStr(B.shape) + " do not broadcast";
+    batch[d] = (da == 0 || db == 0) ? 0 : std::max(da, db);
+    aStride[d] = da == 1 ? 0 : sa;
+    bStride[d] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+  }
+  std::vector<int64_t> cs = batch;
+  if (!dropM)
+    cs.push_back(m);
+  if (!dropN)
+    cs.push_back(n);
+  if (C.shape != cs)
+    return std::string(op) + ": c has shape " + shapeStr(C.shape) +
+           ", expected " + shapeStr(cs);
+  int64_t nbatch = 1;
+  for (int64_t d : batch)
+    nbatch *= d;
+  if (nbatch == 0 || m == 0 || n == 0)
+    return "";
+  if (k == 0)
+    return zeroFill(C.data, C.bytes(), a.ctx.stream);
+  int64_t aBatch = sa, bBatch = sb;
+  size_t es = dtypeSize(A.dtype);
+  // a's matrices folded into M when b is shared: one product.
+  if (bBatch == 1 && !ta && aBatch == nbatch)
+    return gemmBatched(a.ctx.cublas, A.dtype, false, tb, nbatch * m, n, k,
+                       A.data, 0, B.data, 0, 0.0, C.data, 0, 1);
+  // Uniform batch strides (each operand contiguous over the batch or
+  // shared): one strided-batched product.
+  if ((aBatch == nbatch || aBatch == 1) && (bBatch == nbatch || bBatch == 1))
+    return gemmBatched(a.ctx.cublas, A.dtype, ta, tb, m, n, k, A.data,
+                       aBatch == 1 ? 0 : m * k, B.data,
+                       bBatch == 1 ? 0 : k * n, 0.0, C.data, m * n, nbatch);
+  // General broadcasting: one product per batch element.
+  std::vector<int64_t> idx(nb, 0);
+  for (int64_t i = 0; i < nbatch; ++i) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < nb; ++d) {
+      oa += idx[d] * aStride[d];
+      ob += idx[d] * bStride[d];
+    }
+    if (auto e = gemmBatched(
+            a.ctx.cublas, A.dtype, ta, tb, m, n, k,
+            static_cast<const uint8_t *>(A.data) + size_t(oa * m * k) * es, 0,
+            static_cast<const uint8_t *>(B.data) + size_t(ob * k * n) * es, 0,
+            0.0, static_cast<uint8_t *>(C.data) + size_t(i * m * n) * es, 0,
+            1);
+        !e.empty())
+      return e;
+    for (size_t d = nb; d-- > 0;) {
+      if (++idx[d] < batch[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutions (cuDNN)
+//===----------------------------------------------------------------------===//
+
+/// Geometry of a 2-D convolution (Conv.cpp's makeGeom checks).
+struct ConvGeom {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, g;
+  bool empty() const { return n == 0 || o == 0 || oh == 0 || ow == 0; }
+};
+
+std::string get2(const char *op, const AttrMap &attrs, const char *name,
+                 int64_t dflt, int64_t &a, int64_t &b) {
+  std::vector<int64_t> v = attrs.getInts(name);
+  if (v.empty()) {
+    a = b = dflt;
+    return "";
+  }
+  if (v.size() == 1) {
+    a = b = v[0];
+    return "";
+  }
+  if (v.size() != 2)
+    return std::string(op) + ": attribute " + name +
+           " must have 1 or 2 values, got " + std::to_string(v.size());
+  a = v[0];
+  b = v[1];
+  return "";
+}
+
+std::string convGeom(const char *op, const AttrMap &attrs,
+                     const std::vector<int64_t> &xs,
+                     const std::vector<int64_t> &ws, ConvGeom &g) {
+  if (xs.size() != 4)
+    return std::string(op) + ": input must be [N,C,H,W], got " + shapeStr(xs);
+  if (ws.size() != 4)
+    return std::string(op) + ": weight must be [O,C/groups,KH,KW], got " +
+           shapeStr(ws);
+  g.n = xs[0];
+  g.c = xs[1];
+  g.h = xs[2];
+  g.w = xs[3];
+  g.o = ws[0];
+  g.kh = ws[2];
+  g.kw = ws[3];
+  if (auto e = get2(op, attrs, "stride", 1, g.sh, g.sw); !e.empty())
+    return e;
+  if (auto e = get2(op, attrs, "padding", 0, g.ph, g.pw); !e.empty())
+    return e;
+  if (auto e = get2(op, attrs, "dilation", 1, g.dh, g.dw); !e.empty())
+    return e;
+  g.g = attrs.getInt("groups", 1);
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
+    return std::string(op) +
+           ": stride and dilation must be >= 1 and padding >= 0";
+  if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0)
+    return std::string(op) + ": groups=" + std::to_string(g.g) +
+           " must divide input channels " + std::to_string(g.c) +
+           " and output channels " + std::to_string(g.o);
+  if (ws[1] != g.c / g.g)
+    return std::string(op) + ": weight " + shapeStr(ws) + " expects " +
+           std::to_string(ws[1] * g.g) + " input channels with groups=" +
+           std::to_string(g.g) + ", input has " + std::to_string(g.c);
+  if (g.kh < 1 || g.kw < 1 || g.c < 1)
+    return std::string(op) + ": empty kernel or channel dimension in weight " +
+           shapeStr(ws);
+  int64_t nh = g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1;
+  int64_t nw = g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1;
+  if (nh < 0 || nw < 0)
+    return std::string(op) + ": kernel " + std::to_string(g.kh) + "x" +
+           std::to_string(g.kw) + " is larger than the padded input";
+  g.oh = nh / g.sh + 1;
+  g.ow = nw / g.sw + 1;
+  for (int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.sh,
+                    g.sw, g.ph, g.pw, g.dh, g.dw, g.g})
+    if (!fitsInt(v))
+      return std::string(op) + ": a dimension exceeds cuDNN's 32-bit limit";
+  return "";
+}
+
+/// The descriptors of one convolution.
+struct ConvDescs {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+std::string makeConvDescs(DType dt, const ConvGeom &g, int mathType,
+                          ConvDescs &d) {
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", d.x.set(dt, g.n, g.c, g.h, g.w));
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
+                    d.y.set(dt, g.n, g.o, g.oh, g.ow));
+  OFFLOAD_CUDNN_TRY("cudnnSetFilter4dDescriptor",
+                    d.w.set(dt, g.o, g.c / g.g, g.kh, g.kw));
+  OFFLOAD_CUDNN_TRY("cudnnCreateConvolutionDescriptor",
+                    cudnnCreateConvolutionDescriptor(&d.conv.d));
+  OFFLOAD_CUDNN_TRY("cudnnSetConvolution2dDescriptor",
+                    cudnnSetConvolution2dDescriptor(
+                        d.conv.d, int(g.ph), int(g.pw), int(g.sh), int(g.sw),
+                        int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
+                        dnnType(dt)));
+  OFFLOAD_CUDNN_TRY("cudnnSetConvolutionGroupCount",
+                    cudnnSetConvolutionGroupCount(d.conv.d, int(g.g)));
+  OFFLOAD_CUDNN_TRY("cudnnSetConvolutionMathType",
+                    cudnnSetConvolutionMathType(d.conv.d,
+                                                cudnnMathType_t(mathType)));
+  int on, oc, oh, ow;
+  OFFLOAD_CUDNN_TRY("cudnnGetConvolution2dForwardOutputDim",
+                    cudnnGetConvolution2dForwardOutputDim(
+                        d.conv.d, d.x.d, d.w.d, &on, &oc, &oh, &ow));
+  if (on != g.n || oc != g.o || oh != g.oh || ow != g.ow)
+    return "cudnnGetConvolution2dForwardOutputDim: cuDNN's output " +
+           shapeStr({on, oc, oh, ow}) + " differs from the op's " +
+           shapeStr({g.n, g.o, g.oh, g.ow});
+  return "";
+}
+
+/// Which convolution an op is, and its geometry from its operands.
+enum class ConvKind { Forward, BackwardData, BackwardFilter };
+
+std::string convOperands(const std::string &opName,
+                         const std::vector<TensorView> &ins,
+                         const std::vector<TensorView> &outs,
+                         const AttrMap &attrs, ConvKind &kind, ConvGeom &g,
+                         DType &dt) {
+  const char *op = opName.c_str();
+  if (opName == "offload.conv2d") {
+    kind = ConvKind::Forward;
+    if (ins.size() < 2 || ins.size() > 3 || outs.size() != 1)
+      return opName + ": expected 2 or 3 inputs and 1 output";
+  } else if (opName == "offload.conv2d_backward_input") {
+    kind = ConvKind::BackwardData;
+    if (ins.size() != 2 || outs.size() != 1)
+      return opName + ": expected 2 inputs and 1 output";
+  } else {
+    kind = ConvKind::BackwardFilter;
+    if (ins.size() != 2 || outs.size() != 1)
+      return opName + ": expected 2 inputs and 1 output";
+  }
+  dt = ins[0].dtype;
+  if (!isFloatType(dt))
+    return opName + ": unsupported dtype " + dtypeName(dt);
+  for (const auto *v : {&ins, &outs})
+    for (const TensorView &t : *v)
+      if (t.data && t.dtype != dt)
+        return opName + ": operands must have one dtype";
+  const std::vector<int64_t> &xs =
+      kind == ConvKind::Forward          ? ins[0].shape
+      : kind == ConvKind::BackwardData   ? outs[0].shape
+                                         : ins[1].shape;
+  const std::vector<int64_t> &ws =
+      kind == ConvKind::BackwardFilter ? outs[0].shape : ins[1].shape;
+  if (auto e = convGeom(op, attrs, xs, ws, g); !e.empty())
+    return e;
+  std::vector<int64_t> ys{g.n, g.o, g.oh, g.ow};
+  const TensorView &y = kind == ConvKind::Forward ? outs[0] : ins[0];
+  if (y.shape != ys)
+    return opName + ": " + (kind == ConvKind::Forward ? "y" : "dy") +
+           " has shape " + shapeStr(y.shape) + ", expected " + shapeStr(ys);
+  if (kind == ConvKind::Forward && present(ins, 2) &&
+      ins[2].shape != std::vector<int64_t>{g.o})
+    return opName + ": b has shape " + shapeStr(ins[2].shape) + ", expected [" +
+           std::to_string(g.o) + "]";
+  return "";
+}
+
+bool tensorCoreMath(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+/// Takes the first usable result of a heuristic ranking: deterministic,
+/// supported, FMA math, fitting in `limit`; records the smallest workspace
+/// of the deterministic ones.
+template <typename Perf>
+void pickFrom(const Perf *perf, int count, size_t limit, ConvChoice &out,
+              size_t &minNeeded) {
+  for (int i = 0; i < count; ++i) {
+    const Perf &p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS ||
+        p.determinism != CUDNN_DETERMINISTIC || tensorCoreMath(p.mathType))
+      continue;
+    minNeeded = std::min(minNeeded, p.memory);
+    if (out.algo < 0 && p.memory <= limit) {
+      out.algo = int(p.algo);
+      out.mathType = int(p.mathType);
+      out.workspace = p.memory;
+    }
+  }
+}
+
+const char *convOpCall(ConvKind k) {
+  switch (k) {
+  case ConvKind::Forward:
+    return "cudnnGetConvolutionForwardAlgorithm_v7";
+  case ConvKind::BackwardData:
+    return "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+  default:
+    return "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+  }
+}
+
+/// Runs the convolution of kind `kind` with the chosen algorithm.
+std::string runConv(const CudaKernelArgs &a, const char *op, ConvKind kind) {
+  ConvGeom g;
+  DType dt;
+  if (auto e = convOperands(op, a.inputs, a.outputs, a.attrs, kind, g, dt);
+      !e.empty())
+    return e;
+  const CudaContext &ctx = a.ctx;
+  if (g.empty()) {
+    // Nothing to compute; gradients of an empty batch are zero.
+    if (kind == ConvKind::BackwardFilter || kind == ConvKind::BackwardData)
+      return zeroFill(a.outputs[0].data, a.outputs[0].bytes(), ctx.stream);
+    return "";
+  }
+  if (a.conv.algo < 0)
+    return std::string(op) + ": no cuDNN algorithm was chosen at session "
+                             "creation";
+  ConvDescs d;
+  if (auto e = makeConvDescs(dt, g, a.conv.mathType, d); !e.empty())
+    return std::string(op) + ": " + e;
+  void *ws = a.conv.workspace ? ctx.workspace : nullptr;
+  size_t wsBytes = a.conv.workspace ? ctx.workspaceBytes : 0;
+  switch (kind) {
+  case ConvKind::Forward: {
+    OFFLOAD_CUDNN_TRY("cudnnConvolutionForward",
+                      cudnnConvolutionForward(
+                          ctx.cudnn, kOne.ptr(dt), d.x.d, a.inputs[0].data,
+                          d.w.d, a.inputs[1].data, d.conv.d,
+                          cudnnConvolutionFwdAlgo_t(a.conv.algo), ws, wsBytes,
+                          kZero.ptr(dt), d.y.d, a.outputs[0].data));
+    if (present(a.inputs, 2)) {
+      TensorDesc b;
+      OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", b.set(dt, 1, g.o, 1, 1));
+      OFFLOAD_CUDNN_TRY("cudnnAddTensor",
+                        cudnnAddTensor(ctx.cudnn, kOne.ptr(dt), b.d,
+                                       a.inputs[2].data, kOne.ptr(dt), d.y.d,
+                                       a.outputs[0].data));
+    }
+    return "";
+  }
+  case ConvKind::BackwardData:
+    OFFLOAD_CUDNN_TRY(
+        "cudnnConvolutionBackwardData",
+        cudnnConvolutionBackwardData(
+            ctx.cudnn, kOne.ptr(dt), d.w.d, a.inputs[1].data, d.y.d,
+            a.inputs[0].data, d.conv.d,
+            cudnnConvolutionBwdDataAlgo_t(a.conv.algo), ws, wsBytes,
+            kZero.ptr(dt), d.x.d, a.outputs[0].data));
+    return "";
+  case ConvKind::BackwardFilter:
+    OFFLOAD_CUDNN_TRY(
+        "cudnnConvolutionBackwardFilter",
+        cudnnConvolutionBackwardFilter(
+            ctx.cudnn, kOne.ptr(dt), d.x.d, a.inputs[1].data, d.y.d,
+            a.inputs[0].data, d.conv.d,
+            cudnnConvolutionBwdFilterAlgo_t(a.conv.algo), ws, wsBytes,
+            kZero.ptr(dt), d.w.d, a.outputs[0].data));
+    return "";
+  }
+  return "";
+}
+
+std::string kConv2d(const CudaKernelArgs &a) {
+  return runConv(a, "offload.conv2d", ConvKind::Forward);
+}
+std::string kConv2dBackwardInput(const CudaKernelArgs &a) {
+  return runConv(a, "offload.conv2d_backward_input", ConvKind::BackwardData);
+}
+std::string kConv2dBackwardWeight(const CudaKernelArgs &a) {
+  return runConv(a, "offload.conv2d_backward_weight",
+                 ConvKind::BackwardFilter);
+}
+
+//===----------------------------------------------------------------------===//
+// Batch norm (cuDNN, own kernels when an operand cuDNN needs is absent)
+//===----------------------------------------------------------------------===//
+
+std::string kBatchNorm(const CudaKernelArgs &a) {
+  BnShape g;
+  if (auto e = checkBatchNorm(a, g); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0];
+  DType dt = x.dtype;
+  bool affine = present(a.inputs, 1) && present(a.inputs, 2);
+  if (g.c == 0 || g.count() == 0)
+    return "";
+  if (!affine || !fitsInt(g.n) || !fitsInt(g.c) || !fitsInt(g.s))
+    return batchNormOwn(a, g);
+  double mom = a.attrs.getFloat("momentum", 0.1);
+  double eps = a.attrs.getFloat("eps", 1e-5);
+  // cuDNN updates the running statistics in place: start from the inputs.
+  bool running = present(a.inputs, 3) && present(a.outputs, 3) &&
+                 present(a.inputs, 4) && present(a.outputs, 4);
+  if (running)
+    for (size_t i : {size_t(3), size_t(4)})
+      if (a.inputs[i].data != a.outputs[i].data) {
+        cudaError_t e = cudaMemcpyAsync(a.outputs[i].data, a.inputs[i].data,
+                                        a.inputs[i].bytes(),
+                                        cudaMemcpyDeviceToDevice, a.ctx.stream);
+        if (e != cudaSuccess)
+          return cudaErrorText("cudaMemcpyAsync", e);
+      }
+  TensorDesc xd, bd;
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", xd.set(dt, g.n, g.c, g.s, 1));
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", bd.set(dt, 1, g.c, 1, 1));
+  OFFLOAD_CUDNN_TRY(
+      "cudnnBatchNormalizationForwardTraining",
+      cudnnBatchNormalizationForwardTraining(
+          a.ctx.cudnn, CUDNN_BATCHNORM_SPATIAL, kOne.ptr(dt), kZero.ptr(dt),
+          xd.d, x.data, xd.d, a.outputs[0].data, bd.d, a.inputs[1].data,
+          a.inputs[2].data, mom, running ? a.outputs[3].data : nullptr,
+          running ? a.outputs[4].data : nullptr, eps, a.outputs[1].data,
+          a.outputs[2].data));
+  return "";
+}
+
+std::string kBatchNormBackward(const CudaKernelArgs &a) {
+  BnShape g;
+  if (auto e = checkBatchNormBackward(a, g); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[1];
+  DType dt = x.dtype;
+  if (g.count() == 0) {
+    // Empty batch: gradients of the affine parameters are zero.
+    for (size_t i = 1; i < 3; ++i)
+      if (present(a.outputs, i))
+        if (auto e = zeroFill(a.outputs[i].data, a.outputs[i].bytes(),
+                              a.ctx.stream);
+            !e.empty())
+          return e;
+    return "";
+  }
+  bool all = present(a.inputs, 2) && present(a.outputs, 0) &&
+             present(a.outputs, 1) && present(a.outputs, 2);
+  if (!all || !fitsInt(g.n) || !fitsInt(g.c) || !fitsInt(g.s))
+    return batchNormBackwardOwn(a, g);
+  double eps = a.attrs.getFloat("eps", 1e-5);
+  TensorDesc xd, bd;
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", xd.set(dt, g.n, g.c, g.s, 1));
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", bd.set(dt, 1, g.c, 1, 1));
+  OFFLOAD_CUDNN_TRY(
+      "cudnnBatchNormalizationBackward",
+      cudnnBatchNormalizationBackward(
+          a.ctx.cudnn, CUDNN_BATCHNORM_SPATIAL, kOne.ptr(dt), kZero.ptr(dt),
+          kOne.ptr(dt), kZero.ptr(dt), xd.d, x.data, xd.d, a.inputs[0].data,
+          xd.d, a.outputs[0].data, bd.d, a.inputs[2].data, a.outputs[1].data,
+          a.outputs[2].data, eps, a.inputs[3].data, a.inputs[4].data));
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax and backward (cuDNN, channel mode)
+//===----------------------------------------------------------------------===//
+
+/// x viewed as [outer, n, inner] around attribute `dim`.
+std::string softmaxLines(const CudaKernelArgs &a, const char *op,
+                         const TensorView &x, int64_t &outer, int64_t &n,
+                         int64_t &inner) {
+  int64_t dim = a.attrs.getInt("dim", -1);
+  int64_t rank = std::max<int64_t>(1, x.rank());
+  if (dim < 0)
+    dim += rank;
+  if (dim < 0 || dim >= rank)
+    return std::string(op) + ": dim out of range for rank " +
+           std::to_string(x.rank());
+  outer = n = inner = 1;
+  if (x.rank() == 0)
+    return "";
+  for (int64_t i = 0; i < dim; ++i)
+    outer *= x.shape[size_t(i)];
+  n = x.shape[size_t(dim)];
+  for (int64_t i = dim + 1; i < x.rank(); ++i)
+    inner *= x.shape[size_t(i)];
+  if (!fitsInt(outer) || !fitsInt(n) || !fitsInt(inner))
+    return std::string(op) + ": a dimension exceeds cuDNN's 32-bit limit";
+  return "";
+}
+
+std::string softmaxForward(const CudaKernelArgs &a, const char *op,
+                           bool isLog) {
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needFloat(x, op, "x"); !e.empty())
+    return e;
+  if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
+    return e;
+  int64_t outer, n, inner;
+  if (auto e = softmaxLines(a, op, x, outer, n, inner); !e.empty())
+    return e;
+  if (x.numel() == 0)
+    return "";
+  TensorDesc d;
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
+                    d.set(x.dtype, outer, n, inner, 1));
+  OFFLOAD_CUDNN_TRY("cudnnSoftmaxForward",
+                    cudnnSoftmaxForward(
+                        a.ctx.cudnn,
+                        isLog ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                        CUDNN_SOFTMAX_MODE_CHANNEL, kOne.ptr(x.dtype), d.d,
+                        x.data, kZero.ptr(x.dtype), d.d, y.data));
+  return "";
+}
+
+std::string softmaxBackward(const CudaKernelArgs &a, const char *op,
+                            bool isLog) {
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &y = a.inputs[1], &dx = a.outputs[0];
+  if (auto e = needFloat(dy, op, "dy"); !e.empty())
+    return e;
+  if (auto e = needSame(dy, y, op, "dy", "y"); !e.empty())
+    return e;
+  if (auto e = needSame(dy, dx, op, "dy", "dx"); !e.empty())
+    return e;
+  int64_t outer, n, inner;
+  if (auto e = softmaxLines(a, op, y, outer, n, inner); !e.empty())
+    return e;
+  if (y.numel() == 0)
+    return "";
+  TensorDesc d;
+  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
+                    d.set(y.dtype, outer, n, inner, 1));
+  OFFLOAD_CUDNN_TRY("cudnnSoftmaxBackward",
+                    cudnnSoftmaxBackward(
+                        a.ctx.cudnn,
+                        isLog ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                        CUDNN_SOFTMAX_MODE_CHANNEL, kOne.ptr(y.dtype), d.d,
+                        y.data, d.d, dy.data, kZero.ptr(y.dtype), d.d,
+                        dx.data));
+  return "";
+}
+
+std::string kSoftmax(const CudaKernelArgs &a) {
+  return softmaxForward(a, "softmax", false);
+}
+std::string kLogSoftmax(const CudaKernelArgs &a) {
+  return softmaxForward(a, "log_softmax", true);
+}
+std::string kSoftmaxBackward(const CudaKernelArgs &a) {
+  return softmaxBackward(a, "softmax_backward", false);
+}
+std::string kLogSoftmaxBackward(const CudaKernelArgs &a) {
+  return softmaxBackward(a, "log_softmax_backward", true);
+}
+
+} // namespace
+
+std::string chooseConvAlgorithm(const std::string &op,
+                                const std::vector<TensorView> &inputs,
+                                const std::vector<TensorView> &outputs,
+                                const AttrMap &attrs, const CudaContext &ctx,
+                                ConvChoice &out, size_t *needed) {
+  if (needed)
+    *needed = 0;
+  out = ConvChoice();
+  ConvKind kind;
+  ConvGeom g;
+  DType dt;
+  if (auto e = convOperands(op, inputs, outputs, attrs, kind, g, dt);
+      !e.empty())
+    return e;
+  if (g.empty()) {
+    out.algo = 0; // never run: the kernel handles empty operands itself
+    return "";
+  }
+  ConvDescs d;
+  if (auto e = makeConvDescs(dt, g, CUDNN_FMA_MATH, d); !e.empty())
+    return e;
+  size_t limit = ctx.workspaceBytes;
+  size_t minNeeded = SIZE_MAX;
+  int count = 0, got = 0;
+  switch (kind) {
+  case ConvKind::Forward: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionForwardAlgorithmMaxCount",
+                      cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn,
+                                                                  &count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionForwardAlgorithm_v7(
+                          ctx.cudnn, d.x.d, d.w.d, d.conv.d, d.y.d, count,
+                          &got, perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  case ConvKind::BackwardData: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
+                      cudnnGetConvolutionBackwardDataAlgorithmMaxCount(
+                          ctx.cudnn, &count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(
+        size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                          ctx.cudnn, d.w.d, d.y.d, d.conv.d, d.x.d, count,
+                          &got, perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  case ConvKind::BackwardFilter: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardFilterAlgorithmMaxCount",
+                      cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(
+                          ctx.cudnn, &count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(
+        size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                          ctx.cudnn, d.x.d, d.y.d, d.conv.d, d.w.d, count,
+                          &got, perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  }
+  if (out.algo >= 0)
+    return "";
+  if (minNeeded == SIZE_MAX)
+    return "cuDNN offers no deterministic algorithm without tensor-core "
+           "math for this convolution (" +
+           std::string(dtypeName(dt)) + ", input " +
+           shapeStr({g.n, g.c, g.h, g.w}) + ", weight " +
+           shapeStr({g.o, g.c / g.g, g.kh, g.kw}) + ")";
+  if (needed)
+    *needed = minNeeded;
+  return "no deterministic cuDNN algorithm fits in the plan's workspace of " +
+         std::to_string(limit) + " bytes: the smallest needs " +
+         std::to_string(minNeeded) + " bytes";
+}
+
+const std::vector<Entry> &dnnEntries() {
+  static const std::vector<Entry> e = {
+      {"offload.linear", kLinear},
+      {"offload.matmul", kMatmul},
+      {"offload.conv2d", kConv2d},
+      {"offload.conv2d_backward_input", kConv2dBackwardInput},
+      {"offload.conv2d_backward_weight", kConv2dBackwardWeight},
+      {"offload.batch_norm", kBatchNorm},
+      {"offload.batch_norm_backward", kBatchNormBackward},
+      {"offload.softmax", kSoftmax},
+      {"offload.softmax_backward", kSoftmaxBackward},
+      {"offload.log_softmax", kLogSoftmax},
+      {"offload.log_softmax_backward", kLogSoftmaxBackward},
+  };
+  return e;
+}
+
+} // namespace cuda
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,592 @@
+//===- CudaElementwise.cu - Elementwise CUDA kernels ----------------------===//
+//
+// Part of offload. Activations and their backward ops, unary math, binary
+// arithmetic with numpy broadcasting (floats; add/sub/mul also i64/i32),
+// scalar ops, masked_fill, where, fill, copy (with dtype cast) and dropout,
+// as the host kernels of Elementwise.cpp and Random.cpp. Every element
+// formula is the ElementMath.h functor the host kernel calls; each output
+// element depends only on same-index inputs, so results are deterministic
+// and outputs may alias same-shaped inputs exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+
+namespace offload {
+namespace rt {
+namespace cuda {
+namespace {
+
+template <typename T, typename F>
+__global__ void unaryKernel(const T *x, T *y, int64_t n, F f) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = f(x[i]);
+}
+
+template <typename T, typename F>
+__global__ void backwardKernel(const T *g, const T *s, T *dx, int64_t n,
+                               F f) {
+  OFFLOAD_GRID_LOOP(i, n) dx[i] = f(g[i], s[i]);
+}
+
+/// y = f(x): one float input and an output of the same dtype and shape.
+template <typename F>
+std::string unaryFloat(const CudaKernelArgs &a, const char *op, F f) {
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needFloat(x, op, "x"); !e.empty())
+    return e;
+  if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
+    return e;
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  if (x.dtype == DType::F32)
+    unaryKernel<float, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<float>(), y.as<float>(), n, f);
+  else
+    unaryKernel<double, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<double>(), y.as<double>(), n, f);
+  return launched(op);
+}
+
+/// dx = f(dy, s): dy, the saved tensor s and dx of one float dtype and shape.
+template <typename F>
+std::string backwardFloat(const CudaKernelArgs &a, const char *op,
+                          const char *savedName, F f) {
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &dy = a.inputs[0], &s = a.inputs[1], &dx = a.outputs[0];
+  if (auto e = needFloat(dy, op, "dy"); !e.empty())
+    return e;
+  if (auto e = needSame(dy, s, op, "dy", savedName); !e.empty())
+    return e;
+  if (auto e = needSame(dy, dx, op, "dy", "dx"); !e.empty())
+    return e;
+  int64_t n = dy.numel();
+  if (n == 0)
+    return "";
+  if (dy.dtype == DType::F32)
+    backwardKernel<float, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dy.as<float>(), s.as<float>(), dx.as<float>(), n, f);
+  else
+    backwardKernel<double, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dy.as<double>(), s.as<double>(), dx.as<double>(), n, f);
+  return launched(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+std::string kRelu(const CudaKernelArgs &a) {
+  return unaryFloat(a, "relu", em::Relu());
+}
+std::string kReluBackward(const CudaKernelArgs &a) {
+  return backwardFloat(a, "relu_backward", "y", em::ReluBackward());
+}
+std::string kHardtanh(const CudaKernelArgs &a) {
+  double lo = a.attrs.getFloat("min_val", -1.0);
+  double hi = a.attrs.getFloat("max_val", 1.0);
+  if (!(lo <= hi))
+    return "hardtanh: min_val > max_val";
+  return unaryFloat(a, "hardtanh", em::Hardtanh{lo, hi});
+}
+std::string kHardtanhBackward(const CudaKernelArgs &a) {
+  double lo = a.attrs.getFloat("min_val", -1.0);
+  double hi = a.attrs.getFloat("max_val", 1.0);
+  return backwardFloat(a, "hardtanh_backward", "x",
+                       em::HardtanhBackward{lo, hi});
+}
+std::string kHardswish(const CudaKernelArgs &a) {
+  return unaryFloat(a, "hardswish", em::Hardswish());
+}
+std::string kHardswishBackward(const CudaKernelArgs &a) {
+  return backwardFloat(a, "hardswish_backward", "x", em::HardswishBackward());
+}
+std::string kSilu(const CudaKernelArgs &a) {
+  return unaryFloat(a, "silu", em::Silu());
+}
+std::string kSiluBackward(const CudaKernelArgs &a) {
+  return backwardFloat(a, "silu_backward", "x", em::SiluBackward());
+}
+
+/// approximate: "none" (erf) or "tanh".
+std::string geluMode(const CudaKernelArgs &a, const char *op, bool &useTanh) {
+  std::string m = a.attrs.getString("approximate", "none");
+  if (m == "none")
+    useTanh = false;
+  else if (m == "tanh")
+    useTanh = true;
+  else
+    return std::string(op) + ": approximate must be none or tanh, got " + m;
+  return "";
+}
+std::string kGelu(const CudaKernelArgs &a) {
+  bool useTanh = false;
+  if (auto e = geluMode(a, "gelu", useTanh); !e.empty())
+    return e;
+  return useTanh ? unaryFloat(a, "gelu", em::GeluTanh())
+                 : unaryFloat(a, "gelu", em::Gelu());
+}
+std::string kGeluBackward(const CudaKernelArgs &a) {
+  bool useTanh = false;
+  if (auto e = geluMode(a, "gelu_backward", useTanh); !e.empty())
+    return e;
+  return useTanh
+             ? backwardFloat(a, "gelu_backward", "x", em::GeluTanhBackward())
+             : backwardFloat(a, "gelu_backward", "x", em::GeluBackward());
+}
+std::string kSigmoid(const CudaKernelArgs &a) {
+  return unaryFloat(a, "sigmoid", em::Sigmoid());
+}
+std::string kSigmoidBackward(const CudaKernelArgs &a) {
+  return backwardFloat(a, "sigmoid_backward", "y", em::SigmoidBackward());
+}
+std::string kTanh(const CudaKernelArgs &a) {
+  return unaryFloat(a, "tanh", em::Tanh());
+}
+std::string kTanhBackward(const CudaKernelArgs &a) {
+  return backwardFloat(a, "tanh_backward", "y", em::TanhBackward());
+}
+std::string kExp(const CudaKernelArgs &a) {
+  return unaryFloat(a, "exp", em::Exp());
+}
+std::string kNeg(const CudaKernelArgs &a) {
+  return unaryFloat(a, "neg", em::Neg());
+}
+std::string kSqrt(const CudaKernelArgs &a) {
+  return unaryFloat(a, "sqrt", em::Sqrt());
+}
+std::string kRsqrt(const CudaKernelArgs &a) {
+  return unaryFloat(a, "rsqrt", em::Rsqrt());
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting binary ops
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename F>
+__global__ void binaryKernel(const T *x, const T *y, T *z, int64_t n,
+                             Strided s, int same, F f) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    if (same) {
+      z[i] = f(x[i], y[i]);
+    } else {
+      int64_t off[2];
+      s.offsets(i, off, 2);
+      z[i] = f(x[off[0]], y[off[1]]);
+    }
+  }
+}
+
+template <typename T, typename F>
+void launchBinary(const CudaKernelArgs &a, int64_t n, const Strided &s,
+                  int same, F f) {
+  binaryKernel<T, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      a.inputs[0].as<T>(), a.inputs[1].as<T>(), a.outputs[0].as<T>(), n, s,
+      same, f);
+}
+
+/// c = a (op) b with numpy broadcasting to c's shape. Floats for all four
+/// ops; add/sub/mul also for i64/i32 (div is true division).
+template <typename F>
+std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.inputs[1], &c = a.outputs[0];
+  if (x.dtype != y.dtype || x.dtype != c.dtype)
+    return std::string(op) + ": dtypes differ: " + dtypeName(x.dtype) + ", " +
+           dtypeName(y.dtype) + " -> " + dtypeName(c.dtype);
+  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64;
+  bool isInt = x.dtype == DType::I64 || x.dtype == DType::I32;
+  if (!isFloat && !(isInt && !isDiv))
+    return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
+  if (c.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  Strided s;
+  s.rank = int(c.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = c.shape[size_t(d)];
+  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
+      !broadcastStrides(y.shape, c.shape, s.st[1]))
+    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
+           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
+  for (int d = 0; d < s.rank; ++d)
+    if (c.shape[size_t(d)] != 1 && c.shape[size_t(d)] != 0 &&
+        s.st[0][d] == 0 && s.st[1][d] == 0)
+      return std::string(op) + ": result " + shapeStr(c.shape) +
+             " is larger than the broadcast of " + shapeStr(x.shape) +
+             " and " + shapeStr(y.shape);
+  int same = x.shape == c.shape && y.shape == c.shape;
+  int64_t n = c.numel();
+  if (n == 0)
+    return "";
+  switch (x.dtype) {
+  case DType::F32: launchBinary<float>(a, n, s, same, f); break;
+  case DType::F64: launchBinary<double>(a, n, s, same, f); break;
+  case DType::I64: launchBinary<int64_t>(a, n, s, same, f); break;
+  case DType::I32: launchBinary<int32_t>(a, n, s, same, f); break;
+  default: break;
+  }
+  return launched(op);
+}
+
+std::string kAdd(const CudaKernelArgs &a) {
+  return binary(a, "add", em::Add(), false);
+}
+std::string kSub(const CudaKernelArgs &a) {
+  return binary(a, "sub", em::Sub(), false);
+}
+std::string kMul(const CudaKernelArgs &a) {
+  return binary(a, "mul", em::Mul(), false);
+}
+std::string kDiv(const CudaKernelArgs &a) {
+  return binary(a, "div", em::Div(), true);
+}
+
+__global__ void addI64Kernel(const int64_t *x, int64_t *y, int64_t n,
+                             int64_t v) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = x[i] + v;
+}
+
+std::string kAddScalar(const CudaKernelArgs &a) {
+  double v = a.attrs.getFloat("value", 0.0);
+  // i64 (the batch-norm num_batches_tracked counter): exact integer add.
+  if (a.inputs.size() == 1 && a.outputs.size() == 1 &&
+      a.inputs[0].dtype == DType::I64 && a.outputs[0].dtype == DType::I64) {
+    int64_t n = a.inputs[0].numel();
+    if (n != a.outputs[0].numel())
+      return "add_scalar: input and output sizes differ";
+    if (n == 0)
+      return "";
+    addI64Kernel<<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        a.inputs[0].as<int64_t>(), a.outputs[0].as<int64_t>(), n,
+        int64_t(v));
+    return launched("add_scalar");
+  }
+  return unaryFloat(a, "add_scalar", em::AddScalar{v});
+}
+std::string kMulScalar(const CudaKernelArgs &a) {
+  return unaryFloat(a, "mul_scalar",
+                    em::MulScalar{a.attrs.getFloat("value", 1.0)});
+}
+
+//===----------------------------------------------------------------------===//
+// masked_fill, where, fill, copy
+//===----------------------------------------------------------------------===//
+
+/// The double `v` as one element of dtype `d`, in the low bytes of a word.
+uint64_t elementBits(DType d, double v) {
+  uint64_t bits = 0;
+  switch (d) {
+  case DType::F32: {
+    float f = em::fromDouble<float>(v);
+    std::memcpy(&bits, &f, 4);
+    break;
+  }
+  case DType::F64: {
+    double f = em::fromDouble<double>(v);
+    std::memcpy(&bits, &f, 8);
+    break;
+  }
+  case DType::I64: {
+    int64_t f = em::fromDouble<int64_t>(v);
+    std::memcpy(&bits, &f, 8);
+    break;
+  }
+  case DType::I32: {
+    int32_t f = em::fromDouble<int32_t>(v);
+    std::memcpy(&bits, &f, 4);
+    break;
+  }
+  case DType::Bool:
+    bits = em::fromDouble<uint8_t>(v);
+    break;
+  }
+  return bits;
+}
+
+template <typename W>
+__global__ void maskedFillKernel(const W *x, const uint8_t *mask, W *y,
+                                 int64_t n, Strided s, W fill) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t off[1];
+    s.offsets(i, off, 1);
+    y[i] = mask[off[0]] ? fill : x[i];
+  }
+}
+
+std::string kMaskedFill(const CudaKernelArgs &a) {
+  const char *op = "masked_fill";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &m = a.inputs[1], &y = a.outputs[0];
+  if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
+    return e;
+  if (auto e = needDType(m, DType::Bool, op, "mask"); !e.empty())
+    return e;
+  if (x.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  Strided s;
+  s.rank = int(x.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = x.shape[size_t(d)];
+  if (!broadcastStrides(m.shape, x.shape, s.st[0]))
+    return std::string(op) + ": mask " + shapeStr(m.shape) +
+           " does not broadcast to " + shapeStr(x.shape);
+  uint64_t bits = elementBits(x.dtype, a.attrs.getFloat("value", 0.0));
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  const uint8_t *mp = m.as<uint8_t>();
+  switch (dtypeSize(x.dtype)) {
+  case 1:
+    maskedFillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint8_t>(), mp, y.as<uint8_t>(), n, s, uint8_t(bits));
+    break;
+  case 4:
+    maskedFillKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint32_t>(), mp, y.as<uint32_t>(), n, s, uint32_t(bits));
+    break;
+  default:
+    maskedFillKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint64_t>(), mp, y.as<uint64_t>(), n, s, bits);
+    break;
+  }
+  return launched(op);
+}
+
+template <typename W>
+__global__ void whereKernel(const uint8_t *cnd, const W *x, const W *y, W *z,
+                            int64_t n, Strided s) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t off[3];
+    s.offsets(i, off, 3);
+    z[i] = cnd[off[0]] ? x[off[1]] : y[off[2]];
+  }
+}
+
+std::string kWhere(const CudaKernelArgs &a) {
+  const char *op = "where";
+  if (auto e = needArity(a, op, 3, 1); !e.empty())
+    return e;
+  const TensorView &cnd = a.inputs[0], &x = a.inputs[1], &y = a.inputs[2],
+                   &c = a.outputs[0];
+  if (auto e = needDType(cnd, DType::Bool, op, "cond"); !e.empty())
+    return e;
+  if (x.dtype != y.dtype || x.dtype != c.dtype)
+    return std::string(op) + ": dtypes of a, b and result differ";
+  if (c.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  Strided s;
+  s.rank = int(c.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = c.shape[size_t(d)];
+  if (!broadcastStrides(cnd.shape, c.shape, s.st[0]) ||
+      !broadcastStrides(x.shape, c.shape, s.st[1]) ||
+      !broadcastStrides(y.shape, c.shape, s.st[2]))
+    return std::string(op) + ": shapes " + shapeStr(cnd.shape) + ", " +
+           shapeStr(x.shape) + ", " + shapeStr(y.shape) +
+           " do not broadcast to " + shapeStr(c.shape);
+  int64_t n = c.numel();
+  if (n == 0)
+    return "";
+  const uint8_t *cp = cnd.as<uint8_t>();
+  switch (dtypeSize(c.dtype)) {
+  case 1:
+    whereKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        cp, x.as<uint8_t>(), y.as<uint8_t>(), c.as<uint8_t>(), n, s);
+    break;
+  case 4:
+    whereKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        cp, x.as<uint32_t>(), y.as<uint32_t>(), c.as<uint32_t>(), n, s);
+    break;
+  default:
+    whereKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        cp, x.as<uint64_t>(), y.as<uint64_t>(), c.as<uint64_t>(), n, s);
+    break;
+  }
+  return launched(op);
+}
+
+template <typename W> __global__ void fillKernel(W *y, int64_t n, W v) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = v;
+}
+
+std::string kFill(const CudaKernelArgs &a) {
+  if (auto e = needArity(a, "fill", 0, 1); !e.empty())
+    return e;
+  const TensorView &y = a.outputs[0];
+  int64_t n = y.numel();
+  if (n == 0)
+    return "";
+  uint64_t bits = elementBits(y.dtype, a.attrs.getFloat("value", 0.0));
+  switch (dtypeSize(y.dtype)) {
+  case 1:
+    fillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        y.as<uint8_t>(), n, uint8_t(bits));
+    break;
+  case 4:
+    fillKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        y.as<uint32_t>(), n, uint32_t(bits));
+    break;
+  default:
+    fillKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        y.as<uint64_t>(), n, bits);
+    break;
+  }
+  return launched("fill");
+}
+
+template <typename From, typename To>
+__global__ void castKernel(const From *x, To *y, int64_t n) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = em::castElem<To>(x[i]);
+}
+
+template <typename From>
+void castFrom(const TensorView &x, const TensorView &y, int64_t n,
+              cudaStream_t st) {
+  const From *xp = x.as<From>();
+  switch (y.dtype) {
+  case DType::F32:
+    castKernel<From, float><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<float>(), n);
+    break;
+  case DType::F64:
+    castKernel<From, double><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<double>(), n);
+    break;
+  case DType::I64:
+    castKernel<From, int64_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int64_t>(), n);
+    break;
+  case DType::I32:
+    castKernel<From, int32_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int32_t>(), n);
+    break;
+  case DType::Bool:
+    castKernel<From, uint8_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<uint8_t>(), n);
+    break;
+  }
+}
+
+std::string kCopy(const CudaKernelArgs &a) {
+  const char *op = "copy";
+  if (auto e = needArity(a, op, 1, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (x.shape != y.shape)
+    return std::string(op) + ": x has shape " + shapeStr(x.shape) +
+           " but y has shape " + shapeStr(y.shape);
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  if (x.dtype == y.dtype) {
+    if (x.data == y.data)
+      return "";
+    cudaError_t e = cudaMemcpyAsync(y.data, x.data, x.bytes(),
+                                    cudaMemcpyDeviceToDevice, a.ctx.stream);
+    return e == cudaSuccess ? "" : cudaErrorText("cudaMemcpyAsync", e);
+  }
+  switch (x.dtype) {
+  case DType::F32: castFrom<float>(x, y, n, a.ctx.stream); break;
+  case DType::F64: castFrom<double>(x, y, n, a.ctx.stream); break;
+  case DType::I64: castFrom<int64_t>(x, y, n, a.ctx.stream); break;
+  case DType::I32: castFrom<int32_t>(x, y, n, a.ctx.stream); break;
+  case DType::Bool: castFrom<uint8_t>(x, y, n, a.ctx.stream); break;
+  }
+  return launched(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout (Philox4x32-10, the host's stream: em::Dropout)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void dropoutKernel(const T *x, const int64_t *seed, T *y,
+                              int64_t n, double p, uint64_t offset) {
+  em::Dropout<T> f = em::Dropout<T>::make(p, uint64_t(*seed), offset);
+  OFFLOAD_GRID_LOOP(i, n) y[i] = f(x[i], i);
+}
+
+std::string dropoutImpl(const CudaKernelArgs &a, const char *op) {
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &seed = a.inputs[1], &y = a.outputs[0];
+  if (auto e = needFloat(x, op, "input"); !e.empty())
+    return e;
+  if (auto e = needSame(x, y, op, "input", "result"); !e.empty())
+    return e;
+  if (auto e = needDType(seed, DType::I64, op, "seed"); !e.empty())
+    return e;
+  if (seed.numel() != 1)
+    return std::string(op) + ": seed must hold one element, got " +
+           shapeStr(seed.shape);
+  double p = a.attrs.getFloat("p", 0.5);
+  if (!(p >= 0.0 && p <= 1.0))
+    return std::string(op) + ": p must be in [0, 1]";
+  uint64_t offset = uint64_t(a.attrs.getInt("offset", 0));
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  if (p == 0.0) {
+    if (x.data == y.data)
+      return "";
+    cudaError_t e = cudaMemcpyAsync(y.data, x.data, x.bytes(),
+                                    cudaMemcpyDeviceToDevice, a.ctx.stream);
+    return e == cudaSuccess ? "" : cudaErrorText("cudaMemcpyAsync", e);
+  }
+  if (x.dtype == DType::F32)
+    dropoutKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<float>(), seed.as<int64_t>(), y.as<float>(), n, p, offset);
+  else
+    dropoutKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<double>(), seed.as<int64_t>(), y.as<double>(), n, p, offset);
+  return launched(op);
+}
+
+std::string kDropout(const CudaKernelArgs &a) {
+  return dropoutImpl(a, "dropout");
+}
+std::string kDropoutBackward(const CudaKernelArgs &a) {
+  return dropoutImpl(a, "dropout_backward");
+}
+
+} // namespace
+
+const std::vector<Entry> &elementwiseEntries() {
+  static const std::vector<Entry> e = {
+      {"offload.relu", kRelu},
+      {"offload.relu_backward", kReluBackward},
+      {"offload.hardtanh", kHardtanh},
+      {"offload.hardtanh_backward", kHardtanhBackward},
+      {"offload.hardswish", kHardswish},
+      {"offload.hardswish_backward", kHardswishBackward},
+      {"offload.silu", kSilu},
+      {"offload.silu_backward", kSiluBackward},
+      {"offload.gelu", kGelu},
+      {"offload.gelu_backward", kGeluBackward},
+      {"offload.sigmoid", kSigmoid},
+      {"offload.sigmoid_backward", kSigmoidBackward},
+      {"offload.tanh", kTanh},
+      {"offload.tanh_backward", kTanhBackward},
+      {"offload.exp", kExp},
+      {"offload.neg", kNeg},
+      {"offload.sqrt", kSqrt},
+      {"offload.rsqrt", kRsqrt},
+      {"offload.add", kAdd},
+      {"offload.sub", kSub},
+      {"offload.mul", kMul},
+      {"offload.div", kDiv},
+      {"offload.add_scalar", kAddScalar},
+      {"offload.mul_scalar", kMulScalar},
+      {"offload.masked_fill", kMaskedFill},
+      {"offload.where", kWhere},
+      {"offload.fill", kFill},
+      {"offload.copy", kCopy},
+      {"offload.dropout", kDropout},
+      {"offload.dropout_backward", kDropoutBackward},
+  };
+  return e;
+}
+
+} // namespace cuda
+} // namespace rt
+} // namespace offload

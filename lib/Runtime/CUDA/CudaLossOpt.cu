@@ -1,0 +1,549 @@
+//===- CudaLossOpt.cu - Losses and optimizer updates on CUDA --------------===//
+//
+// Part of offload. cross_entropy, nll_loss and mse_loss with their backward
+// ops, sgd_update and adamw_update, as the host kernels of Loss.cpp and
+// Optimizer.cpp, with the element formulas of ElementMath.h
+// (em::CrossEntropyLoss / CrossEntropyGrad / MseGrad / nllGradValue,
+// em::SgdStep / AdamWStep).
+//
+// Determinism without atomics: a loss is reduced by one block (rows in
+// order, each row's sums by a fixed tree; the scalar sums in row order as
+// the host kernel does); each row of a cross-entropy gradient is one block.
+// The optimizer step counter stays on the device: the update kernel reads
+// it, and a one-thread kernel after it writes new_step (so that new_step
+// may alias step).
+//
+// A class target outside [0, C) (and not ignore_index) is an error on the
+// host; here the kernel reports it through the context's device error flag
+// and the step fails after its synchronisation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaCommon.cuh"
+
+namespace offload {
+namespace rt {
+namespace cuda {
+namespace {
+
+std::string reductionMode(const CudaKernelArgs &a, const char *op,
+                          bool &mean) {
+  std::string s = a.attrs.getString("reduction", "mean");
+  if (s == "mean")
+    mean = true;
+  else if (s == "sum")
+    mean = false;
+  else
+    return std::string(op) + ": reduction must be mean or sum, got " + s;
+  return "";
+}
+
+/// Logits/log-probabilities [N,C] float, target [N] i64, a rank-0 scalar of
+/// the input's dtype.
+std::string checkClassification(const char *op, const TensorView &in,
+                                const TensorView &target,
+                                const TensorView &scalar) {
+  if (auto e = needFloat(in, op, "input"); !e.empty())
+    return e;
+  if (in.rank() != 2)
+    return std::string(op) + ": input must be [N,C], got " +
+           shapeStr(in.shape);
+  if (auto e = needDType(target, DType::I64, op, "target"); !e.empty())
+    return e;
+  if (target.rank() != 1 || target.shape[0] != in.shape[0])
+    return std::string(op) + ": target has shape " + shapeStr(target.shape) +
+           ", expected [" + std::to_string(in.shape[0]) + "]";
+  if (auto e = needDType(scalar, in.dtype, op, "loss"); !e.empty())
+    return e;
+  if (scalar.numel() != 1 || scalar.rank() != 0)
+    return std::string(op) + ": loss must be a rank-0 tensor, got " +
+           shapeStr(scalar.shape);
+  return "";
+}
+
+struct CeParams {
+  int64_t n, c, ignore;
+  double ls;
+  int mean;
+};
+
+std::string ceParams(const CudaKernelArgs &a, const char *op, CeParams &p) {
+  bool mean = true;
+  if (auto e = reductionMode(a, op, mean); !e.empty())
+    return e;
+  p.mean = mean;
+  p.ignore = a.attrs.getInt("ignore_index", -100);
+  p.ls = a.attrs.getFloat("label_smoothing", 0.0);
+  if (p.ls < 0.0 || p.ls > 1.0)
+    return std::string(op) + ": label_smoothing must be in [0, 1]";
+  return "";
+}
+
+/// log(sum(exp(row))) in double over the block (every thread gets it), as
+/// the host's rowLogSumExp: the max, then the sum of exp(x - max); a row
+/// whose max is infinite gives that max.
+template <typename T>
+__device__ double rowLogSumExp(const T *row, int64_t c, double *shm) {
+  double m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < c; k += kThreads)
+    m = em::maxOf(m, double(row[k]));
+  m = blockMax(m, shm);
+  if (em::isInf(m))
+    return m;
+  double s = 0;
+  for (int64_t k = threadIdx.x; k < c; k += kThreads)
+    s += em::expOf(double(row[k]) - m);
+  s = blockSum(s, shm);
+  return m + em::logOf(s);
+}
+
+template <typename T>
+__global__ void crossEntropyKernel(const T *x, const int64_t *t, T *loss,
+                                   CeParams p, int *flag, int instr) {
+  __shared__ double shm[kThreads];
+  double nll = 0, sm = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    int64_t ti = t[i];
+    if (ti == p.ignore)
+      continue;
+    if (ti < 0 || ti >= p.c) {
+      if (threadIdx.x == 0)
+        reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+      continue;
+    }
+    const T *row = x + i * p.c;
+    double lse = rowLogSumExp(row, p.c, shm);
+    nll += lse - double(row[ti]);
+    if (p.ls > 0) {
+      double s = 0;
+      for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
+        s += lse - double(row[k]);
+      sm += blockSum(s, shm);
+    }
+    ++count;
+  }
+  if (threadIdx.x == 0)
+    loss[0] = T(em::CrossEntropyLoss{p.ls, p.c, p.mean != 0}(nll, sm, count));
+}
+
+/// Number of targets that are not ignore_index, over the block.
+__device__ int64_t countValid(const int64_t *t, int64_t n, int64_t ignore,
+                              double *shm) {
+  double cnt = 0;
+  for (int64_t k = threadIdx.x; k < n; k += kThreads)
+    cnt += t[k] != ignore ? 1.0 : 0.0;
+  return int64_t(blockSum(cnt, shm));
+}
+
+/// One block per row (grid-stride over rows).
+template <typename T>
+__global__ void crossEntropyBackwardKernel(const T *dloss, const T *x,
+                                           const int64_t *t, T *dx,
+                                           CeParams p, int *flag, int instr) {
+  __shared__ double shm[kThreads];
+  int64_t count = countValid(t, p.n, p.ignore, shm);
+  em::CrossEntropyGrad grad = em::CrossEntropyGrad::make(
+      double(dloss[0]), p.ls, p.c, p.mean != 0, count);
+  for (int64_t i = blockIdx.x; i < p.n; i += gridDim.x) {
+    const T *row = x + i * p.c;
+    T *out = dx + i * p.c;
+    int64_t ti = t[i];
+    bool bad = ti != p.ignore && (ti < 0 || ti >= p.c);
+    if (bad && threadIdx.x == 0)
+      reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+    if (ti == p.ignore || bad) {
+      for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
+        out[k] = T(0);
+      continue;
+    }
+    double lse = rowLogSumExp(row, p.c, shm);
+    for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
+      out[k] = T(grad(double(row[k]), lse, k == ti));
+  }
+}
+
+std::string kCrossEntropy(const CudaKernelArgs &a) {
+  const char *op = "cross_entropy";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  CeParams p;
+  if (auto e = ceParams(a, op, p); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &t = a.inputs[1], &y = a.outputs[0];
+  if (auto e = checkClassification(op, x, t, y); !e.empty())
+    return e;
+  p.n = x.shape[0];
+  p.c = x.shape[1];
+  if (x.dtype == DType::F32)
+    crossEntropyKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
+        x.as<float>(), t.as<int64_t>(), y.as<float>(), p, a.ctx.errorFlag,
+        a.instruction);
+  else
+    crossEntropyKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
+        x.as<double>(), t.as<int64_t>(), y.as<double>(), p, a.ctx.errorFlag,
+        a.instruction);
+  return launched(op);
+}
+
+std::string kCrossEntropyBackward(const CudaKernelArgs &a) {
+  const char *op = "cross_entropy_backward";
+  if (auto e = needArity(a, op, 3, 1); !e.empty())
+    return e;
+  CeParams p;
+  if (auto e = ceParams(a, op, p); !e.empty())
+    return e;
+  const TensorView &dl = a.inputs[0], &x = a.inputs[1], &t = a.inputs[2],
+                   &dx = a.outputs[0];
+  if (auto e = checkClassification(op, x, t, dl); !e.empty())
+    return e;
+  if (auto e = needSame(x, dx, op, "logits", "dlogits"); !e.empty())
+    return e;
+  p.n = x.shape[0];
+  p.c = x.shape[1];
+  if (p.n == 0 || p.c == 0)
+    return "";
+  int blocks = int(std::min<int64_t>(p.n, 1 << 16));
+  if (x.dtype == DType::F32)
+    crossEntropyBackwardKernel<float><<<blocks, kThreads, 0, a.ctx.stream>>>(
+        dl.as<float>(), x.as<float>(), t.as<int64_t>(), dx.as<float>(), p,
+        a.ctx.errorFlag, a.instruction);
+  else
+    crossEntropyBackwardKernel<double><<<blocks, kThreads, 0, a.ctx.stream>>>(
+        dl.as<double>(), x.as<double>(), t.as<int64_t>(), dx.as<double>(), p,
+        a.ctx.errorFlag, a.instruction);
+  return launched(op);
+}
+
+/// One thread, rows in order: the host kernel's sum.
+template <typename T>
+__global__ void nllKernel(const T *x, const int64_t *t, T *loss, CeParams p,
+                          int *flag, int instr) {
+  if (threadIdx.x != 0 || blockIdx.x != 0)
+    return;
+  double s = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    int64_t ti = t[i];
+    if (ti == p.ignore)
+      continue;
+    if (ti < 0 || ti >= p.c) {
+      reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+      continue;
+    }
+    s -= double(x[i * p.c + ti]);
+    ++count;
+  }
+  if (p.mean)
+    s /= double(count);
+  loss[0] = T(s);
+}
+
+/// One block: dx (zeroed before) gets the gradient at the target positions.
+template <typename T>
+__global__ void nllBackwardKernel(const T *dloss, const int64_t *t, T *dx,
+                                  CeParams p, int *flag, int instr) {
+  __shared__ double shm[kThreads];
+  int64_t count = countValid(t, p.n, p.ignore, shm);
+  T v = em::nllGradValue<T>(double(dloss[0]), p.mean != 0, count);
+  for (int64_t i = threadIdx.x; i < p.n; i += kThreads) {
+    int64_t ti = t[i];
+    if (ti == p.ignore)
+      continue;
+    if (ti < 0 || ti >= p.c) {
+      reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+      continue;
+    }
+    dx[i * p.c + ti] = v;
+  }
+}
+
+std::string kNllLoss(const CudaKernelArgs &a) {
+  const char *op = "nll_loss";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  bool mean = true;
+  if (auto e = reductionMode(a, op, mean); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &t = a.inputs[1], &y = a.outputs[0];
+  if (auto e = checkClassification(op, x, t, y); !e.empty())
+    return e;
+  CeParams p{x.shape[0], x.shape[1], a.attrs.getInt("ignore_index", -100),
+             0.0, mean};
+  if (x.dtype == DType::F32)
+    nllKernel<float><<<1, 1, 0, a.ctx.stream>>>(x.as<float>(), t.as<int64_t>(),
+                                               y.as<float>(), p,
+                                               a.ctx.errorFlag, a.instruction);
+  else
+    nllKernel<double><<<1, 1, 0, a.ctx.stream>>>(
+        x.as<double>(), t.as<int64_t>(), y.as<double>(), p, a.ctx.errorFlag,
+        a.instruction);
+  return launched(op);
+}
+
+std::string kNllLossBackward(const CudaKernelArgs &a) {
+  const char *op = "nll_loss_backward";
+  if (auto e = needArity(a, op, 3, 1); !e.empty())
+    return e;
+  bool mean = true;
+  if (auto e = reductionMode(a, op, mean); !e.empty())
+    return e;
+  const TensorView &dl = a.inputs[0], &x = a.inputs[1], &t = a.inputs[2],
+                   &dx = a.outputs[0];
+  if (auto e = checkClassification(op, x, t, dl); !e.empty())
+    return e;
+  if (auto e = needSame(x, dx, op, "logp", "dlogp"); !e.empty())
+    return e;
+  CeParams p{x.shape[0], x.shape[1], a.attrs.getInt("ignore_index", -100),
+             0.0, mean};
+  if (dx.bytes()) {
+    cudaError_t e = cudaMemsetAsync(dx.data, 0, dx.bytes(), a.ctx.stream);
+    if (e != cudaSuccess)
+      return cudaErrorText("cudaMemsetAsync", e);
+  }
+  if (x.dtype == DType::F32)
+    nllBackwardKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
+        dl.as<float>(), t.as<int64_t>(), dx.as<float>(), p, a.ctx.errorFlag,
+        a.instruction);
+  else
+    nllBackwardKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
+        dl.as<double>(), t.as<int64_t>(), dx.as<double>(), p,
+        a.ctx.errorFlag, a.instruction);
+  return launched(op);
+}
+
+template <typename T>
+__global__ void mseKernel(const T *x, const T *t, T *loss, int64_t n,
+                          int mean) {
+  __shared__ double shm[kThreads];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    s += em::mseTerm(x[i], t[i]);
+  s = blockSum(s, shm);
+  if (threadIdx.x == 0) {
+    if (mean)
+      s /= double(n);
+    loss[0] = T(s);
+  }
+}
+
+template <typename T>
+__global__ void mseBackwardKernel(const T *dloss, const T *x, const T *t,
+                                  T *dx, int64_t n, int mean) {
+  em::MseGrad<T> grad = em::MseGrad<T>::make(mean != 0, n, dloss[0]);
+  OFFLOAD_GRID_LOOP(i, n) dx[i] = grad(x[i], t[i]);
+}
+
+std::string kMseLoss(const CudaKernelArgs &a) {
+  const char *op = "mse_loss";
+  if (auto e = needArity(a, op, 2, 1); !e.empty())
+    return e;
+  bool mean = true;
+  if (auto e = reductionMode(a, op, mean); !e.empty())
+    return e;
+  const TensorView &x = a.inputs[0], &t = a.inputs[1], &y = a.outputs[0];
+  if (auto e = needFloat(x, op, "x"); !e.empty())
+    return e;
+  if (auto e = needSame(x, t, op, "x", "target"); !e.empty())
+    return e;
+  if (auto e = needDType(y, x.dtype, op, "loss"); !e.empty())
+    return e;
+  if (y.rank() != 0)
+    return std::string(op) + ": loss must be rank 0";
+  if (x.dtype == DType::F32)
+    mseKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
+        x.as<float>(), t.as<float>(), y.as<float>(), x.numel(), mean);
+  else
+    mseKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
+        x.as<double>(), t.as<double>(), y.as<double>(), x.numel(), mean);
+  return launched(op);
+}
+
+std::string kMseLossBackward(const CudaKernelArgs &a) {
+  const char *op = "mse_loss_backward";
+  if (auto e = needArity(a, op, 3, 1); !e.empty())
+    return e;
+  bool mean = true;
+  if (auto e = reductionMode(a, op, mean); !e.empty())
+    return e;
+  const TensorView &dl = a.inputs[0], &x = a.inputs[1], &t = a.inputs[2],
+                   &dx = a.outputs[0];
+  if (auto e = needFloat(x, op, "x"); !e.empty())
+    return e;
+  if (auto e = needSame(x, t, op, "x", "target"); !e.empty())
+    return e;
+  if (auto e = needSame(x, dx, op, "x", "dx"); !e.empty())
+    return e;
+  if (auto e = needDType(dl, x.dtype, op, "dloss"); !e.empty())
+    return e;
+  if (dl.rank() != 0)
+    return std::string(op) + ": dloss must be rank 0";
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  if (x.dtype == DType::F32)
+    mseBackwardKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dl.as<float>(), x.as<float>(), t.as<float>(), dx.as<float>(), n, mean);
+  else
+    mseBackwardKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dl.as<double>(), x.as<double>(), t.as<double>(), dx.as<double>(), n,
+        mean);
+  return launched(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+__global__ void stepIncrementKernel(const int64_t *step, int64_t *newStep) {
+  *newStep = *step + 1;
+}
+
+std::string checkStep(const char *op, const TensorView &s,
+                      const TensorView &ns) {
+  if (auto e = needDType(s, DType::I64, op, "step"); !e.empty())
+    return e;
+  if (auto e = needDType(ns, DType::I64, op, "new_step"); !e.empty())
+    return e;
+  if (s.numel() != 1 || ns.numel() != 1)
+    return std::string(op) + ": step must hold one element";
+  return "";
+}
+
+struct SgdAttrs {
+  double lr, mom, damp, wd;
+  int nesterov;
+};
+
+template <typename T>
+__global__ void sgdKernel(const T *p, const T *g, const T *b,
+                          const int64_t *step, T *np, T *nb, int64_t n,
+                          SgdAttrs at) {
+  em::SgdStep<T> f = em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
+                                          at.nesterov != 0, *step == 0);
+  OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], b[i], np[i], nb[i]);
+}
+
+// sgd_update: param, grad, momentum_buffer, step -> new_param,
+// new_momentum_buffer, new_step.
+std::string kSgdUpdate(const CudaKernelArgs &a) {
+  const char *op = "sgd_update";
+  if (auto e = needArity(a, op, 4, 3); !e.empty())
+    return e;
+  const TensorView &p = a.inputs[0], &g = a.inputs[1], &buf = a.inputs[2],
+                   &step = a.inputs[3];
+  const TensorView &np = a.outputs[0], &nbuf = a.outputs[1],
+                   &nstep = a.outputs[2];
+  if (auto e = needFloat(p, op, "param"); !e.empty())
+    return e;
+  for (auto [t, name] : {std::pair<const TensorView *, const char *>{&g, "grad"},
+                         {&buf, "momentum_buffer"},
+                         {&np, "new_param"},
+                         {&nbuf, "new_momentum_buffer"}})
+    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+      return e;
+  if (auto e = checkStep(op, step, nstep); !e.empty())
+    return e;
+  SgdAttrs at{a.attrs.getFloat("lr", 0.01), a.attrs.getFloat("momentum", 0.0),
+              a.attrs.getFloat("dampening", 0.0),
+              a.attrs.getFloat("weight_decay", 0.0),
+              int(a.attrs.getInt("nesterov", 0) != 0)};
+  if (at.nesterov && (at.mom <= 0 || at.damp != 0))
+    return std::string(op) +
+           ": nesterov needs momentum > 0 and zero dampening";
+  int64_t n = p.numel();
+  if (n > 0) {
+    if (p.dtype == DType::F32)
+      sgdKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<float>(), g.as<float>(), buf.as<float>(), step.as<int64_t>(),
+          np.as<float>(), nbuf.as<float>(), n, at);
+    else
+      sgdKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<double>(), g.as<double>(), buf.as<double>(),
+          step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at);
+    if (auto e = launched(op); !e.empty())
+      return e;
+  }
+  stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
+                                                 nstep.as<int64_t>());
+  return launched(op);
+}
+
+struct AdamWAttrs {
+  double lr, b1, b2, eps, wd;
+};
+
+template <typename T>
+__global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
+                            const int64_t *step, T *np, T *nm, T *nv,
+                            int64_t n, AdamWAttrs at) {
+  em::AdamWStep<T> f =
+      em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1);
+  OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
+}
+
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
+// new_exp_avg, new_exp_avg_sq, new_step.
+std::string kAdamwUpdate(const CudaKernelArgs &a) {
+  const char *op = "adamw_update";
+  if (auto e = needArity(a, op, 5, 4); !e.empty())
+    return e;
+  const TensorView &p = a.inputs[0], &g = a.inputs[1], &m = a.inputs[2],
+                   &v = a.inputs[3], &step = a.inputs[4];
+  const TensorView &np = a.outputs[0], &nm = a.outputs[1], &nv = a.outputs[2],
+                   &nstep = a.outputs[3];
+  if (auto e = needFloat(p, op, "param"); !e.empty())
+    return e;
+  for (auto [t, name] :
+       {std::pair<const TensorView *, const char *>{&g, "grad"},
+        {&m, "exp_avg"},
+        {&v, "exp_avg_sq"},
+        {&np, "new_param"},
+        {&nm, "new_exp_avg"},
+        {&nv, "new_exp_avg_sq"}})
+    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+      return e;
+  if (auto e = checkStep(op, step, nstep); !e.empty())
+    return e;
+  AdamWAttrs at{a.attrs.getFloat("lr", 1e-3), a.attrs.getFloat("beta1", 0.9),
+                a.attrs.getFloat("beta2", 0.999), a.attrs.getFloat("eps", 1e-8),
+                a.attrs.getFloat("weight_decay", 1e-2)};
+  int64_t n = p.numel();
+  if (n > 0) {
+    if (p.dtype == DType::F32)
+      adamwKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
+          step.as<int64_t>(), np.as<float>(), nm.as<float>(), nv.as<float>(),
+          n, at);
+    else
+      adamwKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<double>(), g.as<double>(), m.as<double>(), v.as<double>(),
+          step.as<int64_t>(), np.as<double>(), nm.as<double>(),
+          nv.as<double>(), n, at);
+    if (auto e = launched(op); !e.empty())
+      return e;
+  }
+  stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
+                                                 nstep.as<int64_t>());
+  return launched(op);
+}
+
+} // namespace
+
+const std::vector<Entry> &lossOptEntries() {
+  static const std::vector<Entry> e = {
+      {"offload.cross_entropy", kCrossEntropy},
+      {"offload.cross_entropy_backward", kCrossEntropyBackward},
+      {"offload.nll_loss", kNllLoss},
+      {"offload.nll_loss_backward", kNllLossBackward},
+      {"offload.mse_loss", kMseLoss},
+      {"offload.mse_loss_backward", kMseLossBackward},
+      {"offload.sgd_update", kSgdUpdate},
+      {"offload.adamw_update", kAdamwUpdate},
+  };
+  return e;
+}
+
+} // namespace cuda
+} // namespace rt
+} // namespace offload

@@ -1,0 +1,713 @@
+//===- CudaTest.cpp - The CUDA backend against the host backend -----------===//
+//
+// Part of offload. Every test here needs a GPU and skips itself, with the
+// reason, when there is none (or when the runtime was built without CUDA).
+//
+//   * CudaOpsMatchHost: every op of the host kernel library, as a
+//     one-instruction plan, on both backends from the same inputs: the
+//     outputs agree exactly where the CUDA kernel reproduces the host
+//     kernel's operations in order (data movement, pooling, embedding,
+//     elementwise ops without transcendental functions, SGD), and within
+//     1e-5 of the largest magnitude (f32; 1e-12 for f64) elsewhere.
+//   * Runs are bit-identical from session to session; a plan larger than
+//     the device fails at creation naming bytes needed and free; bad input
+//     found on the device and an injected failure fail the step naming the
+//     op, with parameters unchanged; the workspace is counted in the
+//     measured peak.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Runtime/Runtime.h"
+
+#include <gtest/gtest.h>
+
+#ifdef OFFLOAD_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace offload::rt;
+
+namespace {
+
+/// "" when a CUDA device can be used, else why not.
+std::string noDevice() {
+#ifdef OFFLOAD_HAVE_CUDA
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess)
+    return std::string("no CUDA device: cudaGetDeviceCount: ") +
+           cudaGetErrorString(e);
+  if (n == 0)
+    return "no CUDA device: cudaGetDeviceCount found 0";
+  return "";
+#else
+  return "runtime built without CUDA (OFFLOAD_ENABLE_CUDA=OFF)";
+#endif
+}
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    std::string why = noDevice();                                              \
+    if (!why.empty())                                                          \
+      GTEST_SKIP() << why;                                                     \
+  } while (0)
+
+/// How an input is filled.
+struct Gen {
+  enum Kind { Normal, Positive, Index, Bool, Const } kind = Normal;
+  double value = 0; ///< Index: the bound (exclusive); Const: the value
+};
+Gen normal() { return {}; }
+Gen positive() { return {Gen::Positive, 0}; }
+Gen index(int64_t bound) { return {Gen::Index, double(bound)}; }
+Gen boolean() { return {Gen::Bool, 0}; }
+Gen constant(double v) { return {Gen::Const, v}; }
+
+struct Operand {
+  DType dtype;
+  std::vector<int64_t> shape;
+  Gen gen;
+  bool absent = false;
+};
+Operand f32(std::vector<int64_t> s, Gen g = normal()) {
+  return {DType::F32, std::move(s), g};
+}
+Operand f64(std::vector<int64_t> s, Gen g = normal()) {
+  return {DType::F64, std::move(s), g};
+}
+Operand i64(std::vector<int64_t> s, Gen g) { return {DType::I64, std::move(s), g}; }
+Operand none() { return {DType::F32, {}, normal(), true}; }
+
+struct OpCase {
+  std::string op;
+  std::vector<Operand> inputs, outputs;
+  AttrMap attrs;
+  /// Outputs must be bit-identical to the host's.
+  bool exact = false;
+  uint64_t workspace = 0;
+};
+
+AttrMap attrs(std::initializer_list<std::pair<const char *, AttrValue>> l) {
+  AttrMap m;
+  for (auto &e : l)
+    m.set(e.first, e.second);
+  return m;
+}
+
+/// Deterministic pseudo-random values.
+struct Lcg {
+  uint64_t s;
+  double next() { // [0, 1)
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return double(s >> 11) * (1.0 / 9007199254740992.0);
+  }
+  double normal() {
+    double u = next() + 1e-12, v = next();
+    return std::sqrt(-2 * std::log(u)) * std::cos(6.283185307179586 * v);
+  }
+};
+
+Tensor makeInput(const Operand &o, Lcg &rng) {
+  Tensor t(o.dtype, o.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = 0;
+    switch (o.gen.kind) {
+    case Gen::Normal: v = rng.normal() * 2; break;
+    case Gen::Positive: v = 0.05 + 2 * rng.next(); break;
+    case Gen::Index: v = std::floor(rng.next() * o.gen.value); break;
+    case Gen::Bool: v = rng.next() < 0.5; break;
+    case Gen::Const: v = o.gen.value; break;
+    }
+    switch (o.dtype) {
+    case DType::F32: t.as<float>()[i] = float(v); break;
+    case DType::F64: t.as<double>()[i] = v; break;
+    case DType::I64: t.as<int64_t>()[i] = int64_t(v); break;
+    case DType::I32: t.as<int32_t>()[i] = int32_t(v); break;
+    case DType::Bool: t.as<uint8_t>()[i] = v != 0; break;
+    }
+  }
+  return t;
+}
+
+/// The one-instruction plan of `c`: inputs bound as in<k>, outputs as
+/// out<k>.
+PlanData planOf(const OpCase &c) {
+  PlanBuilder b;
+  std::vector<int32_t> ins, outs;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const Operand &o = c.inputs[k];
+    if (o.absent) {
+      ins.push_back(-1);
+      continue;
+    }
+    int id = b.buffer("in" + std::to_string(k), o.dtype, o.shape,
+                      BufferRole::Input);
+    b.bindIn("in" + std::to_string(k), id);
+    ins.push_back(id);
+  }
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const Operand &o = c.outputs[k];
+    if (o.absent) {
+      outs.push_back(-1);
+      continue;
+    }
+    int id = b.buffer("out" + std::to_string(k), o.dtype, o.shape,
+                      BufferRole::Output);
+    b.bindOut("out" + std::to_string(k), id);
+    outs.push_back(id);
+  }
+  b.instr(c.op, ins, outs, c.attrs);
+  b.workspace(c.workspace);
+  return b.finish();
+}
+
+/// Runs plan `d` on `backend` with the inputs; the outputs by name.
+std::map<std::string, Tensor> runPlan(const PlanData &d,
+                                      const std::string &backend,
+                                      const std::map<std::string, Tensor> &in,
+                                      std::string &error) {
+  auto plan = Plan::fromData(d);
+  if (!plan) {
+    error = plan.message();
+    return {};
+  }
+  auto s = Session::create(*plan, backend);
+  if (!s) {
+    error = s.message();
+    return {};
+  }
+  for (auto &e : in)
+    if (Status st = (*s)->bind(e.first, e.second); !st.ok()) {
+      error = st.message();
+      return {};
+    }
+  if (Status st = (*s)->step(); !st.ok()) {
+    error = st.message();
+    return {};
+  }
+  std::map<std::string, Tensor> out;
+  for (const std::string &n : (*s)->outputNames())
+    out[n] = *(*s)->output(n);
+  return out;
+}
+
+/// max |a - b| / max(max |b|, tiny) over the elements.
+double relDiff(const Tensor &a, const Tensor &b) {
+  double err = 0, scale = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    double x = a.at(i), y = b.at(i);
+    if (std::isnan(x) != std::isnan(y))
+      return INFINITY;
+    if (std::isnan(y))
+      continue;
+    err = std::max(err, std::fabs(x - y));
+    scale = std::max(scale, std::fabs(y));
+  }
+  return err / std::max(scale, 1e-30);
+}
+
+std::vector<OpCase> opCases() {
+  std::vector<OpCase> c;
+  auto mm = [](double lo, double hi) {
+    return attrs({{"min_val", attrFloat(lo)}, {"max_val", attrFloat(hi)}});
+  };
+  std::vector<int64_t> s{64, 33};
+  for (const char *op : {"relu", "hardswish", "neg"})
+    c.push_back({op, {f32(s)}, {f32(s)}, {}, true});
+  for (const char *op : {"silu", "sigmoid", "tanh", "exp"})
+    c.push_back({op, {f32(s)}, {f32(s)}, {}});
+  c.push_back({"hardtanh", {f32(s)}, {f32(s)}, mm(-1, 2), true});
+  c.push_back({"sqrt", {f32(s, positive())}, {f32(s)}, {}, true});
+  c.push_back({"rsqrt", {f32(s, positive())}, {f32(s)}, {}, true});
+  c.push_back({"gelu", {f32(s)}, {f32(s)}, attrs({{"approximate", attrString("none")}})});
+  c.push_back({"gelu", {f64(s)}, {f64(s)}, attrs({{"approximate", attrString("tanh")}})});
+  c.push_back({"add_scalar", {f32(s)}, {f32(s)}, attrs({{"value", attrFloat(0.5)}}), true});
+  c.push_back({"add_scalar", {i64({5}, index(9))}, {i64({5}, index(1))},
+               attrs({{"value", attrFloat(3)}}), true});
+  c.push_back({"mul_scalar", {f32(s)}, {f32(s)}, attrs({{"value", attrFloat(-2)}}), true});
+  for (const char *op : {"relu_backward", "hardswish_backward"})
+    c.push_back({op, {f32(s), f32(s)}, {f32(s)}, {}, true});
+  for (const char *op : {"silu_backward", "sigmoid_backward", "tanh_backward"})
+    c.push_back({op, {f32(s), f32(s)}, {f32(s)}, {}});
+  c.push_back({"hardtanh_backward", {f32(s), f32(s)}, {f32(s)}, mm(-1, 1), true});
+  c.push_back({"gelu_backward", {f32(s), f32(s)}, {f32(s)},
+               attrs({{"approximate", attrString("none")}})});
+  c.push_back({"gelu_backward", {f64(s), f64(s)}, {f64(s)},
+               attrs({{"approximate", attrString("tanh")}})});
+  for (const char *op : {"add", "sub", "mul", "div"})
+    c.push_back({op, {f32({64, 33}), f32({33})}, {f32({64, 33})}, {}, true});
+  c.push_back({"mul", {i64({4, 1}, index(50)), i64({1, 3}, index(50))},
+               {i64({4, 3}, index(1))}, {}, true});
+  c.push_back({"masked_fill", {f32({8, 16}), {DType::Bool, {8, 1}, boolean()}},
+               {f32({8, 16})}, attrs({{"value", attrFloat(3)}}), true});
+  c.push_back({"where",
+               {{DType::Bool, {8, 16}, boolean()}, f32({8, 16}), f32({16})},
+               {f32({8, 16})}, {}, true});
+  c.push_back({"fill", {}, {f32({100})}, attrs({{"value", attrFloat(2.5)}}), true});
+  c.push_back({"copy", {f32({7, 9})}, {i64({7, 9}, index(1))}, {}, true});
+  c.push_back({"copy", {f64({7, 9})}, {f32({7, 9})}, {}, true});
+  auto dims = [](std::vector<int64_t> d, int keep) {
+    return attrs({{"dims", attrInts(std::move(d))}, {"keepdim", attrInt(keep)}});
+  };
+  c.push_back({"reduce_sum", {f32({37, 50})}, {f32({50})}, dims({0}, 0)});
+  c.push_back({"reduce_sum", {f32({37, 50})}, {f32({37, 1})}, dims({1}, 1)});
+  c.push_back({"reduce_sum", {f32({4, 5000})}, {f32({4})}, dims({1}, 0)});
+  c.push_back({"reduce_sum", {f64({3000})}, {f64({})}, dims({}, 0)});
+  c.push_back({"reduce_mean", {f32({4, 300, 5})}, {f32({300})}, dims({0, 2}, 0)});
+  c.push_back({"broadcast_to", {f32({1, 16})}, {f32({8, 16})}, {}, true});
+  c.push_back({"transpose", {f32({3, 4, 5})}, {f32({5, 3, 4})},
+               attrs({{"perm", attrInts({2, 0, 1})}}), true});
+  c.push_back({"cat", {f32({2, 3}), f32({2, 5})}, {f32({2, 8})},
+               attrs({{"dim", attrInt(1)}}), true});
+  AttrMap sl = attrs({{"dim", attrInt(1)}, {"start", attrInt(1)},
+                      {"end", attrInt(7)}, {"step", attrInt(2)}});
+  c.push_back({"slice", {f32({4, 9})}, {f32({4, 3})}, sl, true});
+  c.push_back({"slice_backward", {f32({4, 3})}, {f32({4, 9})}, sl, true});
+  for (double ls : {0.0, 0.1}) {
+    AttrMap ce = attrs({{"label_smoothing", attrFloat(ls)},
+                        {"reduction", attrString("mean")},
+                        {"ignore_index", attrInt(-100)}});
+    c.push_back({"cross_entropy", {f32({32, 10}), i64({32}, index(10))},
+                 {f32({})}, ce});
+    c.push_back({"cross_entropy_backward",
+                 {f32({}), f32({32, 10}), i64({32}, index(10))},
+                 {f32({32, 10})}, ce});
+  }
+  AttrMap sum = attrs({{"reduction", attrString("sum")}});
+  c.push_back({"nll_loss", {f32({32, 10}), i64({32}, index(10))}, {f32({})}, sum});
+  c.push_back({"nll_loss_backward", {f32({}), f32({32, 10}), i64({32}, index(10))},
+               {f32({32, 10})}, sum, true});
+  c.push_back({"mse_loss", {f32({70, 3}), f32({70, 3})}, {f32({})}, {}});
+  c.push_back({"mse_loss_backward", {f32({}), f32({70, 3}), f32({70, 3})},
+               {f32({70, 3})}, {}, true});
+  c.push_back({"sgd_update",
+               {f32({1003}), f32({1003}), f32({1003}), i64({}, constant(3))},
+               {f32({1003}), f32({1003}), i64({}, index(1))},
+               attrs({{"lr", attrFloat(0.1)}, {"momentum", attrFloat(0.9)},
+                      {"dampening", attrFloat(0.0)},
+                      {"weight_decay", attrFloat(1e-4)}, {"nesterov", attrInt(1)}}),
+               true});
+  c.push_back({"adamw_update",
+               {f32({1003}), f32({1003}), f32({1003}), f32({1003}, positive()),
+                i64({}, constant(4))},
+               {f32({1003}), f32({1003}), f32({1003}), i64({}, index(1))},
+               attrs({{"lr", attrFloat(1e-3)}, {"beta1", attrFloat(0.9)},
+                      {"beta2", attrFloat(0.999)}, {"eps", attrFloat(1e-8)},
+                      {"weight_decay", attrFloat(0.01)}})});
+  AttrMap dr = attrs({{"p", attrFloat(0.3)}, {"offset", attrInt(7)}});
+  for (const char *op : {"dropout", "dropout_backward"})
+    c.push_back({op, {f32({33, 31}), i64({}, constant(1234))}, {f32({33, 31})},
+                 dr, true});
+  c.push_back({"embedding", {f32({50, 8}), i64({4, 6}, index(50))},
+               {f32({4, 6, 8})}, {}, true});
+  c.push_back({"embedding_backward", {f32({4, 6, 8}), i64({4, 6}, index(5))},
+               {f32({50, 8})}, {}, true});
+  for (const char *op : {"softmax", "log_softmax"}) {
+    c.push_back({op, {f32({16, 33})}, {f32({16, 33})}, attrs({{"dim", attrInt(-1)}})});
+    c.push_back({op, {f64({4, 7, 5})}, {f64({4, 7, 5})}, attrs({{"dim", attrInt(1)}})});
+  }
+  c.push_back({"softmax_backward", {f32({16, 33}), f32({16, 33}, positive())},
+               {f32({16, 33})}, attrs({{"dim", attrInt(-1)}})});
+  c.push_back({"log_softmax_backward", {f32({4, 7, 5}), f32({4, 7, 5})},
+               {f32({4, 7, 5})}, attrs({{"dim", attrInt(1)}})});
+  c.push_back({"linear", {f32({16, 32}), f32({24, 32}), f32({24})}, {f32({16, 24})}, {}});
+  c.push_back({"linear", {f64({2, 8, 32}), f64({24, 32}), none()}, {f64({2, 8, 24})}, {}});
+  AttrMap tb = attrs({{"transpose_a", attrInt(0)}, {"transpose_b", attrInt(1)}});
+  c.push_back({"matmul", {f32({4, 8, 16}), f32({4, 16, 12})}, {f32({4, 8, 12})}, {}});
+  c.push_back({"matmul", {f32({4, 8, 16}), f32({12, 16})}, {f32({4, 8, 12})}, tb});
+  c.push_back({"matmul", {f32({2, 1, 8, 16}), f32({3, 16, 5})}, {f32({2, 3, 8, 5})}, {}});
+  c.push_back({"matmul", {f32({16}), f32({3, 16, 5})}, {f32({3, 5})}, {}});
+  AttrMap cv = attrs({{"stride", attrInts({2, 2})}, {"padding", attrInts({1, 1})},
+                      {"dilation", attrInts({1, 1})}, {"groups", attrInt(1)}});
+  AttrMap cg = attrs({{"stride", attrInts({1, 1})}, {"padding", attrInts({1, 1})},
+                      {"dilation", attrInts({2, 2})}, {"groups", attrInt(2)}});
+  uint64_t ws = 64u << 20;
+  c.push_back({"conv2d", {f32({2, 4, 9, 9}), f32({6, 4, 3, 3}), f32({6})},
+               {f32({2, 6, 5, 5})}, cv, false, ws});
+  c.push_back({"conv2d_backward_input", {f32({2, 6, 5, 5}), f32({6, 4, 3, 3})},
+               {f32({2, 4, 9, 9})}, cv, false, ws});
+  c.push_back({"conv2d_backward_weight", {f32({2, 6, 5, 5}), f32({2, 4, 9, 9})},
+               {f32({6, 4, 3, 3})}, cv, false, ws});
+  c.push_back({"conv2d", {f64({2, 4, 9, 9}), f64({6, 2, 3, 3}), none()},
+               {f64({2, 6, 7, 7})}, cg, false, ws});
+  c.push_back({"conv2d_backward_input", {f64({2, 6, 7, 7}), f64({6, 2, 3, 3})},
+               {f64({2, 4, 9, 9})}, cg, false, ws});
+  c.push_back({"conv2d_backward_weight", {f64({2, 6, 7, 7}), f64({2, 4, 9, 9})},
+               {f64({6, 2, 3, 3})}, cg, false, ws});
+  AttrMap mp = attrs({{"kernel_size", attrInts({3, 3})}, {"stride", attrInts({2, 2})},
+                      {"padding", attrInts({1, 1})}, {"dilation", attrInts({1, 1})},
+                      {"ceil_mode", attrInt(1)}});
+  c.push_back({"max_pool2d", {f32({2, 3, 10, 10})},
+               {f32({2, 3, 6, 6}), i64({2, 3, 6, 6}, index(1))}, mp, true});
+  c.push_back({"max_pool2d_backward", {f32({2, 3, 6, 6}), i64({2, 3, 6, 6}, index(100))},
+               {f32({2, 3, 10, 10})}, {}, true});
+  for (int ceil : {0, 1})
+    for (int cp : {0, 1}) {
+      AttrMap ap = attrs({{"kernel_size", attrInts({3, 3})}, {"stride", attrInts({2, 2})},
+                          {"padding", attrInts({1, 1})}, {"ceil_mode", attrInt(ceil)},
+                          {"count_include_pad", attrInt(cp)}});
+      int64_t o = ceil ? 6 : 5;
+      c.push_back({"avg_pool2d", {f32({2, 3, 10, 10})}, {f32({2, 3, o, o})}, ap, true});
+      c.push_back({"avg_pool2d_backward", {f32({2, 3, o, o})}, {f32({2, 3, 10, 10})},
+                   ap, true});
+    }
+  c.push_back({"adaptive_avg_pool2d", {f32({2, 3, 7, 7})}, {f32({2, 3, 3, 3})},
+               attrs({{"output_size", attrInts({3, 3})}}), true});
+  c.push_back({"adaptive_avg_pool2d_backward", {f32({2, 3, 3, 3})},
+               {f32({2, 3, 7, 7})}, {}, true});
+  AttrMap bn = attrs({{"momentum", attrFloat(0.1)}, {"eps", attrFloat(1e-5)}});
+  std::vector<int64_t> xs{4, 3, 5, 5}, cs{3};
+  c.push_back({"batch_norm",
+               {f32(xs), f32(cs), f32(cs), f32(cs), f32(cs, positive())},
+               {f32(xs), f32(cs), f32(cs), f32(cs), f32(cs)}, bn});
+  c.push_back({"batch_norm",
+               {f64(xs), none(), none(), none(), none()},
+               {f64(xs), f64(cs), f64(cs), f64(cs), f64(cs)}, bn});
+  c.push_back({"batch_norm_backward",
+               {f32(xs), f32(xs), f32(cs), f32(cs), f32(cs, positive())},
+               {f32(xs), f32(cs), f32(cs)}, bn});
+  c.push_back({"batch_norm_backward",
+               {f32(xs), f32(xs), none(), f32(cs), f32(cs, positive())},
+               {f32(xs), f32(cs), f32(cs)}, bn});
+  AttrMap ln = attrs({{"eps", attrFloat(1e-5)}, {"normalized_ndim", attrInt(1)}});
+  c.push_back({"layer_norm", {f32({6, 20}), f32({20}), f32({20})},
+               {f32({6, 20}), f32({6, 1}), f32({6, 1})}, ln});
+  c.push_back({"layer_norm_backward",
+               {f32({6, 20}), f32({6, 20}), f32({20}), f32({6, 1}),
+                f32({6, 1}, positive())},
+               {f32({6, 20}), f32({20}), f32({20})}, ln});
+  c.push_back({"reshape", {f32({6, 4})}, {f32({4, 6})}, {}, true});
+  for (OpCase &k : c)
+    k.op = "offload." + k.op;
+  return c;
+}
+
+PlanData convNetStep(uint64_t workspace);
+std::map<std::string, Tensor> convNetInputs();
+
+TEST(CudaTest, OpCasesRunOnTheHost) {
+  // No GPU needed: the cases of OpsMatchHost are valid plans that the host
+  // backend runs (so that on a GPU a failure is the CUDA backend's).
+  registerAllHostKernels();
+  Lcg rng{12345};
+  for (const OpCase &c : opCases()) {
+    std::map<std::string, Tensor> in;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (!c.inputs[k].absent)
+        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    std::string err;
+    auto out = runPlan(planOf(c), "host", in, err);
+    EXPECT_EQ(err, "") << c.op;
+    EXPECT_FALSE(out.empty()) << c.op;
+  }
+  std::string err;
+  auto out = runPlan(convNetStep(1 << 20), "host", convNetInputs(), err);
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(std::isfinite(out["loss"].at(0)));
+}
+
+TEST(CudaTest, OpsMatchHost) {
+  SKIP_WITHOUT_GPU();
+  registerAllHostKernels();
+  std::vector<OpCase> cases = opCases();
+  // Every op of the host library has a case.
+  std::set<std::string> covered;
+  for (const OpCase &c : cases)
+    covered.insert(c.op);
+  for (const std::string &op : KernelRegistry::host().names())
+    if (op.rfind("offload.", 0) == 0)
+      EXPECT_TRUE(covered.count(op)) << op << " has no case";
+  Lcg rng{12345};
+  for (const OpCase &c : cases) {
+    std::map<std::string, Tensor> in;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (!c.inputs[k].absent)
+        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    PlanData d = planOf(c);
+    std::string hostErr, cudaErr;
+    auto host = runPlan(d, "host", in, hostErr);
+    ASSERT_EQ(hostErr, "") << c.op;
+    auto gpu = runPlan(d, "cuda", in, cudaErr);
+    ASSERT_EQ(cudaErr, "") << c.op;
+    for (auto &e : host) {
+      const Tensor &h = e.second, &g = gpu.at(e.first);
+      ASSERT_TRUE(g.sameTypeAndShape(h.dtype(), h.shape())) << c.op;
+      bool isFloat = h.dtype() == DType::F32 || h.dtype() == DType::F64;
+      if (c.exact || !isFloat) {
+        EXPECT_TRUE(g.bitEqual(h)) << c.op << " " << e.first
+                                   << ": not bit-identical to the host";
+      } else {
+        double tol = h.dtype() == DType::F32 ? 1e-5 : 1e-12;
+        EXPECT_LE(relDiff(g, h), tol) << c.op << " " << e.first;
+      }
+    }
+  }
+}
+
+/// A small conv net step: conv -> batch norm -> relu -> mean-pool -> linear
+/// -> cross entropy, backward, SGD; parameters bound through the store.
+PlanData convNetStep(uint64_t workspace) {
+  PlanBuilder b;
+  auto buf = [&](const char *n, std::vector<int64_t> s, BufferRole r,
+                 DType dt = DType::F32) { return b.buffer(n, dt, s, r); };
+  int x = buf("x", {4, 3, 8, 8}, BufferRole::Input);
+  int t = buf("target", {4}, BufferRole::Input, DType::I64);
+  int w = buf("conv.weight", {8, 3, 3, 3}, BufferRole::Parameter);
+  int bw = buf("bn.weight", {8}, BufferRole::Parameter);
+  int bb = buf("bn.bias", {8}, BufferRole::Parameter);
+  int rm = buf("bn.running_mean", {8}, BufferRole::State);
+  int rv = buf("bn.running_var", {8}, BufferRole::State);
+  int fw = buf("fc.weight", {5, 8}, BufferRole::Parameter);
+  int y = buf("y", {4, 8, 8, 8}, BufferRole::Temporary);
+  int z = buf("z", {4, 8, 8, 8}, BufferRole::Temporary);
+  int sm = buf("sm", {8}, BufferRole::Temporary);
+  int si = buf("si", {8}, BufferRole::Temporary);
+  int nrm = buf("new_rm", {8}, BufferRole::State);
+  int nrv = buf("new_rv", {8}, BufferRole::State);
+  int r = buf("r", {4, 8, 8, 8}, BufferRole::Temporary);
+  int p = buf("p", {4, 8, 1, 1}, BufferRole::Temporary);
+  int pf = b.alias("p.flat", p, {4, 8});
+  int lg = buf("logits", {4, 5}, BufferRole::Temporary);
+  int loss = buf("loss", {}, BufferRole::Output);
+  int one = buf("one", {}, BufferRole::Temporary);
+  int dlg = buf("dlogits", {4, 5}, BufferRole::Temporary);
+  int dfw = buf("grad:fc.weight", {5, 8}, BufferRole::Gradient);
+  int dp = buf("dp", {4, 8}, BufferRole::Temporary);
+  int dp4 = b.alias("dp4", dp, {4, 8, 1, 1});
+  int dr = buf("dr", {4, 8, 8, 8}, BufferRole::Temporary);
+  int dz = buf("dz", {4, 8, 8, 8}, BufferRole::Temporary);
+  int dy = buf("dy", {4, 8, 8, 8}, BufferRole::Temporary);
+  int dbw = buf("grad:bn.weight", {8}, BufferRole::Gradient);
+  int dbb = buf("grad:bn.bias", {8}, BufferRole::Gradient);
+  int dw = buf("grad:conv.weight", {8, 3, 3, 3}, BufferRole::Gradient);
+  for (auto [n, id] : std::vector<std::pair<const char *, int>>{
+           {"x", x}, {"target", t}, {"conv.weight", w}, {"bn.weight", bw},
+           {"bn.bias", bb}, {"bn.running_mean", rm}, {"bn.running_var", rv},
+           {"fc.weight", fw}})
+    b.bindIn(n, id);
+  AttrMap cv = attrs({{"stride", attrInts({1, 1})}, {"padding", attrInts({1, 1})},
+                      {"dilation", attrInts({1, 1})}, {"groups", attrInt(1)}});
+  AttrMap bn = attrs({{"momentum", attrFloat(0.1)}, {"eps", attrFloat(1e-5)}});
+  AttrMap ap = attrs({{"output_size", attrInts({1, 1})}});
+  AttrMap ce = attrs({{"reduction", attrString("mean")},
+                      {"ignore_index", attrInt(-100)},
+                      {"label_smoothing", attrFloat(0.0)}});
+  b.instr("offload.conv2d", {x, w, -1}, {y}, cv);
+  b.instr("offload.batch_norm", {y, bw, bb, rm, rv}, {z, sm, si, nrm, nrv}, bn);
+  b.instr("offload.relu", {z}, {r});
+  b.instr("offload.adaptive_avg_pool2d", {r}, {p}, ap);
+  b.instr("offload.linear", {pf, fw, -1}, {lg});
+  b.instr("offload.cross_entropy", {lg, t}, {loss}, ce);
+  b.endPhase("forward");
+  b.instr("offload.fill", {}, {one}, attrs({{"value", attrFloat(1.0)}}));
+  b.instr("offload.cross_entropy_backward", {one, lg, t}, {dlg}, ce);
+  b.instr("offload.matmul", {dlg, pf}, {dfw},
+          attrs({{"transpose_a", attrInt(1)}, {"transpose_b", attrInt(0)}}));
+  b.instr("offload.matmul", {dlg, fw}, {dp});
+  b.instr("offload.adaptive_avg_pool2d_backward", {dp4}, {dr});
+  b.instr("offload.relu_backward", {dr, r}, {dz});
+  b.instr("offload.batch_norm_backward", {dz, y, bw, sm, si}, {dy, dbw, dbb}, bn);
+  b.instr("offload.conv2d_backward_weight", {dy, x}, {dw}, cv);
+  b.endPhase("backward");
+  b.bindOut("loss", loss);
+  b.bindOut("grad:fc.weight", dfw);
+  b.bindOut("grad:conv.weight", dw);
+  b.bindOut("grad:bn.weight", dbw);
+  b.bindOut("grad:bn.bias", dbb);
+  b.bindOut("bn.running_mean", nrm);
+  b.bindOut("bn.running_var", nrv);
+  b.workspace(workspace);
+  return b.finish();
+}
+
+std::map<std::string, Tensor> convNetInputs() {
+  Lcg rng{7};
+  std::map<std::string, Tensor> in;
+  in["x"] = makeInput(f32({4, 3, 8, 8}), rng);
+  in["target"] = makeInput(i64({4}, index(5)), rng);
+  in["conv.weight"] = makeInput(f32({8, 3, 3, 3}), rng);
+  in["bn.weight"] = makeInput(f32({8}, positive()), rng);
+  in["bn.bias"] = makeInput(f32({8}), rng);
+  in["bn.running_mean"] = makeInput(f32({8}), rng);
+  in["bn.running_var"] = makeInput(f32({8}, positive()), rng);
+  in["fc.weight"] = makeInput(f32({5, 8}), rng);
+  return in;
+}
+
+TEST(CudaTest, ConvNetStepMatchesHostAndRepeatsBitForBit) {
+  SKIP_WITHOUT_GPU();
+  PlanData d = convNetStep(32u << 20);
+  std::string err;
+  auto host = runPlan(d, "host", convNetInputs(), err);
+  ASSERT_EQ(err, "");
+  auto a = runPlan(d, "cuda", convNetInputs(), err);
+  ASSERT_EQ(err, "");
+  auto b = runPlan(d, "cuda", convNetInputs(), err);
+  ASSERT_EQ(err, "");
+  for (auto &e : host) {
+    EXPECT_LE(relDiff(a.at(e.first), e.second), 1e-5) << e.first;
+    EXPECT_TRUE(a.at(e.first).bitEqual(b.at(e.first)))
+        << e.first << " differs between two CUDA sessions";
+  }
+}
+
+TEST(CudaTest, WorkspaceIsCountedInTheMeasuredPeak) {
+  SKIP_WITHOUT_GPU();
+  PlanData d = convNetStep(32u << 20);
+  auto plan = Plan::fromData(d);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "cuda");
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (auto &e : convNetInputs())
+    ASSERT_TRUE((*s)->bind(e.first, e.second).ok());
+  ASSERT_TRUE((*s)->step().ok());
+  EXPECT_EQ((*s)->measuredPeakDeviceBytes(), (*s)->plannedPeakDeviceBytes());
+  EXPECT_GE((*s)->plannedPeakDeviceBytes(), 32u << 20);
+}
+
+TEST(CudaTest, ConvolutionWithoutWorkspaceRunsOrNamesTheBytes) {
+  // With no workspace cuDNN must find a deterministic algorithm needing 0
+  // bytes, or creation fails naming the instruction and the bytes needed.
+  SKIP_WITHOUT_GPU();
+  auto plan = Plan::fromData(convNetStep(0));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  auto s = Session::create(*plan, "cuda");
+  if (!s.ok()) {
+    EXPECT_NE(s.message().find("(offload.conv2d"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("workspace buffer of at least"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(CudaTest, PlanLargerThanTheDeviceFailsAtCreation) {
+  SKIP_WITHOUT_GPU();
+  PlanData d = convNetStep(0);
+  auto plan = Plan::fromData(d);
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  SessionOptions o;
+  o.deviceMemoryBytes = 4096;
+  auto s = Session::create(*plan, "cuda", o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the plan needs " +
+                             std::to_string(d.deviceCapacity) +
+                             " bytes of device memory"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("bytes free"), std::string::npos) << s.message();
+  // A plan of 2^50 bytes: more than any GPU has.
+  d.deviceCapacity = uint64_t(1) << 50;
+  auto huge = Plan::fromData(d);
+  ASSERT_TRUE(huge.ok()) << huge.message();
+  auto h = Session::create(*huge, "cuda");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.message().find("bytes free"), std::string::npos) << h.message();
+}
+
+/// p' = p - 0.5 * g (SGD) after an embedding whose index comes from input
+/// "idx": a bad index fails the step on the device.
+PlanData sgdAfterEmbedding() {
+  PlanBuilder b;
+  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
+  int g = b.buffer("g", DType::F32, {4}, BufferRole::Input);
+  int m = b.buffer("m", DType::F32, {4}, BufferRole::OptimizerState);
+  int st = b.buffer("step", DType::I64, {}, BufferRole::OptimizerState);
+  int tab = b.buffer("table", DType::F32, {3, 4}, BufferRole::Input);
+  int idx = b.buffer("idx", DType::I64, {2}, BufferRole::Input);
+  int e = b.buffer("e", DType::F32, {2, 4}, BufferRole::Output);
+  int np = b.buffer("new_p", DType::F32, {4}, BufferRole::Parameter);
+  int nm = b.buffer("new_m", DType::F32, {4}, BufferRole::OptimizerState);
+  int ns = b.buffer("new_step", DType::I64, {}, BufferRole::OptimizerState);
+  for (auto [n, id] : std::vector<std::pair<const char *, int>>{
+           {"p", p}, {"g", g}, {"m", m}, {"step", st}, {"table", tab}, {"idx", idx}})
+    b.bindIn(n, id);
+  b.instr("offload.embedding", {tab, idx}, {e});
+  b.instr("offload.sgd_update", {p, g, m, st}, {np, nm, ns},
+          attrs({{"lr", attrFloat(0.5)}, {"momentum", attrFloat(0.0)},
+                 {"dampening", attrFloat(0.0)}, {"weight_decay", attrFloat(0.0)},
+                 {"nesterov", attrInt(0)}}));
+  b.bindOut("e", e);
+  b.bindOut("p", np);
+  b.bindOut("m", nm);
+  b.bindOut("step", ns);
+  return b.finish();
+}
+
+TEST(CudaTest, FailedStepNamesTheOpAndKeepsParameters) {
+  SKIP_WITHOUT_GPU();
+  auto plan = Plan::fromData(sgdAfterEmbedding());
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  for (bool injected : {false, true}) {
+    SessionOptions o;
+    auto s = Session::create(*plan, "cuda", o);
+    ASSERT_TRUE(s.ok()) << s.message();
+    Session &ss = **s;
+    ASSERT_TRUE(ss.bind("p", Tensor::fromVector(DType::F32, {4},
+                                                std::vector<float>{1, 2, 3, 4}))
+                    .ok());
+    ASSERT_TRUE(ss.bind("g", Tensor::fromVector(DType::F32, {4},
+                                                std::vector<float>{2, 2, 2, 2}))
+                    .ok());
+    ASSERT_TRUE(ss.bindZeros("m").ok());
+    ASSERT_TRUE(ss.bindZeros("step").ok());
+    ASSERT_TRUE(ss.bindZeros("table").ok());
+    ASSERT_TRUE(ss.bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                  std::vector<int64_t>{0, 2}))
+                    .ok());
+    ASSERT_TRUE(ss.step().ok());
+    Tensor after = *ss.store().get("p");
+    EXPECT_EQ(after.as<float>()[0], 0.0f);
+    if (injected) {
+      // A session with failAtInstruction on the update.
+      SessionOptions f;
+      f.failAtInstruction = 1;
+      auto fs = Session::create(*plan, "cuda", f, ss.sharedStore());
+      ASSERT_TRUE(fs.ok()) << fs.message();
+      ASSERT_TRUE((*fs)->bind("g", Tensor::fromVector(DType::F32, {4},
+                                                      std::vector<float>{2, 2, 2, 2}))
+                      .ok());
+      ASSERT_TRUE((*fs)->bindZeros("table").ok());
+      ASSERT_TRUE((*fs)->bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                        std::vector<int64_t>{0, 1}))
+                      .ok());
+      Status st = (*fs)->step();
+      ASSERT_FALSE(st.ok());
+      EXPECT_NE(st.message().find("instruction 1 (offload.sgd_update)"),
+                std::string::npos)
+          << st.message();
+    } else {
+      ASSERT_TRUE(ss.bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                    std::vector<int64_t>{0, 7}))
+                      .ok());
+      Status st = ss.step();
+      ASSERT_FALSE(st.ok());
+      EXPECT_NE(st.message().find("instruction 0 (offload.embedding)"),
+                std::string::npos)
+          << st.message();
+      EXPECT_NE(st.message().find("out of range"), std::string::npos)
+          << st.message();
+      EXPECT_NE(st.message().find("parameters and state unchanged"),
+                std::string::npos)
+          << st.message();
+    }
+    EXPECT_TRUE(ss.store().get("p")->bitEqual(after));
+    EXPECT_EQ(ss.store().get("step")->as<int64_t>()[0], 1);
+    // The session recovers: a good step runs.
+    ASSERT_TRUE(ss.bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                  std::vector<int64_t>{1, 1}))
+                    .ok());
+    Status ok = ss.step();
+    ASSERT_TRUE(ok.ok()) << ok.message();
+    EXPECT_EQ(ss.store().get("p")->as<float>()[0], -1.0f);
+  }
+}
+
+} // namespace
