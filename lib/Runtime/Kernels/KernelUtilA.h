@@ -184,7 +184,8 @@ inline int64_t prodRange(const std::vector<int64_t> &s, size_t b, size_t e) {
 }
 
 /// Philox4x32-10 block (Salmon et al., SC'11): encrypts counter `ctr` under
-/// `key`, writing four 32-bit words to `out`. Defined in Random.cpp.
+/// `key`, writing four 32-bit words to `out`. Defined in Random.cpp as
+/// em::philox4x32_10 (ElementMath.h).
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                    uint32_t out[4]);
 

@@ -32,7 +32,8 @@ void registerPoolKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);
 
 /// Philox4x32-10 uniform in [0,1) for (seed, counter); see
-/// docs/op-semantics.md. Shared with the CUDA backend's dropout.
+/// docs/op-semantics.md. The generator is em::philoxUniform (ElementMath.h),
+/// which the CUDA backend's dropout evaluates too.
 float philoxUniform(uint64_t seed, uint64_t counter);
 
 } // namespace kernels
