@@ -478,7 +478,19 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       pb.setLive(a, first, lastI);
   }
 
-  pb.setDeviceCapacity(mp->deviceArenaBytes);
+  // Library workspace (cuBLAS/cuDNN scratch) the step reserves, e.g. from
+  // the planner's target: a whole-step device buffer above the arena,
+  // counted in the capacity and the predicted peak (docs/planner.md).
+  int64_t deviceCapacity = mp->deviceArenaBytes;
+  if (auto ws = original->getAttrOfType<IntegerAttr>(OffloadDialect::kWorkspaceBytesAttrName);
+      ws && ws.getInt() > 0) {
+    int id = pb.workspace(uint64_t(ws.getInt()));
+    int64_t offset = alignedArenaBytes(mp->deviceArenaBytes);
+    pb.setOffset(id, uint64_t(offset));
+    pb.setLive(id, 0, last);
+    deviceCapacity = offset + ws.getInt();
+  }
+  pb.setDeviceCapacity(deviceCapacity);
   pb.setHostCapacity(mp->hostArenaBytes);
   rt::PlanData data = pb.finish();
   data.predictedPeakDeviceBytes = rt::computePeakDeviceBytes(data);

@@ -76,3 +76,17 @@
 // RUN:   --offload-plan-memory="budget=$(cat %t.min)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIN
 // MIN: decisions:
 // MIN: device arena: 19204 -> {{[0-9]+}} bytes
+//
+// A target that reserves library workspace: the planner counts it in the
+// budget, the lowering puts it above the arena as the plan's workspace
+// buffer, and the predicted peak counts it.
+// RUN: echo '{"name": "ws-gpu", "memory_bytes": 100000, "memory_bytes_per_second": 1e12, "flops_per_second": 1e13, "host_to_device_bytes_per_second": 2e10, "device_to_host_bytes_per_second": 2e10, "workspace_bytes": 4096}' > %t.ws.json
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="budget=20000 target=%t.ws.json report=none" \
+// RUN:   --convert-offload-to-plan="output=%t.ws.oflp" -o %t.ws.mlir | FileCheck %s --check-prefix=WS-LOWER
+// RUN: FileCheck %s --check-prefix=WS-IR < %t.ws.mlir
+// RUN: offload-run --dump-plan %t.ws.oflp | FileCheck %s --check-prefix=WS-PLAN
+// WS-LOWER: plan {{.*}} peak device bytes [[PEAK:[0-9]+]] (memory plan: {{[0-9]+}}), device arena {{1[0-9][0-9][0-9][0-9]}} bytes
+// WS-IR: offload.workspace_bytes = 4096
+// WS-PLAN: workspace %{{[0-9]+}} (4096 bytes)
+// WS-PLAN: "workspace" bool[4096] device@{{[0-9]+}}+4096 workspace live [0,

@@ -313,8 +313,11 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
     scratch.erase();
     return failure();
   }
-  return Materialized{scratch, fn, mp->deviceArenaBytes + spec.workspaceBytes,
-                      mp->peakDeviceBytes};
+  // The lowering puts the workspace above the arena, aligned.
+  int64_t arena = spec.workspaceBytes > 0
+                      ? alignedArenaBytes(mp->deviceArenaBytes) + spec.workspaceBytes
+                      : mp->deviceArenaBytes;
+  return Materialized{scratch, fn, arena, mp->peakDeviceBytes};
 }
 
 //===----------------------------------------------------------------------===//
@@ -422,7 +425,10 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   FailureOr<MemoryPlan> unplanned = computeMemoryPlan(fn);
   if (failed(unplanned))
     return failure();
-  int64_t unplannedArena = unplanned->deviceArenaBytes + spec.workspaceBytes;
+  int64_t unplannedArena =
+      spec.workspaceBytes > 0
+          ? alignedArenaBytes(unplanned->deviceArenaBytes) + spec.workspaceBytes
+          : unplanned->deviceArenaBytes;
 
   // The base copy lives in a scratch module of its own until the end.
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
@@ -809,7 +815,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     }
   };
   int rounds = 0;
-  if (baseMp->deviceArenaBytes + spec.workspaceBytes <= budgetBytes) {
+  if ((spec.workspaceBytes > 0 ? alignedArenaBytes(baseMp->deviceArenaBytes) : baseMp->deviceArenaBytes) +
+          spec.workspaceBytes <=
+      budgetBytes) {
     // Early updates alone fit.
     FailureOr<Materialized> mat = materialize(base, saved, params, spec);
     if (failed(mat))

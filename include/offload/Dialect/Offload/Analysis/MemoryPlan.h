@@ -43,6 +43,13 @@ enum class MemorySpace { Device, Host };
 /// Byte alignment of every buffer offset in an arena.
 constexpr int64_t kArenaAlignment = 256;
 
+/// `bytes` rounded up to kArenaAlignment: where a buffer placed above an
+/// arena of `bytes` bytes starts (the lowering puts the library workspace
+/// there).
+inline int64_t alignedArenaBytes(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
 /// One allocation: the values that share it, its size in bytes, live
 /// interval [begin, end] in program points, and arena offset in bytes.
 struct PlannedBuffer {
