@@ -348,3 +348,21 @@ FailureOr<const MemoryPlan *> MemoryPlanAnalysis::lookup(func::FuncOp fn) {
   plans[fn] = std::move(owned);
   return result;
 }
+
+int64_t MemoryPlan::persistentDeviceBytes() const {
+  int64_t bytes = 0;
+  for (const PlannedBuffer &b : buffers)
+    if (b.persistent && b.space == MemorySpace::Device)
+      bytes += b.bytes;
+  return bytes;
+}
+
+SmallVector<const PlannedBuffer *> MemoryPlan::temporariesAtPeak() const {
+  SmallVector<const PlannedBuffer *> live;
+  for (const PlannedBuffer &b : buffers)
+    if (b.space == MemorySpace::Device && !b.persistent && b.begin <= peakPoint &&
+        peakPoint <= b.end)
+      live.push_back(&b);
+  llvm::stable_sort(live, [](auto *x, auto *y) { return x->bytes > y->bytes; });
+  return live;
+}

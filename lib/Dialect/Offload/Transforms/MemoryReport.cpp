@@ -45,18 +45,9 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
                              : (*plan)->schedule[(*plan)->peakPoint]->getName().getStringRef().str().c_str());
       os << llvm::format("  device arena bytes: %lld\n  host arena bytes: %lld\n",
                          (long long)(*plan)->deviceArenaBytes, (long long)(*plan)->hostArenaBytes);
-      int64_t persistent = 0;
-      for (const PlannedBuffer &b : (*plan)->buffers)
-        if (b.persistent && b.space == MemorySpace::Device)
-          persistent += b.bytes;
       os << llvm::format("  persistent device bytes (arguments, results): %lld\n",
-                         (long long)persistent);
-      SmallVector<const PlannedBuffer *> live;
-      for (const PlannedBuffer &b : (*plan)->buffers)
-        if (b.space == MemorySpace::Device && b.begin <= (*plan)->peakPoint &&
-            (*plan)->peakPoint <= b.end && !b.persistent)
-          live.push_back(&b);
-      llvm::sort(live, [](auto *a, auto *b) { return a->bytes > b->bytes; });
+                         (long long)(*plan)->persistentDeviceBytes());
+      SmallVector<const PlannedBuffer *> live = (*plan)->temporariesAtPeak();
       os << "  largest temporaries live at the peak:\n";
       for (unsigned i = 0; i < live.size() && i < top; ++i) {
         Value v = live[i]->values.front();

@@ -890,17 +890,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     FailureOr<MemoryPlan> mp = computeMemoryPlan(smallest->fn);
     if (failed(mp))
       return failure();
-    int64_t persistent = 0;
-    SmallVector<const PlannedBuffer *> live;
-    for (const PlannedBuffer &b : mp->buffers) {
-      if (b.space != MemorySpace::Device)
-        continue;
-      if (b.persistent)
-        persistent += b.bytes;
-      else if (b.begin <= mp->peakPoint && mp->peakPoint <= b.end)
-        live.push_back(&b);
-    }
-    llvm::sort(live, [](auto *x, auto *y) { return x->bytes > y->bytes; });
+    int64_t persistent = mp->persistentDeviceBytes();
+    SmallVector<const PlannedBuffer *> live = mp->temporariesAtPeak();
     int64_t suggest = smallest->arenaBytes;
     Operation *peakOp = mp->schedule.empty() ? nullptr : mp->schedule[mp->peakPoint];
     // At the step's location, without printing the step.

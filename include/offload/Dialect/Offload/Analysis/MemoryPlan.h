@@ -80,6 +80,13 @@ struct MemoryPlan {
   int64_t hostArenaBytes = 0;
   /// Live device bytes at each program point.
   llvm::SmallVector<int64_t> liveDeviceBytes;
+
+  /// Bytes of the device buffers live for the whole step (arguments,
+  /// constants, returned values).
+  int64_t persistentDeviceBytes() const;
+  /// The device buffers that are not persistent and are live at the peak,
+  /// largest first.
+  llvm::SmallVector<const PlannedBuffer *> temporariesAtPeak() const;
 };
 
 /// Computes the plan of `fn` (a step: one block; recompute regions are
