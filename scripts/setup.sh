@@ -26,6 +26,7 @@ PACKAGES=(
   libopenblas-dev                       # matrix products on the host backend
   libzip-dev                            # .npz (zip) parameter/result files
   libgtest-dev                          # C++ unit tests
+  ccache                                # reuse object files across rebuilds
 )
 
 missing=()
