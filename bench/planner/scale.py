@@ -9,7 +9,8 @@ Two families of steps:
   2, sequence 16), exported by PyTorch and imported (the brief's 128-layer
   step has ~15k ops after autodiff);
 * a synthetic chain of linear + relu layers written directly as MLIR, sized
-  so the forward has about 1k, 10k and 100k ops.
+  so the training step (forward, backward, SGD updates) has about 1k, 10k
+  and 100k ops (8 step ops per layer).
 For each: ops in the training step, the unplanned device arena, then the
 wall time of the whole `offload-opt step.mlir --offload-plan-memory=...
 --convert-offload-to-plan=...` run (parse, plan, lower, print) and the
@@ -120,8 +121,8 @@ def main():
     for n in [int(x) for x in args.chain.split(",") if x]:
         mlir = os.path.join(args.work, f"chain{n}.mlir")
         with open(mlir, "w") as f:
-            f.write(chain_mlir(max(1, n // 2)))
-        measure(f"chain-{n}-fwd-ops", mlir, args.work, args.bin, args.budget_pct, rows)
+            f.write(chain_mlir(max(1, n // 8)))
+        measure(f"chain-{n // 1000}k", mlir, args.work, args.bin, args.budget_pct, rows)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <queue>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -55,6 +57,8 @@ static Value aliasRoot(Value v, const InPlaceMap &inPlace) {
 /// even when a step fails (docs/runtime.md, atomic steps).
 static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t> &point) {
   InPlaceMap map;
+  llvm::DenseSet<Value> returned(llvm::from_range, body.getTerminator()->getOperands());
+  llvm::DenseSet<Value> written;
   auto lastUse = [&](Value v) {
     int64_t last = -1;
     for (Operation *u : v.getUsers()) {
@@ -71,13 +75,11 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
     // be returned (it would then be needed after the step).
     if (lastUse(operand) > point[op])
       return;
-    for (Value r : body.getTerminator()->getOperands())
-      if (r == operand)
-        return;
+    if (returned.contains(operand))
+      return;
     // One writer per argument.
-    for (auto &[res, opnd] : map)
-      if (opnd == operand)
-        return;
+    if (!written.insert(operand).second)
+      return;
     map[result] = operand;
   };
   for (Operation &op : body) {
@@ -97,25 +99,29 @@ static bool isTensorLike(Type t) {
   return isa<RankedTensorType, SavedType, HostType>(t);
 }
 
-/// Offsets in the arena of `space`: greedy by decreasing size, each buffer
-/// at the lowest-waste gap (best fit) among the already placed buffers whose
-/// live intervals overlap its own, else above them. Offsets are multiples of
-/// kArenaAlignment (cudaMalloc's 256-byte alignment, which also suits host
-/// SIMD). The placed buffers that overlap an interval are found with a max
-/// segment tree over the buffers sorted by interval start (each leaf holds
-/// the interval end of a placed buffer), so a query costs O((k + 1) log n)
-/// for k overlapping buffers rather than a scan of every placed one.
-static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpace space,
-                               int64_t &arenaBytes) {
-  SmallVector<unsigned> order;
-  for (unsigned i = 0; i < buffers.size(); ++i)
-    if (buffers[i].space == space && buffers[i].bytes > 0)
-      order.push_back(i);
-  arenaBytes = 0;
-  if (order.empty())
-    return;
+static int64_t paddedBytes(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+/// Cap on the work of greedy-by-size below: the number of (buffer, placed
+/// overlapping buffer) pairs it visits. About 0.05 s on this project's
+/// 2-core reference machine; a step past it (tens of thousands of buffers
+/// alive together, e.g. a 100k-op chain) keeps the linear-scan offsets.
+constexpr int64_t kGreedyWorkCap = 1'000'000;
+
+/// Offsets by greedy by size: by decreasing size, each buffer at the
+/// lowest-waste gap (best fit) among the already placed buffers whose live
+/// intervals overlap its own, else above them (the "greedy by size" heuristic
+/// of TensorFlow Lite's arena planner, Pisarchyk & Lee 2020). The placed
+/// buffers that overlap an interval are found with a max segment tree over
+/// the buffers sorted by interval start (each leaf holds the interval end of
+/// a placed buffer), so a query costs O((k + 1) log n) for k overlapping
+/// buffers. Writes offsets into `offsets` (indexed like `buffers`) and
+/// returns the arena bytes, or -1 once the work passes `workCap` pairs.
+static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> members,
+                            SmallVectorImpl<int64_t> &offsets, int64_t workCap) {
   // Leaves: buffers by interval start.
-  SmallVector<unsigned> byBegin(order);
+  SmallVector<unsigned> byBegin(members);
   llvm::stable_sort(byBegin, [&](unsigned a, unsigned b) {
     return buffers[a].begin < buffers[b].begin;
   });
@@ -150,35 +156,135 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
         collect(2 * node + 1, mid, hi, limit, from);
       };
 
+  SmallVector<unsigned> order(members);
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
     return buffers[a].bytes > buffers[b].bytes;
   });
-  auto padded = [](int64_t bytes) {
-    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  };
+  int64_t arenaBytes = 0, work = 0;
   SmallVector<std::pair<int64_t, int64_t>> busy;
   for (unsigned i : order) {
-    PlannedBuffer &b = buffers[i];
+    const PlannedBuffer &b = buffers[i];
     found.clear();
     size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
     collect(1, 0, size, limit, b.begin);
+    work += int64_t(found.size()) + 1;
+    if (work > workCap)
+      return -1;
     busy.clear();
     for (unsigned j : found)
-      busy.push_back({buffers[j].offset, buffers[j].offset + padded(buffers[j].bytes)});
+      busy.push_back({offsets[j], offsets[j] + paddedBytes(buffers[j].bytes)});
     llvm::sort(busy);
     // Best fit: the smallest gap that holds the buffer, else the end.
     int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
     for (auto [lo, hi] : busy) {
-      if (lo - cursor >= padded(b.bytes) && lo - cursor < bestGap) {
+      if (lo - cursor >= paddedBytes(b.bytes) && lo - cursor < bestGap) {
         bestGap = lo - cursor;
         bestOffset = cursor;
       }
       cursor = std::max(cursor, hi);
     }
-    b.offset = bestOffset >= 0 ? bestOffset : cursor;
-    arenaBytes = std::max(arenaBytes, b.offset + b.bytes);
+    offsets[i] = bestOffset >= 0 ? bestOffset : cursor;
+    arenaBytes = std::max(arenaBytes, offsets[i] + b.bytes);
     setLeaf(leafOf[i], b.end);
   }
+  return arenaBytes;
+}
+
+/// Offsets by a linear scan over program points, as a best-fit allocator
+/// with coalescing free lists would place them at run time: buffers in order
+/// of interval start (larger first at one point); before a point, buffers
+/// whose interval ended are freed and their gap merged with free neighbours;
+/// each buffer takes the smallest free gap that holds it, else the top of the
+/// arena. O(n log n) for n buffers, whatever their overlap. Writes offsets
+/// into `offsets` and returns the arena bytes.
+static int64_t linearScan(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> members,
+                          SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<unsigned> order(members);
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    if (buffers[a].begin != buffers[b].begin)
+      return buffers[a].begin < buffers[b].begin;
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  std::map<int64_t, int64_t> freeByOffset;          // offset -> bytes
+  std::set<std::pair<int64_t, int64_t>> freeBySize; // (bytes, offset)
+  // Allocated buffers by interval end, earliest first.
+  std::priority_queue<std::pair<int64_t, unsigned>, std::vector<std::pair<int64_t, unsigned>>,
+                      std::greater<>>
+      active;
+  int64_t frontier = 0, arenaBytes = 0;
+  auto release = [&](int64_t offset, int64_t bytes) {
+    auto next = freeByOffset.lower_bound(offset);
+    if (next != freeByOffset.end() && next->first == offset + bytes) {
+      bytes += next->second;
+      freeBySize.erase({next->second, next->first});
+      next = freeByOffset.erase(next);
+    }
+    if (next != freeByOffset.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        bytes += prev->second;
+        freeBySize.erase({prev->second, prev->first});
+        freeByOffset.erase(prev);
+      }
+    }
+    if (offset + bytes == frontier) {
+      frontier = offset;
+      return;
+    }
+    freeByOffset[offset] = bytes;
+    freeBySize.insert({bytes, offset});
+  };
+  for (unsigned i : order) {
+    const PlannedBuffer &b = buffers[i];
+    while (!active.empty() && active.top().first < b.begin) {
+      unsigned j = active.top().second;
+      active.pop();
+      release(offsets[j], paddedBytes(buffers[j].bytes));
+    }
+    int64_t need = paddedBytes(b.bytes);
+    auto fit = freeBySize.lower_bound({need, INT64_MIN});
+    if (fit != freeBySize.end()) {
+      auto [gapBytes, gapOffset] = *fit;
+      freeBySize.erase(fit);
+      freeByOffset.erase(gapOffset);
+      offsets[i] = gapOffset;
+      if (gapBytes > need) {
+        freeByOffset[gapOffset + need] = gapBytes - need;
+        freeBySize.insert({gapBytes - need, gapOffset + need});
+      }
+    } else {
+      offsets[i] = frontier;
+      frontier += need;
+    }
+    arenaBytes = std::max(arenaBytes, offsets[i] + b.bytes);
+    active.push({b.end, i});
+  }
+  return arenaBytes;
+}
+
+/// Offsets in the arena of `space`, multiples of kArenaAlignment (cudaMalloc's
+/// 256-byte alignment, which also suits host SIMD). Both placements above are
+/// tried and the smaller arena kept (greedy by size on a tie); greedy by size
+/// costs O(n k log k) for k buffers alive together and is skipped past
+/// kGreedyWorkCap, where the O(n log n) linear scan alone decides.
+static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpace space,
+                               int64_t &arenaBytes) {
+  SmallVector<unsigned> members;
+  for (unsigned i = 0; i < buffers.size(); ++i)
+    if (buffers[i].space == space && buffers[i].bytes > 0)
+      members.push_back(i);
+  arenaBytes = 0;
+  if (members.empty())
+    return;
+  SmallVector<int64_t> greedy(buffers.size(), 0), scan(buffers.size(), 0);
+  int64_t scanBytes = linearScan(buffers, members, scan);
+  int64_t greedyBytes = greedyBySize(buffers, members, greedy, kGreedyWorkCap);
+  bool useGreedy = greedyBytes >= 0 && greedyBytes <= scanBytes;
+  SmallVector<int64_t> &chosen = useGreedy ? greedy : scan;
+  for (unsigned i : members)
+    buffers[i].offset = chosen[i];
+  arenaBytes = useGreedy ? greedyBytes : scanBytes;
 }
 
 FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
@@ -330,8 +436,7 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
   for (PlannedBuffer &b : plan.buffers)
     if (b.space == MemorySpace::Host && b.bytes > 0) {
       b.offset = plan.hostArenaBytes;
-      plan.hostArenaBytes +=
-          (b.bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+      plan.hostArenaBytes += paddedBytes(b.bytes);
     }
   return plan;
 }

@@ -57,6 +57,18 @@ unsigned mlir::offload::moveOptimizerUpdatesEarly(func::FuncOp step) {
       floor = m;
       break;
     }
+  // Program order as numbers with gaps, kept up to date as updates move
+  // (Operation::isBeforeInBlock renumbers the whole block after most moves:
+  // O(n) per update).
+  constexpr int64_t kStride = int64_t(1) << 20;
+  llvm::DenseMap<Operation *, int64_t> pos;
+  auto renumber = [&] {
+    int64_t p = 0;
+    for (Operation &op : body)
+      pos[&op] = p += kStride;
+  };
+  renumber();
+  auto before = [&](Operation *a, Operation *b) { return pos.lookup(a) < pos.lookup(b); };
   unsigned moved = 0;
   for (Operation *update : updates) {
     // The ops the update must follow.
@@ -84,13 +96,18 @@ unsigned mlir::offload::moveOptimizerUpdatesEarly(func::FuncOp step) {
     }
     Operation *last = nullptr;
     for (Operation *op : after)
-      if (op && op->getBlock() == &body && (!last || last->isBeforeInBlock(op)))
+      if (op && op->getBlock() == &body && (!last || before(last, op)))
         last = op;
-    if (floor && (!last || last->isBeforeInBlock(floor)))
+    if (floor && (!last || before(last, floor)))
       last = floor;
-    if (!last || last->getNextNode() == update || !last->isBeforeInBlock(update))
+    if (!last || last->getNextNode() == update || !before(last, update))
       continue;
+    Operation *next = last->getNextNode();
     update->moveAfter(last);
+    if (pos.lookup(next) - pos.lookup(last) > 1)
+      pos[update] = pos.lookup(last) + (pos.lookup(next) - pos.lookup(last)) / 2;
+    else
+      renumber();
     ++moved;
   }
   return moved;

@@ -90,11 +90,13 @@ struct MemoryPlan {
 };
 
 /// Computes the plan of `fn` (a step: one block; recompute regions are
-/// inlined into a copy first, see MemoryPlan::function). Offsets come from a
-/// greedy best-fit by decreasing size over the live intervals (the
-/// "greedy by size" heuristic of TensorFlow Lite's arena planner; Pisarchyk
-/// and Lee, "Efficient Memory Management for Deep Neural Net Inference",
-/// 2020). Fails, with a diagnostic, on a tensor of dynamic shape.
+/// inlined into a copy first, see MemoryPlan::function). Offsets come from
+/// the smaller of two placements: greedy best-fit by decreasing size over the
+/// live intervals (the "greedy by size" heuristic of TensorFlow Lite's arena
+/// planner; Pisarchyk and Lee, "Efficient Memory Management for Deep Neural
+/// Net Inference", 2020), skipped when too many buffers are alive together
+/// for its O(n k log k) cost, and a best-fit linear scan over program points
+/// (O(n log n)). Fails, with a diagnostic, on a tensor of dynamic shape.
 FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn);
 
 /// The memory plans of the steps of a module, as an MLIR analysis
