@@ -16,11 +16,14 @@ wall time of the whole `offload-opt step.mlir --offload-plan-memory=...
 --convert-offload-to-plan=...` run (parse, plan, lower, print) and the
 planner's own time from its report, at a budget of --budget-pct percent of
 the unplanned arena on h100-sxm. The growth column is the time ratio to the
-previous row divided by the ops ratio (1.0 = linear).
+previous row divided by the ops ratio (1.0 = linear). `wall s` is the whole
+offload-opt run's wall time and `cpu s` its CPU time (user + system), which
+does not count time lost to other processes on a shared machine.
 """
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -29,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run(cmd):
+    """Runs cmd; returns its output (stdout and stderr)."""
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
@@ -83,17 +87,21 @@ def measure(name, forward, work, bin_dir, pct, rows):
     ops = sum(1 for line in open(step) if re.match(r"\s+(%\S+ = )?offload\.", line))
     budget = arena * pct // 100
     t0 = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = run([opt, step, f"--offload-plan-memory=budget={budget} target=h100-sxm",
                f"--convert-offload-to-plan=output={os.path.join(work, name + '.oflp')} quiet=true",
                "-o", os.path.join(work, name + ".planned.mlir")])
     whole = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     planning = float(re.search(r"planning took ([0-9.]+) s", out).group(1))
     arena_after = re.search(r"device arena: \d+ -> (\d+) bytes", out)
     prev = rows[-1] if rows else None
     growth = (whole / prev[3]) / (ops / prev[1]) if prev else float("nan")
-    rows.append((name, ops, arena, whole, planning))
+    growth_cpu = (cpu / prev[5]) / (ops / prev[1]) if prev else float("nan")
+    rows.append((name, ops, arena, whole, planning, cpu))
     print(f"{name:>18} {ops:>8} {arena:>14} {int(arena_after.group(1)) if arena_after else arena:>14} "
-          f"{planning:>10.3f} {whole:>10.3f} {growth:>8.2f}", flush=True)
+          f"{planning:>10.3f} {whole:>10.3f} {cpu:>10.3f} {growth:>8.2f} {growth_cpu:>8.2f}", flush=True)
 
 
 def main():
@@ -106,7 +114,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     print(f"{'step':>18} {'ops':>8} {'arena bytes':>14} {'planned arena':>14} "
-          f"{'planner s':>10} {'offload-opt s':>10} {'growth':>8}")
+          f"{'planner s':>10} {'wall s':>10} {'cpu s':>10} {'growth':>8} {'cpu grw':>8}")
     rows = []
     for n in [int(x) for x in args.layers.split(",") if x]:
         pt = os.path.join(args.work, f"encoder{n}.pt")

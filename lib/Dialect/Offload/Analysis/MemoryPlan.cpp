@@ -107,7 +107,7 @@ static int64_t paddedBytes(int64_t bytes) {
 /// overlapping buffer) pairs it visits. About 0.05 s on this project's
 /// 2-core reference machine; a step past it (tens of thousands of buffers
 /// alive together, e.g. a 100k-op chain) keeps the linear-scan offsets.
-constexpr int64_t kGreedyWorkCap = 1'000'000;
+constexpr int64_t kGreedyWorkCap = 4'000'000;
 
 /// Offsets by greedy by size: by decreasing size, each buffer at the
 /// lowest-waste gap (best fit) among the already placed buffers whose live
@@ -264,17 +264,38 @@ static int64_t linearScan(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> me
 }
 
 /// Offsets in the arena of `space`, multiples of kArenaAlignment (cudaMalloc's
-/// 256-byte alignment, which also suits host SIMD). Both placements above are
-/// tried and the smaller arena kept (greedy by size on a tie); greedy by size
-/// costs O(n k log k) for k buffers alive together and is skipped past
-/// kGreedyWorkCap, where the O(n log n) linear scan alone decides.
+/// 256-byte alignment, which also suits host SIMD). Buffers alive at every
+/// point (parameters, optimizer state, constants) are stacked at the bottom,
+/// largest first: any placement can be compacted into that one without
+/// growing (the others always lie between them). The rest go above, placed
+/// both ways below and the smaller arena kept (greedy by size on a tie);
+/// greedy by size costs O(n k log k) for k buffers alive together and is
+/// skipped past kGreedyWorkCap, where the O(n log n) linear scan decides.
 static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpace space,
                                int64_t &arenaBytes) {
-  SmallVector<unsigned> members;
+  SmallVector<unsigned> members, wholeStep;
+  int64_t lastPoint = 0;
   for (unsigned i = 0; i < buffers.size(); ++i)
     if (buffers[i].space == space && buffers[i].bytes > 0)
+      lastPoint = std::max(lastPoint, buffers[i].end);
+  for (unsigned i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].space != space || buffers[i].bytes <= 0)
+      continue;
+    if (buffers[i].begin == 0 && buffers[i].end == lastPoint)
+      wholeStep.push_back(i);
+    else
       members.push_back(i);
+  }
+  llvm::stable_sort(wholeStep, [&](unsigned a, unsigned b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  int64_t base = 0;
   arenaBytes = 0;
+  for (unsigned i : wholeStep) {
+    buffers[i].offset = base;
+    arenaBytes = base + buffers[i].bytes;
+    base += paddedBytes(buffers[i].bytes);
+  }
   if (members.empty())
     return;
   SmallVector<int64_t> greedy(buffers.size(), 0), scan(buffers.size(), 0);
@@ -283,8 +304,8 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   bool useGreedy = greedyBytes >= 0 && greedyBytes <= scanBytes;
   SmallVector<int64_t> &chosen = useGreedy ? greedy : scan;
   for (unsigned i : members)
-    buffers[i].offset = chosen[i];
-  arenaBytes = useGreedy ? greedyBytes : scanBytes;
+    buffers[i].offset = base + chosen[i];
+  arenaBytes = std::max(arenaBytes, base + (useGreedy ? greedyBytes : scanBytes));
 }
 
 FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
