@@ -129,7 +129,7 @@ def _export(model, forward_inputs, path, exporter):
 
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
-            seed=0, exporter="auto", workdir=None, verbose=True):
+            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -156,6 +156,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     workdir         folder for the intermediate files (default: a temporary one,
                     removed with the Step).
     verbose         print one line per stage with its time (to stderr).
+    return_gradients  also output every parameter gradient (Step.gradients());
+                    they then stay alive to the end of the step (more memory).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -223,7 +225,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
 
     opt = _tools.tool("offload-opt")
     memory_report, _ = stage("autodiff", lambda: _run(
-        "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}",
+        "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
+                     (" return-gradients=true" if return_gradients else ""),
                      "--offload-memory-report=top=5", "-o", step_mlir], log))
     m = re.search(r"device arena bytes: (\d+)", memory_report)
     unplanned = int(m.group(1)) if m else None

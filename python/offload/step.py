@@ -154,6 +154,20 @@ class Step:
             else:
                 self._initial[k] = v.clone() if hasattr(v, "clone") else v
 
+    def gradients(self):
+        """The parameter gradients of the last step as torch tensors by
+        parameter name (float32, the parameter's shape): the gradient of the
+        mean loss, before the optimizer used it. Needs
+        compile(..., return_gradients=True); InputError otherwise."""
+        import torch
+        names = [n for n in self.session.output_names() if n.startswith("grad:")]
+        if not names:
+            raise InputError("gradients(): compile with return_gradients=True to get them")
+        if not self.steps_run:
+            raise InputError("gradients(): no step has run yet")
+        return collections.OrderedDict(
+            (n[len("grad:"):], torch.from_numpy(self.session.output(n))) for n in names)
+
     def optimizer_state(self):
         """The optimizer state (momentum buffers, moments, step counter) as
         numpy arrays by the store's names."""
