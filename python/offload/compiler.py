@@ -227,7 +227,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     memory_report, _ = stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
                      (" return-gradients=true" if return_gradients else ""),
-                     "--offload-memory-report=top=5", "-o", step_mlir], log))
+                     "--offload-memory-report=top=5", "--mlir-print-debuginfo",
+                     "-o", step_mlir], log))
     m = re.search(r"device arena bytes: (\d+)", memory_report)
     unplanned = int(m.group(1)) if m else None
 
@@ -238,7 +239,7 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
             try:
                 _run("plan", [opt, step_mlir,
                               f"--offload-plan-memory=budget={budget_bytes} target={target} "
-                              f"report={plan_report}", "-o", planned], log)
+                              f"report={plan_report}", "--mlir-print-debuginfo", "-o", planned], log)
             except CompileError as e:
                 if "no plan fits the budget" in e.message:
                     m2 = re.search(r"Ask for budget=(\d+)", e.message)

@@ -188,10 +188,22 @@ class Step:
         n = max(self.plan.num_instructions, 1)
         cats = {name: np.zeros(n, dtype=np.int64) for name, _ in _CATEGORIES}
         role_cat = {r: name for name, roles in _CATEGORIES for r in roles}
-        for b in self.plan.buffers:
+        buffers = self.plan.buffers
+        # A device copy of a host buffer (a prefetched host parameter, its
+        # optimizer state, an offloaded activation) counts as what it copies.
+        copied_role = {}
+        for ins in self.plan.instructions:
+            if ins["op"] == "offload.to_device":
+                src = buffers[ins["inputs"][0]]
+                for o in ins["outputs"]:
+                    copied_role[o] = src["role"]
+        for b in buffers:
             if b["space"] != "device" or b["alias_of"] >= 0:
                 continue
-            cat = role_cat.get(b["role"], "activations and temporaries")
+            role = b["role"]
+            if role == "temporary" and b["id"] in copied_role:
+                role = copied_role[b["id"]]
+            cat = role_cat.get(role, "activations and temporaries")
             cats[cat][b["live_first"]:b["live_last"] + 1] += b["size"]
         total = sum(cats.values())
         return {"points": np.arange(n), "categories": cats, "total": total,

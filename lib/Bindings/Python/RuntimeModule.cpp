@@ -201,14 +201,23 @@ PYBIND11_MODULE(_offload_runtime, m) {
           },
           "[(name, first, last)]: instruction range [first, last) per phase.")
       .def_property_readonly(
-          "ops",
+          "instructions",
           [](const PyPlan &p) {
             py::list out;
-            for (const InstructionDesc &in : p.data().instructions)
-              out.append(py::make_tuple(in.op, in.stream));
+            for (const InstructionDesc &in : p.data().instructions) {
+              py::dict d;
+              d["op"] = in.op;
+              d["inputs"] = in.inputs;
+              d["outputs"] = in.outputs;
+              d["stream"] = streamName(in.stream);
+              out.append(d);
+            }
             return out;
           },
-          "[(op name, stream)] per instruction, in program order.")
+          "Every instruction in program order as a dict: op (e.g. "
+          "'offload.linear', 'offload.to_device'), inputs and outputs "
+          "(buffer ids, -1 = absent optional operand), stream ('compute', "
+          "'h2d' or 'd2h').")
       .def_property_readonly(
           "buffers",
           [](const PyPlan &p) {
