@@ -115,7 +115,7 @@ def main():
     print(f"unplanned device arena: {unplanned} bytes; budget: {budget} bytes "
           f"({args.budget_fraction:.0%})")
     step = offload.compile(model, data[0], loss="cross_entropy", optimizer=opt,
-                           budget=budget, target="h100-sxm")
+                           budget=budget, target="h100-sxm", threads=1)
     print("the planner's decisions:")
     print("\n".join("  " + line for line in step.report.rstrip().splitlines()))
 
