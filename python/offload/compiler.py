@@ -221,7 +221,16 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     for s in specs:
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
-    stage("import", lambda: _run("import", imp, log))
+    def do_import():
+        try:
+            _run("import", imp, log)
+        except CompileError as e:
+            if loss is None and "not a scalar loss" in e.message:
+                raise CompileError("import", e.message + " (offload.compile: the forward returns "
+                                   "no scalar loss; give the target as the last example input "
+                                   "and loss='cross_entropy', 'nll' or 'mse')") from None
+            raise
+    stage("import", do_import)
 
     opt = _tools.tool("offload-opt")
     memory_report, _ = stage("autodiff", lambda: _run(

@@ -218,6 +218,64 @@ def test_budget_error_names_smallest_reachable():
     assert step.measured_peak_device_bytes <= e.smallest_reachable_bytes
 
 
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc(x), y)
+
+
+def test_model_returning_its_loss():
+    torch.manual_seed(8)
+    model = WithLoss()
+    ref = copy.deepcopy(model)
+    x, y = batch(8)
+    step = offload.compile(model, (x, y), loss=None, optimizer=offload.SGD(lr=0.1),
+                           verbose=False)
+    assert step.input_names == ["x", "y"]
+    ours = [step(x, y) for _ in range(3)]
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    theirs = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = ref(x, y)
+        loss.backward()
+        opt.step()
+        theirs.append(float(loss))
+    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-6), (ours, theirs)
+    with pytest.raises(offload.CompileError, match="not a scalar loss.*give the target as the "
+                       "last example input"):
+        offload.compile(nn.Linear(16, 4), (x,), loss=None, verbose=False)
+
+
+def test_conv_batchnorm_pool_matches_torch():
+    torch.manual_seed(9)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
+    ref = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(9)
+    batches = [(torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g))
+               for _ in range(3)]
+    opt = offload.SGD(lr=0.1, momentum=0.9)
+    step = offload.compile(model, batches[0], optimizer=opt, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    for name, p in ref.state_dict().items():
+        assert rel_err(sd[name], p) <= 1e-4, name
+
+
+def test_example_inputs_that_do_not_fit_the_model():
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError, match=r"export.*mat1 and mat2 shapes cannot be "
+                       r"multiplied \(8x5 and 16x32\)") as info:
+        offload.compile(mlp(), (torch.randn(8, 5), y), verbose=False)
+    assert info.value.stage == "export"
+
+
 class Cumsum(nn.Module):
     def __init__(self):
         super().__init__()
