@@ -412,3 +412,46 @@ def test_memory_timeline_and_plot(sgd_step):
     ax = fig.axes[0]
     assert ax.get_ylabel() == "live device MiB"
     assert any("measured peak" in text.get_text() for text in ax.get_legend().get_texts())
+
+
+def test_session_used_from_two_threads_raises_instead_of_racing():
+    """step() runs without the GIL; another thread touching the same session
+    meanwhile gets an OffloadError ('another thread'), never a data race."""
+    import threading
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10))
+    x, y = torch.randn(256, 512), torch.randint(0, 10, (256,))
+    step = offload.compile(model, (x, y), threads=1, verbose=False)
+    step(x, y)
+    s = step.session
+    done, worker_errors = threading.Event(), []
+
+    def worker():
+        try:
+            k = 0
+            while k < 4:
+                try:
+                    s.step()
+                    k += 1
+                except offload.OffloadError as e:
+                    if "another thread" not in str(e):
+                        raise
+        except Exception as e:  # reported below
+            worker_errors.append(e)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    busy = 0
+    while not done.is_set():
+        try:
+            s.get("0.bias")
+        except offload.OffloadError as e:
+            assert "another thread" in str(e)
+            busy += 1
+    t.join()
+    assert not worker_errors, worker_errors
+    assert busy > 0
+    assert isinstance(step(x, y), float)

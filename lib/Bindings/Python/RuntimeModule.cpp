@@ -27,6 +27,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -134,6 +135,19 @@ struct PyPlan {
 struct PySession {
   PyPlan plan;
   std::unique_ptr<Session> session;
+  /// Set while step() runs without the GIL: another Python thread touching
+  /// the session then gets an OffloadError instead of a data race.
+  std::atomic<bool> busy{false};
+};
+
+/// Marks `s` busy for its lifetime; raises when it already is.
+struct BusyGuard {
+  explicit BusyGuard(PySession &s) : s(s) {
+    if (s.busy.exchange(true))
+      raise("the session is running a step in another thread");
+  }
+  ~BusyGuard() { s.busy = false; }
+  PySession &s;
 };
 
 } // namespace
@@ -246,7 +260,10 @@ PYBIND11_MODULE(_offload_runtime, m) {
              auto s = Session::create(plan.plan, backend, opts);
              if (!s)
                raise(s.message());
-             return PySession{plan, s.take()};
+             auto out = std::make_unique<PySession>();
+             out->plan = plan;
+             out->session = s.take();
+             return out;
            }),
            py::arg("plan"), py::arg("backend") = "host",
            py::arg("device_bytes") = 0, py::arg("threads") = 1,
@@ -264,6 +281,7 @@ PYBIND11_MODULE(_offload_runtime, m) {
           "bind",
           [](PySession &s, const std::string &name, const py::handle &value) {
             Tensor t = toTensor(value, "bind('" + name + "')");
+            BusyGuard guard(s);
             check(s.session->bind(name, std::move(t)));
           },
           py::arg("name"), py::arg("value"),
@@ -274,6 +292,7 @@ PYBIND11_MODULE(_offload_runtime, m) {
       .def(
           "bind_zeros",
           [](PySession &s, const std::string &name) {
+            BusyGuard guard(s);
             check(s.session->bindZeros(name));
           },
           py::arg("name"))
@@ -303,6 +322,7 @@ PYBIND11_MODULE(_offload_runtime, m) {
           "step",
           [](PySession &s) {
             Status st;
+            BusyGuard guard(s);
             {
               py::gil_scoped_release release;
               st = s.session->step();
@@ -314,7 +334,8 @@ PYBIND11_MODULE(_offload_runtime, m) {
           "store is unchanged.")
       .def_property_readonly(
           "loss",
-          [](const PySession &s) {
+          [](PySession &s) {
+            BusyGuard guard(s);
             auto l = s.session->loss();
             if (!l)
               raise(l.message());
@@ -323,7 +344,8 @@ PYBIND11_MODULE(_offload_runtime, m) {
           "The loss of the last successful step (float).")
       .def(
           "output",
-          [](const PySession &s, const std::string &name) {
+          [](PySession &s, const std::string &name) {
+            BusyGuard guard(s);
             auto t = s.session->output(name);
             if (!t)
               raise(t.message());
@@ -337,6 +359,7 @@ PYBIND11_MODULE(_offload_runtime, m) {
       .def(
           "get",
           [](PySession &s, const std::string &name) -> py::object {
+            BusyGuard guard(s);
             const Tensor *t = s.session->store().get(name);
             if (!t)
               raise("the parameter store has no value named '" + name + "'");
