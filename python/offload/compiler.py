@@ -116,8 +116,10 @@ def _export(model, forward_inputs, path, exporter):
     was_training = model.training
     model.train()
     try:
-        with torch.no_grad():
-            traced = torch.jit.trace(model, tuple(forward_inputs), check_trace=False)
+        # With autograd on, as training runs (some modules take other paths
+        # under no_grad); check_trace=False: the check would rerun dropout
+        # with fresh random numbers.
+        traced = torch.jit.trace(model, tuple(forward_inputs), check_trace=False)
         traced.save(path)
     except Exception as e:  # tracing runs the user's code: report, do not crash
         raise CompileError("export", f"torch.jit.trace failed: {type(e).__name__}: {e}") from e

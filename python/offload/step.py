@@ -212,9 +212,7 @@ class Step:
     def plot_memory(self, ax=None, title=None):
         """A stacked plot of memory_timeline() (matplotlib), with the budget,
         the planned peak and the measured peak; returns the Figure."""
-        import matplotlib
         if ax is None:
-            matplotlib.use(matplotlib.get_backend())
             import matplotlib.pyplot as plt
             fig, ax = plt.subplots(figsize=(10, 4.5))
         else:
