@@ -27,6 +27,10 @@ PACKAGES=(
   libzip-dev                            # .npz (zip) parameter/result files
   libgtest-dev                          # C++ unit tests
   ccache                                # reuse object files across rebuilds
+  pybind11-dev python3-pybind11         # Python bindings of the runtime (python/offload)
+  python3-pytest                        # tests of the Python package
+  python3-matplotlib                    # step.plot_memory() and the example's loss curves
+  python3-sklearn                       # the digits data set of examples/python
 )
 
 missing=()

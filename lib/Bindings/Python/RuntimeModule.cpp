@@ -1,0 +1,394 @@
+//===- RuntimeModule.cpp - Python bindings of the offload runtime ---------===//
+//
+// Part of offload. The extension module `_offload_runtime` (pybind11): load a
+// plan, create a session on a backend, bind numpy arrays to its inputs, run
+// training steps, read the loss, outputs and the parameter store. The Python
+// package `offload` (python/offload) builds on it; docs/python.md documents
+// both.
+//
+// Errors: every runtime Status that is not ok becomes a Python exception
+// `OffloadError` (a RuntimeError) carrying the runtime's one-line message;
+// wrong argument types are TypeError/ValueError. Nothing here aborts the
+// interpreter: the runtime itself never throws and returns errors.
+//
+// Copies: an array bound to a session is copied once into the runtime's own
+// Tensor (the runtime owns the bytes it uploads; the caller may reuse its
+// array right away). Values read back (outputs, store) are copied once into
+// a fresh numpy array that the caller owns, so a later step or bind never
+// changes an array already returned.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Runtime/Plan.h"
+#include "offload/Runtime/Runtime.h"
+#include "offload/Runtime/Tensor.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace py = pybind11;
+using namespace offload::rt;
+
+namespace {
+
+/// The Python exception type of runtime errors (set at module import).
+PyObject *offloadError = nullptr;
+
+[[noreturn]] void raise(const std::string &message) {
+  PyErr_SetString(offloadError, message.c_str());
+  throw py::error_already_set();
+}
+
+void check(const Status &st) {
+  if (!st.ok())
+    raise(st.message());
+}
+
+const char *numpyDtype(DType dt) {
+  switch (dt) {
+  case DType::F32: return "float32";
+  case DType::F64: return "float64";
+  case DType::I64: return "int64";
+  case DType::I32: return "int32";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+/// The runtime dtype of a numpy array's dtype; raises TypeError otherwise.
+DType dtypeOf(const py::array &a, const std::string &what) {
+  py::dtype d = a.dtype();
+  if (d.is(py::dtype::of<float>()) || d.equal(py::dtype::of<float>()))
+    return DType::F32;
+  if (d.equal(py::dtype::of<double>()))
+    return DType::F64;
+  if (d.equal(py::dtype::of<int64_t>()))
+    return DType::I64;
+  if (d.equal(py::dtype::of<int32_t>()))
+    return DType::I32;
+  if (d.equal(py::dtype::of<bool>()))
+    return DType::Bool;
+  throw py::type_error(what + ": numpy dtype " +
+                       std::string(py::str(d)) +
+                       " is not one the runtime has (float32, float64, int64, "
+                       "int32, bool)");
+}
+
+/// Copies a numpy array (any strides; converted to C order) into a Tensor.
+Tensor toTensor(const py::handle &obj, const std::string &what) {
+  py::array arr = py::array::ensure(obj, py::array::c_style);
+  if (!arr)
+    throw py::type_error(what + ": expected a numpy array (or an object with "
+                                "the buffer protocol)");
+  DType dt = dtypeOf(arr, what);
+  std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+  Tensor t(dt, shape);
+  if (size_t(arr.nbytes()) != t.byteSize())
+    raise(what + ": array has " + std::to_string(arr.nbytes()) +
+          " bytes, expected " + std::to_string(t.byteSize()));
+  if (t.byteSize())
+    std::memcpy(t.data(), arr.data(), t.byteSize());
+  return t;
+}
+
+/// A fresh numpy array holding a copy of `t`.
+py::array toArray(const Tensor &t) {
+  py::dtype d(numpyDtype(t.dtype()));
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array out(d, shape);
+  if (t.byteSize())
+    std::memcpy(out.mutable_data(), t.data(), t.byteSize());
+  return out;
+}
+
+py::dict bufferDict(const BufferDesc &b, int id) {
+  py::dict d;
+  d["id"] = id;
+  d["name"] = b.name;
+  d["dtype"] = numpyDtype(b.dtype);
+  d["shape"] = py::tuple(py::cast(b.shape));
+  d["space"] = memorySpaceName(b.space);
+  d["offset"] = b.offset;
+  d["size"] = b.size;
+  d["role"] = bufferRoleName(b.role);
+  d["live_first"] = b.liveFirst;
+  d["live_last"] = b.liveLast;
+  d["alias_of"] = b.aliasOf;
+  return d;
+}
+
+using PlanPtr = std::shared_ptr<const Plan>;
+
+/// A loaded plan (pybind11 holders cannot hold a pointer to const).
+struct PyPlan {
+  PlanPtr plan;
+  const PlanData &data() const { return plan->data(); }
+};
+
+/// A session with the plan it runs (kept alive by the Python object).
+struct PySession {
+  PyPlan plan;
+  std::unique_ptr<Session> session;
+  /// Set while step() runs without the GIL: another Python thread touching
+  /// the session then gets an OffloadError instead of a data race.
+  std::atomic<bool> busy{false};
+};
+
+/// Marks `s` busy for its lifetime; raises when it already is.
+struct BusyGuard {
+  explicit BusyGuard(PySession &s) : s(s) {
+    if (s.busy.exchange(true))
+      raise("the session is running a step in another thread");
+  }
+  ~BusyGuard() { s.busy = false; }
+  PySession &s;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_offload_runtime, m) {
+  m.doc() = "Bindings of the offload runtime (docs/python.md). Use the "
+            "package `offload` rather than this module directly.";
+
+  static py::exception<std::runtime_error> exc(m, "OffloadError",
+                                               PyExc_RuntimeError);
+  offloadError = exc.ptr();
+
+  m.def("available_backends", &availableBackends,
+        "Backends compiled into this runtime: 'host', and 'cuda' when built "
+        "with CUDA.");
+  m.def(
+      "missing_ops",
+      [](const PyPlan &plan, const std::string &backend) {
+        auto r = missingOps(*plan.plan, backend);
+        if (!r)
+          raise(r.message());
+        return *r;
+      },
+      py::arg("plan"), py::arg("backend"),
+      "Ops of `plan` that `backend` has no kernel for (empty: it can run "
+      "the plan). Needs no device.");
+  m.attr("PLAN_FORMAT_VERSION") = kPlanFormatVersion;
+
+  py::class_<PyPlan>(m, "Plan",
+                            "A loaded, verified and validated plan (.oflp).")
+      .def_static(
+          "load",
+          [](const std::string &path) {
+            auto p = Plan::load(path);
+            if (!p)
+              raise(p.message());
+            return PyPlan{*p};
+          },
+          py::arg("path"),
+          "Reads, verifies and validates a plan file; OffloadError names the "
+          "problem (file, version, buffer or instruction).")
+      .def_property_readonly(
+          "device_capacity",
+          [](const PyPlan &p) { return p.data().deviceCapacity; },
+          "Bytes of the device arena (what a device must have).")
+      .def_property_readonly(
+          "host_capacity", [](const PyPlan &p) { return p.data().hostCapacity; },
+          "Bytes of the host arena.")
+      .def_property_readonly(
+          "predicted_peak_device_bytes",
+          [](const PyPlan &p) { return p.data().predictedPeakDeviceBytes; },
+          "Peak bytes of live device buffers the plan predicts.")
+      .def_property_readonly(
+          "num_instructions",
+          [](const PyPlan &p) { return p.data().instructions.size(); })
+      .def_property_readonly(
+          "producer", [](const PyPlan &p) { return p.data().producer; })
+      .def_property_readonly(
+          "phases",
+          [](const PyPlan &p) {
+            py::list out;
+            for (const PhaseDesc &ph : p.data().phases)
+              out.append(py::make_tuple(ph.name, ph.first, ph.last));
+            return out;
+          },
+          "[(name, first, last)]: instruction range [first, last) per phase.")
+      .def_property_readonly(
+          "instructions",
+          [](const PyPlan &p) {
+            py::list out;
+            for (const InstructionDesc &in : p.data().instructions) {
+              py::dict d;
+              d["op"] = in.op;
+              d["inputs"] = in.inputs;
+              d["outputs"] = in.outputs;
+              d["stream"] = streamName(in.stream);
+              out.append(d);
+            }
+            return out;
+          },
+          "Every instruction in program order as a dict: op (e.g. "
+          "'offload.linear', 'offload.to_device'), inputs and outputs "
+          "(buffer ids, -1 = absent optional operand), stream ('compute', "
+          "'h2d' or 'd2h').")
+      .def_property_readonly(
+          "buffers",
+          [](const PyPlan &p) {
+            py::list out;
+            const auto &bs = p.data().buffers;
+            for (size_t i = 0; i < bs.size(); ++i)
+              out.append(bufferDict(bs[i], int(i)));
+            return out;
+          },
+          "Every buffer as a dict: id, name, dtype, shape, space ('device' "
+          "or 'host'), offset and size (bytes), role, live_first and "
+          "live_last (instruction indices, inclusive), alias_of (-1 or the "
+          "buffer whose bytes it reuses).")
+      .def(
+          "dump", [](const PyPlan &p) { return p.plan->dump(); },
+          "A readable listing of the plan.");
+
+  py::class_<PySession>(m, "Session",
+                        "One plan on one backend; one step at a time.")
+      .def(py::init([](const PyPlan &plan, const std::string &backend,
+                       uint64_t deviceBytes, int threads, bool poison) {
+             SessionOptions opts;
+             opts.deviceMemoryBytes = deviceBytes;
+             opts.numThreads = threads < 1 ? 1 : threads;
+             opts.poison = poison;
+             auto s = Session::create(plan.plan, backend, opts);
+             if (!s)
+               raise(s.message());
+             auto out = std::make_unique<PySession>();
+             out->plan = plan;
+             out->session = s.take();
+             return out;
+           }),
+           py::arg("plan"), py::arg("backend") = "host",
+           py::arg("device_bytes") = 0, py::arg("threads") = 1,
+           py::arg("poison") = false,
+           "Creates a session. device_bytes: bytes of device memory (host: "
+           "simulated capacity; cuda: a limit), 0 = the plan's arena. "
+           "OffloadError when the device is smaller than the plan's arena, "
+           "an op has no kernel, or the backend is unknown.")
+      .def_property_readonly(
+          "plan", [](const PySession &s) { return s.plan; })
+      .def_property_readonly(
+          "backend",
+          [](const PySession &s) { return std::string(s.session->backendName()); })
+      .def(
+          "bind",
+          [](PySession &s, const std::string &name, const py::handle &value) {
+            Tensor t = toTensor(value, "bind('" + name + "')");
+            BusyGuard guard(s);
+            check(s.session->bind(name, std::move(t)));
+          },
+          py::arg("name"), py::arg("value"),
+          "Binds a numpy array (copied once) to the input binding `name`: "
+          "parameters, state and optimizer state go to the store, inputs "
+          "stay bound until rebound. OffloadError: no such binding, or its "
+          "dtype/shape differ (the message gives both).")
+      .def(
+          "bind_zeros",
+          [](PySession &s, const std::string &name) {
+            BusyGuard guard(s);
+            check(s.session->bindZeros(name));
+          },
+          py::arg("name"))
+      .def(
+          "input_type",
+          [](const PySession &s, const std::string &name) {
+            DType dt;
+            std::vector<int64_t> shape;
+            check(s.session->inputType(name, dt, shape));
+            return py::make_tuple(numpyDtype(dt), py::tuple(py::cast(shape)));
+          },
+          py::arg("name"), "(numpy dtype name, shape) of an input binding.")
+      .def(
+          "input_bindings",
+          [](const PySession &s) {
+            py::list out;
+            for (auto &b : s.session->inputBindings())
+              out.append(py::make_tuple(b.first, bufferRoleName(b.second)));
+            return out;
+          },
+          "[(name, role)] of the input bindings, in plan order; role is "
+          "parameter, state, optimizer_state or input.")
+      .def(
+          "missing_bindings",
+          [](const PySession &s) { return s.session->missingBindings(); })
+      .def(
+          "step",
+          [](PySession &s) {
+            Status st;
+            BusyGuard guard(s);
+            {
+              py::gil_scoped_release release;
+              st = s.session->step();
+            }
+            check(st);
+          },
+          "Runs one training step (forward, backward, optimizer) and commits "
+          "the new parameters to the store; on failure (OffloadError) the "
+          "store is unchanged.")
+      .def_property_readonly(
+          "loss",
+          [](PySession &s) {
+            BusyGuard guard(s);
+            auto l = s.session->loss();
+            if (!l)
+              raise(l.message());
+            return *l;
+          },
+          "The loss of the last successful step (float).")
+      .def(
+          "output",
+          [](PySession &s, const std::string &name) {
+            BusyGuard guard(s);
+            auto t = s.session->output(name);
+            if (!t)
+              raise(t.message());
+            return toArray(*t);
+          },
+          py::arg("name"),
+          "A copy of output `name` of the last successful step ('loss', "
+          "'grad:NAME', new parameter values).")
+      .def("output_names",
+           [](const PySession &s) { return s.session->outputNames(); })
+      .def(
+          "get",
+          [](PySession &s, const std::string &name) -> py::object {
+            BusyGuard guard(s);
+            const Tensor *t = s.session->store().get(name);
+            if (!t)
+              raise("the parameter store has no value named '" + name + "'");
+            return toArray(*t);
+          },
+          py::arg("name"),
+          "A copy of the committed value of `name` in the parameter store.")
+      .def("store_names",
+           [](PySession &s) { return s.session->store().names(); })
+      .def_property_readonly(
+          "measured_peak_device_bytes",
+          [](const PySession &s) {
+            return s.session->measuredPeakDeviceBytes();
+          },
+          "Peak bytes of live device buffers measured over all steps run.")
+      .def_property_readonly(
+          "planned_peak_device_bytes",
+          [](const PySession &s) {
+            return s.session->plannedPeakDeviceBytes();
+          })
+      .def_property_readonly(
+          "last_step_seconds",
+          [](const PySession &s) { return s.session->lastStepSeconds(); })
+      .def_property_readonly(
+          "stream_busy_seconds",
+          [](const PySession &s) {
+            auto a = s.session->streamBusySeconds();
+            return py::make_tuple(a[0], a[1], a[2]);
+          },
+          "(compute, host-to-device, device-to-host) busy seconds of the "
+          "last step.");
+}

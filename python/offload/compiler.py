@@ -1,0 +1,279 @@
+"""offload.compile: a torch.nn.Module and example inputs -> a training Step.
+
+Stages (one progress line each, with its wall time):
+  export    torch.jit.trace(model.train(), forward inputs) -> model.pt (PyTorch 1.x)
+  import    offload-import model.pt --input NAME=DIMSxDTYPE ... --loss LOSS
+  autodiff  offload-opt --offload-autodiff=OPTIMIZER --offload-memory-report
+  plan      offload-opt --offload-plan-memory="budget=B target=T report=..."
+            (only when a budget is given)
+  lower     offload-opt --convert-offload-to-plan -> step.oflp, loaded by the runtime
+The plan and the intermediate files stay in Step.workdir.
+"""
+import copy
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import _tools
+from .errors import BudgetError, CompileError, InputError
+from .optim import SGD, AdamW, Optimizer
+
+LOSSES = ("cross_entropy", "nll", "mse")
+
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+
+
+def parse_bytes(value):
+    """Bytes as an int from an int or a string such as "12GiB", "1.5GiB",
+    "512MB" (KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB of 1000), the
+    planner's syntax. InputError for anything else, zero or negative."""
+    if isinstance(value, bool):
+        raise InputError(f"budget: expected bytes (an int or a string like '12GiB'), got {value!r}")
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, float) and value.is_integer():
+        n = int(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", value)
+        if not m or m.group(2).lower() not in _UNITS:
+            raise InputError(f"budget: cannot read {value!r} as bytes (expected a number with "
+                             "an optional unit: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)")
+        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    else:
+        raise InputError(f"budget: expected bytes (an int or a string like '12GiB'), got {value!r}")
+    if n <= 0:
+        raise InputError(f"budget: must be positive, got {value!r}")
+    return n
+
+
+# torch dtype name -> the importer's element type
+_DTYPES = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "i1"}
+
+
+def _type_spec(name, t):
+    """The importer's NAME=DIMSxDTYPE of tensor `t` (InputError otherwise)."""
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise InputError(f"example input '{name}': expected a torch.Tensor, got {type(t).__name__}")
+    dt = str(t.dtype).replace("torch.", "")
+    if dt not in _DTYPES:
+        raise InputError(f"example input '{name}': dtype {t.dtype} is not supported "
+                         f"(float32, float64, int64, int32, bool)")
+    dims = "x".join(str(d) for d in t.shape)
+    return f"{name}={dims + 'x' if dims else ''}{_DTYPES[dt]}"
+
+
+def _forward_names(model, count):
+    """Names of the forward's first `count` arguments (its signature's, else x0, x1...)."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = [p.name for p in params[:count]]
+    except (TypeError, ValueError):
+        names = []
+    if len(names) < count:
+        names = [f"x{i}" for i in range(count)]
+    return names
+
+
+def _run(stage, cmd, log):
+    """Runs a tool; CompileError(stage, its output) when it fails."""
+    log.append("$ " + " ".join(cmd))
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        raise CompileError(stage, f"cannot run {cmd[0]}: {e}") from None
+    log.append(r.stdout + r.stderr)
+    if r.returncode != 0:
+        msg = (r.stderr.strip() or r.stdout.strip() or f"{cmd[0]} exited with {r.returncode}")
+        raise CompileError(stage, msg)
+    return r.stdout, r.stderr
+
+
+def _export(model, forward_inputs, path, exporter):
+    """Traces `model` in train mode and saves TorchScript to `path`. The
+    model's parameters and buffers are left as they were (tracing a
+    train-mode batch norm updates running statistics; they are restored)."""
+    import torch
+    major = int(torch.__version__.split(".")[0])
+    if exporter == "auto":
+        if major >= 2:
+            raise CompileError(
+                "export",
+                f"PyTorch {torch.__version__}: offload.compile exports PyTorch 2.x models with "
+                "torch.export, whose .pt2 files need the .pt2 importer, which this build does "
+                "not have yet. Use PyTorch 1.13 (Debian's python3-torch, /usr/bin/python3), or "
+                "pass exporter='torchscript' to trace with the deprecated torch.jit.trace")
+        exporter = "torchscript"
+    if exporter != "torchscript":
+        raise InputError(f"exporter: expected 'auto' or 'torchscript', got {exporter!r}")
+    state = copy.deepcopy(model.state_dict())
+    was_training = model.training
+    model.train()
+    try:
+        # With autograd on, as training runs (some modules take other paths
+        # under no_grad); check_trace=False: the check would rerun dropout
+        # with fresh random numbers.
+        traced = torch.jit.trace(model, tuple(forward_inputs), check_trace=False)
+        traced.save(path)
+    except Exception as e:  # tracing runs the user's code: report, do not crash
+        raise CompileError("export", f"torch.jit.trace failed: {type(e).__name__}: {e}") from e
+    finally:
+        model.load_state_dict(state)
+        model.train(was_training)
+    return state
+
+
+def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
+            target="h100-sxm", backend="host", device_bytes=None, threads=None,
+            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False):
+    """Compiles one training step of `model` for the runtime.
+
+    model           a torch.nn.Module (trained in train mode).
+    example_inputs  a tuple of torch tensors with the exact shapes and dtypes of
+                    every batch: with a `loss`, the forward's inputs then the
+                    target (e.g. (x [N, ...] float32, y [N] int64) for
+                    cross_entropy); with loss=None, the forward's inputs and
+                    the forward returns the scalar loss itself.
+    loss            "cross_entropy" (mean, target int64 class indices), "nll",
+                    "mse" (mean), or None.
+    optimizer       offload.SGD(...) or offload.AdamW(...) (default SGD(lr=0.01)).
+    budget          device-memory budget in bytes (int or "12GiB"); None = no
+                    planning (the step as autodiff builds it).
+    target          the planner's cost model: h100-sxm, h100-pcie, a100-80g,
+                    a100-40g, l4, rtx-4090, host, or a target .json (docs/planner.md).
+    backend         "host" (default) or "cuda" (a runtime built with CUDA, a GPU).
+    device_bytes    device memory the session gets, bytes; default: the budget
+                    (host: a simulated device of exactly that size), else the
+                    plan's arena.
+    threads         kernel threads of the host backend (default: all cores).
+    seed            the dropout seed (rng_seed input) when the model has dropout.
+    exporter        "auto": TorchScript on PyTorch 1.x, an error on 2.x (which
+                    needs the .pt2 importer); "torchscript" forces tracing.
+    workdir         folder for the intermediate files (default: a temporary one,
+                    removed with the Step).
+    verbose         print one line per stage with its time (to stderr).
+    return_gradients  also output every parameter gradient (Step.gradients());
+                    they then stay alive to the end of the step (more memory).
+
+    Returns an offload.Step. Raises CompileError (stage and the tool's message:
+    unsupported ops with their source lines, ...), BudgetError (the budget is
+    below the smallest reachable arena, which it names), InputError (bad
+    arguments), OffloadError (the runtime refuses the plan, e.g. device_bytes
+    below the plan's arena).
+    """
+    import torch
+    from .step import Step
+
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    if loss is not None and loss not in LOSSES:
+        raise InputError(f"loss: expected one of {', '.join(LOSSES)} or None, got {loss!r}")
+    n_forward = len(example_inputs) - (1 if loss is not None else 0)
+    if n_forward < 1:
+        raise InputError(f"example_inputs: with loss={loss!r} give the forward's inputs and then "
+                         f"the target; got {len(example_inputs)} tensor(s)")
+    if optimizer is None:
+        optimizer = SGD(lr=0.01)
+    if not isinstance(optimizer, Optimizer):
+        raise InputError(f"optimizer: expected offload.SGD(...) or offload.AdamW(...), "
+                         f"got {type(optimizer).__name__}")
+    budget_bytes = parse_bytes(budget) if budget is not None else None
+    if device_bytes is not None:
+        device_bytes = parse_bytes(device_bytes)
+    names = _forward_names(model, n_forward)
+    if loss is not None:
+        target_name = "target" if "target" not in names else "target_"
+        names = names + [target_name]
+    specs = [_type_spec(n, t) for n, t in zip(names, example_inputs)]
+
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="offload-")
+        workdir = tmp.name
+    os.makedirs(workdir, exist_ok=True)
+    log, times = [], {}
+
+    def stage(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        times[name] = time.perf_counter() - t0
+        if verbose:
+            print(f"offload: {name:<8} {times[name]:7.2f} s", file=sys.stderr, flush=True)
+        return out
+
+    pt = os.path.join(workdir, "model.pt")
+    mlir = os.path.join(workdir, "model.mlir")
+    step_mlir = os.path.join(workdir, "step.mlir")
+    planned = os.path.join(workdir, "planned.mlir")
+    plan_path = os.path.join(workdir, "step.oflp")
+    plan_report = os.path.join(workdir, "plan-report.txt")
+
+    initial = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
+
+    imp = [_tools.tool("offload-import"), pt, "-o", mlir]
+    for s in specs:
+        imp += ["--input", s]
+    imp += ["--loss", loss if loss is not None else "cross_entropy"]
+    def do_import():
+        try:
+            _run("import", imp, log)
+        except CompileError as e:
+            if loss is None and "not a scalar loss" in e.message:
+                raise CompileError("import", e.message + " (offload.compile: the forward returns "
+                                   "no scalar loss; give the target as the last example input "
+                                   "and loss='cross_entropy', 'nll' or 'mse')") from None
+            raise
+    stage("import", do_import)
+
+    opt = _tools.tool("offload-opt")
+    memory_report, _ = stage("autodiff", lambda: _run(
+        "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
+                     (" return-gradients=true" if return_gradients else ""),
+                     "--offload-memory-report=top=5", "--mlir-print-debuginfo",
+                     "-o", step_mlir], log))
+    m = re.search(r"device arena bytes: (\d+)", memory_report)
+    unplanned = int(m.group(1)) if m else None
+
+    lower_input = step_mlir
+    report = memory_report
+    if budget_bytes is not None:
+        def plan():
+            try:
+                _run("plan", [opt, step_mlir,
+                              f"--offload-plan-memory=budget={budget_bytes} target={target} "
+                              f"report={plan_report}", "--mlir-print-debuginfo", "-o", planned], log)
+            except CompileError as e:
+                if "no plan fits the budget" in e.message:
+                    m2 = re.search(r"Ask for budget=(\d+)", e.message)
+                    raise BudgetError(e.message, budget_bytes,
+                                      int(m2.group(1)) if m2 else None) from None
+                raise
+        stage("plan", plan)
+        lower_input = planned
+        with open(plan_report) as f:
+            report = f.read()
+
+    def lower():
+        _run("lower", [opt, lower_input, f"--convert-offload-to-plan=output={plan_path}",
+                       "-o", os.devnull], log)
+        return _tools.runtime.Plan.load(plan_path)
+    plan = stage("lower", lower)
+
+    if device_bytes is None:
+        device_bytes = budget_bytes if budget_bytes is not None else plan.device_capacity
+    session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes,
+                                     threads=threads or os.cpu_count() or 1)
+    return Step(model=model, session=session, plan=plan, input_names=names,
+                initial_state=initial, seed=seed, report=report, budget_bytes=budget_bytes,
+                unplanned_arena_bytes=unplanned, device_bytes=device_bytes, times=times,
+                workdir=workdir, tmpdir=tmp, log=log, target=target, optimizer=optimizer,
+                loss=loss)

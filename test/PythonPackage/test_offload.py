@@ -1,0 +1,457 @@
+"""pytest tests of the Python package `offload` (python/offload) and its
+runtime bindings (_offload_runtime). Run by ctest (test/PythonPackage) with
+/usr/bin/python3 (PyTorch 1.13) and PYTHONPATH=BUILD/python.
+
+Reference: PyTorch's own eager training loop (torch.nn.functional losses,
+torch.optim) from the same initial weights. Tolerances (fp32, same math in a
+possibly different summation order): loss and parameters relative 1e-5 of
+max(|ref|, 1e-2) per tensor after one step, 1e-4 after several; gradients
+1e-4 relative to max|ref grad|.
+"""
+import copy
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import offload
+
+torch.set_num_threads(1)
+
+
+def mlp(seed=0, hidden=32):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(16, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 4))
+
+
+def batch(seed, n=8):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 16, generator=g), torch.randint(0, 4, (n,), generator=g)
+
+
+def rel_err(a, b, floor=1e-2):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), floor))
+
+
+def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy):
+    """Losses of PyTorch's own loop on `batches`; `model` is trained in place."""
+    opt = opt_spec.torch(model.parameters())
+    model.train()
+    out = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        out.append(float(loss))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sgd_step():
+    model = mlp()
+    ref = copy.deepcopy(model)
+    x, y = batch(0)
+    step = offload.compile(model, (x, y), loss="cross_entropy",
+                           optimizer=offload.SGD(lr=0.1, momentum=0.9), return_gradients=True,
+                           verbose=False)
+    return model, ref, step
+
+
+def test_first_step_loss_and_gradients_match_torch(sgd_step):
+    model, ref, step = sgd_step
+    x, y = batch(0)
+    loss = step(x, y)
+    assert isinstance(loss, float)
+    r = copy.deepcopy(ref)
+    ref_loss = F.cross_entropy(r(x), y)
+    ref_loss.backward()
+    assert abs(loss - float(ref_loss)) <= 1e-5 * max(abs(float(ref_loss)), 1e-2)
+    grads = step.gradients()
+    ref_grads = dict(r.named_parameters())
+    assert set(grads) == set(ref_grads)
+    for name, g in grads.items():
+        assert g.shape == ref_grads[name].grad.shape, name
+        assert rel_err(g, ref_grads[name].grad, 1e-5) <= 1e-4, name
+    # Four more steps on other batches: losses and parameters follow torch.optim.
+    batches = [batch(0)] + [batch(s) for s in range(1, 5)]
+    ref_curve = torch_losses(r_fresh := copy.deepcopy(ref), offload.SGD(lr=0.1, momentum=0.9),
+                             batches)
+    ours = [loss] + [step(bx, by) for bx, by in batches[1:]]
+    assert np.allclose(ours, ref_curve, rtol=1e-4, atol=1e-6), (ours, ref_curve)
+    sd = step.state_dict()
+    for name, p in r_fresh.state_dict().items():
+        assert rel_err(sd[name], p) <= 1e-4, name
+
+
+def test_adamw_matches_torch():
+    model = mlp(seed=1)
+    ref = copy.deepcopy(model)
+    opt = offload.AdamW(lr=1e-2, weight_decay=0.05)
+    batches = [batch(s) for s in range(4)]
+    step = offload.compile(model, batches[0], optimizer=opt, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    for name, p in ref.state_dict().items():
+        assert rel_err(sd[name], p) <= 1e-4, name
+
+
+def test_batch_norm_state_and_mse_match_torch():
+    """Running statistics are state: the step updates them as PyTorch does."""
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(16, 24), nn.BatchNorm1d(24), nn.ReLU(), nn.Linear(24, 3))
+    ref = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(3)
+    batches = [(torch.randn(8, 16, generator=g), torch.randn(8, 3, generator=g))
+               for _ in range(3)]
+    opt = offload.SGD(lr=0.05)
+    step = offload.compile(model, batches[0], loss="mse", optimizer=opt, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches, loss_fn=F.mse_loss)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    assert list(sd) == list(ref.state_dict())
+    for name, p in ref.state_dict().items():
+        if p.dtype.is_floating_point:
+            assert rel_err(sd[name], p) <= 1e-4, name
+        else:  # num_batches_tracked counts the steps, as in PyTorch
+            assert torch.equal(sd[name], p), (name, sd[name], p)
+    assert int(sd["1.num_batches_tracked"]) == len(batches)
+
+
+def test_state_dict_round_trip():
+    model = mlp(seed=4)
+    initial = copy.deepcopy(model.state_dict())
+    x, y = batch(7)
+    step = offload.compile(model, (x, y), optimizer=offload.SGD(lr=0.1), verbose=False)
+    first = step(x, y)
+    for _ in range(3):
+        step(x, y)
+    trained = step.state_dict()
+    assert list(trained) == list(initial)
+    assert all(isinstance(v, torch.Tensor) for v in trained.values())
+    assert not torch.equal(trained["0.weight"], initial["0.weight"])  # it trained
+    # Into the torch module and back out: the same bits.
+    fresh = mlp(seed=99)
+    fresh.load_state_dict(trained)
+    for k, v in fresh.state_dict().items():
+        assert torch.equal(v, trained[k]), k
+    # Reloading the initial weights reproduces the first loss exactly (SGD
+    # without momentum: the loss depends on the parameters only).
+    step.load_state_dict(initial)
+    assert step(x, y) == first
+    # Returned tensors are copies: a later step does not change them.
+    before = step.state_dict()["0.weight"].clone()
+    snapshot = step.state_dict()["0.weight"]
+    step(x, y)
+    assert torch.equal(snapshot, before)
+
+
+def test_load_state_dict_errors():
+    model = mlp(seed=5)
+    x, y = batch(0)
+    step = offload.compile(model, (x, y), verbose=False)
+    sd = model.state_dict()
+    with pytest.raises(offload.InputError, match="missing keys: 0.bias"):
+        step.load_state_dict({k: v for k, v in sd.items() if k != "0.bias"})
+    bad = dict(sd)
+    bad["0.weight"] = torch.zeros(3, 3)
+    with pytest.raises(offload.InputError, match=r"load_state_dict\['0.weight'\].*float32\[3, 3\]"
+                       r".*float32\[32, 16\]"):
+        step.load_state_dict(bad)
+
+
+def test_budget_below_unplanned_holds_and_is_bit_identical():
+    """A budget below the unplanned arena: the planner rewrites the step, the
+    host backend with exactly the budget runs it, the measured peak equals the
+    planned one and stays within the budget, and the losses are bit-identical
+    to the unplanned step's (recompute and offload move or rerun the same ops)."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    g = torch.Generator().manual_seed(6)
+    batches = [(torch.randn(64, 64, generator=g), torch.randint(0, 10, (64,), generator=g))
+               for _ in range(3)]
+    opt = offload.SGD(lr=0.05, momentum=0.9)
+    free = offload.compile(copy.deepcopy(model), batches[0], optimizer=opt, verbose=False)
+    unplanned = free.unplanned_arena_bytes
+    assert unplanned and unplanned == free.plan.device_capacity
+    with pytest.raises(offload.BudgetError) as info:
+        offload.compile(copy.deepcopy(model), batches[0], optimizer=opt, budget=unplanned // 20,
+                        verbose=False)
+    smallest = info.value.smallest_reachable_bytes
+    assert unplanned // 20 < smallest < unplanned
+    budget = (smallest + unplanned) // 2
+    planned = offload.compile(copy.deepcopy(model), batches[0], optimizer=opt, budget=budget,
+                              verbose=False)
+    assert planned.device_bytes == budget
+    assert planned.plan.device_capacity <= budget < unplanned
+    assert "budget %d bytes" % budget in planned.report
+    a = [free(x, y) for x, y in batches]
+    b = [planned(x, y) for x, y in batches]
+    assert a == b
+    assert planned.measured_peak_device_bytes == planned.planned_peak_device_bytes <= budget
+    assert free.measured_peak_device_bytes > budget
+    for k, v in free.state_dict().items():
+        assert torch.equal(v, planned.state_dict()[k]), k
+
+
+def test_budget_error_names_smallest_reachable():
+    x, y = batch(0)
+    with pytest.raises(offload.BudgetError) as info:
+        offload.compile(mlp(), (x, y), budget="1000B", verbose=False)
+    e = info.value
+    assert isinstance(e, offload.CompileError) and e.stage == "plan"
+    assert e.budget_bytes == 1000
+    assert e.smallest_reachable_bytes > 1000
+    assert "Ask for budget=%d" % e.smallest_reachable_bytes in str(e)
+    # Asking for that number succeeds, and the budget holds.
+    step = offload.compile(mlp(), (x, y), budget=e.smallest_reachable_bytes, verbose=False)
+    step(x, y)
+    assert step.measured_peak_device_bytes <= e.smallest_reachable_bytes
+
+
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc(x), y)
+
+
+def test_model_returning_its_loss():
+    torch.manual_seed(8)
+    model = WithLoss()
+    ref = copy.deepcopy(model)
+    x, y = batch(8)
+    step = offload.compile(model, (x, y), loss=None, optimizer=offload.SGD(lr=0.1),
+                           verbose=False)
+    assert step.input_names == ["x", "y"]
+    ours = [step(x, y) for _ in range(3)]
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    theirs = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = ref(x, y)
+        loss.backward()
+        opt.step()
+        theirs.append(float(loss))
+    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-6), (ours, theirs)
+    with pytest.raises(offload.CompileError, match="not a scalar loss.*give the target as the "
+                       "last example input"):
+        offload.compile(nn.Linear(16, 4), (x,), loss=None, verbose=False)
+
+
+def test_conv_batchnorm_pool_matches_torch():
+    torch.manual_seed(9)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
+    ref = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(9)
+    batches = [(torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g))
+               for _ in range(3)]
+    opt = offload.SGD(lr=0.1, momentum=0.9)
+    step = offload.compile(model, batches[0], optimizer=opt, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    for name, p in ref.state_dict().items():
+        assert rel_err(sd[name], p) <= 1e-4, name
+
+
+def test_example_inputs_that_do_not_fit_the_model():
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError, match=r"export.*mat1 and mat2 shapes cannot be "
+                       r"multiplied \(8x5 and 16x32\)") as info:
+        offload.compile(mlp(), (torch.randn(8, 5), y), verbose=False)
+    assert info.value.stage == "export"
+
+
+class Cumsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), 1)  # CUMSUM-LINE
+
+
+def test_unsupported_op_names_op_and_source_line():
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# CUMSUM-LINE" in text
+                and "next(" not in text)
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(Cumsum(), (x, y), verbose=False)
+    assert info.value.stage == "import"
+    assert "aten::cumsum" in str(info.value)
+    assert f"{os.path.basename(__file__)}:{line}" in str(info.value)
+
+
+def test_pytorch2_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch, "__version__", "2.5.0")
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(mlp(), (x, y), verbose=False)
+    assert info.value.stage == "export"
+    assert ".pt2 importer" in str(info.value) and "2.5.0" in str(info.value)
+
+
+def test_wrong_inputs_raise_and_leave_parameters(sgd_step):
+    _, _, step = sgd_step
+    x, y = batch(0)
+    before = step.state_dict()
+    with pytest.raises(offload.InputError, match=r"input 0 \('input'\): got float32\[4, 16\], "
+                       r"the compiled step takes float32\[8, 16\]"):
+        step(torch.randn(4, 16), y)
+    with pytest.raises(ValueError, match=r"int32\[8\].*int64\[8\]"):
+        step(x, y.int())
+    with pytest.raises(offload.InputError, match="takes 2 inputs"):
+        step(x)
+    with pytest.raises(offload.InputError, match="expected a torch.Tensor or numpy array"):
+        step(x, [1, 2])
+    after = step.state_dict()
+    for k in before:
+        assert torch.equal(before[k], after[k]), k
+    step(x, y)  # still usable
+
+
+def test_compile_argument_errors():
+    x, y = batch(0)
+    with pytest.raises(offload.InputError, match="loss: expected one of"):
+        offload.compile(mlp(), (x, y), loss="hinge", verbose=False)
+    with pytest.raises(offload.InputError, match="budget: cannot read '12 parsecs'"):
+        offload.compile(mlp(), (x, y), budget="12 parsecs", verbose=False)
+    with pytest.raises(offload.InputError, match="float16"):
+        offload.compile(mlp(), (x.half(), y), verbose=False)
+    with pytest.raises(offload.InputError, match="torch.nn.Module"):
+        offload.compile(lambda t: t, (x, y), verbose=False)
+
+
+def test_parse_bytes():
+    assert offload.parse_bytes("12GiB") == 12 << 30
+    assert offload.parse_bytes("1.5 MiB") == 3 << 19
+    assert offload.parse_bytes("2GB") == 2 * 10**9
+    assert offload.parse_bytes(4096) == 4096
+    for bad in ("", "-1", "0", "1 furlong", 0, -5, True):
+        with pytest.raises(offload.InputError):
+            offload.parse_bytes(bad)
+
+
+def test_runtime_errors_are_exceptions(sgd_step, tmp_path):
+    rt = offload.runtime
+    with pytest.raises(offload.OffloadError, match="cannot open plan file"):
+        rt.Plan.load(str(tmp_path / "missing.oflp"))
+    junk = tmp_path / "junk.oflp"
+    junk.write_bytes(b"\x10\x00\x00\x00not a plan at all")
+    with pytest.raises(offload.OffloadError):
+        rt.Plan.load(str(junk))
+    _, _, step = sgd_step
+    need = step.plan.device_capacity
+    with pytest.raises(offload.OffloadError, match=f"device has {need - 1} bytes but the plan's "
+                       f"device arena needs {need} bytes"):
+        rt.Session(step.plan, "host", device_bytes=need - 1)
+    with pytest.raises(offload.OffloadError):
+        rt.Session(step.plan, "no-such-backend")
+    s = rt.Session(step.plan, "host")
+    with pytest.raises(offload.OffloadError, match="nosuch"):
+        s.bind("nosuch", np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="float16"):
+        s.bind("input", np.zeros((8, 16), np.float16))
+    with pytest.raises(offload.OffloadError):
+        s.step()  # parameters not bound: an error, not a crash
+    with pytest.raises(offload.OffloadError):
+        s.loss  # no successful step yet
+
+
+def test_bindings_non_contiguous_input_is_copied_correctly(sgd_step):
+    """A transposed (non-C-contiguous) array binds with its logical values."""
+    _, _, step = sgd_step
+    x, y = batch(0)
+    xt = np.ascontiguousarray(x.numpy().T).T  # same values, Fortran order
+    assert not xt.flags["C_CONTIGUOUS"]
+    step.session.bind("input", xt)
+    step.session.bind("target", y.numpy())
+    a = step.session.bind("input", x.numpy())  # noqa: F841
+    step2 = offload.runtime.Session(step.plan, "host")
+    for name, role in step.session.input_bindings():
+        if role != "input":
+            step2.bind(name, step.session.get(name))
+    step2.bind("input", xt)
+    step2.bind("target", y.numpy())
+    step2.step()
+    step3 = offload.runtime.Session(step.plan, "host")
+    for name, role in step.session.input_bindings():
+        if role != "input":
+            step3.bind(name, step.session.get(name))
+    step3.bind("input", x.numpy())
+    step3.bind("target", y.numpy())
+    step3.step()
+    assert step2.loss == step3.loss
+
+
+def test_memory_timeline_and_plot(sgd_step):
+    import matplotlib
+    matplotlib.use("Agg")
+    _, _, step = sgd_step
+    t = step.memory_timeline()
+    assert len(t["total"]) == step.plan.num_instructions
+    # Summed from the plan's buffers here; the runtime measures the same peak.
+    assert t["peak"] == step.planned_peak_device_bytes == step.measured_peak_device_bytes
+    assert t["categories"]["parameters and state"].min() > 0
+    assert [p[0] for p in t["phases"]][0] == "forward"
+    fig = step.plot_memory()
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "live device MiB"
+    assert any("measured peak" in text.get_text() for text in ax.get_legend().get_texts())
+
+
+def test_session_used_from_two_threads_raises_instead_of_racing():
+    """step() runs without the GIL; another thread touching the same session
+    meanwhile gets an OffloadError ('another thread'), never a data race."""
+    import threading
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10))
+    x, y = torch.randn(256, 512), torch.randint(0, 10, (256,))
+    step = offload.compile(model, (x, y), threads=1, verbose=False)
+    step(x, y)
+    s = step.session
+    done, worker_errors = threading.Event(), []
+
+    def worker():
+        try:
+            k = 0
+            while k < 4:
+                try:
+                    s.step()
+                    k += 1
+                except offload.OffloadError as e:
+                    if "another thread" not in str(e):
+                        raise
+        except Exception as e:  # reported below
+            worker_errors.append(e)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    busy = 0
+    while not done.is_set():
+        try:
+            s.get("0.bias")
+        except offload.OffloadError as e:
+            assert "another thread" in str(e)
+            busy += 1
+    t.join()
+    assert not worker_errors, worker_errors
+    assert busy > 0
+    assert isinstance(step(x, y), float)
