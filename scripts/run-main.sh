@@ -57,10 +57,12 @@ BUDGET=$(( UNPLANNED * BUDGET_PCT / 100 ))
 
 say "4. the planner: a budget of $BUDGET bytes ($BUDGET_PCT% of the unplanned $UNPLANNED) on $TARGET"
 "$BIN/offload-opt" "$OUT/$MODEL.step.mlir" \
-  --offload-plan-memory="budget=$BUDGET target=$TARGET report=$OUT/plan-report.txt" \
+  --offload-plan-memory="budget=$BUDGET target=$TARGET report=$OUT/plan-report.txt timeline=$OUT/memory-timeline.json" \
   --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.planned.mlir"
 grep -v "^  \(saved\|parameter\) " "$OUT/plan-report.txt"
 echo "  (the whole decision table: $OUT/plan-report.txt)"
+PICTURES=$($PY "$ROOT/python/plot_memory_timeline.py" "$OUT/memory-timeline.json" | tr '\n' ' ')
+echo "  memory timeline, unplanned and planned: $OUT/memory-timeline.json, drawn as $PICTURES"
 
 BACKEND=host
 BACKEND_ARGS=()

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/Analysis/MemoryTimeline.h"
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/Analysis/Timeline.h"
 #include "offload/Dialect/Offload/Transforms/EarlyUpdate.h"
@@ -425,6 +426,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   FailureOr<MemoryPlan> unplanned = computeMemoryPlan(fn);
   if (failed(unplanned))
     return failure();
+  std::optional<MemoryTimeline> unplannedTimeline;
+  if (!timelineFile.empty())
+    unplannedTimeline = computeMemoryTimeline(*unplanned);
   int64_t unplannedArena =
       spec.workspaceBytes > 0
           ? alignedArenaBytes(unplanned->deviceArenaBytes) + spec.workspaceBytes
@@ -434,7 +438,23 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
   auto scratch = ModuleOp::create(top, fn.getLoc());
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
-  auto finish = [&](func::FuncOp chosen) {
+  auto finish = [&](func::FuncOp chosen) -> LogicalResult {
+    if (unplannedTimeline) {
+      FailureOr<MemoryPlan> plannedMp = computeMemoryPlan(chosen);
+      if (failed(plannedMp))
+        return failure();
+      MemoryTimeline planned = computeMemoryTimeline(*plannedMp);
+      std::error_code ec;
+      llvm::raw_fd_ostream out(timelineFile, ec, llvm::sys::fs::OF_Text);
+      if (ec)
+        return mlir::emitError(fn.getLoc()) << "offload-plan-memory: cannot write the timeline '"
+                                            << timelineFile << "': " << ec.message();
+      writeMemoryTimelineJson(out, fn.getName(), spec.name, budgetBytes,
+                              {{"unplanned", &*unplannedTimeline}, {"planned", &planned}});
+      if (report)
+        *report << "plan-memory @" << fn.getName() << ": memory timeline written to "
+                << timelineFile << "\n";
+    }
     chosen->setAttr(kPlannedAttrName,
                     StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
                                              " target=" + spec.name));
@@ -447,6 +467,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       fn.erase();
       holder.erase();
     }
+    return success();
   };
 
   if (unplannedArena <= budgetBytes) {
@@ -456,8 +477,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                               fn.getName().str().c_str(), (long long)unplannedArena,
                               humanBytes(unplannedArena).c_str(), (long long)budgetBytes,
                               humanBytes(budgetBytes).c_str(), spec.name.c_str());
-    finish(fn);
-    return success();
+    return finish(fn);
   }
 
   // --- The base: optimizer updates as soon as their gradient is final ------
@@ -983,6 +1003,5 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                        planSeconds, std::max(rounds, 1));
     os.flush();
   }
-  finish(chosen->fn);
-  return success();
+  return finish(chosen->fn);
 }

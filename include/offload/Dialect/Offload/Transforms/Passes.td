@@ -422,6 +422,10 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "rtx-4090, host (this machine, measured) or FILE.json (docs/planner.md)">,
     Option<"reportFile", "report", "std::string", /*default=*/"\"-\"",
            "Where the decision table goes: - (stderr), none, or a file">,
+    Option<"timelineFile", "timeline", "std::string", /*default=*/"\"\"",
+           "Also write the memory timeline (live device bytes per program point "
+           "by category, unplanned and planned, with the budget) as JSON to this "
+           "file; python/plot_memory_timeline.py draws it">,
     Option<"reportKept", "report-kept", "bool", /*default=*/"false",
            "Also list the saved values and parameters that stay as they are">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
