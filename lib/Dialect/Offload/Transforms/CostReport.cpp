@@ -4,7 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Analysis/Target.h"
+#include "offload/Dialect/Offload/Analysis/Timeline.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/Format.h"
@@ -33,6 +36,16 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
 
   void runOnOperation() override {
     llvm::raw_ostream &os = llvm::outs();
+    std::optional<TargetModel> model;
+    if (!target.empty()) {
+      std::string error;
+      FailureOr<TargetSpec> spec = resolveTarget(target, error);
+      if (failed(spec)) {
+        getOperation().emitError() << "offload-cost-report: " << error;
+        return signalPassFailure();
+      }
+      model = TargetModel::fromSpec(*spec);
+    }
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;
@@ -81,6 +94,14 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
       os << llvm::format("  total ops=%lld flops=%lld bytes_read=%lld bytes_written=%lld\n",
                          (long long)all.ops, (long long)all.flops,
                          (long long)all.bytesRead, (long long)all.bytesWritten);
+      if (auto f = dyn_cast<func::FuncOp>(fn.getOperation()); f && model) {
+        Timeline t = simulateTimeline(f, *model);
+        os << llvm::format("  simulated step time on %s: %.6e s (compute %.6e s, "
+                           "host-to-device %.6e s, device-to-host %.6e s, copies not "
+                           "hidden by compute %.6e s)\n",
+                           target.c_str(), t.stepSeconds, t.computeSeconds,
+                           t.hostToDeviceSeconds, t.deviceToHostSeconds, t.stallSeconds);
+      }
     });
     markAllAnalysesPreserved();
   }

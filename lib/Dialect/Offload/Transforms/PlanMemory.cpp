@@ -30,6 +30,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -206,6 +207,7 @@ struct SavedCandidate {
   bool recomputable = false;
   Decision decision = Decision::Keep;
   double seconds = 0;
+  int64_t transientBytes = 0; // a recompute's other results, at firstBackward
   std::string why;
 };
 
@@ -803,6 +805,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
             toHostUsed += model.copyToHostSeconds(c.copyBytes);
             toDeviceUsed += model.copySeconds(c.copyBytes);
           } else {
+            c.transientBytes = best.cone.transientBytes;
             profile.add(c.lastForward + 1, c.firstBackward - 1, -c.bytes);
             profile.add(c.firstBackward, c.firstBackward, best.cone.transientBytes);
             for (Value v : c.values)
@@ -821,6 +824,80 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       }
     }
   };
+
+  // Taking the cheapest per byte at each peak can overshoot: a large
+  // parameter taken last at one peak, or decisions made at an early peak
+  // that later ones made unnecessary. Reverse delete: the decisions, most
+  // expensive first, are undone one at a time while the profile stays at or
+  // below `aimBytes`.
+  auto giveBack = [&](int64_t aimBytes) {
+    struct Taken {
+      int kind;
+      unsigned index;
+      double seconds;
+    };
+    SmallVector<Taken, 0> taken;
+    for (auto [i, c] : llvm::enumerate(saved))
+      if (c.decision != Decision::Keep)
+        taken.push_back({0, unsigned(i), c.seconds});
+    for (auto [i, p] : llvm::enumerate(params))
+      if (p.decision != Decision::Keep)
+        taken.push_back({1, unsigned(i), p.seconds});
+    llvm::stable_sort(taken, [](const Taken &a, const Taken &b) { return a.seconds > b.seconds; });
+    unsigned undone = 0;
+    for (const Taken &t : taken) {
+      // Apply (sign -1) or undo (sign +1) the decision on the profile.
+      auto apply = [&](int64_t sign) {
+        if (t.kind == 0) {
+          SavedCandidate &c = saved[t.index];
+          if (c.decision == Decision::Offload) {
+            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
+          } else {
+            profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);
+            profile.add(c.firstBackward, c.firstBackward, -sign * c.transientBytes);
+          }
+        } else {
+          for (const Freed &f : params[t.index].freed)
+            profile.add(f.lo, f.hi, sign * f.bytes);
+        }
+      };
+      apply(+1);
+      if (profile.max().first > aimBytes) {
+        apply(-1);
+        continue;
+      }
+      ++undone;
+      if (t.kind == 0) {
+        SavedCandidate &c = saved[t.index];
+        if (c.decision == Decision::Offload) {
+          toHostUsed -= model.copyToHostSeconds(c.copyBytes);
+          toDeviceUsed -= model.copySeconds(c.copyBytes);
+        } else {
+          for (Value v : c.values)
+            available.insert(v);
+        }
+        c.decision = Decision::Keep;
+        c.seconds = 0;
+        c.transientBytes = 0;
+        c.why.clear();
+      } else {
+        ParamCandidate &p = params[t.index];
+        toDeviceUsed -= p.toDeviceSeconds;
+        toHostUsed -= p.toHostSeconds;
+        p.decision = Decision::Keep;
+        p.seconds = 0;
+        p.why.clear();
+      }
+    }
+    return undone;
+  };
+
+  // For problem=FILE: each saved candidate's recompute cost with every other
+  // saved value kept (the exported model prices options independently).
+  SmallVector<std::optional<Cone>> standaloneCone;
+  if (!problemFile.empty())
+    for (const SavedCandidate &c : saved)
+      standaloneCone.push_back(c.recomputable ? coneOf(c) : std::nullopt);
 
   // Greedy, then the real check; aim lower by the overshoot until it fits.
   // The smallest arena seen that does not fit is kept for the error.
@@ -846,6 +923,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   } else {
     for (rounds = 1; rounds <= 8; ++rounds) {
       bool reached = greedy(aim);
+      if (reached)
+        giveBack(aim);
       FailureOr<Materialized> mat = materialize(base, saved, params, spec);
       if (failed(mat))
         return failure();
@@ -943,6 +1022,103 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   }
   if (smallest)
     smallest->holder.erase();
+
+  // --- The decision problem, for the exact oracle (bench/planner) ----------
+  if (!problemFile.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(problemFile, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      chosen->holder.erase();
+      return mlir::emitError(fn.getLoc()) << "offload-plan-memory: cannot write the problem '"
+                                          << problemFile << "': " << ec.message();
+    }
+    llvm::json::OStream j(out);
+    auto ranges = [&](ArrayRef<Freed> fs) {
+      j.array([&] {
+        for (const Freed &f : fs)
+          if (f.lo <= f.hi && f.bytes != 0)
+            j.array([&] {
+              j.value(f.lo);
+              j.value(f.hi);
+              j.value(f.bytes);
+            });
+      });
+    };
+    j.object([&] {
+      j.attribute("format", "offload-plan-problem");
+      j.attribute("version", 1);
+      j.attribute("step", fn.getName());
+      j.attribute("target", spec.name);
+      j.attribute("budget_bytes", budgetBytes);
+      j.attribute("aim_bytes", aim);
+      j.attribute("achieved_bytes", profile.max().first);
+      j.attribute("fallback", fallback);
+      j.attribute("compute_seconds", computeSeconds);
+      j.attribute("unplanned_step_seconds", unplannedTime.stepSeconds);
+      j.attributeArray("base_live_bytes", [&] {
+        for (int64_t v : baseMp->liveDeviceBytes)
+          j.value(v);
+      });
+      j.attributeArray("candidates", [&] {
+        for (auto [i, c] : llvm::enumerate(saved))
+          j.object([&] {
+            j.attribute("kind", "saved");
+            j.attribute("name", c.name);
+            j.attribute("bytes", c.bytes);
+            j.attribute("chosen", decisionName(c.decision));
+            j.attributeArray("options", [&] {
+              double d = model.copyToHostSeconds(c.copyBytes), h = model.copySeconds(c.copyBytes);
+              double local = std::max(0.0, h - (secondsBefore[c.firstBackward] -
+                                                secondsBefore[backwardPoint]));
+              j.object([&] {
+                j.attribute("decision", "offload");
+                j.attribute("seconds", local + 0.01 * (d + h));
+                j.attribute("to_host_seconds", d);
+                j.attribute("to_device_seconds", h);
+                j.attributeBegin("freed");
+                ranges({c.offloadFreed});
+                j.attributeEnd();
+                j.attributeArray("added", [] {});
+              });
+              if (standaloneCone[i])
+                j.object([&] {
+                  j.attribute("decision", "recompute");
+                  j.attribute("seconds", standaloneCone[i]->seconds);
+                  j.attribute("to_host_seconds", 0.0);
+                  j.attribute("to_device_seconds", 0.0);
+                  j.attributeBegin("freed");
+                  ranges({Freed{c.lastForward + 1, c.firstBackward - 1, c.bytes}});
+                  j.attributeEnd();
+                  j.attributeBegin("added");
+                  ranges({Freed{c.firstBackward, c.firstBackward, standaloneCone[i]->transientBytes}});
+                  j.attributeEnd();
+                });
+            });
+          });
+        for (const ParamCandidate &p : params)
+          j.object([&] {
+            j.attribute("kind", "parameter");
+            j.attribute("name", p.name);
+            j.attribute("bytes", p.bytes + p.stateBytes);
+            j.attribute("chosen", decisionName(p.decision));
+            j.attributeArray("options", [&] {
+              j.object([&] {
+                j.attribute("decision", "host");
+                j.attribute("seconds",
+                            p.hostUpdateSeconds + 0.01 * (p.toDeviceSeconds + p.toHostSeconds));
+                j.attribute("to_host_seconds", p.toHostSeconds);
+                j.attribute("to_device_seconds", p.toDeviceSeconds);
+                j.attributeBegin("freed");
+                ranges(p.freed);
+                j.attributeEnd();
+                j.attributeArray("added", [] {});
+              });
+            });
+          });
+      });
+    });
+    out << "\n";
+  }
 
   // --- The report -------------------------------------------------------------
   Timeline plannedTime = simulateTimeline(chosen->fn, model);

@@ -11,13 +11,19 @@ def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
     `per-op`) giving its FLOPs (a multiply-add counts 2) and the bytes it
     reads and writes, from the ops' cost interface, then the totals per
     phase. The IR is not changed. The figures feed the planner's roofline
-    time estimate.
+    time estimate. With `target=`, also prints the step time that the
+    timeline simulator gives on that target (one compute stream, two copy
+    streams; the same model the planner uses), for comparing plans made by
+    hand with the planner's.
 
     Example: `offload-opt --offload-cost-report model.mlir -o /dev/null`
   }];
   let options = [
     Option<"perOp", "per-op", "bool", /*default=*/"true",
            "Print one line per op, not only the totals">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Also print the step's simulated time on this target (h100-sxm, ..., "
+           "host or FILE.json; Analysis/Timeline.h): compute, copies, stalls">,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Compute ops counted">,
@@ -426,6 +432,11 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "Also write the memory timeline (live device bytes per program point "
            "by category, unplanned and planned, with the budget) as JSON to this "
            "file; python/plot_memory_timeline.py draws it">,
+    Option<"problemFile", "problem", "std::string", /*default=*/"\"\"",
+           "Also write the decision problem the planner solved (live-bytes "
+           "profile, every candidate's options with seconds and freed byte "
+           "ranges, the decisions taken) as JSON, for the exact oracle in "
+           "bench/planner/oracle.py">,
     Option<"reportKept", "report-kept", "bool", /*default=*/"false",
            "Also list the saved values and parameters that stay as they are">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
