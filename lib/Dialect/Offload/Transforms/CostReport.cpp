@@ -32,7 +32,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
   using CostReportBase::CostReportBase;
 
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::outs();
+    llvm::raw_ostream &os = llvm::errs();
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;

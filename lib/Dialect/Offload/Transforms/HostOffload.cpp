@@ -152,7 +152,7 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
   if (report)
-    llvm::outs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
+    llvm::errs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
                                  "bytes to the host and back\n",
                                  fn.getName().str().c_str(), policy.c_str(),
                                  chosen.size(), (long long)bytesOffloaded);

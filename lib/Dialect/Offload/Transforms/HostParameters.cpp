@@ -293,7 +293,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
   if (report)
-    llvm::outs() << llvm::format(
+    llvm::errs() << llvm::format(
         "host parameters @%s (policy %s): %d parameters, %lld bytes of parameters and "
         "optimizer state on the host; %d prefetched again for backward, %d kept on the "
         "device from forward to backward\n",

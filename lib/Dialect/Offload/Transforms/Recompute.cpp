@@ -148,7 +148,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   }
   if (chosen.empty()) {
     if (report)
-      llvm::outs() << "recompute @" << fn.getName() << " (policy " << policy
+      llvm::errs() << "recompute @" << fn.getName() << " (policy " << policy
                    << "): no saved value chosen\n";
     return;
   }
@@ -265,7 +265,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   for (Operation &op : body)
     regions += isa<RecomputeOp>(op) && cast<RecomputeOp>(op).getPolicy() == StringRef(policy);
   if (report)
-    llvm::outs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
+    llvm::errs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
                                  "recomputed in %zu regions, %lld bytes no longer "
                                  "saved, %lld FLOPs added\n",
                                  fn.getName().str().c_str(), policy.c_str(),
