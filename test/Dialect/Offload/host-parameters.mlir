@@ -82,7 +82,7 @@
 // PLAN: offload.sgd_update
 
 // NOBWD: the step has no backward phase; run --offload-autodiff first
-// BADOPT: unknown refetch 'sometimes'; expected auto, always or never
+// BADOPT: for the --refetch option: Cannot find option named 'sometimes'!
 // BADBW: error: offload-host-parameters: link-bandwidth, device-flops and device-bandwidth must be > 0
 // BADBW-NOT: see current operation
 // BADBW2: error: offload-host-offload: link-bandwidth, device-flops and device-bandwidth must be > 0

@@ -13,3 +13,19 @@
 // REPORT: recompute @forward (policy ops)
 // ALL: func.func @forward
 // ALL: offload.phase backward_input
+
+// Keyword options are enums: --help lists their values, and a bad value
+// fails in the option parser, before any pass runs.
+// RUN: offload-opt --help | FileCheck %s --check-prefix=HELP
+// HELP: --offload-autodiff
+// HELP: --optimizer=<value>
+// HELP-NEXT: =sgd
+// HELP-NEXT: =adamw
+// HELP-NEXT: =none
+// HELP: --step-counters=<value>
+// HELP-NEXT: =shared
+// HELP-NEXT: =per-parameter
+// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adam" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: for the --optimizer option: Cannot find option named 'adam'!
+// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-host-offload="policy=largest" 2>&1 | FileCheck %s --check-prefix=BADPOL
+// BADPOL: for the --policy option: Cannot find option named 'largest'!

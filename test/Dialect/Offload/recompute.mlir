@@ -77,4 +77,4 @@
 // INLINE: offload.phase backward
 // INLINE: offload.batch_norm
 
-// BAD: offload-recompute: unknown policy 'bogus'
+// BAD: for the --policy option: Cannot find option named 'bogus'!
