@@ -19,6 +19,7 @@ PACKAGES=(
   cmake ninja-build g++ lld-22          # build tools (lld links ~5x faster)
   libmlir-22-dev mlir-22-tools          # MLIR 22 (dialect, passes, offload-opt)
   llvm-22-dev llvm-22-tools             # LLVM support libraries, lit, FileCheck
+  libzstd-dev                           # offload-tblgen links LLVM's static TableGen/Support
   libtorch-dev                          # LibTorch 1.13: importer and reference tests
   python3-torch python3-torchvision     # export test models (.pt) at test time
   python3-numpy                         # read/write .npz from the Python scripts

@@ -20,7 +20,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.offload_tools_dir, append_path=True)
 
-tools = ["offload-opt"]
+tools = ["offload-opt", "offload-translate"]
 for t in ["offload-import", "offload-run"]:
     if os.path.exists(os.path.join(config.offload_tools_dir, t)):
         tools.append(t)

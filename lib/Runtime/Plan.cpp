@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Plan.h"
+#include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Plan_generated.h"
 #include "offload/Runtime/Tensor.h"
 
@@ -279,6 +280,11 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
 Expected<std::shared_ptr<const Plan>> Plan::fromData(PlanData data) {
   if (Status s = validatePlan(data); !s.ok())
     return s;
+  // Kernels see every attribute of their op: the ODS defaults of those an
+  // instruction leaves out (a plan written by an older lowering).
+  for (InstructionDesc &in : data.instructions)
+    if (const OpSignature *sig = findOpSignature(in.op))
+      fillDefaultAttrs(*sig, in.attrs);
   auto p = std::shared_ptr<Plan>(new Plan());
   p->data_ = std::move(data);
   return std::shared_ptr<const Plan>(std::move(p));
@@ -526,6 +532,18 @@ Status offload::rt::validatePlan(const PlanData &d) {
     } else {
       if (in.stream != ComputeStream)
         return err(inn + ": compute ops must be on the compute stream (0)");
+      // Ops of the dialect against the op-signature table (OpSignatures.h);
+      // ops of other namespaces are extension kernels, checked by them.
+      if (in.op.rfind("offload.", 0) == 0) {
+        const OpSignature *sig = findOpSignature(in.op);
+        if (!sig)
+          return err(inn + ": unknown op '" + in.op +
+                     "' (not a kernel op of the offload dialect)");
+        if (std::string m = checkOpSignature(*sig, in.inputs.size(),
+                                             in.outputs.size(), in.attrs);
+            !m.empty())
+          return err("instruction " + std::to_string(i) + ": " + m);
+      }
       if (in.op == kOpReshape) {
         if (in.inputs.size() != 1 || in.outputs.size() != 1 ||
             in.inputs[0] < 0 ||

@@ -26,34 +26,38 @@
 namespace cl = llvm::cl;
 using namespace offload::import;
 
+// --help lists these options only (cl::HideUnrelatedOptions): the LLVM
+// libraries linked in register hundreds of backend options of their own.
+static cl::OptionCategory importCategory("offload-import options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.pt>"),
-                                      cl::Required);
+                                      cl::Required, cl::cat(importCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output .mlir file ('-' for stdout)"),
-                                       cl::value_desc("file"), cl::init("-"));
+                                       cl::value_desc("file"), cl::init("-"), cl::cat(importCategory));
 static cl::list<std::string>
     inputSpecs("input",
                cl::desc("Forward input (then the loss target), NAME=DIMSxDTYPE, "
                         "e.g. x=32x3x32x32xf32; in the forward's argument order"),
-               cl::value_desc("spec"));
+               cl::value_desc("spec"), cl::cat(importCategory));
 static cl::opt<std::string>
     lossName("loss", cl::desc("Loss on the first output when it is not a scalar: "
                               "cross_entropy (default), nll or mse; none builds a pipeline "
                               "stage whose first output is the result"),
-             cl::init(""));
+             cl::init(""), cl::cat(importCategory));
 static cl::opt<std::string> paramsOut("params-out",
                                       cl::desc("Write initial parameters and buffers (.npz)"),
-                                      cl::value_desc("file"), cl::init(""));
+                                      cl::value_desc("file"), cl::init(""), cl::cat(importCategory));
 static cl::opt<bool> keepUnused(
     "keep-unused",
     cl::desc("Keep parameters and buffers the forward never reads as step arguments "
              "(by default they are left out and listed: a step must not update a "
              "parameter the loss does not depend on)"),
-    cl::init(false));
+    cl::init(false), cl::cat(importCategory));
 static cl::opt<bool> timeIt("time", cl::desc("Print load and import times to stderr"),
-                            cl::init(false));
+                            cl::init(false), cl::cat(importCategory));
 static cl::opt<bool> noDebugInfo("no-locations",
                                  cl::desc("Do not print source locations"),
-                                 cl::init(false));
+                                 cl::init(false), cl::cat(importCategory));
 
 static int failWith(int code, const std::string &msg) {
   llvm::errs() << "offload-import: error: " << msg << "\n";
@@ -62,6 +66,7 @@ static int failWith(int code, const std::string &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(importCategory);
   cl::ParseCommandLineOptions(argc, argv, "offload TorchScript importer\n");
 
   ImportOptions opts;

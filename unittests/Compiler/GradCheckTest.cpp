@@ -107,7 +107,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
   ASSERT_TRUE(module) << "does not parse:\n" << text;
   PassManager pm(&ctx);
   mlir::offload::AutodiffOptions opts;
-  opts.optimizer = "none";
+  opts.optimizer = mlir::offload::OptimizerKind::None;
   pm.addPass(mlir::offload::createAutodiff(opts));
   ASSERT_TRUE(succeeded(pm.run(*module))) << text;
   func::FuncOp fn = *module->getOps<func::FuncOp>().begin();

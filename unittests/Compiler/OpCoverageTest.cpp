@@ -4,13 +4,16 @@
 // registers and checks that every one the lowering turns into a kernel
 // instruction (all but phase markers, save/restore, recompute regions and
 // their yield, copies, waits and constants: see
-// lib/Conversion/OffloadToPlan/OffloadToPlan.cpp) has a host kernel and,
+// lib/Conversion/OffloadToPlan/OffloadToPlan.cpp) is in the op-signature
+// table generated from the ODS (OpSignatures.h) and has a host kernel and,
 // when the runtime is built with CUDA, a CUDA kernel; and that no kernel is
-// registered for an op the dialect does not have. Needs no GPU.
+// registered for an op the dialect does not have. The test BackendsLackNoOp
+// lists, per backend, the table's ops it lacks. Needs no GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -69,6 +72,51 @@ TEST(OpCoverageTest, HostRegistryCoversEveryComputeOpOfTheDialect) {
   std::set<std::string> opSet(ops.begin(), ops.end());
   for (const std::string &name : rt::KernelRegistry::host().names())
     EXPECT_TRUE(opSet.count(name)) << name << " is not a dialect compute op";
+}
+
+TEST(OpCoverageTest, SignatureTableListsExactlyTheKernelOpsOfTheDialect) {
+  std::vector<std::string> ops = dialectKernelOps(nullptr);
+  std::set<std::string> dialect(ops.begin(), ops.end()), table;
+  for (const rt::OpSignature &sig : rt::opSignatures()) {
+    table.insert(sig.name);
+    EXPECT_TRUE(dialect.count(sig.name))
+        << sig.name << " is in the op-signature table but is not a kernel "
+                       "op of the dialect";
+  }
+  for (const std::string &op : ops)
+    EXPECT_TRUE(table.count(op))
+        << op << " has no entry in the op-signature table (ODS hasKernel)";
+}
+
+TEST(OpCoverageTest, BackendsLackNoOp) {
+  // Which backend lacks which op of the table, in one message.
+  rt::registerAllHostKernels();
+  std::vector<std::string> backends{"host"};
+  auto cuda = rt::backendOps("cuda");
+  std::set<std::string> cudaOps;
+  if (cuda.ok()) {
+    backends.push_back("cuda");
+    cudaOps.insert(cuda->begin(), cuda->end());
+  }
+  std::string report;
+  for (const std::string &b : backends) {
+    std::vector<std::string> lacks;
+    for (const rt::OpSignature &sig : rt::opSignatures()) {
+      bool have = b == "host" ? rt::KernelRegistry::host().lookup(sig.name) != nullptr
+                              : cudaOps.count(sig.name) != 0;
+      if (!have)
+        lacks.push_back(sig.name);
+    }
+    if (lacks.empty())
+      continue;
+    report += b + " lacks";
+    for (const std::string &op : lacks)
+      report += " " + op;
+    report += "; ";
+  }
+  EXPECT_EQ(report, "");
+  if (!cuda.ok())
+    GTEST_SKIP() << "host checked; " << cuda.message();
 }
 
 TEST(OpCoverageTest, CudaBackendCoversEveryComputeOpOfTheDialect) {

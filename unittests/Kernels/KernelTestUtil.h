@@ -93,23 +93,23 @@ inline std::string runKernel(const std::string &op, const std::vector<at::Tensor
   return fn(args);
 }
 
-/// Part A's form: attributes from the builder, one thread by default.
+/// Attributes from the builder, one thread by default.
 inline std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
                        const std::vector<at::Tensor> &outs,
                        const Attrs &attrs = Attrs(), int threads = 1) {
   return runKernel(op, ins, outs, attrs.m, threads);
 }
 
-/// Part B's form: a plain AttrMap, three threads by default (exercises the
-/// kernels' parallel paths).
+/// A plain AttrMap, three threads by default (exercises the kernels'
+/// parallel paths).
 inline std::string run(const std::string &op, const std::vector<at::Tensor> &ins,
                        const std::vector<at::Tensor> &outs, const AttrMap &attrs,
                        int threads = 3) {
   return runKernel(op, ins, outs, attrs, threads);
 }
 
-/// max|got - ref| / max(max|ref|, 1e-30): the error measure of the part-B
-/// tests (reordered sums make elementwise relative error meaningless).
+/// max|got - ref| / max(max|ref|, 1e-30): the error measure of the
+/// linear-algebra, convolution, pooling and normalization tests (reordered sums make elementwise relative error meaningless).
 inline double relErr(const at::Tensor &got, const at::Tensor &ref) {
   if (ref.numel() == 0)
     return 0;

@@ -363,6 +363,7 @@ std::vector<OpCase> opCases() {
   c.push_back({"adaptive_avg_pool2d_backward", {f32({2, 3, 3, 3})},
                {f32({2, 3, 7, 7})}, {}, true});
   AttrMap bn = attrs({{"momentum", attrFloat(0.1)}, {"eps", attrFloat(1e-5)}});
+  AttrMap bnb = attrs({{"eps", attrFloat(1e-5)}}); // backward: no momentum
   std::vector<int64_t> xs{4, 3, 5, 5}, cs{3};
   c.push_back({"batch_norm",
                {f32(xs), f32(cs), f32(cs), f32(cs), f32(cs, positive())},
@@ -372,17 +373,18 @@ std::vector<OpCase> opCases() {
                {f64(xs), f64(cs), f64(cs), f64(cs), f64(cs)}, bn});
   c.push_back({"batch_norm_backward",
                {f32(xs), f32(xs), f32(cs), f32(cs), f32(cs, positive())},
-               {f32(xs), f32(cs), f32(cs)}, bn});
+               {f32(xs), f32(cs), f32(cs)}, bnb});
   c.push_back({"batch_norm_backward",
                {f32(xs), f32(xs), none(), f32(cs), f32(cs, positive())},
-               {f32(xs), f32(cs), f32(cs)}, bn});
+               {f32(xs), f32(cs), f32(cs)}, bnb});
   AttrMap ln = attrs({{"eps", attrFloat(1e-5)}, {"normalized_ndim", attrInt(1)}});
   c.push_back({"layer_norm", {f32({6, 20}), f32({20}), f32({20})},
                {f32({6, 20}), f32({6, 1}), f32({6, 1})}, ln});
   c.push_back({"layer_norm_backward",
                {f32({6, 20}), f32({6, 20}), f32({20}), f32({6, 1}),
                 f32({6, 1}, positive())},
-               {f32({6, 20}), f32({20}), f32({20})}, ln});
+               {f32({6, 20}), f32({20}), f32({20})},
+               attrs({{"normalized_ndim", attrInt(1)}})});
   c.push_back({"reshape", {f32({6, 4})}, {f32({4, 6})}, {}, true});
   for (OpCase &k : c)
     k.op = "offload." + k.op;
@@ -513,7 +515,8 @@ PlanData convNetStep(uint64_t workspace) {
   b.instr("offload.matmul", {dlg, fw}, {dp});
   b.instr("offload.adaptive_avg_pool2d_backward", {dp4}, {dr});
   b.instr("offload.relu_backward", {dr, r}, {dz});
-  b.instr("offload.batch_norm_backward", {dz, y, bw, sm, si}, {dy, dbw, dbb}, bn);
+  b.instr("offload.batch_norm_backward", {dz, y, bw, sm, si}, {dy, dbw, dbb},
+          attrs({{"eps", attrFloat(1e-5)}}));
   b.instr("offload.conv2d_backward_weight", {dy, x}, {dw}, cv);
   b.endPhase("backward");
   b.bindOut("loss", loss);

@@ -184,25 +184,26 @@ TEST(MlpTest, CudaRunsHostSideUpdatesOrIsUnavailable) {
 }
 
 TEST(MlpTest, CudaListsMissingOpsOrIsUnavailable) {
-  // Ops that no backend has: Session::create lists all of them, once each,
-  // in first-use order, before it looks for a device.
+  // Ops that no backend has (extension ops: an unknown op of the offload
+  // dialect is refused when the plan is loaded): Session::create lists all
+  // of them, once each, in first-use order, before it looks for a device.
   PlanBuilder b;
   int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
   int q = b.buffer("q", DType::F32, {4}, BufferRole::Temporary);
   int l = b.buffer("loss", DType::F32, {}, BufferRole::Output);
   b.bindIn("p", p);
   b.bindOut("loss", l);
-  b.instr("offload.frobnicate", {p}, {q});
+  b.instr("ext.frobnicate", {p}, {q});
   b.instr("offload.relu", {q}, {q});
-  b.instr("offload.frobnicate", {q}, {q});
-  b.instr("offload.defrobnicate", {q}, {l});
+  b.instr("ext.frobnicate", {q}, {q});
+  b.instr("ext.defrobnicate", {q}, {l});
   auto plan = Plan::fromData(b.finish());
   ASSERT_TRUE(plan.ok()) << plan.message();
   auto s = Session::create(*plan, "cuda");
   ASSERT_FALSE(s.ok());
 #ifdef OFFLOAD_HAVE_CUDA
-  EXPECT_NE(s.message().find("no CUDA kernel for: offload.frobnicate, "
-                             "offload.defrobnicate"),
+  EXPECT_NE(s.message().find("no CUDA kernel for: ext.frobnicate, "
+                             "ext.defrobnicate"),
             std::string::npos)
       << s.message();
 #else
@@ -212,7 +213,7 @@ TEST(MlpTest, CudaListsMissingOpsOrIsUnavailable) {
   auto h = Session::create(*plan, "host");
   ASSERT_FALSE(h.ok());
   EXPECT_NE(h.message().find("host backend has no kernel for: "
-                             "offload.frobnicate, offload.defrobnicate"),
+                             "ext.frobnicate, ext.defrobnicate"),
             std::string::npos)
       << h.message();
 }
@@ -229,7 +230,12 @@ TEST(MlpTest, CudaCoversConvNetAndTransformerOps) {
   b.bindIn("w", w);
   b.bindOut("loss", l);
   b.instr("offload.gelu", {p}, {q});
-  b.instr("offload.conv2d", {q, w, -1}, {l});
+  AttrMap conv;
+  conv.set("stride", attrInts({1, 1}));
+  conv.set("padding", attrInts({1, 1}));
+  conv.set("dilation", attrInts({1, 1}));
+  conv.set("groups", attrInt(1));
+  b.instr("offload.conv2d", {q, w, -1}, {l}, conv);
   auto plan = Plan::fromData(b.finish());
   ASSERT_TRUE(plan.ok()) << plan.message();
   auto m = missingOps(**plan, "cuda");

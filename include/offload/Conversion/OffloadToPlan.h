@@ -1,13 +1,16 @@
 //===- OffloadToPlan.h - Lower a training step to a runtime plan -*- C++ -*-===//
 //
-// Part of offload. The library form of --convert-offload-to-plan, for tools
-// and tests that compile and run a step in one process.
+// Part of offload. The library form of the plan exporter
+// (`offload-translate --offload-to-plan`, and the deprecated pass
+// --convert-offload-to-plan), for tools and tests that compile and run a step
+// in one process.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_CONVERSION_OFFLOADTOPLAN_H
 #define OFFLOAD_CONVERSION_OFFLOADTOPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "offload/Runtime/Plan.h"
 
 namespace mlir {
@@ -24,6 +27,18 @@ struct MemoryPlan;
 FailureOr<::offload::rt::PlanData> lowerStepToPlan(func::FuncOp step,
                                                    int64_t *memoryPlanPeak = nullptr,
                                                    const MemoryPlan *memoryPlan = nullptr);
+
+/// The function of `module` with `offload.step`; an error unless there is
+/// exactly one.
+FailureOr<func::FuncOp> findStep(ModuleOp module);
+
+/// The exporter: writes the plan of `module`'s step (lowerStepToPlan) to
+/// `os` as the runtime's FlatBuffers plan file. The IR is not changed.
+LogicalResult exportPlan(ModuleOp module, llvm::raw_ostream &os);
+
+/// Registers the translation `--offload-to-plan` (exportPlan) for
+/// offload-translate.
+void registerToPlanTranslation();
 
 } // namespace offload
 } // namespace mlir

@@ -5,8 +5,15 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
-  let summary = "Lowers a training step to a runtime plan file";
+  let summary = "Deprecated spelling of the plan exporter "
+                "(offload-translate --offload-to-plan)";
   let description = [{
+    Deprecated: plan emission is an exporter, `offload-translate
+    --offload-to-plan step.mlir -o step.plan` (docs/design.md, "The plan
+    exporter"); this pass spelling is kept for one release and then removed.
+    It writes the same plan, leaves the IR unchanged and preserves every
+    analysis (the memory plan among them).
+
     Lowers the function carrying `offload.step` to the runtime's static plan
     (include/offload/Runtime/Plan.h, a versioned FlatBuffers file):
 
@@ -21,7 +28,9 @@ def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
     * arguments bind as inputs by `offload.name`; results bind as outputs
       (`loss`, updated parameters and state under the parameter's name,
       gradients as `grad:<name>`);
-    * the predicted peak device bytes are printed and stored in the plan.
+    * the predicted peak device bytes are stored in the plan and, unless
+      `quiet`, printed with the plan summary to stderr (never to the IR
+      output stream).
 
     IR is unchanged. Example:
     `offload-opt step.mlir --convert-offload-to-plan="output=step.plan"`

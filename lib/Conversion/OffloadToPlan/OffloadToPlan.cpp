@@ -8,9 +8,11 @@
 #include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -108,64 +110,86 @@ static rt::BufferRole resultRole(StringRef role) {
   return rt::BufferRole::Output;
 }
 
-/// The op's attributes as the runtime's AttrMap. Enum attributes (gelu's
-/// approximate, the losses' reduction) become their keyword strings.
-static rt::AttrMap convertAttrs(Operation *op) {
+/// The op's attributes as the runtime's AttrMap, converted by the kinds of
+/// the op-signature table (OpSignatures.h, generated from the same ODS):
+/// enum attributes become their keywords, bools 0/1. Attributes the op
+/// leaves at their ODS default are filled in by populateDefaultAttrs, so a
+/// kernel sees every attribute of its op; discardable attributes (not in
+/// the table) are not the kernel's and are dropped.
+static FailureOr<rt::AttrMap> convertAttrs(Operation *op,
+                                           const rt::OpSignature &sig) {
+  NamedAttrList attrs(op->getAttrDictionary());
+  op->getName().populateDefaultAttrs(attrs);
   rt::AttrMap map;
-  for (NamedAttribute na : op->getAttrs()) {
+  for (NamedAttribute na : attrs) {
     std::string name = na.getName().str();
+    const rt::OpAttrSignature *as = sig.findAttr(name);
+    if (!as)
+      continue;
     Attribute a = na.getValue();
     rt::AttrValue v;
-    if (name == "approximate" && isa<IntegerAttr>(a)) {
-      auto approx = symbolizeGeluApproximation(cast<IntegerAttr>(a).getInt());
-      v = rt::attrString(approx ? stringifyGeluApproximation(*approx).str() : "none");
-    } else if (name == "reduction" && isa<IntegerAttr>(a)) {
-      auto red = symbolizeReduction(cast<IntegerAttr>(a).getInt());
-      v = rt::attrString(red ? stringifyReduction(*red).str() : "mean");
-    } else if (auto b = dyn_cast<BoolAttr>(a)) {
-      v = rt::attrInt(b.getValue() ? 1 : 0);
-    } else if (auto i = dyn_cast<IntegerAttr>(a)) {
-      v = rt::attrInt(i.getInt());
-    } else if (auto f = dyn_cast<FloatAttr>(a)) {
-      v = rt::attrFloat(f.getValueAsDouble());
-    } else if (auto arr = dyn_cast<DenseI64ArrayAttr>(a)) {
-      v = rt::attrInts(std::vector<int64_t>(arr.asArrayRef().begin(), arr.asArrayRef().end()));
-    } else if (auto s = dyn_cast<StringAttr>(a)) {
-      v = rt::attrString(s.str());
-    } else {
-      continue;
+    bool ok = true;
+    switch (as->kind) {
+    case rt::OpAttrKind::Enum: {
+      std::vector<std::string> cases = as->cases();
+      auto i = dyn_cast<IntegerAttr>(a);
+      ok = i && i.getInt() >= 0 && size_t(i.getInt()) < cases.size();
+      if (ok)
+        v = rt::attrString(cases[size_t(i.getInt())]);
+      break;
     }
+    case rt::OpAttrKind::Bool:
+      if (auto b = dyn_cast<BoolAttr>(a))
+        v = rt::attrInt(b.getValue() ? 1 : 0);
+      else
+        ok = false;
+      break;
+    case rt::OpAttrKind::Int:
+      if (auto i = dyn_cast<IntegerAttr>(a))
+        v = rt::attrInt(i.getInt());
+      else
+        ok = false;
+      break;
+    case rt::OpAttrKind::Float:
+      if (auto f = dyn_cast<FloatAttr>(a))
+        v = rt::attrFloat(f.getValueAsDouble());
+      else
+        ok = false;
+      break;
+    case rt::OpAttrKind::Ints:
+      if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
+        v = rt::attrInts(std::vector<int64_t>(arr.asArrayRef().begin(),
+                                              arr.asArrayRef().end()));
+      else
+        ok = false;
+      break;
+    case rt::OpAttrKind::String:
+      if (auto str = dyn_cast<StringAttr>(a))
+        v = rt::attrString(str.str());
+      else
+        ok = false;
+      break;
+    }
+    if (!ok)
+      return op->emitOpError() << "attribute '" << name << "' = " << a
+                               << " does not match its kind in the "
+                                  "op-signature table";
     map.set(name, std::move(v));
   }
-  // Default-valued attributes the op did not spell out.
-  auto setDefault = [&](const char *name, rt::AttrValue v) {
-    if (!map.has(name))
-      map.set(name, std::move(v));
-  };
-  if (isa<GeluOp, GeluBackwardOp>(op))
-    setDefault("approximate", rt::attrString("none"));
-  if (isa<CrossEntropyOp, CrossEntropyBackwardOp, NllLossOp, NllLossBackwardOp,
-          MseLossOp, MseLossBackwardOp>(op))
-    setDefault("reduction", rt::attrString("mean"));
-  if (isa<CrossEntropyOp, CrossEntropyBackwardOp, NllLossOp, NllLossBackwardOp>(op))
-    setDefault("ignore_index", rt::attrInt(-100));
-  if (isa<CrossEntropyOp, CrossEntropyBackwardOp>(op))
-    setDefault("label_smoothing", rt::attrFloat(0.0));
-  if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
-    setDefault("dims", rt::attrInts({}));
-    setDefault("keepdim", rt::attrInt(0));
-  }
-  if (isa<MatmulOp>(op)) {
-    setDefault("transpose_a", rt::attrInt(0));
-    setDefault("transpose_b", rt::attrInt(0));
-  }
-  if (isa<SliceOp, SliceBackwardOp>(op))
-    setDefault("step", rt::attrInt(1));
-  if (isa<MaxPool2dOp, AvgPool2dOp, AvgPool2dBackwardOp>(op))
-    setDefault("ceil_mode", rt::attrInt(0));
-  if (isa<AvgPool2dOp, AvgPool2dBackwardOp>(op))
-    setDefault("count_include_pad", rt::attrInt(1));
   return map;
+}
+
+FailureOr<func::FuncOp> mlir::offload::findStep(ModuleOp module) {
+  SmallVector<func::FuncOp> steps;
+  module.walk([&](func::FuncOp fn) {
+    if (fn->hasAttr(OffloadDialect::kStepAttrName))
+      steps.push_back(fn);
+  });
+  if (steps.size() != 1)
+    return module.emitError() << "expected exactly one function with '"
+                              << OffloadDialect::kStepAttrName << "', found "
+                              << steps.size();
+  return steps.front();
 }
 
 namespace {
@@ -179,18 +203,8 @@ struct ConvertOffloadToPlanPass
           "convert-offload-to-plan: give the plan file with output=<path>");
       return signalPassFailure();
     }
-    SmallVector<func::FuncOp> steps;
-    getOperation().walk([&](func::FuncOp fn) {
-      if (fn->hasAttr(OffloadDialect::kStepAttrName))
-        steps.push_back(fn);
-    });
-    if (steps.size() != 1) {
-      getOperation().emitError() << "convert-offload-to-plan: expected exactly one "
-                                    "function with 'offload.step', found "
-                                 << steps.size();
-      return signalPassFailure();
-    }
-    if (failed(lower(steps.front())))
+    FailureOr<func::FuncOp> step = findStep(getOperation());
+    if (failed(step) || failed(lower(*step)))
       return signalPassFailure();
     // The IR is unchanged: the memory plan stays valid for later passes.
     markAllAnalysesPreserved();
@@ -211,7 +225,7 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   if (rt::Status st = rt::Plan::save(*data, output); !st.ok())
     return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
   if (!quiet)
-    llvm::outs() << llvm::format(
+    llvm::errs() << llvm::format(
         "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
         "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
         output.c_str(), data->instructions.size(), data->buffers.size(),
@@ -358,8 +372,10 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       ids.push_back(bufferOfValue.count(v) ? bufferOfValue[v] : -1);
     }
     // Optional trailing operands absent: the kernels see data == nullptr.
-    if (isa<LinearOp, Conv2dOp>(op) && ids.size() == 2)
-      ids.push_back(-1);
+    if (const rt::OpSignature *sig =
+            rt::findOpSignature(op->getName().getStringRef().str()))
+      while (sig->maxInputs >= 0 && ids.size() < size_t(sig->maxInputs))
+        ids.push_back(-1);
     return ids;
   };
   auto resultIds = [&](Operation *op) {
@@ -429,10 +445,16 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       ++numInstr;
       continue;
     }
-    if (op->getNumRegions() != 0 || !isa<OffloadDialect>(op->getDialect()))
-      return op->emitOpError("has no lowering to the runtime plan");
+    const rt::OpSignature *sig =
+        rt::findOpSignature(op->getName().getStringRef().str());
+    if (!sig)
+      return op->emitOpError("has no lowering to the runtime plan (not a "
+                             "kernel op of the op-signature table)");
+    FailureOr<rt::AttrMap> attrs = convertAttrs(op, *sig);
+    if (failed(attrs))
+      return failure();
     pb.instr(op->getName().getStringRef().str(), operandIds(op), resultIds(op),
-             convertAttrs(op), rt::ComputeStream);
+             std::move(*attrs), rt::ComputeStream);
     ++numInstr;
   }
   firstInstrAt[mp->schedule.size()] = numInstr;
@@ -501,4 +523,36 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
   if (memoryPlanPeak)
     *memoryPlanPeak = mp->peakDeviceBytes;
   return data;
+}
+
+//===----------------------------------------------------------------------===//
+// The exporter: offload-translate --offload-to-plan
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::offload::exportPlan(ModuleOp module, raw_ostream &os) {
+  FailureOr<func::FuncOp> step = findStep(module);
+  if (failed(step))
+    return failure();
+  FailureOr<rt::PlanData> data = lowerStepToPlan(*step);
+  if (failed(data))
+    return failure();
+  std::vector<uint8_t> bytes = rt::Plan::serialize(*data);
+  os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  return success();
+}
+
+void mlir::offload::registerToPlanTranslation() {
+  static TranslateFromMLIRRegistration reg(
+      "offload-to-plan",
+      "Write the training step (the function with 'offload.step') as the "
+      "runtime's plan file (FlatBuffers, include/offload/Runtime/Plan.fbs)",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("offload-to-plan: expected a module");
+        return exportPlan(module, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<OffloadDialect, func::FuncDialect>();
+      });
 }

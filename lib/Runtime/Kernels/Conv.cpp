@@ -19,14 +19,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilB.h"
+#include "KernelSupport.h"
 
 #include <algorithm>
 #include <cstring>
 
 using namespace offload::rt;
 using namespace offload::rt::kernels;
-using namespace offload::rt::kernels::kb;
 
 namespace {
 
@@ -523,7 +522,7 @@ void runForward(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d";
-  if (auto e = checkArity(op, a, 2, 3, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 3, 1, Absent::Allowed); !e.empty())
     return e;
   DType dt;
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
@@ -565,7 +564,7 @@ void runBackwardInput(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dBackwardInputKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d_backward_input";
-  if (auto e = checkArity(op, a, 2, 2, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
     return e;
   DType dt;
   const TensorView &dy = a.inputs[0], &w = a.inputs[1], &dx = a.outputs[0];
@@ -597,7 +596,7 @@ void runBackwardWeight(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dBackwardWeightKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d_backward_weight";
-  if (auto e = checkArity(op, a, 2, 2, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
     return e;
   DType dt;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1], &dw = a.outputs[0];

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 #include <cmath>
 #include <limits>
@@ -20,7 +20,6 @@ namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 /// y = f(x) for one float input and one output of the same dtype and shape.
 template <typename F>

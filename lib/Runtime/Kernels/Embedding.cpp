@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 std::string checkIndices(const char *op, const TensorView &idx, int64_t v) {
   if (auto e = checkDType(idx, DType::I64, op, "indices"); !e.empty()) return e;

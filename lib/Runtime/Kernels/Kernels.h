@@ -36,6 +36,11 @@ void registerNormKernels(KernelRegistry &r);
 /// which the CUDA backend's dropout evaluates too.
 float philoxUniform(uint64_t seed, uint64_t counter);
 
+/// Philox4x32-10 block (Salmon et al., SC'11): encrypts counter `ctr` under
+/// `key`, writing four 32-bit words to `out` (em::philox4x32_10).
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                   uint32_t out[4]);
+
 } // namespace kernels
 } // namespace rt
 } // namespace offload

@@ -13,14 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilB.h"
+#include "KernelSupport.h"
 
 #include <algorithm>
 #include <cstring>
 
 using namespace offload::rt;
 using namespace offload::rt::kernels;
-using namespace offload::rt::kernels::kb;
 
 namespace {
 
@@ -58,7 +57,7 @@ template <typename T> std::string linearImpl(const KernelArgs &a) {
 
 std::string linearKernel(const KernelArgs &a) {
   const char *op = "offload.linear";
-  if (auto e = checkArity(op, a, 2, 3, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 3, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
   if (!isFloat(x.dtype))
@@ -223,7 +222,7 @@ std::string matmulImpl(const KernelArgs &a, const MatmulPlan &p) {
 
 std::string matmulKernel(const KernelArgs &a) {
   const char *op = "offload.matmul";
-  if (auto e = checkArity(op, a, 2, 2, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
     return e;
   DType dt = a.inputs[0].dtype;
   if (!isFloat(dt))

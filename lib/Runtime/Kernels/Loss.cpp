@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 #include <cmath>
 #include <limits>
@@ -31,7 +31,6 @@ namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 enum class Red { Mean, Sum };
 

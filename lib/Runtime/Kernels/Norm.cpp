@@ -19,14 +19,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilB.h"
+#include "KernelSupport.h"
 
 #include <algorithm>
 #include <cmath>
 
 using namespace offload::rt;
 using namespace offload::rt::kernels;
-using namespace offload::rt::kernels::kb;
 
 namespace {
 
@@ -105,7 +104,7 @@ template <typename T> void bnForward(const BnGeom &g, const KernelArgs &a) {
 
 std::string batchNormKernel(const KernelArgs &a) {
   const char *op = "offload.batch_norm";
-  if (auto e = checkArity(op, a, 5, 5, 5); !e.empty())
+  if (auto e = checkArity(a, op, 5, 5, 5, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0];
   DType dt = x.dtype;
@@ -194,7 +193,7 @@ template <typename T> void bnBackward(const BnGeom &g, const KernelArgs &a) {
 
 std::string batchNormBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.batch_norm_backward";
-  if (auto e = checkArity(op, a, 5, 5, 3); !e.empty())
+  if (auto e = checkArity(a, op, 5, 5, 3, Absent::Allowed); !e.empty())
     return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   DType dt = x.dtype;
@@ -317,7 +316,7 @@ template <typename T> void lnForward(const LnGeom &g, const KernelArgs &a) {
 
 std::string layerNormKernel(const KernelArgs &a) {
   const char *op = "offload.layer_norm";
-  if (auto e = checkArity(op, a, 1, 3, 3); !e.empty())
+  if (auto e = checkArity(a, op, 1, 3, 3, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0];
   DType dt = x.dtype;
@@ -435,7 +434,7 @@ template <typename T> void lnBackward(const LnGeom &g, const KernelArgs &a) {
 
 std::string layerNormBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.layer_norm_backward";
-  if (auto e = checkArity(op, a, 5, 5, 3); !e.empty())
+  if (auto e = checkArity(a, op, 5, 5, 3, Absent::Allowed); !e.empty())
     return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   DType dt = x.dtype;

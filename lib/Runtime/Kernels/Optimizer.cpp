@@ -11,14 +11,14 @@
 //   * addcmul is fma(v * u1, u2, t) (ATen's AVX2/AVX-512 kernels are built
 //     with FMA contraction), addcdiv is `t + (v * u1) / u2`.
 // With these, f32 and f64 results are bit-identical to LibTorch 1.13 CPU on
-// an FMA machine (checked by unittests/Kernels/A_NNTest.cpp, which allows
-// 2 ulp so that it also passes where ATen runs without FMA).
+// an FMA machine (checked by unittests/Kernels/LossOptimizerRandomTest.cpp,
+// which allows 2 ulp so that it also passes where ATen runs without FMA).
 // Outputs may alias the corresponding inputs (in-place update).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 #include <cmath>
 #include <immintrin.h>
@@ -28,7 +28,6 @@ namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 
 /// One contiguous range of an SGD update; the element formula is

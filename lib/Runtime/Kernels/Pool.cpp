@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilB.h"
+#include "KernelSupport.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +22,6 @@
 
 using namespace offload::rt;
 using namespace offload::rt::kernels;
-using namespace offload::rt::kernels::kb;
 
 namespace {
 
@@ -159,7 +158,7 @@ void maxPoolImpl(const PoolGeom &g, const T *x, T *y, int64_t *ind,
 
 std::string maxPoolKernel(const KernelArgs &a) {
   const char *op = "offload.max_pool2d";
-  if (auto e = checkArity(op, a, 1, 1, 2); !e.empty())
+  if (auto e = checkArity(a, op, 1, 1, 2, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0], &ind = a.outputs[1];
   DType dt;
@@ -214,7 +213,7 @@ std::string maxPoolBackwardImpl(const PoolGeom &g, const T *dy,
 
 std::string maxPoolBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.max_pool2d_backward";
-  if (auto e = checkArity(op, a, 2, 2, 1); !e.empty())
+  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &dy = a.inputs[0], &ind = a.inputs[1], &dx = a.outputs[0];
   DType dt;
@@ -307,7 +306,7 @@ void avgPoolBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
 
 std::string avgPoolKernel(const KernelArgs &a) {
   const char *op = "offload.avg_pool2d";
-  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   DType dt;
@@ -334,7 +333,7 @@ std::string avgPoolKernel(const KernelArgs &a) {
 
 std::string avgPoolBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.avg_pool2d_backward";
-  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   DType dt;
@@ -419,7 +418,7 @@ void adaptiveBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
 
 std::string adaptiveKernel(const KernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d";
-  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   DType dt;
@@ -462,7 +461,7 @@ std::string adaptiveKernel(const KernelArgs &a) {
 
 std::string adaptiveBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d_backward";
-  if (auto e = checkArity(op, a, 1, 1, 1); !e.empty())
+  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
     return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   DType dt;

@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 namespace offload {
 namespace rt {
@@ -30,19 +30,16 @@ namespace kernels {
 
 // The generator itself is em::philox4x32_10 / em::philoxUniform
 // (ElementMath.h), shared with the CUDA backend.
-namespace a {
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                    uint32_t out[4]) {
   em::philox4x32_10(ctr, key, out);
 }
-} // namespace a
 
 float philoxUniform(uint64_t seed, uint64_t counter) {
   return em::philoxUniform(seed, counter);
 }
 
 namespace {
-using namespace a;
 
 /// Shared by dropout and dropout_backward: y = x * mask / (1 - p).
 std::string dropoutImpl(const KernelArgs &args, const char *op) {

@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 /// Sum (mean when `mean`) of x over attribute `dims` into y.
 std::string reduce(const KernelArgs &args, const char *op, bool mean) {

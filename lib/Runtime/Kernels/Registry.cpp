@@ -1,10 +1,8 @@
 //===- Registry.cpp - Host kernel registry ---------------------------------===//
 //
 // Part of offload. KernelRegistry storage and lookup, dtype names, and
-// registerAllHostKernels(), which registers every kernel file compiled into
-// OffloadKernels. Files written separately (linear algebra, convolution,
-// pooling, normalization) are registered only when the build found them:
-// CMake defines OFFLOAD_HAVE_<GROUP>_KERNELS per existing source file.
+// registerAllHostKernels(), which registers every kernel file of
+// OffloadKernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,18 +71,10 @@ void registerAllHostKernels() {
     kernels::registerRandomKernels(r);
     kernels::registerEmbeddingKernels(r);
     kernels::registerSoftmaxKernels(r);
-#ifdef OFFLOAD_HAVE_LINALG_KERNELS
     kernels::registerLinAlgKernels(r);
-#endif
-#ifdef OFFLOAD_HAVE_CONV_KERNELS
     kernels::registerConvKernels(r);
-#endif
-#ifdef OFFLOAD_HAVE_POOL_KERNELS
     kernels::registerPoolKernels(r);
-#endif
-#ifdef OFFLOAD_HAVE_NORM_KERNELS
     kernels::registerNormKernels(r);
-#endif
   });
 }
 

@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 std::string reshape(const KernelArgs &args) {
   const char *op = "reshape";

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 #include <cmath>
 #include <limits>
@@ -20,7 +20,6 @@ namespace offload {
 namespace rt {
 namespace kernels {
 namespace {
-using namespace a;
 
 struct Lines {
   int64_t outer, n, inner;

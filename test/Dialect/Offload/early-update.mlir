@@ -4,12 +4,12 @@
 // RUN:   --offload-early-update="report=true" 2>%t.report | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adamw" \
-// RUN:   --offload-early-update | FileCheck %s --check-prefix=ADAMW
+// RUN:   --offload-early-update 2>&1 | FileCheck %s --check-prefix=ADAMW
 // The memory plan: the gradients no longer pile up to the end of backward.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-memory-report -o /dev/null | FileCheck %s --check-prefix=BEFORE
+// RUN:   --offload-memory-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=BEFORE
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-early-update --offload-memory-report -o /dev/null | FileCheck %s --check-prefix=AFTER
+// RUN:   --offload-early-update --offload-memory-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=AFTER
 // Running it again moves nothing.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-early-update --offload-early-update="report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AGAIN

@@ -1,11 +1,11 @@
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="prefetch-distance=1 refetch=always" | FileCheck %s
+// RUN:   --offload-host-parameters="prefetch-distance=1 refetch=always" 2>&1 | FileCheck %s
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1e30" | FileCheck %s --check-prefix=FAST
+// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1e30" 2>&1 | FileCheck %s --check-prefix=FAST
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1" | FileCheck %s --check-prefix=SLOW
+// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1" 2>&1 | FileCheck %s --check-prefix=SLOW
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adamw return-gradients=true" \
-// RUN:   --offload-host-parameters="policy=names names=fc2.*" | FileCheck %s --check-prefix=NAMES
+// RUN:   --offload-host-parameters="policy=names names=fc2.*" 2>&1 | FileCheck %s --check-prefix=NAMES
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-host-parameters --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
@@ -82,7 +82,7 @@
 // PLAN: offload.sgd_update
 
 // NOBWD: the step has no backward phase; run --offload-autodiff first
-// BADOPT: unknown refetch 'sometimes'; expected auto, always or never
+// BADOPT: for the --refetch option: Cannot find option named 'sometimes'!
 // BADBW: error: offload-host-parameters: link-bandwidth, device-flops and device-bandwidth must be > 0
 // BADBW-NOT: see current operation
 // BADBW2: error: offload-host-offload: link-bandwidth, device-flops and device-bandwidth must be > 0

@@ -54,7 +54,7 @@
 // The report to a file, the IR alone on stdout (it parses again).
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=16000 report=%t.table report-kept=true" 2>%t.stderr \
-// RUN:   | offload-opt --offload-memory-report -o /dev/null | FileCheck %s --check-prefix=REPARSE
+// RUN:   | offload-opt --offload-memory-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPARSE
 // RUN: FileCheck %s --check-prefix=TABLE < %t.table
 // RUN: count 0 < %t.stderr
 // REPARSE: device arena bytes: {{1[0-5][0-9][0-9][0-9]}}
@@ -83,7 +83,7 @@
 // RUN: echo '{"name": "ws-gpu", "memory_bytes": 100000, "memory_bytes_per_second": 1e12, "flops_per_second": 1e13, "host_to_device_bytes_per_second": 2e10, "device_to_host_bytes_per_second": 2e10, "workspace_bytes": 4096}' > %t.ws.json
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=20000 target=%t.ws.json report=none" \
-// RUN:   --convert-offload-to-plan="output=%t.ws.oflp" -o %t.ws.mlir | FileCheck %s --check-prefix=WS-LOWER
+// RUN:   --convert-offload-to-plan="output=%t.ws.oflp" -o %t.ws.mlir 2>&1 | FileCheck %s --check-prefix=WS-LOWER
 // RUN: FileCheck %s --check-prefix=WS-IR < %t.ws.mlir
 // RUN: offload-run --dump-plan %t.ws.oflp | FileCheck %s --check-prefix=WS-PLAN
 // WS-LOWER: plan {{.*}} peak device bytes [[PEAK:[0-9]+]] (memory plan: {{[0-9]+}}), device arena {{1[0-9][0-9][0-9][0-9]}} bytes

@@ -1,19 +1,19 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=ops ops=relu,batch_norm" | FileCheck %s --check-prefix=OPS
+// RUN:   --offload-recompute="policy=ops ops=relu,batch_norm" 2>&1 | FileCheck %s --check-prefix=OPS
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=ops ops=relu" | FileCheck %s --check-prefix=OPSNONE
+// RUN:   --offload-recompute="policy=ops ops=relu" 2>&1 | FileCheck %s --check-prefix=OPSNONE
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=every-k k=2" | FileCheck %s --check-prefix=EVERYK
+// RUN:   --offload-recompute="policy=every-k k=2" 2>&1 | FileCheck %s --check-prefix=EVERYK
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=sqrt" | FileCheck %s --check-prefix=SQRT
+// RUN:   --offload-recompute="policy=sqrt" 2>&1 | FileCheck %s --check-prefix=SQRT
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=names names=block2.*" | FileCheck %s --check-prefix=NAMES
+// RUN:   --offload-recompute="policy=names names=block2.*" 2>&1 | FileCheck %s --check-prefix=NAMES
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=all" | FileCheck %s --check-prefix=ALL
+// RUN:   --offload-recompute="policy=all" 2>&1 | FileCheck %s --check-prefix=ALL
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=every-k k=3" --offload-recompute="policy=names names=block2.fc2" | FileCheck %s --check-prefix=NESTED
+// RUN:   --offload-recompute="policy=every-k k=3" --offload-recompute="policy=names names=block2.fc2" 2>&1 | FileCheck %s --check-prefix=NESTED
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff --offload-recompute="policy=all" \
-// RUN:   --offload-inline-recompute | FileCheck %s --check-prefix=INLINE
+// RUN:   --offload-inline-recompute 2>&1 | FileCheck %s --check-prefix=INLINE
 // RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-recompute="policy=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Selective: only ReLU's result is recomputed; its input (the batch norm's
@@ -77,4 +77,4 @@
 // INLINE: offload.phase backward
 // INLINE: offload.batch_norm
 
-// BAD: offload-recompute: unknown policy 'bogus'
+// BAD: for the --policy option: Cannot find option named 'bogus'!

@@ -1,6 +1,6 @@
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-cost-report -o /dev/null | FileCheck %s --check-prefix=COST
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-saved-value-report -o /dev/null | FileCheck %s --check-prefix=SAVED
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-memory-report -o /dev/null | FileCheck %s --check-prefix=MEM
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-cost-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-saved-value-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-memory-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=MEM
 
 // linear 32x8 -> 16 with bias: 2*32*16*8 + 32*16 = 8704 FLOPs; reads
 // 32*8*4 + 16*8*4 + 16*4 = 1600 bytes, writes 32*16*4 = 2048.

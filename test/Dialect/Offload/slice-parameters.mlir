@@ -1,6 +1,6 @@
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 | FileCheck %s
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 2>&1 | FileCheck %s
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 \
-// RUN:   --offload-autodiff="optimizer=sgd momentum=0.9 return-gradients=true" | FileCheck %s --check-prefix=AD
+// RUN:   --offload-autodiff="optimizer=sgd momentum=0.9 return-gradients=true" 2>&1 | FileCheck %s --check-prefix=AD
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 \
 // RUN:   --offload-autodiff="optimizer=sgd momentum=0.9 return-gradients=true" --offload-host-parameters \
 // RUN:   --convert-offload-to-plan="output=%t.oflp" -o /dev/null

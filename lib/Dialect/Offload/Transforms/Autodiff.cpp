@@ -54,16 +54,8 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
   using AutodiffBase::AutodiffBase;
 
   void runOnOperation() override {
-    if (stepCounters != "shared" && stepCounters != "per-parameter") {
-      mlir::emitError(getOperation().getLoc()) << "offload-autodiff: unknown step-counters '"
-                                 << stepCounters << "'; expected shared or per-parameter";
-      return signalPassFailure();
-    }
-    if (optimizer != "sgd" && optimizer != "adamw" && optimizer != "none") {
-      mlir::emitError(getOperation().getLoc()) << "offload-autodiff: unknown optimizer '"
-                                 << optimizer << "'; expected sgd, adamw or none";
-      return signalPassFailure();
-    }
+    // optimizer= and step-counters= are checked by the option parser
+    // (cl::values, Passes.td).
     SmallVector<func::FuncOp> steps;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName))
@@ -303,10 +295,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     newResultAttrs.push_back(sliced(nameRole(ctx, name, role), param, prefix, suffix));
   };
 
-  if (optimizer != "none") {
+  if (optimizer != OptimizerKind::None) {
     PhaseOp::create(b, fn.getLoc(), Phase::optimizer);
     auto stepType = RankedTensorType::get({}, b.getI64Type());
-    bool perParameter = stepCounters == "per-parameter";
+    bool perParameter = stepCounters == StepCounters::PerParameter;
     Value step = perParameter ? Value() : addArg(stepType, "optimizer.step");
     Value newStep;
     for (auto [k, i] : llvm::enumerate(params)) {
@@ -315,7 +307,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       Location loc = p.getLoc();
       if (perParameter)
         step = addArg(stepType, name + ".step");
-      if (optimizer == "sgd") {
+      if (optimizer == OptimizerKind::Sgd) {
         Value buf = addArg(p.getType(), name + ".momentum_buffer", i, ".momentum_buffer");
         auto upd = SgdUpdateOp::create(
             b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step,
@@ -353,7 +345,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     if (!perParameter)
       addResult(newStep, "optimizer.step", "new_optimizer_state");
   }
-  if (returnGradients || optimizer == "none")
+  if (returnGradients || optimizer == OptimizerKind::None)
     for (auto [k, i] : llvm::enumerate(params))
       addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient", i, "grad:");
   for (unsigned i : stageInputs) {

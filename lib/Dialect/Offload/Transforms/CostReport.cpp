@@ -35,7 +35,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
   using CostReportBase::CostReportBase;
 
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::outs();
+    llvm::raw_ostream &os = llvm::errs();
     std::optional<TargetModel> model;
     if (!target.empty()) {
       std::string error;

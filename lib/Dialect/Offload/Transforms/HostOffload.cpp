@@ -35,12 +35,7 @@ namespace {
 struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> {
   using HostOffloadBase::HostOffloadBase;
   void runOnOperation() override {
-    static const char *const policies[] = {"size", "ops", "names", "all", "marked"};
-    if (!llvm::is_contained(policies, StringRef(policy))) {
-      mlir::emitError(getOperation().getLoc()) << "offload-host-offload: unknown policy '" << policy
-                                 << "'; expected size, ops, names, all or marked";
-      return signalPassFailure();
-    }
+    // policy= is checked by the option parser (cl::values, Passes.td).
     if (failed(resolveTargetModel("offload-host-offload")))
       return signalPassFailure();
     auto glob = llvm::GlobPattern::create(names);
@@ -82,13 +77,13 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
     int64_t bytes = mlir::offload::detail::tensorBytes(s.getValue().getType());
     Operation *producer = s.getValue().getDefiningOp();
     bool pick = false;
-    if (policy == "size")
+    if (policy == HostOffloadPolicy::Size)
       pick = bytes >= minBytes;
-    else if (policy == "ops")
+    else if (policy == HostOffloadPolicy::Ops)
       pick = producer && llvm::is_contained(ops, producer->getName().stripDialect().str());
-    else if (policy == "names")
+    else if (policy == HostOffloadPolicy::Names)
       pick = producer && glob.match(getLayerName(producer->getLoc()));
-    else if (policy == "marked")
+    else if (policy == HostOffloadPolicy::Marked)
       pick = s->hasAttr(kHostOffloadAttrName);
     else
       pick = true;
@@ -152,9 +147,9 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
   if (report)
-    llvm::outs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
+    llvm::errs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
                                  "bytes to the host and back\n",
-                                 fn.getName().str().c_str(), policy.c_str(),
+                                 fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),
                                  chosen.size(), (long long)bytesOffloaded);
   return success();
 }

@@ -34,16 +34,8 @@ struct HostParametersPass
 
   void runOnOperation() override {
     ModuleOp m = getOperation();
-    if (policy != "all" && policy != "size" && policy != "names" && policy != "marked") {
-      mlir::emitError(m.getLoc()) << "offload-host-parameters: unknown policy '" << policy
-                    << "'; expected all, size, names or marked";
-      return signalPassFailure();
-    }
-    if (refetch != "auto" && refetch != "always" && refetch != "never") {
-      mlir::emitError(m.getLoc()) << "offload-host-parameters: unknown refetch '" << refetch
-                    << "'; expected auto, always or never";
-      return signalPassFailure();
-    }
+    // policy= and refetch= are checked by the option parser (cl::values,
+    // Passes.td).
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(m.getLoc()) << "offload-host-parameters: bad glob '" << names << "'";
@@ -139,8 +131,9 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     bool marked = bool(fn.getArgAttr(i, kHostParameterAttrName));
     if (marked)
       fn.removeArgAttr(i, kHostParameterAttrName);
-    if ((policy == "size" && bytes < minBytes) || (policy == "names" && !glob.match(name)) ||
-        (policy == "marked" && !marked))
+    if ((policy == HostParametersPolicy::Size && bytes < minBytes) ||
+        (policy == HostParametersPolicy::Names && !glob.match(name)) ||
+        (policy == HostParametersPolicy::Marked && !marked))
       continue;
 
     // Uses: forward, backward, and the parameter operand of its update.
@@ -184,9 +177,9 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     // Keep the forward copy through to backward, or fetch it again?
     bool keep = false;
     if (!fwd.empty() && !bwd.empty()) {
-      if (refetch == "never") {
+      if (refetch == RefetchMode::Never) {
         keep = true;
-      } else if (refetch == "auto") {
+      } else if (refetch == RefetchMode::Auto) {
         // Compute seconds from the end of the last forward use to the first
         // backward use (start times of the step's ops before this pass
         // inserted anything; copies and waits cost no compute).
@@ -293,11 +286,11 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
   if (report)
-    llvm::outs() << llvm::format(
+    llvm::errs() << llvm::format(
         "host parameters @%s (policy %s): %d parameters, %lld bytes of parameters and "
         "optimizer state on the host; %d prefetched again for backward, %d kept on the "
         "device from forward to backward\n",
-        fn.getName().str().c_str(), policy.c_str(), moved, (long long)hostBytes, refetched,
+        fn.getName().str().c_str(), stringifyOption(policy).str().c_str(), moved, (long long)hostBytes, refetched,
         kept);
   return success();
 }

@@ -26,7 +26,7 @@ namespace {
 struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPass> {
   using MemoryReportBase::MemoryReportBase;
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::outs();
+    llvm::raw_ostream &os = llvm::errs();
     bool failedAny = false;
     MemoryPlanAnalysis &plans = getAnalysis<MemoryPlanAnalysis>();
     getOperation().walk([&](func::FuncOp fn) {

@@ -283,13 +283,13 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   OpPassManager pm(ModuleOp::getOperationName());
   if (anyRecompute) {
     RecomputeOptions o;
-    o.policy = "marked";
+    o.policy = RecomputePolicy::Marked;
     o.report = false;
     pm.addPass(createRecompute(o));
   }
   if (anyOffload) {
     HostOffloadOptions o;
-    o.policy = "marked";
+    o.policy = HostOffloadPolicy::Marked;
     o.report = false;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
@@ -299,7 +299,7 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   }
   if (anyHost) {
     HostParametersOptions o;
-    o.policy = "marked";
+    o.policy = HostParametersPolicy::Marked;
     o.report = false;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;

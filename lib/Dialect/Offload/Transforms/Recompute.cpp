@@ -74,14 +74,8 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
 
   void runOnOperation() override {
-    static const char *const policies[] = {"ops", "every-k", "sqrt", "names",
-                                           "all", "marked"};
-    if (!llvm::is_contained(policies, StringRef(policy))) {
-      mlir::emitError(getOperation().getLoc()) << "offload-recompute: unknown policy '" << policy
-                                 << "'; expected ops, every-k, sqrt, names, all or marked";
-      return signalPassFailure();
-    }
-    if (policy == "every-k" && k < 1) {
+    // policy= is checked by the option parser (cl::values, Passes.td).
+    if (policy == RecomputePolicy::EveryK && k < 1) {
       mlir::emitError(getOperation().getLoc(), "offload-recompute: k must be >= 1");
       return signalPassFailure();
     }
@@ -116,11 +110,11 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   auto isActivation = [](SaveOp s) {
     return cast<RankedTensorType>(s.getValue().getType()).getRank() >= 2;
   };
-  bool segmentPolicy = policy == "every-k" || policy == "sqrt";
+  bool segmentPolicy = policy == RecomputePolicy::EveryK || policy == RecomputePolicy::Sqrt;
   size_t numActivations = llvm::count_if(saves, isActivation);
   llvm::DenseSet<Operation *> chosen;
   unsigned segment = k;
-  if (policy == "sqrt")
+  if (policy == RecomputePolicy::Sqrt)
     segment = std::max(1u, unsigned(std::lround(std::sqrt(double(numActivations)))));
   size_t activationIndex = 0;
   for (SaveOp s : saves) {
@@ -130,16 +124,16 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     if (!producer || !isRecomputable(producer))
       continue;
     // Statistics are recomputed only with everything else (all, marked).
-    if (!activation && policy != "all" && policy != "marked")
+    if (!activation && policy != RecomputePolicy::All && policy != RecomputePolicy::Marked)
       continue;
     bool pick = false;
-    if (policy == "ops")
+    if (policy == RecomputePolicy::Ops)
       pick = llvm::is_contained(ops, producer->getName().stripDialect().str());
-    else if (policy == "names")
+    else if (policy == RecomputePolicy::Names)
       pick = glob.match(getLayerName(producer->getLoc()));
-    else if (policy == "all")
+    else if (policy == RecomputePolicy::All)
       pick = true;
-    else if (policy == "marked")
+    else if (policy == RecomputePolicy::Marked)
       pick = s->hasAttr("offload.recompute");
     else // every-k, sqrt: keep every segment-th activation as a checkpoint
       pick = (i + 1) % segment != 0;
@@ -148,14 +142,14 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   }
   if (chosen.empty()) {
     if (report)
-      llvm::outs() << "recompute @" << fn.getName() << " (policy " << policy
+      llvm::errs() << "recompute @" << fn.getName() << " (policy " << stringifyOption(policy)
                    << "): no saved value chosen\n";
     return;
   }
 
   // 2. Group: consecutive chosen saves form one segment for the segment
   // policies; one value per group otherwise.
-  bool segments = segmentPolicy || policy == "all";
+  bool segments = segmentPolicy || policy == RecomputePolicy::All;
   SmallVector<Group> groups;
   bool open = false;
   for (SaveOp s : saves) {
@@ -201,7 +195,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     // Selective recomputation recomputes cheap ops only: when the value's
     // producers include an op kind not listed (its input is not saved, so
     // a matmul or conv would run again), the value stays saved.
-    if (policy == "ops" && llvm::any_of(cone, [&](Operation *op) {
+    if (policy == RecomputePolicy::Ops && llvm::any_of(cone, [&](Operation *op) {
           return !isa<ReshapeOp>(op) &&
                  !llvm::is_contained(ops, op->getName().stripDialect().str());
         }))
@@ -230,7 +224,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     for (SaveOp s : g.saves)
       resultTypes.push_back(s.getValue().getType());
     auto region = RecomputeOp::create(b, g.saves.front().getLoc(), resultTypes, operands,
-                                      b.getStringAttr(policy));
+                                      b.getStringAttr(stringifyOption(policy)));
     Block *block = new Block();
     region.getBody().push_back(block);
     IRMapping map;
@@ -263,12 +257,12 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   bytesFreed += bytesNoLongerSaved;
   int64_t regions = 0;
   for (Operation &op : body)
-    regions += isa<RecomputeOp>(op) && cast<RecomputeOp>(op).getPolicy() == StringRef(policy);
+    regions += isa<RecomputeOp>(op) && cast<RecomputeOp>(op).getPolicy() == stringifyOption(policy);
   if (report)
-    llvm::outs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
+    llvm::errs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
                                  "recomputed in %zu regions, %lld bytes no longer "
                                  "saved, %lld FLOPs added\n",
-                                 fn.getName().str().c_str(), policy.c_str(),
+                                 fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),
                                  (long long)values, saves.size(), (size_t)regions,
                                  (long long)bytesNoLongerSaved, (long long)flopsAdded);
 }

@@ -31,7 +31,7 @@ struct SavedValueReportPass
   using SavedValueReportBase::SavedValueReportBase;
 
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::outs();
+    llvm::raw_ostream &os = llvm::errs();
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;

@@ -153,7 +153,7 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
     ++slicedWeights;
     slices += int(wSlices.size());
     if (report)
-      llvm::outs() << llvm::format("slice parameters @%s: '%s' (%lld bytes) in %zu slices "
+      llvm::errs() << llvm::format("slice parameters @%s: '%s' (%lld bytes) in %zu slices "
                                    "of up to %lld rows (%lld bytes)\n",
                                    fn.getName().str().c_str(), name.c_str(), (long long)bytes,
                                    wSlices.size(), (long long)rows,
@@ -170,7 +170,7 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
                                        fn.getFunctionType().getResults()));
   fn.setAllArgAttrs(argAttrs);
   if (report && slicedWeights == 0)
-    llvm::outs() << "slice parameters @" << fn.getName() << ": no weight above "
+    llvm::errs() << "slice parameters @" << fn.getName() << ": no weight above "
                  << sliceBytes << " bytes to slice\n";
   return success();
 }

@@ -77,7 +77,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   size_t numW = bwd.size() - inB.size();
   if (numW == 0) {
     if (report)
-      llvm::outs() << "split @" << fn.getName() << ": no weight-gradient-only op\n";
+      llvm::errs() << "split @" << fn.getName() << ": no weight-gradient-only op\n";
     return success();
   }
 
@@ -117,7 +117,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   for (Operation &op : plan->function.getBody().front())
     if (auto s = dyn_cast<SaveOp>(op))
       savedTotal += mlir::offload::detail::tensorBytes(s.getValue().getType());
-  llvm::outs() << llvm::format(
+  llvm::errs() << llvm::format(
       "split @%s: %zu of %zu backward ops moved to W; alive between B and W: "
       "%lld bytes (saved values W reads: %lld of the step's %lld saved bytes; "
       "gradients W reads: %lld)\n",
@@ -125,7 +125,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
       (long long)(keptSaved + keptOther), (long long)keptSaved, (long long)savedTotal,
       (long long)keptOther);
   for (auto &[layer, bytes] : byLayer)
-    llvm::outs() << llvm::format("  W needs %12lld bytes from %s\n", (long long)bytes,
+    llvm::errs() << llvm::format("  W needs %12lld bytes from %s\n", (long long)bytes,
                                  layer.c_str());
   return success();
 }

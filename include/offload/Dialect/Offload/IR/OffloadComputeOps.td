@@ -25,7 +25,9 @@ class Offload_ComputeOp<string mnemonic, list<Trait> traits = [],
                         list<string> costOverrides = []>
     : Offload_Op<mnemonic, !listconcat([Pure,
         DeclareOpInterfaceMethods<Offload_CostOpInterface, costOverrides>],
-        traits)>;
+        traits)> {
+  let hasKernel = 1;
+}
 
 // A differentiable compute op whose VJP is written in OffloadVJP.cpp.
 class Offload_DiffOp<string mnemonic, list<Trait> traits = [],
@@ -159,6 +161,8 @@ def Offload_ConstantOp : Offload_ComputeOp<"constant", [
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Offload_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict";
+  // Lowered to a constant buffer of the plan, not to an instruction.
+  let hasKernel = 0;
 }
 
 //===----------------------------------------------------------------------===//

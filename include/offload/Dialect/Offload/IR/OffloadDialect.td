@@ -76,6 +76,12 @@ def Offload_DeviceMemory : Resource<"::mlir::offload::DeviceMemoryResource">;
 def Offload_HostMemory : Resource<"::mlir::offload::HostMemoryResource">;
 
 class Offload_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Offload_Dialect, mnemonic, traits>;
+    : Op<Offload_Dialect, mnemonic, traits> {
+  // Set on ops that the lowering turns into a kernel instruction of the
+  // runtime plan. offload-tblgen --gen-op-signatures lists exactly these ops
+  // (operand/result counts, attributes, kinds, defaults) in the op-signature
+  // table that the lowering and the runtime share (OpSignatures.h).
+  bit hasKernel = 0;
+}
 
 #endif // OFFLOAD_DIALECT_TD

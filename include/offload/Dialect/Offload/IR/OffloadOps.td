@@ -198,6 +198,7 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
     AllTypesMatch<["param", "grad", "momentum_buffer", "new_param", "new_momentum_buffer"]>,
     AllTypesMatch<["step", "new_step"]>,
     DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
+  let hasKernel = 1;
   let summary = "One torch.optim.SGD step for one parameter";
   let description = [{
     Semantics of torch.optim.SGD 1.13 (maximize off), in this order:
@@ -236,6 +237,7 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
                    "new_exp_avg", "new_exp_avg_sq"]>,
     AllTypesMatch<["step", "new_step"]>,
     DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
+  let hasKernel = 1;
   let summary = "One torch.optim.AdamW step for one parameter";
   let description = [{
     Semantics of torch.optim.AdamW 1.13 (amsgrad off): `param *= 1 - lr *

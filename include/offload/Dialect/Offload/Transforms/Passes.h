@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Dialect/Offload/Transforms/PassOptions.h"
 
 namespace mlir {
 namespace offload {

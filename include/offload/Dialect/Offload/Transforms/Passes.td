@@ -58,8 +58,13 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
   }];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "Optimizer update: sgd, adamw, or none (gradients only)">,
+    Option<"optimizer", "optimizer", "::mlir::offload::OptimizerKind",
+           /*default=*/"::mlir::offload::OptimizerKind::Sgd",
+           "Optimizer update",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::OptimizerKind::Sgd, "sgd", "torch.optim.SGD"),
+             clEnumValN(::mlir::offload::OptimizerKind::AdamW, "adamw", "torch.optim.AdamW"),
+             clEnumValN(::mlir::offload::OptimizerKind::None, "none", "gradients only"))}]>,
     Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", /*default=*/"0.0",
            "SGD momentum factor">,
@@ -72,11 +77,15 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
-    Option<"stepCounters", "step-counters", "std::string", /*default=*/"\"shared\"",
+    Option<"stepCounters", "step-counters", "::mlir::offload::StepCounters",
+           /*default=*/"::mlir::offload::StepCounters::Shared",
            "Optimizer step counters: shared (one `optimizer.step` for all parameters, "
            "which equals torch.optim's per-parameter counts in a plain training loop) or "
            "per-parameter (`<param>.step`, as torch.optim keeps them; needed when plans "
-           "that update different parameters share one store, e.g. one plan per task)">,
+           "that update different parameters share one store, e.g. one plan per task)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::StepCounters::Shared, "shared", "one optimizer.step"),
+             clEnumValN(::mlir::offload::StepCounters::PerParameter, "per-parameter", "<param>.step per parameter"))}]>,
     Option<"returnGradients", "return-gradients", "bool", /*default=*/"false",
            "Also return every parameter gradient (role `gradient`, named "
            "`grad:<param>`); they then stay alive until the step ends">,
@@ -154,8 +163,16 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
     added.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"ops\"",
-           "ops, every-k, sqrt, names, all, or marked">,
+    Option<"policy", "policy", "::mlir::offload::RecomputePolicy",
+           /*default=*/"::mlir::offload::RecomputePolicy::Ops",
+           "Which saved values to recompute",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::RecomputePolicy::Ops, "ops", "producers among ops="),
+             clEnumValN(::mlir::offload::RecomputePolicy::EveryK, "every-k", "segments of k layers"),
+             clEnumValN(::mlir::offload::RecomputePolicy::Sqrt, "sqrt", "segments of sqrt(n) layers"),
+             clEnumValN(::mlir::offload::RecomputePolicy::Names, "names", "layers matching names="),
+             clEnumValN(::mlir::offload::RecomputePolicy::All, "all", "every saved value"),
+             clEnumValN(::mlir::offload::RecomputePolicy::Marked, "marked", "values marked offload.recompute (the planner)"))}]>,
     ListOption<"ops", "ops", "std::string",
                "Op kinds to recompute with policy=ops (e.g. relu,gelu,add)">,
     Option<"k", "k", "unsigned", /*default=*/"2",
@@ -252,8 +269,15 @@ def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
     bytes. Prints what was offloaded.
   }];
   let options = !listconcat([
-    Option<"policy", "policy", "std::string", /*default=*/"\"size\"",
-           "size, ops, names, all or marked">,
+    Option<"policy", "policy", "::mlir::offload::HostOffloadPolicy",
+           /*default=*/"::mlir::offload::HostOffloadPolicy::Size",
+           "Which saved values to offload",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::HostOffloadPolicy::Size, "size", "at least min-bytes"),
+             clEnumValN(::mlir::offload::HostOffloadPolicy::Ops, "ops", "producers among ops="),
+             clEnumValN(::mlir::offload::HostOffloadPolicy::Names, "names", "layers matching names="),
+             clEnumValN(::mlir::offload::HostOffloadPolicy::All, "all", "every saved value"),
+             clEnumValN(::mlir::offload::HostOffloadPolicy::Marked, "marked", "values marked offload.host_offload (the planner)"))}]>,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
            "Smallest saved value to offload with policy=size (bytes)">,
     ListOption<"ops", "ops", "std::string", "Producer op kinds for policy=ops">,
@@ -300,14 +324,25 @@ def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
     copies and waits it adds hide the structure those passes look for).
   }];
   let options = !listconcat([
-    Option<"policy", "policy", "std::string", /*default=*/"\"all\"",
-           "all, size, names or marked">,
+    Option<"policy", "policy", "::mlir::offload::HostParametersPolicy",
+           /*default=*/"::mlir::offload::HostParametersPolicy::All",
+           "Which parameters to keep on the host",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::HostParametersPolicy::All, "all", "every parameter"),
+             clEnumValN(::mlir::offload::HostParametersPolicy::Size, "size", "at least min-bytes"),
+             clEnumValN(::mlir::offload::HostParametersPolicy::Names, "names", "parameters matching names="),
+             clEnumValN(::mlir::offload::HostParametersPolicy::Marked, "marked", "parameters marked offload.host_parameter (the planner)"))}]>,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"1048576",
            "Smallest parameter to keep on the host with policy=size (bytes)">,
     Option<"names", "names", "std::string", /*default=*/"\"*\"",
            "Parameter-name glob for policy=names">,
-    Option<"refetch", "refetch", "std::string", /*default=*/"\"auto\"",
-           "Prefetch a parameter again for backward: auto, always or never">,
+    Option<"refetch", "refetch", "::mlir::offload::RefetchMode",
+           /*default=*/"::mlir::offload::RefetchMode::Auto",
+           "Prefetch a parameter again for backward",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::RefetchMode::Auto, "auto", "when the cost model says the copy hides"),
+             clEnumValN(::mlir::offload::RefetchMode::Always, "always", "always"),
+             clEnumValN(::mlir::offload::RefetchMode::Never, "never", "keep it on the device from forward"))}]>,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a gradient's device-to-host copy before its device buffer is released">,
     Option<"report", "report", "bool", /*default=*/"true", "Print what was moved">,

@@ -1,6 +1,7 @@
-//===- A_NNTest.cpp - Loss, optimizer, dropout, embedding, softmax ---------===//
+//===- LossOptimizerRandomTest.cpp - Losses, optimizers, dropout, ... ----===//
 //
-// Part of offload. Kernels compared with ATen / LibTorch autograd /
+// Part of offload. Loss, optimizer, dropout, embedding and softmax kernels
+// and the kernel registry. Kernels compared with ATen / LibTorch autograd /
 // torch::optim on random inputs (fixed seed). Tolerances: f32 1e-5 relative
 // (+1e-6 absolute), f64 1e-12 relative (+1e-13 absolute), unless a test
 // states otherwise. Philox is checked against the Random123 known-answer
@@ -9,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestUtil.h"
-#include "KernelUtilA.h"
+#include "KernelSupport.h"
 
 #include <algorithm>
 #include <set>
@@ -29,7 +30,7 @@ at::Tensor scalar(double v, at::ScalarType t) {
 
 // --- Registry -------------------------------------------------------------------
 
-TEST(ARegistry, NamesLookupIdempotent) {
+TEST(Registry, NamesLookupIdempotent) {
   offload::rt::registerAllHostKernels();
   auto names = KernelRegistry::host().names();
   offload::rt::registerAllHostKernels();
@@ -63,7 +64,7 @@ int64_t atenReduction(const std::string &r) {
   return r == "mean" ? at::Reduction::Mean : at::Reduction::Sum;
 }
 
-TEST(ALoss, CrossEntropyAndBackward) {
+TEST(Loss, CrossEntropyAndBackward) {
   torch::manual_seed(11);
   for (auto t : floatTypes())
     for (std::string red : {"mean", "sum"})
@@ -95,7 +96,7 @@ TEST(ALoss, CrossEntropyAndBackward) {
         }
 }
 
-TEST(ALoss, NllAndMse) {
+TEST(Loss, NllAndMse) {
   torch::manual_seed(12);
   for (auto t : floatTypes())
     for (std::string red : {"mean", "sum"}) {
@@ -129,7 +130,7 @@ TEST(ALoss, NllAndMse) {
     }
 }
 
-TEST(ALoss, Errors) {
+TEST(Loss, Errors) {
   at::Tensor logits = torch::randn({4, 3});
   at::Tensor loss = at::empty({});
   at::Tensor target = torch::tensor({0, 1, 2, 3}, torch::kLong); // 3 out of range
@@ -156,7 +157,7 @@ void expectUlp(const at::Tensor &got, const at::Tensor &ref, const std::string &
     expectClose(got, ref, 1e-15, 1e-18, what);
 }
 
-TEST(AOptimizer, SgdMatchesTorchOptim) {
+TEST(Optimizer, SgdMatchesTorchOptim) {
   torch::manual_seed(13);
   struct Cfg {
     double lr, mom, damp, wd;
@@ -200,7 +201,7 @@ TEST(AOptimizer, SgdMatchesTorchOptim) {
     }
 }
 
-TEST(AOptimizer, AdamWMatchesTorchOptim) {
+TEST(Optimizer, AdamWMatchesTorchOptim) {
   torch::manual_seed(14);
   struct Cfg {
     double lr, b1, b2, eps, wd;
@@ -240,7 +241,7 @@ TEST(AOptimizer, AdamWMatchesTorchOptim) {
     }
 }
 
-TEST(AOptimizer, SgdEqualsItsFormulaBitForBit) {
+TEST(Optimizer, SgdEqualsItsFormulaBitForBit) {
   // The kernel's vector loop (8 lanes) and its scalar tail must give exactly
   // the formula of the op description, evaluated here with std::fma in the
   // same order; 1003 elements cover both, updated in place and not, with and
@@ -285,7 +286,7 @@ TEST(AOptimizer, SgdEqualsItsFormulaBitForBit) {
     }
 }
 
-TEST(AOptimizer, AdamWEqualsItsFormulaBitForBit) {
+TEST(Optimizer, AdamWEqualsItsFormulaBitForBit) {
   // As for SGD: vector lanes and tail against the op's formula in scalar
   // code (the kernel's float32 constants, std::fma where it fuses).
   torch::manual_seed(17);
@@ -316,7 +317,7 @@ TEST(AOptimizer, AdamWEqualsItsFormulaBitForBit) {
   }
 }
 
-TEST(AOptimizer, InPlaceAndErrors) {
+TEST(Optimizer, InPlaceAndErrors) {
   torch::manual_seed(15);
   at::Tensor p = torch::randn({5}), g = torch::randn({5}), m = torch::zeros({5}),
              v = torch::zeros({5}), step = torch::zeros({}, torch::kLong);
@@ -339,7 +340,7 @@ TEST(AOptimizer, InPlaceAndErrors) {
 
 // --- Philox and dropout -------------------------------------------------------------
 
-TEST(ARandom, PhiloxKnownAnswers) {
+TEST(Random, PhiloxKnownAnswers) {
   // Random123 kat_vectors, "philox4x32 10": counter[4] key[2] -> output[4].
   struct Kat {
     uint32_t ctr[4], key[2], out[4];
@@ -354,7 +355,7 @@ TEST(ARandom, PhiloxKnownAnswers) {
        {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
   for (const Kat &kat : kats) {
     uint32_t out[4];
-    k::a::philox4x32_10(kat.ctr, kat.key, out);
+    k::philox4x32_10(kat.ctr, kat.key, out);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], kat.out[i]) << "word " << i;
   }
   // philoxUniform(0, 0) is the first word of the all-zero block, >> 8, / 2^24.
@@ -362,12 +363,12 @@ TEST(ARandom, PhiloxKnownAnswers) {
   // Seed split into (lo, hi) key words, counter into (lo, hi, 0, 0).
   uint32_t ctr[4] = {0x243f6a88, 0x85a308d3, 0, 0}, key[2] = {0xa4093822, 0x299f31d0};
   uint32_t out[4];
-  k::a::philox4x32_10(ctr, key, out);
+  k::philox4x32_10(ctr, key, out);
   EXPECT_EQ(k::philoxUniform(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull),
             float(out[0] >> 8) / 16777216.0f);
 }
 
-TEST(ARandom, UniformStatistics) {
+TEST(Random, UniformStatistics) {
   double sum = 0;
   int64_t n = 200000;
   float lo = 1, hi = 0;
@@ -383,7 +384,7 @@ TEST(ARandom, UniformStatistics) {
   EXPECT_NEAR(sum / double(n), 0.5, 3.3e-3);
 }
 
-TEST(ARandom, DropoutMask) {
+TEST(Random, DropoutMask) {
   torch::manual_seed(16);
   for (auto t : floatTypes()) {
     at::Tensor x = randn({400, 500}, t) + 5; // no zeros in x
@@ -441,7 +442,7 @@ TEST(ARandom, DropoutMask) {
 
 // --- Embedding --------------------------------------------------------------------
 
-TEST(AEmbedding, ForwardBackward) {
+TEST(Embedding, ForwardBackward) {
   torch::manual_seed(17);
   for (auto t : floatTypes()) {
     at::Tensor w = randn({50, 16}, t);
@@ -471,7 +472,7 @@ TEST(AEmbedding, ForwardBackward) {
 
 // --- Softmax ------------------------------------------------------------------------
 
-TEST(ASoftmax, ForwardBackward) {
+TEST(Softmax, ForwardBackward) {
   torch::manual_seed(18);
   for (auto t : floatTypes())
     for (int64_t dim : {-1, 0, 1, 2}) {

@@ -1,4 +1,4 @@
-//===- C_ElementMathTest.cpp - The shared element formulas ----------------===//
+//===- ElementMathTest.cpp - The shared element formulas ------------------===//
 //
 // Part of offload. lib/Runtime/Kernels/ElementMath.h holds the formulas that
 // both the host kernels and the CUDA kernels evaluate. These tests check
@@ -83,7 +83,7 @@ at::Tensor autogradOf(const at::Tensor &x, const at::Tensor &g, Fn fn) {
   return xr.grad();
 }
 
-TEST(CElementMath, ActivationsMatchATen) {
+TEST(ElementMath, ActivationsMatchATen) {
   torch::manual_seed(31);
   for (auto t : floatTypes()) {
     at::Tensor x = activationInput(t);
@@ -114,7 +114,7 @@ TEST(CElementMath, ActivationsMatchATen) {
   }
 }
 
-TEST(CElementMath, BackwardActivationsMatchAutograd) {
+TEST(ElementMath, BackwardActivationsMatchAutograd) {
   torch::manual_seed(32);
   for (auto t : floatTypes()) {
     at::Tensor x = activationInput(t);
@@ -157,7 +157,7 @@ TEST(CElementMath, BackwardActivationsMatchAutograd) {
   }
 }
 
-TEST(CElementMath, ConversionsAndBinaryOps) {
+TEST(ElementMath, ConversionsAndBinaryOps) {
   EXPECT_EQ(em::fromDouble<uint8_t>(0.0), 0);
   EXPECT_EQ(em::fromDouble<uint8_t>(-0.5), 1);
   EXPECT_EQ(em::fromDouble<int64_t>(-2.75), -2);
@@ -194,7 +194,7 @@ void expectBackwardIsFunctor(const std::string &op, const at::Tensor &g,
       << op << " " << tname(g.scalar_type()) << " differs from its functor";
 }
 
-TEST(CElementMath, HostKernelsAreTheFunctors) {
+TEST(ElementMath, HostKernelsAreTheFunctors) {
   torch::manual_seed(33);
   for (auto t : floatTypes()) {
     // Large enough for the kernels' parallel chunks.
@@ -264,7 +264,7 @@ TEST(CElementMath, HostKernelsAreTheFunctors) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-TEST(CElementMath, SgdStepIsTheFormulaAndTheKernel) {
+TEST(ElementMath, SgdStepIsTheFormulaAndTheKernel) {
   // The functor against an independent writing of torch.optim.SGD's
   // single-tensor update (Python-float factors rounded to float, add_ with
   // alpha as fma), bit for bit; then the kernel (AVX2 lanes + scalar tail,
@@ -314,7 +314,7 @@ TEST(CElementMath, SgdStepIsTheFormulaAndTheKernel) {
     }
 }
 
-TEST(CElementMath, AdamWStepIsTheFormulaAndTheKernel) {
+TEST(ElementMath, AdamWStepIsTheFormulaAndTheKernel) {
   torch::manual_seed(35);
   const int64_t n = 1003;
   const double lr = 2e-3, b1 = 0.9, b2 = 0.99, eps = 1e-6, wd = 0.05;
@@ -358,7 +358,7 @@ TEST(CElementMath, AdamWStepIsTheFormulaAndTheKernel) {
   }
 }
 
-TEST(CElementMath, OptimizerStepsMatchTorchOptim) {
+TEST(ElementMath, OptimizerStepsMatchTorchOptim) {
   // Three steps of the functors, elementwise, against torch::optim within
   // 2 ulp (f32) / 1e-15 (f64), as the kernel tests allow.
   torch::manual_seed(36);
@@ -402,7 +402,7 @@ TEST(CElementMath, OptimizerStepsMatchTorchOptim) {
 // Losses
 //===----------------------------------------------------------------------===//
 
-TEST(CElementMath, CrossEntropyFormulasMatchATen) {
+TEST(ElementMath, CrossEntropyFormulasMatchATen) {
   // Row sums computed here in double; the functors combine them into the
   // loss and the gradient, compared with ATen's cross_entropy (label
   // smoothing, ignore_index, both reductions) and its autograd.
@@ -456,7 +456,7 @@ TEST(CElementMath, CrossEntropyFormulasMatchATen) {
       }
 }
 
-TEST(CElementMath, NllAndMseFormulasMatchAutograd) {
+TEST(ElementMath, NllAndMseFormulasMatchAutograd) {
   torch::manual_seed(38);
   for (auto t : floatTypes())
     for (bool mean : {true, false}) {
@@ -504,7 +504,7 @@ TEST(CElementMath, NllAndMseFormulasMatchAutograd) {
 // Philox and dropout
 //===----------------------------------------------------------------------===//
 
-TEST(CElementMath, PhiloxKnownAnswersAndDropoutRule) {
+TEST(ElementMath, PhiloxKnownAnswersAndDropoutRule) {
   // Random123 kat_vectors, "philox4x32 10".
   struct Kat {
     uint32_t ctr[4], key[2], out[4];
@@ -553,7 +553,7 @@ TEST(CElementMath, PhiloxKnownAnswersAndDropoutRule) {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-TEST(CElementMath, BatchNormFormulasMatchATen) {
+TEST(ElementMath, BatchNormFormulasMatchATen) {
   torch::manual_seed(39);
   for (auto t : floatTypes()) {
     const int64_t n = 4, c = 3, s = 10, cnt = n * s;
@@ -598,7 +598,7 @@ TEST(CElementMath, BatchNormFormulasMatchATen) {
   }
 }
 
-TEST(CElementMath, LayerNormFormulasMatchATen) {
+TEST(ElementMath, LayerNormFormulasMatchATen) {
   torch::manual_seed(40);
   for (auto t : floatTypes()) {
     const int64_t m = 5, d = 12;
@@ -636,7 +636,7 @@ TEST(CElementMath, LayerNormFormulasMatchATen) {
 // Pooling geometry
 //===----------------------------------------------------------------------===//
 
-TEST(CElementMath, PoolingWindowsMatchATen) {
+TEST(ElementMath, PoolingWindowsMatchATen) {
   // Output sizes (floor and ceil mode), average-pool divisors (with and
   // without padding counted) and adaptive windows, against ATen on inputs
   // whose pooled values reveal the window.

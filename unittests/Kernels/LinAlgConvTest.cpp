@@ -1,4 +1,4 @@
-//===- B_LinAlgConvTest.cpp - linear, matmul, conv2d kernels vs ATen ------===//
+//===- LinAlgConvTest.cpp - linear, matmul, conv2d kernels vs ATen --------===//
 //
 // Part of offload. Runs the host kernels offload.linear, offload.matmul,
 // offload.conv2d, offload.conv2d_backward_input and
@@ -46,7 +46,7 @@ void checkLinear(std::vector<int64_t> xs, int64_t m, bool bias,
   EXPECT_CLOSE(y, ref, tolFor(dt));
 }
 
-TEST(BLinear, MatchesATen) {
+TEST(Linear, MatchesATen) {
   for (auto dt : {at::kFloat, at::kDouble}) {
     checkLinear({4, 7, 5}, 3, true, dt, 3);
     checkLinear({6, 5}, 9, false, dt, 1);
@@ -55,7 +55,7 @@ TEST(BLinear, MatchesATen) {
   }
 }
 
-TEST(BLinear, RejectsBadShapes) {
+TEST(Linear, RejectsBadShapes) {
   at::Tensor x = at::randn({4, 5}), w = at::randn({3, 6}), y = at::empty({4, 3});
   EXPECT_NE(run("offload.linear", {x, w}, {y}, AttrMap()), "");
   w = at::randn({3, 5});
@@ -88,7 +88,7 @@ void checkMatmul(std::vector<int64_t> as, std::vector<int64_t> bs, bool ta,
   EXPECT_CLOSE(c, ref, tolFor(dt));
 }
 
-TEST(BMatmul, MatchesATen) {
+TEST(Matmul, MatchesATen) {
   for (auto dt : {at::kFloat, at::kDouble}) {
     checkMatmul({2, 3, 4, 5}, {5, 6}, false, false, dt, 3);   // folded batch
     checkMatmul({3, 1, 4, 5}, {2, 5, 6}, false, false, dt, 3); // broadcast
@@ -103,7 +103,7 @@ TEST(BMatmul, MatchesATen) {
   }
 }
 
-TEST(BMatmul, RejectsBadShapes) {
+TEST(Matmul, RejectsBadShapes) {
   at::Tensor a = at::randn({2, 4, 5}), b = at::randn({3, 5, 6});
   at::Tensor c = at::empty({2, 4, 6});
   EXPECT_NE(run("offload.matmul", {a, b}, {c}, AttrMap()), ""); // batch 2 vs 3
@@ -192,17 +192,17 @@ const std::vector<ConvCase> kConvCases = {
     {1, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},  // 16 wide
 };
 
-TEST(BConv2d, ForwardBackwardMatchATenF32) {
+TEST(Conv2d, ForwardBackwardMatchATenF32) {
   for (const ConvCase &k : kConvCases)
     checkConv(k, at::kFloat, 3);
 }
 
-TEST(BConv2d, ForwardBackwardMatchATenF64) {
+TEST(Conv2d, ForwardBackwardMatchATenF64) {
   for (const ConvCase &k : kConvCases)
     checkConv(k, at::kDouble, 2);
 }
 
-TEST(BConv2d, SingleThreadAndChunkedBatch) {
+TEST(Conv2d, SingleThreadAndChunkedBatch) {
   checkConv(kConvCases[0], at::kFloat, 1);
   checkConv(kConvCases[2], at::kFloat, 1);
   // 13 samples of 16*9*96*96 im2col elements exceed one 2^24-element chunk.
@@ -210,7 +210,7 @@ TEST(BConv2d, SingleThreadAndChunkedBatch) {
             2);
 }
 
-TEST(BConv2d, DeterministicRunToRun) {
+TEST(Conv2d, DeterministicRunToRun) {
   ConvCase k{4, 8, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
   torch::manual_seed(4);
   at::Tensor x = at::randn({k.n, k.c, k.h, k.w});
@@ -223,7 +223,7 @@ TEST(BConv2d, DeterministicRunToRun) {
   EXPECT_TRUE(at::equal(dw1, dw2));
 }
 
-TEST(BConv2d, RejectsBadShapes) {
+TEST(Conv2d, RejectsBadShapes) {
   at::Tensor x = at::randn({2, 3, 8, 8});
   ConvCase k{2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
   AttrMap attrs = convAttrs(k);

@@ -1,4 +1,4 @@
-//===- A_ElementwiseTest.cpp - Elementwise, reduction, shape kernels -------===//
+//===- ElementwiseShapeTest.cpp - Elementwise, reduction, shape kernels ---===//
 //
 // Part of offload. Each kernel runs on random inputs (fixed seed) and is
 // compared with the ATen function it implements. Tolerances: f32 1e-5
@@ -17,7 +17,7 @@ at::Tensor randn(std::vector<int64_t> s, at::ScalarType t) {
   return torch::randn(s, torch::dtype(t));
 }
 
-TEST(AElementwise, UnaryActivations) {
+TEST(Elementwise, UnaryActivations) {
   torch::manual_seed(1);
   for (auto t : floatTypes()) {
     at::Tensor x = randn({37, 53}, t) * 4;
@@ -55,7 +55,7 @@ TEST(AElementwise, UnaryActivations) {
   }
 }
 
-TEST(AElementwise, BackwardActivations) {
+TEST(Elementwise, BackwardActivations) {
   torch::manual_seed(2);
   for (auto t : floatTypes()) {
     at::Tensor x = randn({41, 29}, t) * 4;
@@ -99,7 +99,7 @@ TEST(AElementwise, BackwardActivations) {
   }
 }
 
-TEST(AElementwise, BinaryBroadcast) {
+TEST(Elementwise, BinaryBroadcast) {
   torch::manual_seed(3);
   struct Shapes {
     std::vector<int64_t> a, b;
@@ -134,7 +134,7 @@ TEST(AElementwise, BinaryBroadcast) {
   expectClose(c4, a + b, 0, 0, "add threaded");
 }
 
-TEST(AElementwise, MaskedFillWhereFillCopy) {
+TEST(Elementwise, MaskedFillWhereFillCopy) {
   torch::manual_seed(4);
   for (auto t : floatTypes()) {
     at::Tensor x = randn({4, 5, 6}, t);
@@ -172,7 +172,7 @@ TEST(AElementwise, MaskedFillWhereFillCopy) {
     }
 }
 
-TEST(AElementwise, Errors) {
+TEST(Elementwise, Errors) {
   at::Tensor a = torch::randn({3, 4}), b = torch::randn({5});
   at::Tensor c = at::empty({3, 4});
   std::string e = run("add", {a, b}, {c});
@@ -192,7 +192,7 @@ TEST(AElementwise, Errors) {
   EXPECT_NE(run("copy", {a}, {at::empty({4, 3})}), "");
 }
 
-TEST(AElementwise, RankZeroAndEmpty) {
+TEST(Elementwise, RankZeroAndEmpty) {
   at::Tensor x = torch::full({}, -2.0), y = at::empty({});
   ASSERT_EQ(run("relu", {x}, {y}), "");
   EXPECT_EQ(y.item<float>(), 0.0f);
@@ -219,7 +219,7 @@ TEST(AElementwise, RankZeroAndEmpty) {
 
 // --- Reductions -----------------------------------------------------------------
 
-TEST(AReduction, SumMean) {
+TEST(Reduction, SumMean) {
   torch::manual_seed(5);
   struct Case {
     std::vector<int64_t> dims;
@@ -246,7 +246,7 @@ TEST(AReduction, SumMean) {
     }
 }
 
-TEST(AReduction, LargeDeterministic) {
+TEST(Reduction, LargeDeterministic) {
   torch::manual_seed(6);
   at::Tensor x = torch::randn({1000, 300});
   at::Tensor ref = x.to(at::kDouble).sum().to(at::kFloat);
@@ -265,7 +265,7 @@ TEST(AReduction, LargeDeterministic) {
   expectClose(z4, x.sum(0), 1e-5, 1e-5, "column sum");
 }
 
-TEST(AReduction, BroadcastTo) {
+TEST(Reduction, BroadcastTo) {
   torch::manual_seed(7);
   for (auto t : floatTypes()) {
     at::Tensor x = randn({3, 1, 5}, t);
@@ -285,7 +285,7 @@ TEST(AReduction, BroadcastTo) {
 
 // --- Shape ----------------------------------------------------------------------
 
-TEST(AShape, ReshapeTransposeCat) {
+TEST(Shape, ReshapeTransposeCat) {
   torch::manual_seed(8);
   for (auto t : {at::kFloat, at::kDouble, at::kLong}) {
     at::Tensor x = (torch::randn({3, 4, 5}) * 100).to(t);
@@ -325,7 +325,7 @@ TEST(AShape, ReshapeTransposeCat) {
   EXPECT_NE(run("cat", {x, x}, {at::empty({7, 4})}, Attrs().i("dim", {0})), "");
 }
 
-TEST(AShape, SliceAndBackward) {
+TEST(Shape, SliceAndBackward) {
   torch::manual_seed(9);
   struct Case {
     int64_t dim, start, end, step;

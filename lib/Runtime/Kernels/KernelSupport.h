@@ -1,18 +1,25 @@
-//===- KernelUtilB.h - Helpers for the BLAS/conv/pool/norm kernels -*- C++ -*-===//
+//===- KernelSupport.h - Helpers shared by the host kernels -----*- C++ -*-===//
 //
-// Part of offload. Private to LinAlg.cpp, Conv.cpp, Pool.cpp and Norm.cpp:
-// argument checking that yields one-line errors, a deterministic parallel-for
-// over index ranges, and typed wrappers of OpenBLAS GEMM.
+// Part of offload. Private to lib/Runtime/Kernels: one-line argument errors,
+// the deterministic parallel-for over the kernel thread pool, numpy-style
+// broadcast index helpers, typed OpenBLAS GEMM wrappers and fixed-order
+// floating-point sums.
+//
+// Operand and result counts and attribute presence are checked once per plan
+// instruction when a plan is loaded (the op-signature table, OpSignatures.h);
+// checkArity below guards kernels that are called directly (unit tests,
+// embedders) against counts and views a plan can never produce.
 //
 // Determinism: parallelFor splits [0, n) into fixed contiguous chunks that
 // depend only on n, the thread count and the grain; every kernel makes each
 // output element the responsibility of exactly one chunk, and reductions are
-// done inside a chunk in a fixed order (no atomics, no cross-thread float
-// sums). Results are therefore identical run to run for a fixed thread count.
+// done inside a chunk (or in fixed blocks combined in order), never with
+// atomics or cross-thread float sums. Results are therefore identical run to
+// run, and independent of the thread count unless a kernel says otherwise.
 //
 //===----------------------------------------------------------------------===//
-#ifndef OFFLOAD_LIB_RUNTIME_KERNELS_KERNELUTILB_H
-#define OFFLOAD_LIB_RUNTIME_KERNELS_KERNELUTILB_H
+#ifndef OFFLOAD_LIB_RUNTIME_KERNELS_KERNELSUPPORT_H
+#define OFFLOAD_LIB_RUNTIME_KERNELS_KERNELSUPPORT_H
 
 #include "Kernels.h"
 #include "ThreadPool.h"
@@ -21,24 +28,24 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace offload {
 namespace rt {
 namespace kernels {
-namespace kb {
 
 /// Formats a shape as "[2,3,4]".
 inline std::string shapeStr(const std::vector<int64_t> &s) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < s.size(); ++i)
-    os << (i ? "," : "") << s[i];
-  os << ']';
-  return os.str();
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ",";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
 }
 
 /// Concatenates the streamable arguments into one string.
@@ -48,16 +55,49 @@ template <typename... Ts> std::string cat(const Ts &...xs) {
   return os.str();
 }
 
-/// Checks input/output counts; returns "" or an error prefixed by `op`.
-inline std::string checkArity(const char *op, const KernelArgs &a,
-                              size_t minIn, size_t maxIn, size_t nOut) {
+/// Whether a kernel accepts an absent operand or result (a view with
+/// data == nullptr, KernelArgs) in place of a tensor.
+enum class Absent {
+  /// Every input and output must have data unless it has no elements.
+  Rejected,
+  /// The kernel checks presence itself (optional bias, running statistics,
+  /// gradients it may skip).
+  Allowed,
+};
+
+/// Checks that `a` has between `minIn` and `maxIn` inputs and exactly `nOut`
+/// outputs, that no view has a negative dimension and, with
+/// Absent::Rejected, that every non-empty view has data. Returns "" or a
+/// one-line error prefixed by `op` that names the offending operand.
+inline std::string checkArity(const KernelArgs &a, const char *op, size_t minIn,
+                              size_t maxIn, size_t nOut,
+                              Absent absent = Absent::Rejected) {
   if (a.inputs.size() < minIn || a.inputs.size() > maxIn)
     return cat(op, ": expected ", minIn == maxIn ? "" : "between ", minIn,
                minIn == maxIn ? "" : cat(" and ", maxIn), " inputs, got ",
                a.inputs.size());
   if (a.outputs.size() != nOut)
     return cat(op, ": expected ", nOut, " outputs, got ", a.outputs.size());
-  return "";
+  auto check = [&](const std::vector<TensorView> &v,
+                   const char *what) -> std::string {
+    for (size_t i = 0; i < v.size(); ++i) {
+      for (int64_t d : v[i].shape)
+        if (d < 0)
+          return cat(op, ": ", what, " ", i, " has a negative dimension ",
+                     shapeStr(v[i].shape));
+      if (absent == Absent::Rejected && !v[i].data && v[i].numel() != 0)
+        return cat(op, ": ", what, " ", i, " is null");
+    }
+    return "";
+  };
+  if (auto e = check(a.inputs, "input"); !e.empty()) return e;
+  return check(a.outputs, "output");
+}
+
+/// checkArity with exactly `nIn` inputs.
+inline std::string checkArity(const KernelArgs &a, const char *op, size_t nIn,
+                              size_t nOut, Absent absent = Absent::Rejected) {
+  return checkArity(a, op, nIn, nIn, nOut, absent);
 }
 
 /// True when the optional operand `i` is present.
@@ -65,7 +105,39 @@ inline bool present(const std::vector<TensorView> &v, size_t i) {
   return i < v.size() && v[i].data != nullptr;
 }
 
-/// Requires `t` present (data != nullptr unless it has no elements), of float
+/// True for the float dtypes the float kernels take (f32, f64).
+inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+
+/// Error unless `t` is f32 or f64.
+inline std::string checkFloat(const TensorView &t, const char *op,
+                              const char *what) {
+  if (!isFloat(t.dtype))
+    return cat(op, ": ", what, " must be f32 or f64, got ", dtypeName(t.dtype));
+  return "";
+}
+
+/// Error unless `a` and `b` have the same dtype and shape.
+inline std::string checkSame(const TensorView &a, const TensorView &b,
+                             const char *op, const char *an, const char *bn) {
+  if (a.dtype != b.dtype)
+    return cat(op, ": ", an, " is ", dtypeName(a.dtype), " but ", bn, " is ",
+               dtypeName(b.dtype));
+  if (a.shape != b.shape)
+    return cat(op, ": ", an, " has shape ", shapeStr(a.shape), " but ", bn,
+               " has shape ", shapeStr(b.shape));
+  return "";
+}
+
+/// Error unless `t` has dtype `d`.
+inline std::string checkDType(const TensorView &t, DType d, const char *op,
+                              const char *what) {
+  if (t.dtype != d)
+    return cat(op, ": ", what, " must be ", dtypeName(d), ", got ",
+               dtypeName(t.dtype));
+  return "";
+}
+
+/// Requires `t` present (data != nullptr unless it has no elements), of
 /// dtype `dt` and with no negative dimension.
 inline std::string checkTensor(const char *op, const char *name,
                                const TensorView &t, DType dt) {
@@ -81,6 +153,7 @@ inline std::string checkTensor(const char *op, const char *name,
   return "";
 }
 
+/// Error unless `t` has shape `want`.
 inline std::string checkShape(const char *op, const char *name,
                               const TensorView &t,
                               const std::vector<int64_t> &want) {
@@ -90,18 +163,20 @@ inline std::string checkShape(const char *op, const char *name,
   return "";
 }
 
-/// The kernel's element type: the dtype of `t` when it is F32 or F64.
-inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+/// Minimum elements per thread before an elementwise loop is split.
+constexpr int64_t kGrain = 1 << 15;
 
 /// Runs fn(begin, end) over [0, n) split into at most `threads` contiguous
-/// chunks of at least `grain` indices each; the calling thread runs the first
-/// chunk. fn must not throw.
+/// chunks of at least `grain` indices each (one chunk when n < 2 * grain);
+/// chunk sizes differ by at most one. The calling thread runs the first
+/// chunk, pool workers the others (runChunks). fn must not throw.
 template <typename Fn>
 void parallelFor(int64_t n, int threads, int64_t grain, Fn &&fn) {
   if (n <= 0)
     return;
   grain = std::max<int64_t>(grain, 1);
-  int64_t chunks = std::min<int64_t>(std::max(threads, 1), (n + grain - 1) / grain);
+  int64_t chunks = std::min<int64_t>(std::max(threads, 1),
+                                     std::max<int64_t>(1, n / grain));
   if (chunks <= 1) {
     fn(int64_t(0), n);
     return;
@@ -113,6 +188,74 @@ void parallelFor(int64_t n, int threads, int64_t grain, Fn &&fn) {
     int64_t b = c * per + std::min(c, rem);
     fn(b, b + per + (c < rem ? 1 : 0));
   });
+}
+
+/// Strides (in elements) of `in` viewed as broadcast to `out` (numpy rules:
+/// right-aligned, size-1 or missing dims get stride 0). Returns false when
+/// `in` is not broadcastable to `out`.
+inline bool broadcastStrides(const std::vector<int64_t> &in,
+                             const std::vector<int64_t> &out,
+                             std::vector<int64_t> &strides) {
+  if (in.size() > out.size()) return false;
+  size_t off = out.size() - in.size();
+  strides.assign(out.size(), 0);
+  int64_t s = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    if (in[i] != out[i + off] && in[i] != 1) return false;
+    strides[i + off] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  return true;
+}
+
+/// Walks output linear indices [begin, end) of `shape` and keeps the matching
+/// offsets into up to three broadcast inputs up to date.
+struct BroadcastWalker {
+  const std::vector<int64_t> &shape;
+  const std::vector<int64_t> *strides[3];
+  int nIn;
+  std::vector<int64_t> idx;
+  int64_t off[3] = {0, 0, 0};
+
+  BroadcastWalker(const std::vector<int64_t> &outShape,
+                  std::initializer_list<const std::vector<int64_t> *> s,
+                  int64_t begin)
+      : shape(outShape), nIn(int(s.size())) {
+    int k = 0;
+    for (auto *p : s) strides[k++] = p;
+    idx.assign(shape.size(), 0);
+    int64_t r = begin;
+    for (size_t d = shape.size(); d-- > 0;) {
+      idx[d] = shape[d] ? r % shape[d] : 0;
+      r = shape[d] ? r / shape[d] : 0;
+    }
+    for (int j = 0; j < nIn; ++j)
+      for (size_t d = 0; d < shape.size(); ++d)
+        off[j] += idx[d] * (*strides[j])[d];
+  }
+  void next() {
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) {
+        for (int j = 0; j < nIn; ++j) off[j] += (*strides[j])[d];
+        return;
+      }
+      for (int j = 0; j < nIn; ++j) off[j] -= (idx[d] - 1) * (*strides[j])[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+/// Normalizes a possibly negative dimension; false when out of range.
+inline bool normDim(int64_t &d, int64_t rank) {
+  if (d < 0) d += rank;
+  return d >= 0 && d < rank;
+}
+
+/// Product of shape[b..e).
+inline int64_t prodRange(const std::vector<int64_t> &s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e && i < s.size(); ++i) p *= s[i];
+  return p;
 }
 
 /// Sets OpenBLAS's thread count when it differs from the current one.
@@ -230,7 +373,6 @@ double dotDevLanes(const T *a, const T *b, int64_t n, double m) {
   return reduceLanes(acc);
 }
 
-} // namespace kb
 } // namespace kernels
 } // namespace rt
 } // namespace offload

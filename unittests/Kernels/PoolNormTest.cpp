@@ -1,4 +1,4 @@
-//===- B_PoolNormTest.cpp - pooling and normalization kernels vs ATen -----===//
+//===- PoolNormTest.cpp - pooling and normalization kernels vs ATen -------===//
 //
 // Part of offload. Runs the host kernels offload.max_pool2d(_backward),
 // offload.avg_pool2d(_backward), offload.adaptive_avg_pool2d(_backward),
@@ -64,7 +64,7 @@ const std::vector<PoolCase> kMaxCases = {
     {{4, 8, 16, 16}, 3, 3, 2, 2, 1, 1, 1, 1, false, true}, // ResNet stem pool
 };
 
-TEST(BMaxPool2d, ForwardBackwardMatchATen) {
+TEST(MaxPool2d, ForwardBackwardMatchATen) {
   for (auto dt : kTypes)
     for (const PoolCase &k : kMaxCases) {
       SCOPED_TRACE(testing::Message() << k);
@@ -93,7 +93,7 @@ TEST(BMaxPool2d, ForwardBackwardMatchATen) {
     }
 }
 
-TEST(BMaxPool2d, RejectsBadInput) {
+TEST(MaxPool2d, RejectsBadInput) {
   at::Tensor x = at::randn({2, 3, 8, 8});
   Attrs a;
   a.i("kernel_size", {2, 2}).i("stride", {2, 2});
@@ -130,7 +130,7 @@ const std::vector<PoolCase> kAvgCases = {
     {{3, 6, 6}, 3, 3, 1, 1, 1, 1, 1, 1, false, false}, // unbatched
 };
 
-TEST(BAvgPool2d, ForwardBackwardMatchATen) {
+TEST(AvgPool2d, ForwardBackwardMatchATen) {
   for (auto dt : kTypes)
     for (const PoolCase &k : kAvgCases) {
       SCOPED_TRACE(testing::Message() << k);
@@ -153,7 +153,7 @@ TEST(BAvgPool2d, ForwardBackwardMatchATen) {
     }
 }
 
-TEST(BAvgPool2d, RejectsBadShapes) {
+TEST(AvgPool2d, RejectsBadShapes) {
   Attrs a;
   a.i("kernel_size", {2, 2});
   EXPECT_NE(run("offload.avg_pool2d", {at::randn({2, 3, 8, 8})},
@@ -171,7 +171,7 @@ TEST(BAvgPool2d, RejectsBadShapes) {
 // adaptive_avg_pool2d
 //===----------------------------------------------------------------------===//
 
-TEST(BAdaptiveAvgPool2d, ForwardBackwardMatchATen) {
+TEST(AdaptiveAvgPool2d, ForwardBackwardMatchATen) {
   struct Case {
     std::vector<int64_t> shape;
     int64_t oh, ow;
@@ -255,7 +255,7 @@ void checkBatchNorm(std::vector<int64_t> shape, bool affine, at::ScalarType dt,
   EXPECT_CLOSE(db, std::get<2>(g), tol);
 }
 
-TEST(BBatchNorm, ForwardBackwardMatchATen) {
+TEST(BatchNorm, ForwardBackwardMatchATen) {
   for (auto dt : kTypes) {
     checkBatchNorm({4, 3, 5, 6}, true, dt, 3);
     checkBatchNorm({8, 5}, true, dt, 2);
@@ -264,7 +264,7 @@ TEST(BBatchNorm, ForwardBackwardMatchATen) {
   }
 }
 
-TEST(BBatchNorm, RejectsBadShapes) {
+TEST(BatchNorm, RejectsBadShapes) {
   at::Tensor x = at::randn({4, 3, 5, 5});
   auto c = [] { return at::zeros({3}); };
   Attrs a;
@@ -334,7 +334,7 @@ void checkLayerNorm(std::vector<int64_t> shape, int64_t nd, bool w_, bool b_,
     EXPECT_CLOSE(db, std::get<2>(g), tol);
 }
 
-TEST(BLayerNorm, ForwardBackwardMatchATen) {
+TEST(LayerNorm, ForwardBackwardMatchATen) {
   for (auto dt : kTypes) {
     checkLayerNorm({4, 6, 8}, 1, true, true, dt, 3);
     checkLayerNorm({3, 5, 4, 6}, 2, true, true, dt, 2);
@@ -344,7 +344,7 @@ TEST(BLayerNorm, ForwardBackwardMatchATen) {
   }
 }
 
-TEST(BLayerNorm, RejectsBadShapes) {
+TEST(LayerNorm, RejectsBadShapes) {
   at::Tensor x = at::randn({4, 6, 8});
   Attrs a;
   a.i("normalized_ndim", {1}).f("eps", 1e-5);
