@@ -109,7 +109,7 @@ def solve(problem, limit_bytes, time_limit):
     scale = 100.0 / problem["unplanned_step_seconds"]
     cost = np.zeros(n)
     cost[:n_opt] = [o["seconds"] * scale for _, o in opts]
-    cost[n_opt] = cost[n_opt + 1] = scale
+    cost[n_opt] = cost[n_opt + 1] = 1.0  # e_dir, in percent of the step too
     rows, cols, vals = [], [], []
     # Memory rows: only points that can exceed the limit.
     added = np.zeros(points)
@@ -148,13 +148,15 @@ def solve(problem, limit_bytes, time_limit):
     if cand:
         constraints.append(LinearConstraint(coo_matrix((np.ones(len(r2)), (r2, c2)),
                                                        shape=(len(cand), n)), -np.inf, 1))
-    # e_dir >= sum x * copy_seconds(dir) - compute.
+    # e_dir >= sum x * copy_seconds(dir) - compute, in percent of the step
+    # (in seconds, 1e-6-sized coefficients fall under HiGHS's feasibility
+    # tolerance).
     comp = problem["compute_seconds"]
     for j, key in ((n_opt, "to_device_seconds"), (n_opt + 1, "to_host_seconds")):
         row = np.zeros(n)
-        row[:n_opt] = [o[key] for _, o in opts]
+        row[:n_opt] = [o[key] * scale for _, o in opts]
         row[j] = -1.0
-        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, comp))
+        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, comp * scale))
     integrality = np.zeros(n)
     integrality[:n_opt] = 1
     lb = np.zeros(n)

@@ -235,11 +235,14 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     stage("import", do_import)
 
     opt = _tools.tool("offload-opt")
-    memory_report, _ = stage("autodiff", lambda: _run(
+    # The memory report goes to stderr (passes never print into the IR
+    # stream); read both.
+    report_out, report_err = stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
                      (" return-gradients=true" if return_gradients else ""),
                      "--offload-memory-report=top=5", "--mlir-print-debuginfo",
                      "-o", step_mlir], log))
+    memory_report = report_out + report_err
     m = re.search(r"device arena bytes: (\d+)", memory_report)
     unplanned = int(m.group(1)) if m else None
 

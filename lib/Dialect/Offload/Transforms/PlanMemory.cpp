@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <queue>
 
 #define DEBUG_TYPE "offload-plan-memory"
 
@@ -760,13 +761,26 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         choices.push_back(c);
       };
       for (auto [i, c] : llvm::enumerate(saved)) {
+        bool recomputeFrees =
+            c.recomputable && c.lastForward < peakAt && peakAt < c.firstBackward;
+        if (c.decision == Decision::Offload) {
+          // An offloaded value comes back before its first backward use;
+          // recomputing it instead also frees the points after the
+          // prefetch. Switching prices the difference.
+          bool offloadFrees = c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi;
+          if (recomputeFrees && !offloadFrees)
+            if (std::optional<Cone> cone = coneOf(c))
+              consider(Choice{0, unsigned(i), Decision::Recompute, 0, cone->seconds - c.seconds,
+                              c.bytes, *cone});
+          continue;
+        }
         if (c.decision != Decision::Keep)
           continue;
         bool offload = c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi;
         std::optional<Choice> best;
         if (offload)
           best = Choice{0, unsigned(i), Decision::Offload, 0, offloadSeconds(c), c.bytes, {}};
-        if (c.recomputable && c.lastForward < peakAt && peakAt < c.firstBackward)
+        if (recomputeFrees)
           if (std::optional<Cone> cone = coneOf(c))
             if (!best || cone->seconds < best->seconds)
               best = Choice{0, unsigned(i), Decision::Recompute, 0, cone->seconds, c.bytes, *cone};
@@ -785,18 +799,46 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       }
       if (choices.empty())
         return false;
-      llvm::stable_sort(choices, [](const Choice &a, const Choice &b) {
-        return a.score < b.score || (a.score == b.score && a.bytesAtPeak > b.bytesAtPeak);
-      });
+      // Lazy greedy: the cheapest per byte first. A choice that uses the
+      // link is re-priced when it comes up, since the copies taken before it
+      // in this round may have used up the compute that hides them; when it
+      // is no longer the cheapest it goes back into the queue.
+      auto worse = [&](unsigned a, unsigned b) {
+        const Choice &x = choices[a], &y = choices[b];
+        return x.score > y.score || (x.score == y.score && x.bytesAtPeak < y.bytesAtPeak);
+      };
+      std::priority_queue<unsigned, std::vector<unsigned>, decltype(worse)> queue(worse);
+      for (unsigned k = 0; k < choices.size(); ++k)
+        queue.push(k);
       std::string why = "live at the peak (" + std::to_string(peakBytes) + " bytes at op #" +
                         std::to_string(peakAt) + " " + tokenOf(ops[peakAt]).str() + ")";
       int64_t atPeak = peakBytes;
-      for (const Choice &best : choices) {
-        if (atPeak <= aimBytes)
-          break;
+      while (!queue.empty() && atPeak > aimBytes) {
+        unsigned k = queue.top();
+        queue.pop();
+        Choice &best = choices[k];
+        bool usesLink = best.decision == Decision::Host ||
+                        (best.decision == Decision::Offload);
+        if (usesLink) {
+          double now = best.kind == 0 ? offloadSeconds(saved[best.index])
+                                      : hostSeconds(params[best.index]);
+          if (now > best.seconds * (1 + 1e-12) + 1e-18) {
+            best.seconds = now;
+            best.score = now / double(std::max<int64_t>(1, best.bytesAtPeak));
+            queue.push(k);
+            continue;
+          }
+        }
         atPeak -= best.bytesAtPeak;
         if (best.kind == 0) {
           SavedCandidate &c = saved[best.index];
+          if (c.decision == Decision::Offload) {
+            // Switch to recompute: the offload's bytes and copies go back.
+            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, c.bytes);
+            toHostUsed -= model.copyToHostSeconds(c.copyBytes);
+            toDeviceUsed -= model.copySeconds(c.copyBytes);
+            best.seconds += c.seconds;
+          }
           c.decision = best.decision;
           c.seconds = best.seconds;
           c.why = why;
