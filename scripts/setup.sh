@@ -25,6 +25,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler  # versioned plan file format
   libopenblas-dev                       # matrix products on the host backend
   libzip-dev                            # .npz (zip) parameter/result files
+  zlib1g-dev                            # CRC-32 checksum of plan files
   libgtest-dev                          # C++ unit tests
   ccache                                # reuse object files across rebuilds
 )

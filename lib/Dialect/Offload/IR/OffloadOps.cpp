@@ -263,12 +263,15 @@ LogicalResult Conv2dOp::verify() {
   int64_t groups = getGroups();
   if (groups < 1)
     return emitOpError() << "groups must be >= 1, got " << groups;
-  if (!ShapedType::isDynamic(in.getDimSize(1)) &&
-      in.getDimSize(1) != w.getDimSize(1) * groups)
+  // C == (C/groups) * groups, without forming the product (groups is not
+  // bounded by anything but int64).
+  int64_t c = in.getDimSize(1), cg = w.getDimSize(1);
+  if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(cg) &&
+      (c % groups != 0 || c / groups != cg))
     return emitOpError() << "input has " << in.getDimSize(1)
                          << " channels but weight expects " << w.getDimSize(1)
                          << " x " << groups << " groups";
-  if (w.getDimSize(0) % groups != 0)
+  if (!ShapedType::isDynamic(w.getDimSize(0)) && w.getDimSize(0) % groups != 0)
     return emitOpError() << "output channels " << w.getDimSize(0)
                          << " are not divisible by groups " << groups;
   return success();
