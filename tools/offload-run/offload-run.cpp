@@ -12,6 +12,9 @@
 #include "offload/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,7 +34,8 @@ static const char *kHelp =
     "  --backend host|cuda  backend to run on (default host). host enforces\n"
     "                       the plan's device capacity and runs copies on\n"
     "                       their own threads; cuda needs a GPU.\n"
-    "  --steps N            training steps to run (default 1)\n"
+    "  --steps N            training steps to run, 0 to 2147483647\n"
+    "                       (default 1)\n"
     "  --params FILE.npz    parameters, state and optimizer state, one array\n"
     "                       per input binding name (e.g. fc1.weight);\n"
     "                       optimizer state not given starts as zeros\n"
@@ -43,15 +47,18 @@ static const char *kHelp =
     "                       updated NAME) under their binding names; with\n"
     "                       several plans each plan's as planP/NAME, then\n"
     "                       every parameter store entry under its name\n"
-    "  --threads N          threads host kernels may use (default 1)\n"
+    "  --threads N          threads host kernels may use, 1 to 1024\n"
+    "                       (default 1); results may differ in the last bits\n"
+    "                       between thread counts, never between runs\n"
     "  --poison             host debug mode: dead/not-yet-arrived bytes hold\n"
     "                       NaN, copies run only when waited for, so a\n"
     "                       missing wait fails the step\n"
     "  --no-race-check      skip the static check of the plan's events\n"
-    "  --device-bytes N     device memory available (host backend: simulate\n"
-    "                       a smaller device; creation fails if the plan "
-    "needs\n"
-    "                       more)\n"
+    "  --device-bytes N|auto  device memory available, N >= 1 bytes (host\n"
+    "                       backend: simulate a smaller device; creation\n"
+    "                       fails if the plan needs more); auto (the\n"
+    "                       default): the plan's device arena on the host\n"
+    "                       backend, free device memory on cuda\n"
     "  --seed N             value of the plan's rng_seed input (dropout's\n"
     "                       Philox key) when --inputs does not give one\n"
     "                       (default 0)\n"
@@ -72,6 +79,12 @@ static const char *kHelp =
     "                       (needs no GPU); exits 1 if the --backend one\n"
     "                       lacks any or is not available\n"
     "  --help               this text\n";
+
+/// Largest --threads: far beyond any host (the pool starts one thread per
+/// requested thread), small enough that a typo is an error.
+constexpr unsigned long long kMaxThreads = 1024;
+/// Largest --workspace-bytes: 2^48, the plan format's bound on a buffer.
+constexpr unsigned long long kMaxWorkspaceBytes = 1ull << 48;
 
 static int fail(const std::string &msg) {
   std::fprintf(stderr, "offload-run: error: %s\n", msg.c_str());
@@ -95,15 +108,21 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
-    auto number = [&](const char *flag) -> long long {
+    // A decimal integer in [lo, hi]; anything else (a sign, a suffix, a
+    // value that does not fit 64 bits) is an error naming the flag, never a
+    // wrapped or saturated value.
+    auto number = [&](const char *flag, unsigned long long lo,
+                      unsigned long long hi) -> unsigned long long {
       const char *v = value(flag);
       char *end = nullptr;
-      long long n = std::strtoll(v, &end, 10);
-      if (!*v || *end || n < 0) {
+      errno = 0;
+      unsigned long long n = std::strtoull(v, &end, 10);
+      bool digits = *v >= '0' && *v <= '9';
+      if (!digits || *end || errno == ERANGE || n < lo || n > hi) {
         std::fprintf(stderr,
-                     "offload-run: error: %s: '%s' is not a "
-                     "non-negative integer\n",
-                     flag, v);
+                     "offload-run: error: %s: '%s' is not an integer in "
+                     "[%llu, %llu]\n",
+                     flag, v, lo, hi);
         std::exit(1);
       }
       return n;
@@ -114,7 +133,7 @@ int main(int argc, char **argv) {
     } else if (a == "--backend") {
       backend = value("--backend");
     } else if (a == "--steps") {
-      steps = int(number("--steps"));
+      steps = int(number("--steps", 0, INT_MAX));
     } else if (a == "--params") {
       paramsPath = value("--params");
     } else if (a == "--inputs") {
@@ -122,9 +141,9 @@ int main(int argc, char **argv) {
     } else if (a == "--dump") {
       dumpPath = value("--dump");
     } else if (a == "--threads") {
-      opts.numThreads = std::max(1, int(number("--threads")));
+      opts.numThreads = int(number("--threads", 1, kMaxThreads));
     } else if (a == "--seed") {
-      seed = number("--seed");
+      seed = (long long)number("--seed", 0, LLONG_MAX);
     } else if (a == "--by-phase") {
       byPhase = true;
     } else if (a == "--strict-params") {
@@ -134,9 +153,20 @@ int main(int argc, char **argv) {
     } else if (a == "--no-race-check") {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
-      opts.deviceMemoryBytes = uint64_t(number("--device-bytes"));
+      // 0 is SessionOptions' "the backend's own"; on the command line that
+      // is spelled `auto`, and 0 bytes is refused rather than read as it.
+      if (i + 1 < argc && std::string(argv[i + 1]) == "auto") {
+        ++i;
+        opts.deviceMemoryBytes = 0;
+      } else if (i + 1 < argc && std::string(argv[i + 1]) == "0") {
+        return fail("--device-bytes 0: a device of 0 bytes holds no plan; "
+                    "give the bytes available, or 'auto' for the backend's "
+                    "own (the plan's device arena on the host backend)");
+      } else {
+        opts.deviceMemoryBytes = number("--device-bytes", 1, UINT64_MAX);
+      }
     } else if (a == "--workspace-bytes") {
-      workspaceBytes = uint64_t(number("--workspace-bytes"));
+      workspaceBytes = number("--workspace-bytes", 0, kMaxWorkspaceBytes);
     } else if (a == "--dump-plan") {
       dumpPlan = true;
     } else if (a == "--check") {
