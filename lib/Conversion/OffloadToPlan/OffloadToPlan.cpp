@@ -190,7 +190,26 @@ struct ConvertOffloadToPlanPass
                                  << steps.size();
       return signalPassFailure();
     }
-    if (failed(lower(steps.front())))
+    // A step with parameters and no backward phase was not differentiated:
+    // its plan would only compute the loss, and offload-run would "train"
+    // it without changing a parameter.
+    func::FuncOp step = steps.front();
+    if (!forwardOnly && !hasBackwardPhase(step)) {
+      for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+        auto role = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+        if (role && role.getValue() == "parameter") {
+          auto name = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+          step.emitError() << "convert-offload-to-plan: step '" << step.getName()
+                           << "' has parameters (e.g. '"
+                           << (name ? name.getValue() : StringRef("?"))
+                           << "') but no backward phase: the plan would train "
+                              "nothing; run --offload-autodiff first, or pass "
+                              "forward-only=true for an inference plan";
+          return signalPassFailure();
+        }
+      }
+    }
+    if (failed(lower(step)))
       return signalPassFailure();
     // The IR is unchanged: the memory plan stays valid for later passes.
     markAllAnalysesPreserved();

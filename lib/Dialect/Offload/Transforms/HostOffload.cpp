@@ -43,6 +43,9 @@ struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> 
     }
     if (failed(resolveTargetModel("offload-host-offload")))
       return signalPassFailure();
+    if (failed(checkMemoryPassOptions(getOperation(), "offload-host-offload", policy,
+                                      names, minBytes, prefetchDistance)))
+      return signalPassFailure();
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(getOperation().getLoc()) << "offload-host-offload: bad glob '" << names << "'";

@@ -44,6 +44,9 @@ struct HostParametersPass
                     << "'; expected auto, always or never";
       return signalPassFailure();
     }
+    if (failed(checkMemoryPassOptions(m, "offload-host-parameters", policy, names,
+                                      minBytes, prefetchDistance)))
+      return signalPassFailure();
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(m.getLoc()) << "offload-host-parameters: bad glob '" << names << "'";
