@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -54,6 +55,12 @@ static const char *kHelp =
     "                       NaN, copies run only when waited for, so a\n"
     "                       missing wait fails the step\n"
     "  --no-race-check      skip the static check of the plan's events\n"
+    "  --check-finite       stop at the first NaN or infinity: in a --params\n"
+    "                       or --inputs array, or written by an instruction\n"
+    "                       (named with its step, op and buffer; host backend,\n"
+    "                       one extra read of every output). Without it a\n"
+    "                       non-finite array or loss is a warning naming the\n"
+    "                       array or the first step\n"
     "  --device-bytes N|auto  device memory available, N >= 1 bytes (host\n"
     "                       backend: simulate a smaller device; creation\n"
     "                       fails if the plan needs more); auto (the\n"
@@ -89,6 +96,24 @@ constexpr unsigned long long kMaxWorkspaceBytes = 1ull << 48;
 static int fail(const std::string &msg) {
   std::fprintf(stderr, "offload-run: error: %s\n", msg.c_str());
   return 1;
+}
+
+/// Where a float array holds NaN or infinity: "" when it holds none, else
+/// "'NAME' holds N non-finite values (first: nan at element K)".
+static std::string nonFinite(const std::string &name, const Tensor &t) {
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F64)
+    return "";
+  int64_t n = t.numel(), bad = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(t.at(i)) && bad++ == 0)
+      first = i;
+  if (!bad)
+    return "";
+  double v = t.at(first);
+  return "'" + name + "' holds " + std::to_string(bad) + " non-finite value" +
+         (bad == 1 ? "" : "s") + " (first: " +
+         (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + " at element " +
+         std::to_string(first) + ")";
 }
 
 int main(int argc, char **argv) {
@@ -150,6 +175,8 @@ int main(int argc, char **argv) {
       strictParams = true;
     } else if (a == "--poison") {
       opts.poison = true;
+    } else if (a == "--check-finite") {
+      opts.checkFinite = true;
     } else if (a == "--no-race-check") {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
@@ -302,6 +329,12 @@ int main(int argc, char **argv) {
                     numPlans > 1 ? "any of the plans" : "this plan");
         continue;
       }
+      if (std::string nf = nonFinite(a.first, a.second); !nf.empty()) {
+        if (opts.checkFinite)
+          return fail(paramsPath + ": " + nf + " (--check-finite)");
+        std::fprintf(stderr, "offload-run: warning: %s: %s\n", paramsPath.c_str(),
+                     nf.c_str());
+      }
       if (Status st = owner->bind(a.first, a.second); !st.ok())
         return fail(paramsPath + ": " + st.message());
     }
@@ -313,9 +346,17 @@ int main(int argc, char **argv) {
       auto arrays = readNpz(path);
       if (!arrays)
         return fail(arrays.message());
-      for (auto &a : *arrays)
+      for (auto &a : *arrays) {
+        if (std::string nf = nonFinite(a.first, a.second);
+            !nf.empty() && (p == 0 || inputsPaths.size() > 1)) {
+          if (opts.checkFinite)
+            return fail(path + ": " + nf + " (--check-finite)");
+          std::fprintf(stderr, "offload-run: warning: %s: %s\n", path.c_str(),
+                       nf.c_str());
+        }
         if (Status st = s.bind(a.first, a.second); !st.ok())
           return fail(planTag(p) + path + ": " + st.message());
+      }
     }
     // The dropout seed, unless the inputs gave one.
     for (const std::string &name : s.missingBindings())
@@ -331,6 +372,9 @@ int main(int argc, char **argv) {
         (void)s.bindZeros(b.first);
   }
 
+  if (opts.checkFinite && backend != "host")
+    return fail("--check-finite runs on the host backend only");
+  bool warnedNonFinite = false;
   for (int step = 0; step < steps; ++step) {
     size_t p = size_t(step) % numPlans;
     Session &s = *sessions[p];
@@ -348,6 +392,18 @@ int main(int argc, char **argv) {
       return fail(where + ": " + st.message());
     }
     auto loss = s.loss();
+    if (loss && !std::isfinite(*loss) && !warnedNonFinite) {
+      // The first step whose loss is not finite; --check-finite names the
+      // instruction and tensor that first held such a value.
+      warnedNonFinite = true;
+      std::fflush(stdout); // keep the warning after the earlier step lines
+      std::fprintf(stderr,
+                   "offload-run: warning: %s: the loss is %s, the first "
+                   "non-finite loss of this run; rerun with --check-finite to "
+                   "stop at the instruction that wrote the first non-finite "
+                   "value\n",
+                   where.c_str(), std::isnan(*loss) ? "nan" : "infinite");
+    }
     auto busy = s.streamBusySeconds();
     std::printf("%s: loss %.9g  time %.6f s  busy compute %.6f s h2d "
                 "%.6f s d2h %.6f s",
