@@ -10,6 +10,7 @@
 
 #include "offload/Runtime/Npz.h"
 #include "offload/Runtime/Runtime.h"
+#include "offload/Support/OutputFiles.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -206,6 +207,13 @@ int main(int argc, char **argv) {
   }
   if (planPaths.empty())
     return fail("no plan file given (see --help)");
+  // --dump is checked before any step runs and written only when every step
+  // succeeded (include/offload/Support/OutputFiles.h).
+  offload::OutputFiles outputs;
+  std::string dumpTmp;
+  if (!dumpPath.empty())
+    if (std::string e = outputs.stage(dumpPath, dumpTmp); !e.empty())
+      return fail("--dump: " + e);
   size_t numPlans = planPaths.size();
   if (inputsPaths.size() > 1 && inputsPaths.size() != numPlans)
     return fail("--inputs given " + std::to_string(inputsPaths.size()) +
@@ -442,8 +450,10 @@ int main(int argc, char **argv) {
     if (numPlans > 1)
       for (const std::string &name : store->names())
         outs.emplace_back(name, *store->get(name));
-    if (Status st = writeNpz(dumpPath, outs); !st.ok())
-      return fail(st.message());
+    if (Status st = writeNpz(dumpTmp, outs); !st.ok())
+      return fail(dumpPath + ": " + st.message());
+    if (std::string e = outputs.commit(); !e.empty())
+      return fail(e);
     std::printf("wrote %zu arrays to %s\n", outs.size(), dumpPath.c_str());
   }
   return 0;

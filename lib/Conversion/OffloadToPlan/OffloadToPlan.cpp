@@ -8,6 +8,7 @@
 #include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Support/OutputFiles.h"
 #include "offload/Runtime/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -179,6 +180,10 @@ struct ConvertOffloadToPlanPass
           "convert-offload-to-plan: give the plan file with output=<path>");
       return signalPassFailure();
     }
+    if (std::string e = ::offload::checkOutputPath(output); !e.empty()) {
+      getOperation().emitError() << "convert-offload-to-plan: " << e;
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> steps;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName))
@@ -227,8 +232,12 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   FailureOr<rt::PlanData> data = lowerStepToPlan(fn, &memoryPlanPeak, *mp);
   if (failed(data))
     return failure();
-  if (rt::Status st = rt::Plan::save(*data, output); !st.ok())
-    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
+  // Through the process's output files: offload-opt renames the plan into
+  // place only when the whole command succeeds (OutputFiles.h).
+  std::vector<uint8_t> bytes = rt::Plan::serialize(*data);
+  if (std::string e = ::offload::OutputFiles::process().write(output, bytes.data(), bytes.size());
+      !e.empty())
+    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << e;
   if (!quiet)
     llvm::outs() << llvm::format(
         "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
