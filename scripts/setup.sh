@@ -28,6 +28,7 @@ PACKAGES=(
   zlib1g-dev                            # CRC-32 checksum of plan files
   libgtest-dev                          # C++ unit tests
   ccache                                # reuse object files across rebuilds
+  clang-22 libclang-rt-22-dev           # libFuzzer, ASan/UBSan/TSan (scripts/fuzz.sh, scripts/sanitize.sh)
 )
 
 missing=()
