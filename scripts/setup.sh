@@ -26,12 +26,14 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler  # versioned plan file format
   libopenblas-dev                       # matrix products on the host backend
   libzip-dev                            # .npz (zip) parameter/result files
+  zlib1g-dev                            # CRC-32 checksum of plan files
   libgtest-dev                          # C++ unit tests
   ccache                                # reuse object files across rebuilds
   pybind11-dev python3-pybind11         # Python bindings of the runtime (python/offload)
   python3-pytest                        # tests of the Python package
   python3-matplotlib                    # step.plot_memory() and the example's loss curves
   python3-sklearn                       # the digits data set of examples/python
+  clang-22 libclang-rt-22-dev           # libFuzzer, ASan/UBSan/TSan (scripts/fuzz.sh, scripts/sanitize.sh)
 )
 
 missing=()

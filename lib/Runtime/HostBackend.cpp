@@ -13,6 +13,7 @@
 
 #include "Backend.h"
 
+#include <cmath>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -341,6 +342,36 @@ void HostBackend::waitDone(int r) {
   --doneWaiters_;
 }
 
+/// The first NaN or infinity among the f32/f64 `outputs` (a buffer id and
+/// its bytes) of an instruction, as an error naming the instruction, the
+/// buffer and the element; "" when every value is finite.
+static std::string
+firstNonFinite(const PlanData &d, const std::vector<std::pair<int, const uint8_t *>> &outputs,
+               const std::string &where) {
+  for (const auto &[id, bytes] : outputs) {
+    const BufferDesc &b = d.buffers[size_t(id)];
+    if (b.dtype != DType::F32 && b.dtype != DType::F64)
+      continue;
+    size_t n = size_t(b.dataBytes() / dtypeSize(b.dtype));
+    auto scan = [&](const auto *p) -> std::string {
+      for (size_t k = 0; k < n; ++k)
+        if (!std::isfinite(p[k]))
+          return where + " wrote " +
+                 (std::isnan(p[k]) ? "nan" : p[k] > 0 ? "inf" : "-inf") +
+                 " into buffer " + std::to_string(id) + " '" + b.name +
+                 "' (element " + std::to_string(k) + " of " + std::to_string(n) +
+                 "), the step's first non-finite value (--check-finite)";
+      return "";
+    };
+    std::string e = b.dtype == DType::F32
+                        ? scan(reinterpret_cast<const float *>(bytes))
+                        : scan(reinterpret_cast<const double *>(bytes));
+    if (!e.empty())
+      return e;
+  }
+  return "";
+}
+
 std::string HostBackend::execute(int i) {
   const PlanData &d = plan_->data();
   const InstructionDesc &in = d.instructions[size_t(i)];
@@ -395,6 +426,12 @@ std::string HostBackend::execute(int i) {
     err = kernels_[size_t(i)](args);
     if (!err.empty())
       err = where + ": " + err;
+    else if (opts_.checkFinite) {
+      std::vector<std::pair<int, const uint8_t *>> written;
+      for (int id : in.outputs)
+        written.push_back({id, ptr(id)});
+      err = firstNonFinite(d, written, where);
+    }
   }
   double t1 = now();
   {

@@ -19,6 +19,8 @@
 #include <set>
 #include <sstream>
 
+#include <zlib.h>
+
 using namespace offload::rt;
 
 const char *offload::rt::memorySpaceName(MemorySpace s) {
@@ -65,6 +67,20 @@ const char *offload::rt::streamName(int stream) {
 // Serialization
 //===----------------------------------------------------------------------===//
 
+/// CRC-32 (zlib; polynomial 0xEDB88320) of a plan file's bytes before its
+/// trailer. zlib takes at most 4 GiB per call, so longer inputs are fed in
+/// pieces.
+static uint32_t contentChecksum(const uint8_t *bytes, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {
+    uInt n = uInt(std::min<size_t>(size, size_t(1) << 30));
+    crc = crc32(crc, bytes, n);
+    bytes += n;
+    size -= n;
+  }
+  return uint32_t(crc);
+}
+
 std::vector<uint8_t> Plan::serialize(const PlanData &d) {
   flatbuffers::FlatBufferBuilder fbb(1024);
   std::vector<flatbuffers::Offset<fb::Buffer>> bufs;
@@ -106,8 +122,12 @@ std::vector<uint8_t> Plan::serialize(const PlanData &d) {
                                    &bufs, &binds, &instrs, &phases, &consts,
                                    d.workspaceBuffer);
   fb::FinishSizePrefixedPlanBuffer(fbb, root);
-  return std::vector<uint8_t>(fbb.GetBufferPointer(),
-                              fbb.GetBufferPointer() + fbb.GetSize());
+  std::vector<uint8_t> bytes(fbb.GetBufferPointer(),
+                             fbb.GetBufferPointer() + fbb.GetSize());
+  uint32_t crc = contentChecksum(bytes.data(), bytes.size());
+  for (int i = 0; i < 4; ++i)
+    bytes.push_back(uint8_t(crc >> (8 * i)));
+  return bytes;
 }
 
 Status Plan::save(const PlanData &data, const std::string &path) {
@@ -181,16 +201,16 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                          std::string(fb::PlanIdentifier()) +
                          "' (not an offload plan)");
   }
+  // Then the FlatBuffer (prefix + 4 bytes) and the 4-byte CRC-32 trailer.
+  // The format version is checked before the trailer, so that a plan of
+  // another version (which may have none) gets the version error.
   uint64_t prefix = flatbuffers::ReadScalar<uint32_t>(bytes);
-  if (prefix + 4 > size)
+  uint64_t fbBytes = prefix + 4;
+  if (fbBytes > size)
     return Status::error("plan is truncated: it declares " +
-                         std::to_string(prefix + 4) + " bytes, the file has " +
+                         std::to_string(fbBytes + 4) + " bytes, the file has " +
                          std::to_string(size));
-  if (prefix + 4 < size)
-    return Status::error(
-        "plan is corrupt: " + std::to_string(size - prefix - 4) +
-        " trailing bytes after the declared " + std::to_string(prefix + 4));
-  flatbuffers::Verifier verifier(bytes, size);
+  flatbuffers::Verifier verifier(bytes, size_t(fbBytes));
   if (!fb::VerifySizePrefixedPlanBuffer(verifier))
     return Status::error("plan is truncated or corrupt (FlatBuffers "
                          "verification failed on " +
@@ -202,6 +222,24 @@ Expected<std::shared_ptr<const Plan>> Plan::fromBytes(const uint8_t *bytes,
                          " is not supported (this runtime reads version " +
                          std::to_string(kPlanFormatVersion) +
                          "); re-lower the model with a matching compiler");
+  if (fbBytes + 4 > size)
+    return Status::error("plan is truncated: it declares " +
+                         std::to_string(fbBytes + 4) + " bytes (with its " +
+                         "4-byte checksum), the file has " +
+                         std::to_string(size));
+  if (fbBytes + 4 < size)
+    return Status::error(
+        "plan is corrupt: " + std::to_string(size - fbBytes - 4) +
+        " trailing bytes after the declared " + std::to_string(fbBytes + 4));
+  uint32_t stored = flatbuffers::ReadScalar<uint32_t>(bytes + fbBytes);
+  uint32_t actual = contentChecksum(bytes, size_t(fbBytes));
+  if (stored != actual) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf),
+                  "stored CRC-32 0x%08x, contents give 0x%08x", stored, actual);
+    return Status::error(std::string("plan is corrupt: checksum mismatch (") +
+                         buf + "); the file changed after it was written");
+  }
   bool bad = false;
   if (p->buffers())
     for (const fb::Buffer *b : *p->buffers())
@@ -364,7 +402,10 @@ Status offload::rt::validatePlan(const PlanData &d) {
     for (int64_t dim : b.shape) {
       if (dim < 0)
         return err(bn + ": negative dimension in shape");
-      if (dim != 0 && numel > (uint64_t(1) << 48) / uint64_t(dim))
+      // Each dimension is bounded too, not only the product: a zero
+      // dimension must not let a corrupted 2^62 through to the kernels.
+      if (uint64_t(dim) > (uint64_t(1) << 48) ||
+          (dim != 0 && numel > (uint64_t(1) << 48) / uint64_t(dim)))
         return err(bn + ": shape too large");
       numel *= uint64_t(dim);
     }

@@ -11,6 +11,7 @@
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Import/TorchImporter.h"
 
+#include "offload/Support/OutputFiles.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -95,6 +96,18 @@ int main(int argc, char **argv) {
                              "' (expected cross_entropy, nll or mse)");
   }
 
+  // Every output file is checked before any work and appears only when the
+  // whole command succeeds (include/offload/Support/OutputFiles.h): a failed
+  // import leaves --params-out and -o as they were.
+  offload::OutputFiles outputs;
+  std::string paramsTmp, outputTmp;
+  if (!paramsOut.empty())
+    if (std::string e = outputs.stage(paramsOut, paramsTmp); !e.empty())
+      return failWith(1, e);
+  if (outputFile != "-")
+    if (std::string e = outputs.stage(outputFile, outputTmp); !e.empty())
+      return failWith(1, e);
+
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   ImportError err;
@@ -127,18 +140,16 @@ int main(int argc, char **argv) {
   auto t2 = Clock::now();
 
   if (!paramsOut.empty()) {
-    std::string e = writeParams(*model, paramsOut);
+    std::string e = writeParams(*model, paramsTmp);
     if (!e.empty())
       return failWith(1, e);
   }
   if (outputFile == "-") {
     llvm::outs() << text;
   } else {
-    // Write a temporary file next to the output, then rename it.
-    std::string tmp = outputFile + ".tmp";
     std::error_code ec;
     {
-      llvm::raw_fd_ostream os(tmp, ec);
+      llvm::raw_fd_ostream os(outputTmp, ec);
       if (!ec) {
         os << text;
         os.close();
@@ -146,13 +157,11 @@ int main(int argc, char **argv) {
           ec = os.error();
       }
     }
-    if (!ec)
-      ec = llvm::sys::fs::rename(tmp, outputFile);
-    if (ec) {
-      llvm::sys::fs::remove(tmp);
+    if (ec)
       return failWith(1, "cannot write '" + outputFile + "': " + ec.message());
-    }
   }
+  if (std::string e = outputs.commit(); !e.empty())
+    return failWith(1, e);
   if (timeIt) {
     auto ms = [](auto d) {
       return std::chrono::duration<double, std::milli>(d).count();

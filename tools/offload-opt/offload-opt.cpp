@@ -17,6 +17,9 @@
 #include "offload/Conversion/Passes.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Support/OutputFiles.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -34,9 +37,23 @@ int main(int argc, char **argv) {
   mlir::registerLoopInvariantCodeMotionPass();
   mlir::registerPrintOpStatsPass();
   mlir::registerViewOpGraphPass();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
+  // Files that passes write (the plan of --convert-offload-to-plan) appear
+  // only if the whole command succeeds (include/offload/Support/OutputFiles.h).
+  offload::OutputFiles &outputs = offload::OutputFiles::process();
+  outputs.deferUntilCommit();
+  mlir::LogicalResult result = mlir::MlirOptMain(
       argc, argv,
       "offload optimizer: memory planning passes for training steps\n"
       "(recompute, host offload, weight-gradient split). See docs/.\n",
-      registry));
+      registry);
+  if (mlir::failed(result)) {
+    outputs.discard();
+    return 1;
+  }
+  if (std::string e = outputs.commit(); !e.empty()) {
+    llvm::errs() << "offload-opt: error: " << e << "\n";
+    outputs.discard();
+    return 1;
+  }
+  return 0;
 }

@@ -10,8 +10,13 @@
 
 #include "offload/Runtime/Npz.h"
 #include "offload/Runtime/Runtime.h"
+#include "offload/Support/OutputFiles.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,7 +36,8 @@ static const char *kHelp =
     "  --backend host|cuda  backend to run on (default host). host enforces\n"
     "                       the plan's device capacity and runs copies on\n"
     "                       their own threads; cuda needs a GPU.\n"
-    "  --steps N            training steps to run (default 1)\n"
+    "  --steps N            training steps to run, 0 to 2147483647\n"
+    "                       (default 1)\n"
     "  --params FILE.npz    parameters, state and optimizer state, one array\n"
     "                       per input binding name (e.g. fc1.weight);\n"
     "                       optimizer state not given starts as zeros\n"
@@ -43,15 +49,24 @@ static const char *kHelp =
     "                       updated NAME) under their binding names; with\n"
     "                       several plans each plan's as planP/NAME, then\n"
     "                       every parameter store entry under its name\n"
-    "  --threads N          threads host kernels may use (default 1)\n"
+    "  --threads N          threads host kernels may use, 1 to 1024\n"
+    "                       (default 1); results may differ in the last bits\n"
+    "                       between thread counts, never between runs\n"
     "  --poison             host debug mode: dead/not-yet-arrived bytes hold\n"
     "                       NaN, copies run only when waited for, so a\n"
     "                       missing wait fails the step\n"
     "  --no-race-check      skip the static check of the plan's events\n"
-    "  --device-bytes N     device memory available (host backend: simulate\n"
-    "                       a smaller device; creation fails if the plan "
-    "needs\n"
-    "                       more)\n"
+    "  --check-finite       stop at the first NaN or infinity: in a --params\n"
+    "                       or --inputs array, or written by an instruction\n"
+    "                       (named with its step, op and buffer; host backend,\n"
+    "                       one extra read of every output). Without it a\n"
+    "                       non-finite array or loss is a warning naming the\n"
+    "                       array or the first step\n"
+    "  --device-bytes N|auto  device memory available, N >= 1 bytes (host\n"
+    "                       backend: simulate a smaller device; creation\n"
+    "                       fails if the plan needs more); auto (the\n"
+    "                       default): the plan's device arena on the host\n"
+    "                       backend, free device memory on cuda\n"
     "  --seed N             value of the plan's rng_seed input (dropout's\n"
     "                       Philox key) when --inputs does not give one\n"
     "                       (default 0)\n"
@@ -73,9 +88,33 @@ static const char *kHelp =
     "                       lacks any or is not available\n"
     "  --help               this text\n";
 
+/// Largest --threads: far beyond any host (the pool starts one thread per
+/// requested thread), small enough that a typo is an error.
+constexpr unsigned long long kMaxThreads = 1024;
+/// Largest --workspace-bytes: 2^48, the plan format's bound on a buffer.
+constexpr unsigned long long kMaxWorkspaceBytes = 1ull << 48;
+
 static int fail(const std::string &msg) {
   std::fprintf(stderr, "offload-run: error: %s\n", msg.c_str());
   return 1;
+}
+
+/// Where a float array holds NaN or infinity: "" when it holds none, else
+/// "'NAME' holds N non-finite values (first: nan at element K)".
+static std::string nonFinite(const std::string &name, const Tensor &t) {
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F64)
+    return "";
+  int64_t n = t.numel(), bad = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(t.at(i)) && bad++ == 0)
+      first = i;
+  if (!bad)
+    return "";
+  double v = t.at(first);
+  return "'" + name + "' holds " + std::to_string(bad) + " non-finite value" +
+         (bad == 1 ? "" : "s") + " (first: " +
+         (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") + " at element " +
+         std::to_string(first) + ")";
 }
 
 int main(int argc, char **argv) {
@@ -95,15 +134,21 @@ int main(int argc, char **argv) {
       }
       return argv[++i];
     };
-    auto number = [&](const char *flag) -> long long {
+    // A decimal integer in [lo, hi]; anything else (a sign, a suffix, a
+    // value that does not fit 64 bits) is an error naming the flag, never a
+    // wrapped or saturated value.
+    auto number = [&](const char *flag, unsigned long long lo,
+                      unsigned long long hi) -> unsigned long long {
       const char *v = value(flag);
       char *end = nullptr;
-      long long n = std::strtoll(v, &end, 10);
-      if (!*v || *end || n < 0) {
+      errno = 0;
+      unsigned long long n = std::strtoull(v, &end, 10);
+      bool digits = *v >= '0' && *v <= '9';
+      if (!digits || *end || errno == ERANGE || n < lo || n > hi) {
         std::fprintf(stderr,
-                     "offload-run: error: %s: '%s' is not a "
-                     "non-negative integer\n",
-                     flag, v);
+                     "offload-run: error: %s: '%s' is not an integer in "
+                     "[%llu, %llu]\n",
+                     flag, v, lo, hi);
         std::exit(1);
       }
       return n;
@@ -114,7 +159,7 @@ int main(int argc, char **argv) {
     } else if (a == "--backend") {
       backend = value("--backend");
     } else if (a == "--steps") {
-      steps = int(number("--steps"));
+      steps = int(number("--steps", 0, INT_MAX));
     } else if (a == "--params") {
       paramsPath = value("--params");
     } else if (a == "--inputs") {
@@ -122,21 +167,34 @@ int main(int argc, char **argv) {
     } else if (a == "--dump") {
       dumpPath = value("--dump");
     } else if (a == "--threads") {
-      opts.numThreads = std::max(1, int(number("--threads")));
+      opts.numThreads = int(number("--threads", 1, kMaxThreads));
     } else if (a == "--seed") {
-      seed = number("--seed");
+      seed = (long long)number("--seed", 0, LLONG_MAX);
     } else if (a == "--by-phase") {
       byPhase = true;
     } else if (a == "--strict-params") {
       strictParams = true;
     } else if (a == "--poison") {
       opts.poison = true;
+    } else if (a == "--check-finite") {
+      opts.checkFinite = true;
     } else if (a == "--no-race-check") {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
-      opts.deviceMemoryBytes = uint64_t(number("--device-bytes"));
+      // 0 is SessionOptions' "the backend's own"; on the command line that
+      // is spelled `auto`, and 0 bytes is refused rather than read as it.
+      if (i + 1 < argc && std::string(argv[i + 1]) == "auto") {
+        ++i;
+        opts.deviceMemoryBytes = 0;
+      } else if (i + 1 < argc && std::string(argv[i + 1]) == "0") {
+        return fail("--device-bytes 0: a device of 0 bytes holds no plan; "
+                    "give the bytes available, or 'auto' for the backend's "
+                    "own (the plan's device arena on the host backend)");
+      } else {
+        opts.deviceMemoryBytes = number("--device-bytes", 1, UINT64_MAX);
+      }
     } else if (a == "--workspace-bytes") {
-      workspaceBytes = uint64_t(number("--workspace-bytes"));
+      workspaceBytes = number("--workspace-bytes", 0, kMaxWorkspaceBytes);
     } else if (a == "--dump-plan") {
       dumpPlan = true;
     } else if (a == "--check") {
@@ -149,6 +207,13 @@ int main(int argc, char **argv) {
   }
   if (planPaths.empty())
     return fail("no plan file given (see --help)");
+  // --dump is checked before any step runs and written only when every step
+  // succeeded (include/offload/Support/OutputFiles.h).
+  offload::OutputFiles outputs;
+  std::string dumpTmp;
+  if (!dumpPath.empty())
+    if (std::string e = outputs.stage(dumpPath, dumpTmp); !e.empty())
+      return fail("--dump: " + e);
   size_t numPlans = planPaths.size();
   if (inputsPaths.size() > 1 && inputsPaths.size() != numPlans)
     return fail("--inputs given " + std::to_string(inputsPaths.size()) +
@@ -272,6 +337,12 @@ int main(int argc, char **argv) {
                     numPlans > 1 ? "any of the plans" : "this plan");
         continue;
       }
+      if (std::string nf = nonFinite(a.first, a.second); !nf.empty()) {
+        if (opts.checkFinite)
+          return fail(paramsPath + ": " + nf + " (--check-finite)");
+        std::fprintf(stderr, "offload-run: warning: %s: %s\n", paramsPath.c_str(),
+                     nf.c_str());
+      }
       if (Status st = owner->bind(a.first, a.second); !st.ok())
         return fail(paramsPath + ": " + st.message());
     }
@@ -283,9 +354,17 @@ int main(int argc, char **argv) {
       auto arrays = readNpz(path);
       if (!arrays)
         return fail(arrays.message());
-      for (auto &a : *arrays)
+      for (auto &a : *arrays) {
+        if (std::string nf = nonFinite(a.first, a.second);
+            !nf.empty() && (p == 0 || inputsPaths.size() > 1)) {
+          if (opts.checkFinite)
+            return fail(path + ": " + nf + " (--check-finite)");
+          std::fprintf(stderr, "offload-run: warning: %s: %s\n", path.c_str(),
+                       nf.c_str());
+        }
         if (Status st = s.bind(a.first, a.second); !st.ok())
           return fail(planTag(p) + path + ": " + st.message());
+      }
     }
     // The dropout seed, unless the inputs gave one.
     for (const std::string &name : s.missingBindings())
@@ -301,6 +380,9 @@ int main(int argc, char **argv) {
         (void)s.bindZeros(b.first);
   }
 
+  if (opts.checkFinite && backend != "host")
+    return fail("--check-finite runs on the host backend only");
+  bool warnedNonFinite = false;
   for (int step = 0; step < steps; ++step) {
     size_t p = size_t(step) % numPlans;
     Session &s = *sessions[p];
@@ -318,6 +400,18 @@ int main(int argc, char **argv) {
       return fail(where + ": " + st.message());
     }
     auto loss = s.loss();
+    if (loss && !std::isfinite(*loss) && !warnedNonFinite) {
+      // The first step whose loss is not finite; --check-finite names the
+      // instruction and tensor that first held such a value.
+      warnedNonFinite = true;
+      std::fflush(stdout); // keep the warning after the earlier step lines
+      std::fprintf(stderr,
+                   "offload-run: warning: %s: the loss is %s, the first "
+                   "non-finite loss of this run; rerun with --check-finite to "
+                   "stop at the instruction that wrote the first non-finite "
+                   "value\n",
+                   where.c_str(), std::isnan(*loss) ? "nan" : "infinite");
+    }
     auto busy = s.streamBusySeconds();
     std::printf("%s: loss %.9g  time %.6f s  busy compute %.6f s h2d "
                 "%.6f s d2h %.6f s",
@@ -356,8 +450,10 @@ int main(int argc, char **argv) {
     if (numPlans > 1)
       for (const std::string &name : store->names())
         outs.emplace_back(name, *store->get(name));
-    if (Status st = writeNpz(dumpPath, outs); !st.ok())
-      return fail(st.message());
+    if (Status st = writeNpz(dumpTmp, outs); !st.ok())
+      return fail(dumpPath + ": " + st.message());
+    if (std::string e = outputs.commit(); !e.empty())
+      return fail(e);
     std::printf("wrote %zu arrays to %s\n", outs.size(), dumpPath.c_str());
   }
   return 0;

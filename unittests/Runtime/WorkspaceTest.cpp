@@ -87,7 +87,7 @@ TEST(WorkspaceTest, RoundTripThroughFileAndDump) {
   auto p = Plan::load(path);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_EQ((*p)->data().workspaceBuffer, d.workspaceBuffer);
-  EXPECT_EQ((*p)->data().formatVersion, 3u);
+  EXPECT_EQ((*p)->data().formatVersion, kPlanFormatVersion);
   EXPECT_EQ(Plan::serialize((*p)->data()), Plan::serialize(d));
   std::string dump = (*p)->dump();
   EXPECT_CONTAINS(dump, "workspace %" + std::to_string(d.workspaceBuffer) +

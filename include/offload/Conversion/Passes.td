@@ -40,6 +40,10 @@ def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
            "Path of the plan file to write (required)">,
     Option<"quiet", "quiet", "bool", /*default=*/"false",
            "Do not print the plan summary">,
+    Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
+           "Lower a step that has parameters but no backward phase (an "
+           "inference plan); without it such a step is refused, since the "
+           "plan would compute the loss and train nothing">,
   ];
 }
 

@@ -7,10 +7,13 @@
 // events, bindings from external names to buffers, and phases (forward,
 // backward_input, backward_weight, optimizer) as instruction ranges.
 //
-// On disk a plan is a FlatBuffers buffer (schema Plan.fbs, identifier "OFLP",
-// format_version kPlanFormatVersion). Plan::load verifies it with the
-// FlatBuffers Verifier and then validates its semantics; every error names
-// the offending instruction or buffer. See docs/runtime.md.
+// On disk a plan is a size-prefixed FlatBuffers buffer (schema Plan.fbs,
+// identifier "OFLP", format_version kPlanFormatVersion) followed by a 4-byte
+// little-endian CRC-32 (zlib's) of every byte before it. Plan::load verifies
+// the FlatBuffer, the format version and then the checksum (a file changed in
+// any byte after it was written is refused), and then validates its
+// semantics; every error names the offending instruction or buffer. See
+// docs/runtime.md.
 //
 // No MLIR, LLVM or FlatBuffers types appear in this header.
 //
@@ -31,8 +34,9 @@ namespace rt {
 
 /// The plan format version this runtime reads and writes.
 /// Version 3: the workspace buffer (BufferRole::Workspace,
-/// PlanData::workspaceBuffer).
-constexpr uint32_t kPlanFormatVersion = 3;
+/// PlanData::workspaceBuffer). Version 4: the CRC-32 trailer after the
+/// FlatBuffer.
+constexpr uint32_t kPlanFormatVersion = 4;
 
 enum class MemorySpace : uint8_t { Device = 0, Host = 1 };
 
@@ -181,7 +185,8 @@ public:
   /// Validates `data` and wraps it (no serialization round trip).
   static Expected<std::shared_ptr<const Plan>> fromData(PlanData data);
 
-  /// Serializes plan data to the FlatBuffers format (no validation).
+  /// Serializes plan data to the file format: the size-prefixed FlatBuffer
+  /// and its CRC-32 trailer (no validation).
   static std::vector<uint8_t> serialize(const PlanData &data);
   /// Writes serialize(data) to `path`.
   static Status save(const PlanData &data, const std::string &path);

@@ -90,6 +90,11 @@ struct SessionOptions {
   /// own (host: exactly the plan's capacity; cuda: free device memory).
   /// Creation fails when it is smaller than the plan's device arena.
   uint64_t deviceMemoryBytes = 0;
+  /// Host backend: after every compute instruction, scan its f32/f64
+  /// outputs and fail the step at the first NaN or infinity, naming the
+  /// instruction, its op and the buffer (offload-run --check-finite). Costs
+  /// one read of every output; off by default.
+  bool checkFinite = false;
   /// Testing: instruction index at which execution reports an injected
   /// failure, or -1.
   int failAtInstruction = -1;

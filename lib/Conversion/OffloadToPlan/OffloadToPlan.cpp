@@ -9,6 +9,7 @@
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Runtime/OpSignatures.h"
+#include "offload/Support/OutputFiles.h"
 #include "offload/Runtime/Plan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -179,6 +180,28 @@ static FailureOr<rt::AttrMap> convertAttrs(Operation *op,
   return map;
 }
 
+/// A step with parameters and no backward phase was not differentiated: its
+/// plan would only compute the loss, and offload-run would "train" it
+/// without changing a parameter. Fails with an error naming a parameter
+/// unless `forwardOnly` (an inference plan, asked for).
+static LogicalResult checkStepTrains(func::FuncOp step, bool forwardOnly) {
+  if (forwardOnly || hasBackwardPhase(step))
+    return success();
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto role = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    if (role && role.getValue() == "parameter") {
+      auto name = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
+      return step.emitError() << "convert-offload-to-plan: step '" << step.getName()
+                              << "' has parameters (e.g. '"
+                              << (name ? name.getValue() : StringRef("?"))
+                              << "') but no backward phase: the plan would train "
+                                 "nothing; run --offload-autodiff first, or pass "
+                                 "forward-only=true for an inference plan";
+    }
+  }
+  return success();
+}
+
 FailureOr<func::FuncOp> mlir::offload::findStep(ModuleOp module) {
   SmallVector<func::FuncOp> steps;
   module.walk([&](func::FuncOp fn) {
@@ -203,8 +226,12 @@ struct ConvertOffloadToPlanPass
           "convert-offload-to-plan: give the plan file with output=<path>");
       return signalPassFailure();
     }
+    if (std::string e = ::offload::checkOutputPath(output); !e.empty()) {
+      getOperation().emitError() << "convert-offload-to-plan: " << e;
+      return signalPassFailure();
+    }
     FailureOr<func::FuncOp> step = findStep(getOperation());
-    if (failed(step) || failed(lower(*step)))
+    if (failed(step) || failed(checkStepTrains(*step, forwardOnly)) || failed(lower(*step)))
       return signalPassFailure();
     // The IR is unchanged: the memory plan stays valid for later passes.
     markAllAnalysesPreserved();
@@ -222,8 +249,12 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   FailureOr<rt::PlanData> data = lowerStepToPlan(fn, &memoryPlanPeak, *mp);
   if (failed(data))
     return failure();
-  if (rt::Status st = rt::Plan::save(*data, output); !st.ok())
-    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << st.message();
+  // Through the process's output files: offload-opt renames the plan into
+  // place only when the whole command succeeds (OutputFiles.h).
+  std::vector<uint8_t> bytes = rt::Plan::serialize(*data);
+  if (std::string e = ::offload::OutputFiles::process().write(output, bytes.data(), bytes.size());
+      !e.empty())
+    return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << e;
   if (!quiet)
     llvm::errs() << llvm::format(
         "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
@@ -531,7 +562,7 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
 
 LogicalResult mlir::offload::exportPlan(ModuleOp module, raw_ostream &os) {
   FailureOr<func::FuncOp> step = findStep(module);
-  if (failed(step))
+  if (failed(step) || failed(checkStepTrains(*step, /*forwardOnly=*/false)))
     return failure();
   FailureOr<rt::PlanData> data = lowerStepToPlan(*step);
   if (failed(data))

@@ -380,6 +380,11 @@ std::string convGeom(const char *op, const AttrMap &attrs,
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
     return std::string(op) +
            ": stride and dilation must be >= 1 and padding >= 0";
+  for (int64_t v : {g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
+    if (v > em::kMaxWindowAttr)
+      return std::string(op) + ": stride, padding or dilation value " +
+             std::to_string(v) + " exceeds the supported maximum " +
+             std::to_string(em::kMaxWindowAttr);
   if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0)
     return std::string(op) + ": groups=" + std::to_string(g.g) +
            " must divide input channels " + std::to_string(g.c) +

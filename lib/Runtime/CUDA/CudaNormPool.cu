@@ -557,6 +557,11 @@ std::string windowAttrs(const char *op, const AttrMap &attrs,
   g.countPad = attrs.getInt("count_include_pad", 1) != 0;
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
     return std::string(op) + ": kernel_size, stride and dilation must be >= 1";
+  for (int64_t v : {g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
+    if (v > em::kMaxWindowAttr)
+      return std::string(op) + ": window attribute value " + std::to_string(v) +
+             " (kernel_size, stride, padding or dilation) exceeds the supported "
+             "maximum " + std::to_string(em::kMaxWindowAttr);
   if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
     return std::string(op) +
            ": padding must be >= 0 and at most half the kernel size";
@@ -596,12 +601,10 @@ __global__ void maxPoolKernel(const T *x, T *y, int64_t *ind, PoolGeom g) {
     const T *xp = x + p * g.h * g.w;
     int64_t h0 = oh * g.sh - g.ph;
     int64_t h1 = em::minOf(h0 + (g.kh - 1) * g.dh + 1, g.h);
-    while (h0 < 0)
-      h0 += g.dh;
+    h0 = em::firstInside(h0, g.dh);
     int64_t w0 = ow * g.sw - g.pw;
     int64_t w1 = em::minOf(w0 + (g.kw - 1) * g.dw + 1, g.w);
-    while (w0 < 0)
-      w0 += g.dw;
+    w0 = em::firstInside(w0, g.dw);
     int64_t best = h0 * g.w + w0;
     T bestV = -INFINITY;
     for (int64_t ih = h0; ih < h1; ih += g.dh)

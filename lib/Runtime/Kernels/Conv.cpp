@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementMath.h"
 #include "KernelSupport.h"
 
 #include <algorithm>
@@ -72,11 +73,25 @@ std::string get2(const char *op, const AttrMap &attrs, const char *name,
   return "";
 }
 
+/// Whether kernel tap `k` (stride s, padding p, dilation d) reads the input
+/// [0, in) at some output position o in [0, out): some o with
+/// 0 <= o*s - p + k*d < in. Closed form, so a corrupted plan's geometry costs
+/// no loop over the output.
+bool tapLive(int64_t k, int64_t s, int64_t p, int64_t d, int64_t in,
+             int64_t out) {
+  int64_t lo = p - k * d; // o*s must lie in [lo, lo + in - 1]
+  int64_t o = lo <= 0 ? 0 : (lo + s - 1) / s;
+  return o < out && o * s <= lo + in - 1;
+}
+
 /// Fills g from the input shape xs[N,C,H,W], weight shape ws[O,C/g,KH,KW] and
-/// the attributes, and checks them against each other.
+/// the attributes, checks them against each other and the output (or output
+/// gradient) y[N,O,OH,OW] before anything loops over the geometry.
 std::string makeGeom(const char *op, const AttrMap &attrs,
                      const std::vector<int64_t> &xs,
-                     const std::vector<int64_t> &ws, ConvGeom &g) {
+                     const std::vector<int64_t> &ws,
+                     const TensorView &y, const char *yName,
+                     ConvGeom &g) {
   if (xs.size() != 4)
     return cat(op, ": input must be [N,C,H,W], got ", shapeStr(xs));
   if (ws.size() != 4)
@@ -97,6 +112,11 @@ std::string makeGeom(const char *op, const AttrMap &attrs,
   g.g = attrs.getInt("groups", 1);
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
     return cat(op, ": stride and dilation must be >= 1 and padding >= 0");
+  for (int64_t v : {g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
+    if (v > offload::rt::em::kMaxWindowAttr)
+      return cat(op, ": stride, padding or dilation value ", v,
+                 " exceeds the supported maximum ",
+                 offload::rt::em::kMaxWindowAttr);
   if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0)
     return cat(op, ": groups=", g.g, " must divide input channels ", g.c,
                " and output channels ", g.o);
@@ -114,21 +134,15 @@ std::string makeGeom(const char *op, const AttrMap &attrs,
                g.w + 2 * g.pw);
   g.oh = nh / g.sh + 1;
   g.ow = nw / g.sw + 1;
+  if (auto e = checkShape(op, yName, y, {g.n, g.o, g.oh, g.ow}); !e.empty())
+    return e;
   g.kpos.clear();
   for (int64_t kh = 0; kh < g.kh; ++kh) {
-    bool rowLive = false;
-    for (int64_t oh = 0; oh < g.oh && !rowLive; ++oh) {
-      int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-      rowLive = ih >= 0 && ih < g.h;
-    }
-    for (int64_t kw = 0; kw < g.kw && rowLive; ++kw) {
-      int64_t iw0 = -g.pw + kw * g.dw; // input column of output column 0
-      bool colLive = false;
-      for (int64_t ow = 0; ow < g.ow && !colLive; ++ow)
-        colLive = iw0 + ow * g.sw >= 0 && iw0 + ow * g.sw < g.w;
-      if (colLive)
+    if (!tapLive(kh, g.sh, g.ph, g.dh, g.h, g.oh))
+      continue;
+    for (int64_t kw = 0; kw < g.kw; ++kw)
+      if (tapLive(kw, g.sw, g.pw, g.dw, g.w, g.ow))
         g.kpos.push_back(kh * g.kw + kw);
-    }
   }
   if (g.c / g.g * g.kk() > kMaxBlasDim || g.o > kMaxBlasDim)
     return cat(op, ": dimensions exceed the BLAS 32-bit limit");
@@ -529,7 +543,8 @@ std::string conv2dKernel(const KernelArgs &a) {
   if (auto e = checkFloat3(op, x, "x", w, "w", y, "y", dt); !e.empty())
     return e;
   ConvGeom g;
-  if (auto e = makeGeom(op, a.attrs, x.shape, w.shape, g); !e.empty())
+  if (auto e = makeGeom(op, a.attrs, x.shape, w.shape, y, "y", g);
+      !e.empty())
     return e;
   if (present(a.inputs, 2)) {
     if (auto e = checkTensor(op, "b", a.inputs[2], dt); !e.empty())
@@ -537,8 +552,6 @@ std::string conv2dKernel(const KernelArgs &a) {
     if (auto e = checkShape(op, "b", a.inputs[2], {g.o}); !e.empty())
       return e;
   }
-  if (auto e = checkShape(op, "y", y, {g.n, g.o, g.oh, g.ow}); !e.empty())
-    return e;
   if (dt == DType::F32)
     runForward<float>(g, a);
   else
@@ -571,9 +584,8 @@ std::string conv2dBackwardInputKernel(const KernelArgs &a) {
   if (auto e = checkFloat3(op, dy, "dy", w, "w", dx, "dx", dt); !e.empty())
     return e;
   ConvGeom g;
-  if (auto e = makeGeom(op, a.attrs, dx.shape, w.shape, g); !e.empty())
-    return e;
-  if (auto e = checkShape(op, "dy", dy, {g.n, g.o, g.oh, g.ow}); !e.empty())
+  if (auto e = makeGeom(op, a.attrs, dx.shape, w.shape, dy, "dy", g);
+      !e.empty())
     return e;
   if (dt == DType::F32)
     runBackwardInput<float>(g, a);
@@ -603,9 +615,8 @@ std::string conv2dBackwardWeightKernel(const KernelArgs &a) {
   if (auto e = checkFloat3(op, dy, "dy", x, "x", dw, "dw", dt); !e.empty())
     return e;
   ConvGeom g;
-  if (auto e = makeGeom(op, a.attrs, x.shape, dw.shape, g); !e.empty())
-    return e;
-  if (auto e = checkShape(op, "dy", dy, {g.n, g.o, g.oh, g.ow}); !e.empty())
+  if (auto e = makeGeom(op, a.attrs, x.shape, dw.shape, dy, "dy", g);
+      !e.empty())
     return e;
   if (dt == DType::F32)
     runBackwardWeight<float>(g, a);

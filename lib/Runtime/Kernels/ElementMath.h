@@ -569,6 +569,22 @@ struct PoolGeom {
   bool ceil = false, countPad = true;
 };
 
+/// Largest kernel size, stride, padding or dilation the window kernels
+/// (pooling and convolution, host and CUDA) accept. With every window
+/// attribute at most 2^31 and tensor dimensions below 2^62 (a plan's buffer
+/// sizes bound them far lower), every coordinate those kernels form
+/// (`o*s - p + k*d`, `in + 2p`, `(k-1)*d + 1`) fits int64; a corrupted plan
+/// with padding 2^40 is refused before any loop instead of looping 1e12
+/// times.
+constexpr int64_t kMaxWindowAttr = int64_t(1) << 31;
+
+/// The first element >= 0 of the sequence start, start + step, ... (step
+/// >= 1), in O(1): a window that begins in the padding skips to its first
+/// tap inside the input without stepping through the padding.
+OFFLOAD_HD inline int64_t firstInside(int64_t start, int64_t step) {
+  return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
+}
+
 /// ATen pooling_output_shape.
 OFFLOAD_HD inline int64_t poolOutSize(int64_t in, int64_t k, int64_t pad,
                                       int64_t stride, int64_t dil,

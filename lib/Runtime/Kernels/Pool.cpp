@@ -83,6 +83,11 @@ std::string windowAttrs(const char *op, const AttrMap &attrs,
   g.countPad = attrs.getInt("count_include_pad", 1) != 0;
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
     return cat(op, ": kernel_size, stride and dilation must be >= 1");
+  for (int64_t v : {g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
+    if (v > offload::rt::em::kMaxWindowAttr)
+      return cat(op, ": window attribute value ", v,
+                 " (kernel_size, stride, padding or dilation) exceeds the "
+                 "supported maximum ", offload::rt::em::kMaxWindowAttr);
   if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
     return cat(op, ": padding (", g.ph, ",", g.pw,
                ") must be >= 0 and at most half the kernel size (", g.kh, ",",
@@ -130,13 +135,11 @@ void maxPoolImpl(const PoolGeom &g, const T *x, T *y, int64_t *ind,
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         int64_t h0 = oh * g.sh - g.ph;
         int64_t h1 = std::min(h0 + (g.kh - 1) * g.dh + 1, g.h);
-        while (h0 < 0)
-          h0 += g.dh;
+        h0 = offload::rt::em::firstInside(h0, g.dh);
         for (int64_t ow = 0; ow < g.ow; ++ow) {
           int64_t w0 = ow * g.sw - g.pw;
           int64_t w1 = std::min(w0 + (g.kw - 1) * g.dw + 1, g.w);
-          while (w0 < 0)
-            w0 += g.dw;
+          w0 = offload::rt::em::firstInside(w0, g.dw);
           int64_t best = h0 * g.w + w0;
           T bestV = -std::numeric_limits<T>::infinity();
           for (int64_t ih = h0; ih < h1; ih += g.dh)

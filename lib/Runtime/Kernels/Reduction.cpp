@@ -10,6 +10,8 @@
 
 #include "KernelSupport.h"
 
+#include <limits>
+
 namespace offload {
 namespace rt {
 namespace kernels {
@@ -55,7 +57,6 @@ std::string reduce(const KernelArgs &args, const char *op, bool mean) {
     return std::string(op) + ": y has shape " + shapeStr(y.shape) +
            ", expected " + shapeStr(expect);
   int64_t nOut = y.numel(), nRed = prodRange(redShape, 0, redShape.size());
-  double scale = mean ? 1.0 / double(nRed) : 1.0;
   // Reduced dims that are all leading and kept dims all trailing: rows of
   // length nOut are accumulated in order (contiguous access).
   bool prefix = true;
@@ -68,7 +69,10 @@ std::string reduce(const KernelArgs &args, const char *op, bool mean) {
     const T *xp = x.as<T>();
     T *yp = y.as<T>();
     auto finish = [&](double s) {
-      return mean ? T(nRed ? s / double(nRed) : s * scale) : T(s);
+      // The mean of no elements is NaN (ATen: 0/0), without dividing by 0.
+      return mean ? T(nRed ? s / double(nRed)
+                           : std::numeric_limits<double>::quiet_NaN())
+                  : T(s);
     };
     if (prefix && nOut > 1) {
       parallelFor(nOut, args.numThreads, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, nRed)),
@@ -87,6 +91,7 @@ std::string reduce(const KernelArgs &args, const char *op, bool mean) {
     // parallel in fixed-size pieces and combined in order.
     auto sumRange = [&](int64_t base, int64_t rb, int64_t re) {
       double s = 0;
+      if (rb >= re) return s; // an empty reduced dim: nothing to index
       if (redShape.empty()) return double(xp[base]);
       std::vector<int64_t> idx(redShape.size(), 0);
       int64_t r = rb, off = 0;

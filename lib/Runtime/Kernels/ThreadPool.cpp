@@ -6,6 +6,7 @@
 
 #include "ThreadPool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -39,6 +40,8 @@ public:
       std::lock_guard<std::mutex> g(mu_);
       while (int64_t(workers_.size()) < n - 1)
         workers_.emplace_back([this] { work(); });
+      oversubscribed_.store(workers_.size() + 1 > hardwareThreads(),
+                            std::memory_order_relaxed);
       job_ = &chunk;
       next_ = 1;
       end_ = n;
@@ -74,8 +77,13 @@ private:
       // job for a while before sleeping, since waking a sleeping thread
       // costs tens of microseconds (more on a virtual machine), which small
       // kernels cannot absorb.
-      for (int k = 0; k < kSpin && generation_.load() == seen; ++k)
-        pause();
+      // Only while the pool fits the machine: with more threads than
+      // hardware threads (--threads 1000 on 2 cores) spinning workers take
+      // the cores from the ones doing the work, and a step stalled for
+      // minutes; then they sleep at once.
+      if (!oversubscribed_.load(std::memory_order_relaxed))
+        for (int k = 0; k < kSpin && generation_.load() == seen; ++k)
+          pause();
       {
         std::unique_lock<std::mutex> g(mu_);
         wake_.wait(g, [&] { return stop_ || (generation_.load() != seen && job_); });
@@ -95,6 +103,12 @@ private:
   const std::function<void(int64_t)> *job_ = nullptr;
   int64_t next_ = 0, end_ = 0, remaining_ = 0;
   std::atomic<uint64_t> generation_{0};
+  /// More workers (plus the caller) than hardware threads: no spinning.
+  std::atomic<bool> oversubscribed_{false};
+  static size_t hardwareThreads() {
+    static const size_t n = std::max(1u, std::thread::hardware_concurrency());
+    return n;
+  }
   /// Polls before sleeping: 20000 pause instructions, 0.1 to 1 ms depending
   /// on the CPU (measured: resnet18 at two threads 98-138 -> 88-116 ms).
   static constexpr int kSpin = 20000;

@@ -111,6 +111,32 @@ static LogicalResult verifyRoles(FunctionOpInterface fn) {
   return success();
 }
 
+/// Largest tensor of a training step in bytes: 2^48, the bound the plan
+/// format puts on a buffer (lib/Runtime/Plan.cpp). Byte counts stay far from
+/// int64 overflow, which made the memory plan report a peak of 0 bytes.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 48;
+
+/// Whether a static tensor type (or a saved/host one) holds more than
+/// kMaxTensorBytes; computed without overflow.
+static bool tooLarge(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (auto sv = dyn_cast<SavedType>(t))
+    rt = sv.getTensorType();
+  if (auto h = dyn_cast<HostType>(t))
+    rt = h.getTensorType();
+  if (!rt || !rt.getElementType().isIntOrFloat())
+    return false;
+  uint64_t bytes = std::max<uint64_t>(1, rt.getElementType().getIntOrFloatBitWidth() / 8);
+  for (int64_t d : rt.getShape()) {
+    if (ShapedType::isDynamic(d) || d == 0)
+      return false;
+    if (uint64_t(d) > kMaxTensorBytes / bytes)
+      return true;
+    bytes *= uint64_t(d);
+  }
+  return bytes > kMaxTensorBytes;
+}
+
 static LogicalResult verifyStep(FunctionOpInterface fn) {
   if (fn.isExternal())
     return fn.emitOpError("a training step ('offload.step') needs a body");
@@ -144,7 +170,17 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
     }
   };
 
+  for (BlockArgument arg : body.front().getArguments())
+    if (tooLarge(arg.getType()))
+      return fn.emitOpError() << "argument #" << arg.getArgNumber() << " of type "
+                              << arg.getType() << " holds more than 2^48 bytes, "
+                              << "the largest tensor a plan can hold";
   for (Operation &op : body.front()) {
+    for (OpResult r : op.getResults())
+      if (tooLarge(r.getType()))
+        return op.emitOpError() << "result #" << r.getResultNumber() << " of type "
+                                << r.getType() << " holds more than 2^48 bytes, "
+                                << "the largest tensor a plan can hold";
     if (auto marker = dyn_cast<PhaseOp>(op)) {
       Phase next = marker.getPhase();
       if (!seenPhases.insert(int(next)).second)

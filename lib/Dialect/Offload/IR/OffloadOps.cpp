@@ -13,11 +13,18 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 using namespace mlir;
 using namespace mlir::offload;
+
+/// Why `v` is not a valid non-negative hyperparameter: " (must be >= 0)",
+/// or " (must be a finite number)" for NaN and infinities.
+static const char *nonNegative(double v) {
+  return std::isfinite(v) ? " (must be >= 0)" : " (must be a finite number)";
+}
 
 /// `v` as printf's %g writes it (1, 0.5, 1e-08): readable in diagnostics.
 static std::string fmtDouble(double v) {
@@ -155,12 +162,16 @@ LogicalResult SgdUpdateOp::verify() {
   double lr = getLr().convertToDouble(), momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
-  if (lr < 0)
-    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << " (must be >= 0)";
-  if (momentum < 0)
-    return emitOpError() << "invalid momentum " << fmtDouble(momentum) << " (must be >= 0)";
-  if (wd < 0)
-    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << " (must be >= 0)";
+  // Written as what each value must be, so that NaN (which compares false)
+  // and infinities are refused too.
+  if (!std::isfinite(lr) || lr < 0)
+    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << nonNegative(lr);
+  if (!std::isfinite(momentum) || momentum < 0)
+    return emitOpError() << "invalid momentum " << fmtDouble(momentum) << nonNegative(momentum);
+  if (!std::isfinite(dampening) || dampening < 0)
+    return emitOpError() << "invalid dampening " << fmtDouble(dampening) << nonNegative(dampening);
+  if (!std::isfinite(wd) || wd < 0)
+    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << nonNegative(wd);
   if (getNesterov() && (momentum <= 0 || dampening != 0))
     return emitOpError("nesterov momentum requires a momentum > 0 and zero "
                        "dampening");
@@ -173,16 +184,16 @@ LogicalResult AdamWUpdateOp::verify() {
   double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   double wd = getWeightDecay().convertToDouble();
-  if (lr < 0)
-    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << " (must be >= 0)";
-  if (eps < 0)
-    return emitOpError() << "invalid eps " << fmtDouble(eps) << " (must be >= 0)";
-  if (b1 < 0 || b1 >= 1)
+  if (!std::isfinite(lr) || lr < 0)
+    return emitOpError() << "invalid learning rate " << fmtDouble(lr) << nonNegative(lr);
+  if (!std::isfinite(eps) || eps < 0)
+    return emitOpError() << "invalid eps " << fmtDouble(eps) << nonNegative(eps);
+  if (!(b1 >= 0 && b1 < 1))
     return emitOpError() << "invalid beta1 " << fmtDouble(b1) << " (must be in [0, 1))";
-  if (b2 < 0 || b2 >= 1)
+  if (!(b2 >= 0 && b2 < 1))
     return emitOpError() << "invalid beta2 " << fmtDouble(b2) << " (must be in [0, 1))";
-  if (wd < 0)
-    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << " (must be >= 0)";
+  if (!std::isfinite(wd) || wd < 0)
+    return emitOpError() << "invalid weight_decay " << fmtDouble(wd) << nonNegative(wd);
   return success();
 }
 
@@ -263,12 +274,15 @@ LogicalResult Conv2dOp::verify() {
   int64_t groups = getGroups();
   if (groups < 1)
     return emitOpError() << "groups must be >= 1, got " << groups;
-  if (!ShapedType::isDynamic(in.getDimSize(1)) &&
-      in.getDimSize(1) != w.getDimSize(1) * groups)
+  // C == (C/groups) * groups, without forming the product (groups is not
+  // bounded by anything but int64).
+  int64_t c = in.getDimSize(1), cg = w.getDimSize(1);
+  if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(cg) &&
+      (c % groups != 0 || c / groups != cg))
     return emitOpError() << "input has " << in.getDimSize(1)
                          << " channels but weight expects " << w.getDimSize(1)
                          << " x " << groups << " groups";
-  if (w.getDimSize(0) % groups != 0)
+  if (!ShapedType::isDynamic(w.getDimSize(0)) && w.getDimSize(0) % groups != 0)
     return emitOpError() << "output channels " << w.getDimSize(0)
                          << " are not divisible by groups " << groups;
   return success();
@@ -290,7 +304,7 @@ LogicalResult BatchNormOp::verify() {
 
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
-  if (p < 0 || p >= 1)
+  if (!(p >= 0 && p < 1))
     return emitOpError() << "dropout probability " << fmtDouble(p)
                          << " must be in [0, 1)";
   return success();
@@ -304,7 +318,7 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError() << "logits have batch " << logits.getDimSize(0)
                          << " but target has " << target.getDimSize(0);
   double ls = getLabelSmoothing().convertToDouble();
-  if (ls < 0 || ls > 1)
+  if (!(ls >= 0 && ls <= 1))
     return emitOpError() << "label_smoothing " << fmtDouble(ls) << " must be in [0, 1]";
   return success();
 }
@@ -367,6 +381,15 @@ std::string mlir::offload::getLayerName(Location loc) {
   if (auto cs = dyn_cast<CallSiteLoc>(loc))
     return getLayerName(cs.getCallee());
   return "?";
+}
+
+bool mlir::offload::hasBackwardPhase(Operation *fn) {
+  bool found = false;
+  fn->walk([&](PhaseOp p) {
+    if (p.getPhase() == Phase::backward || p.getPhase() == Phase::backward_input)
+      found = true;
+  });
+  return found;
 }
 
 void mlir::offload::inlineRecomputeRegions(Block &block) {

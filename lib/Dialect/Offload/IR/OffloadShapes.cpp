@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -20,14 +21,112 @@ static LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
 }
 
 
-// Default-valued attributes may still be absent while an op is being parsed
-// (the parser infers result types before it fills in defaults): read them
-// through these helpers, never through the adaptor's value getters.
-static bool boolOr(BoolAttr a, bool dflt) { return a ? a.getValue() : dflt; }
-static int64_t intOr(IntegerAttr a, int64_t dflt) { return a ? a.getInt() : dflt; }
-static ArrayRef<int64_t> arrayOr(DenseI64ArrayAttr a) {
-  return a ? a.asArrayRef() : ArrayRef<int64_t>();
-}
+namespace {
+/// Reads an op's attributes for result type inference.
+///
+/// Inference runs while the op is parsed or built, before the verifier has
+/// checked that required attributes exist or have the declared kind (the
+/// parser even infers result types before it fills in default values), so
+/// the adaptor's typed getters, which assume a checked op, are never used
+/// here. Every read checks presence, kind and value range and reports a
+/// problem at the op's location, in the verifier's words ("'offload.conv2d'
+/// op requires attribute 'stride'").
+class AttrReader {
+public:
+  AttrReader(std::optional<Location> loc, StringRef opName, DictionaryAttr attrs)
+      : loc(loc), opName(opName), attrs(attrs) {}
+
+  /// A boolean attribute, `dflt` when absent.
+  FailureOr<bool> flag(StringRef name, bool dflt) const {
+    if (reported)
+      return failure();
+    Attribute a = attrs ? attrs.get(name) : Attribute();
+    if (!a)
+      return dflt;
+    if (auto b = dyn_cast<BoolAttr>(a))
+      return b.getValue();
+    return error("attribute '" + name + "' must be a bool attribute");
+  }
+
+  /// An integer attribute in [lo, hi]; required when `dflt` is empty.
+  FailureOr<int64_t> integer(StringRef name, std::optional<int64_t> dflt,
+                             int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) const {
+    if (reported)
+      return failure();
+    Attribute a = attrs ? attrs.get(name) : Attribute();
+    if (!a) {
+      if (dflt)
+        return *dflt;
+      return error("requires attribute '" + name + "'");
+    }
+    auto i = dyn_cast<IntegerAttr>(a);
+    if (!i || !i.getType().isSignlessInteger(64))
+      return error("attribute '" + name + "' must be a 64-bit signless integer");
+    int64_t v = i.getInt();
+    if (v < lo || v > hi)
+      return error("attribute '" + name + "' is " + Twine(v) + ", outside [" +
+                   Twine(lo) + ", " + Twine(hi) + "]");
+    return v;
+  }
+
+  /// A required `array<i64: ...>` attribute; `size` entries unless it is
+  /// negative, each in [lo, hi].
+  FailureOr<ArrayRef<int64_t>> array(StringRef name, int64_t size,
+                                     int64_t lo = INT64_MIN,
+                                     int64_t hi = INT64_MAX) const {
+    if (reported)
+      return failure();
+    Attribute a = attrs ? attrs.get(name) : Attribute();
+    if (!a)
+      return error("requires attribute '" + name + "'");
+    return checkArray(name, a, size, lo, hi);
+  }
+
+  /// An optional `array<i64: ...>` attribute: empty when absent.
+  FailureOr<ArrayRef<int64_t>> optionalArray(StringRef name, int64_t size,
+                                             int64_t lo = INT64_MIN) const {
+    if (reported)
+      return failure();
+    Attribute a = attrs ? attrs.get(name) : Attribute();
+    if (!a)
+      return ArrayRef<int64_t>();
+    return checkArray(name, a, size, lo, INT64_MAX);
+  }
+
+  /// Reports the first problem only: after one, every read fails quietly.
+  LogicalResult error(const Twine &msg) const {
+    if (loc && !reported)
+      emitError(*loc) << "'" << opName << "' op " << msg;
+    reported = true;
+    return failure();
+  }
+
+private:
+  FailureOr<ArrayRef<int64_t>> checkArray(StringRef name, Attribute a, int64_t size,
+                                          int64_t lo, int64_t hi) const {
+    auto arr = dyn_cast<DenseI64ArrayAttr>(a);
+    if (!arr)
+      return error("attribute '" + name + "' must be an i64 dense array (array<i64: ...>)");
+    if (size >= 0 && int64_t(arr.size()) != size)
+      return error("attribute '" + name + "' must have " + Twine(size) +
+                   " values, got " + Twine(arr.size()));
+    for (int64_t v : arr.asArrayRef()) {
+      if (v < lo)
+        return error("attribute '" + name + "' has value " + Twine(v) +
+                     " (must be >= " + Twine(lo) + ")");
+      if (v > hi)
+        return error("attribute '" + name + "' has value " + Twine(v) +
+                     " (must be <= " + Twine(hi) + ")");
+    }
+    return arr.asArrayRef();
+  }
+
+  std::optional<Location> loc;
+  StringRef opName;
+  DictionaryAttr attrs;
+  mutable bool reported = false;
+};
+} // namespace
 
 static LogicalResult broadcastShapes(std::optional<Location> loc,
                                      ArrayRef<int64_t> a, ArrayRef<int64_t> b,
@@ -74,46 +173,54 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-static LogicalResult inferReduce(std::optional<Location> loc, Type input,
-                                 ArrayRef<int64_t> dims, bool keepdim,
+static LogicalResult inferReduce(std::optional<Location> loc, StringRef opName,
+                                 DictionaryAttr attrs, Type input,
                                  SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(input);
-  SmallVector<int64_t> shape;
-  for (int64_t i = 0; i < in.getRank(); ++i) {
-    bool reduced = dims.empty() || llvm::is_contained(dims, i);
-    if (!reduced)
-      shape.push_back(in.getDimSize(i));
-    else if (keepdim)
-      shape.push_back(1);
-  }
-  for (int64_t d : dims)
+  AttrReader attr(loc, opName, attrs);
+  FailureOr<ArrayRef<int64_t>> dims = attr.optionalArray("dims", -1);
+  FailureOr<bool> keepdim = attr.flag("keepdim", false);
+  if (failed(dims) || failed(keepdim))
+    return failure();
+  for (int64_t d : *dims)
     if (d < 0 || d >= in.getRank())
       return fail(loc, "reduction dimension " + Twine(d) + " out of range");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    bool reduced = dims->empty() || llvm::is_contained(*dims, i);
+    if (!reduced)
+      shape.push_back(in.getDimSize(i));
+    else if (*keepdim)
+      shape.push_back(1);
+  }
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
 }
 
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
-  return inferReduce(loc, a.getInput().getType(), arrayOr(a.getDimsAttr()),
-                     boolOr(a.getKeepdimAttr(), false), types);
+  return inferReduce(loc, getOperationName(), a.getAttributes(),
+                     a.getInput().getType(), types);
 }
 LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor a, SmallVectorImpl<Type> &types) {
-  return inferReduce(loc, a.getInput().getType(), arrayOr(a.getDimsAttr()),
-                     boolOr(a.getKeepdimAttr(), false), types);
+  return inferReduce(loc, getOperationName(), a.getAttributes(),
+                     a.getInput().getType(), types);
 }
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
-  ArrayRef<int64_t> perm = a.getPerm();
-  if (int64_t(perm.size()) != in.getRank())
-    return fail(loc, "perm has " + Twine(perm.size()) + " entries for a rank-" +
+  FailureOr<ArrayRef<int64_t>> perm =
+      AttrReader(loc, getOperationName(), a.getAttributes()).array("perm", -1);
+  if (failed(perm))
+    return failure();
+  if (int64_t(perm->size()) != in.getRank())
+    return fail(loc, "perm has " + Twine(perm->size()) + " entries for a rank-" +
                          Twine(in.getRank()) + " input");
-  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<bool> seen(perm->size(), false);
   SmallVector<int64_t> shape;
-  for (int64_t p : perm) {
+  for (int64_t p : *perm) {
     if (p < 0 || p >= in.getRank() || seen[p])
       return fail(loc, "perm is not a permutation of 0.." + Twine(in.getRank() - 1));
     seen[p] = true;
@@ -128,11 +235,15 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   if (a.getInputs().empty())
     return fail(loc, "cat needs at least one input");
   auto first = cast<RankedTensorType>(a.getInputs()[0].getType());
-  int64_t dim = a.getDim();
+  FailureOr<int64_t> dimOr =
+      AttrReader(loc, getOperationName(), a.getAttributes()).integer("dim", std::nullopt);
+  if (failed(dimOr))
+    return failure();
+  int64_t dim = *dimOr;
   if (dim < 0 || dim >= first.getRank())
     return fail(loc, "cat dimension " + Twine(dim) + " out of range");
   SmallVector<int64_t> shape(first.getShape());
-  shape[dim] = 0;
+  int64_t total = 0;
   for (Value v : a.getInputs()) {
     auto t = cast<RankedTensorType>(v.getType());
     if (t.getRank() != first.getRank() || t.getElementType() != first.getElementType())
@@ -140,8 +251,14 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
     for (int64_t i = 0; i < t.getRank(); ++i)
       if (i != dim && t.getDimSize(i) != first.getDimSize(i))
         return fail(loc, "cat inputs differ in dimension " + Twine(i));
-    shape[dim] += t.getDimSize(dim);
+    int64_t size = t.getDimSize(dim);
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(total))
+      total = ShapedType::kDynamic;
+    else if (llvm::AddOverflow(total, size, total))
+      return fail(loc, "cat result size along dimension " + Twine(dim) +
+                           " overflows a 64-bit integer");
   }
+  shape[dim] = total;
   types.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
 }
@@ -149,19 +266,32 @@ LogicalResult CatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
-  int64_t dim = a.getDim(), start = a.getStart(), end = a.getEnd(), step = intOr(a.getStepAttr(), 1);
+  AttrReader attr(loc, getOperationName(), a.getAttributes());
+  FailureOr<int64_t> dimOr = attr.integer("dim", std::nullopt);
+  FailureOr<int64_t> startOr = attr.integer("start", std::nullopt);
+  FailureOr<int64_t> endOr = attr.integer("end", std::nullopt);
+  FailureOr<int64_t> stepOr = attr.integer("step", 1);
+  if (failed(dimOr) || failed(startOr) || failed(endOr) || failed(stepOr))
+    return failure();
+  int64_t dim = *dimOr, start = *startOr, end = *endOr, step = *stepOr;
   if (dim < 0 || dim >= in.getRank())
     return fail(loc, "slice dimension " + Twine(dim) + " out of range");
-  int64_t size = in.getDimSize(dim);
   if (step < 1)
     return fail(loc, "slice step must be >= 1");
-  // ATen clamps start/end into [0, size] (negative values count from the end).
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
   SmallVector<int64_t> shape(in.getShape());
-  shape[dim] = (end - start + step - 1) / step;
+  int64_t size = in.getDimSize(dim);
+  if (ShapedType::isDynamic(size)) {
+    shape[dim] = ShapedType::kDynamic;
+  } else {
+    // ATen clamps start/end into [0, size] (negative values count from the
+    // end); `size` >= 0, so no step below overflows.
+    if (start < 0) start = start < -size ? 0 : start + size;
+    if (end < 0) end = end < -size ? 0 : end + size;
+    start = std::clamp<int64_t>(start, 0, size);
+    end = std::clamp<int64_t>(end, start, size);
+    int64_t len = end - start;
+    shape[dim] = len / step + (len % step != 0);
+  }
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
 }
@@ -190,12 +320,17 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   auto l = cast<RankedTensorType>(a.getLhs().getType());
   auto r = cast<RankedTensorType>(a.getRhs().getType());
+  AttrReader attr(loc, getOperationName(), a.getAttributes());
+  FailureOr<bool> ta = attr.flag("transpose_a", false);
+  FailureOr<bool> tb = attr.flag("transpose_b", false);
+  if (failed(ta) || failed(tb))
+    return failure();
   if (l.getRank() < 2 || r.getRank() < 2)
     return fail(loc, "matmul operands must have rank >= 2");
   int64_t m = l.getDimSize(l.getRank() - 2), k = l.getDimSize(l.getRank() - 1);
-  if (boolOr(a.getTransposeAAttr(), false)) std::swap(m, k);
+  if (*ta) std::swap(m, k);
   int64_t k2 = r.getDimSize(r.getRank() - 2), n = r.getDimSize(r.getRank() - 1);
-  if (boolOr(a.getTransposeBAttr(), false)) std::swap(k2, n);
+  if (*tb) std::swap(k2, n);
   if (k != k2)
     return fail(loc, "matmul contraction sizes differ: " + Twine(k) + " vs " + Twine(k2));
   SmallVector<int64_t> batch;
@@ -207,53 +342,90 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+/// Largest kernel size, stride, padding or dilation of a window op: the
+/// runtime's kernels accept no more (em::kMaxWindowAttr in
+/// lib/Runtime/Kernels/ElementMath.h), so a step that could not run is
+/// refused here.
+constexpr int64_t kMaxWindowAttr = int64_t(1) << 31;
+
 /// Output size of a convolution or pooling window along one dimension:
 /// ATen's pooling_output_shape (aten/src/ATen/native/Pool.h) with ceil_mode;
-/// for ceil_mode false it is `(in + 2p - d(k-1) - 1) / s + 1`.
-static int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d,
-                         bool ceil) {
-  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
-  int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-  if (ceil && (out - 1) * s >= in + p)
+/// for ceil_mode false it is `(in + 2p - d(k-1) - 1) / s + 1`. Needs s >= 1,
+/// d >= 1, p >= 0. Computed in 128 bits, so no input overflows; returns a
+/// dynamic size for a dynamic input or kernel, std::nullopt when the result
+/// does not fit 64 bits.
+static std::optional<int64_t> windowOut(int64_t in, int64_t k, int64_t s, int64_t p,
+                                        int64_t d, bool ceil) {
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(k))
+    return ShapedType::kDynamic;
+  using Wide = __int128;
+  Wide num = Wide(in) + 2 * Wide(p) - Wide(d) * (Wide(k) - 1) - 1 + (ceil ? Wide(s) - 1 : 0);
+  Wide out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil && (out - 1) * s >= Wide(in) + p)
     --out;
-  return out;
+  if (out > INT64_MAX || out < INT64_MIN)
+    return std::nullopt;
+  return int64_t(out);
 }
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
   auto w = cast<RankedTensorType>(a.getWeight().getType());
-  if (in.getRank() != 4 || w.getRank() != 4 || a.getStride().size() != 2 ||
-      a.getPadding().size() != 2 || a.getDilation().size() != 2)
-    return fail(loc, "conv2d expects rank-4 input and weight and 2-value "
-                     "stride/padding/dilation");
+  AttrReader attr(loc, getOperationName(), a.getAttributes());
+  FailureOr<ArrayRef<int64_t>> stride = attr.array("stride", 2, 1, kMaxWindowAttr);
+  FailureOr<ArrayRef<int64_t>> padding = attr.array("padding", 2, 0, kMaxWindowAttr);
+  FailureOr<ArrayRef<int64_t>> dilation = attr.array("dilation", 2, 1, kMaxWindowAttr);
+  FailureOr<int64_t> groups = attr.integer("groups", std::nullopt, 1);
+  if (failed(stride) || failed(padding) || failed(dilation) || failed(groups))
+    return failure();
+  if (in.getRank() != 4 || w.getRank() != 4)
+    return fail(loc, "conv2d expects a rank-4 input and weight");
   SmallVector<int64_t> shape{in.getDimSize(0), w.getDimSize(0)};
   for (int i = 0; i < 2; ++i) {
-    int64_t o = windowOut(in.getDimSize(2 + i), w.getDimSize(2 + i), a.getStride()[i],
-                          a.getPadding()[i], a.getDilation()[i], false);
-    if (o < 1)
+    std::optional<int64_t> o =
+        windowOut(in.getDimSize(2 + i), w.getDimSize(2 + i), (*stride)[i],
+                  (*padding)[i], (*dilation)[i], false);
+    if (!o)
+      return fail(loc, "conv2d output size along spatial dim " + Twine(i) +
+                           " overflows a 64-bit integer");
+    if (!ShapedType::isDynamic(*o) && *o < 1)
       return fail(loc, "conv2d output would be empty along spatial dim " + Twine(i));
-    shape.push_back(o);
+    shape.push_back(*o);
   }
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
 }
 
-static LogicalResult inferPool(std::optional<Location> loc, RankedTensorType in,
-                               ArrayRef<int64_t> k, ArrayRef<int64_t> s,
-                               ArrayRef<int64_t> p, ArrayRef<int64_t> d, bool ceil,
-                               SmallVectorImpl<int64_t> &shape) {
-  if (in.getRank() != 4 || k.size() != 2 || s.size() != 2 || p.size() != 2 ||
-      (!d.empty() && d.size() != 2))
-    return fail(loc, "pooling expects a rank-4 input and 2-value window attributes");
+/// The output shape of a 2-D pooling op from its window attributes (read and
+/// range-checked here: kernel_size and stride >= 1, padding >= 0, at most
+/// half the kernel, dilation >= 1 where the op has one; all at most
+/// kMaxWindowAttr).
+static LogicalResult inferPool(std::optional<Location> loc, StringRef opName,
+                               DictionaryAttr attrs, RankedTensorType in,
+                               bool hasDilation, SmallVectorImpl<int64_t> &shape) {
+  AttrReader attr(loc, opName, attrs);
+  FailureOr<ArrayRef<int64_t>> k = attr.array("kernel_size", 2, 1, kMaxWindowAttr);
+  FailureOr<ArrayRef<int64_t>> s = attr.array("stride", 2, 1, kMaxWindowAttr);
+  FailureOr<ArrayRef<int64_t>> p = attr.array("padding", 2, 0, kMaxWindowAttr);
+  FailureOr<ArrayRef<int64_t>> d =
+      hasDilation ? attr.array("dilation", 2, 1, kMaxWindowAttr) : FailureOr<ArrayRef<int64_t>>(ArrayRef<int64_t>());
+  FailureOr<bool> ceil = attr.flag("ceil_mode", false);
+  if (failed(k) || failed(s) || failed(p) || failed(d) || failed(ceil))
+    return failure();
+  if (in.getRank() != 4)
+    return fail(loc, "pooling expects a rank-4 input");
   shape.assign({in.getDimSize(0), in.getDimSize(1)});
   for (int i = 0; i < 2; ++i) {
-    if (p[i] * 2 > k[i])
+    if ((*p)[i] > (*k)[i] / 2) // p * 2 > k, without overflow
       return fail(loc, "pad should be at most half of the kernel size");
-    int64_t o = windowOut(in.getDimSize(2 + i), k[i], s[i], p[i], d.empty() ? 1 : d[i], ceil);
-    if (o < 1)
+    std::optional<int64_t> o = windowOut(in.getDimSize(2 + i), (*k)[i], (*s)[i], (*p)[i],
+                                         d->empty() ? 1 : (*d)[i], *ceil);
+    if (!o)
+      return fail(loc, "pooling output size overflows a 64-bit integer");
+    if (!ShapedType::isDynamic(*o) && *o < 1)
       return fail(loc, "pooling output would be empty");
-    shape.push_back(o);
+    shape.push_back(*o);
   }
   return success();
 }
@@ -262,8 +434,8 @@ LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
   SmallVector<int64_t> shape;
-  if (failed(inferPool(loc, in, a.getKernelSize(), a.getStride(), a.getPadding(),
-                       a.getDilation(), boolOr(a.getCeilModeAttr(), false), shape)))
+  if (failed(inferPool(loc, getOperationName(), a.getAttributes(), in,
+                       /*hasDilation=*/true, shape)))
     return failure();
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
@@ -274,8 +446,11 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
   SmallVector<int64_t> shape;
-  if (failed(inferPool(loc, in, a.getKernelSize(), a.getStride(), a.getPadding(), {},
-                       boolOr(a.getCeilModeAttr(), false), shape)))
+  if (failed(inferPool(loc, getOperationName(), a.getAttributes(), in,
+                       /*hasDilation=*/false, shape)))
+    return failure();
+  if (failed(AttrReader(loc, getOperationName(), a.getAttributes())
+                 .flag("count_include_pad", true)))
     return failure();
   types.push_back(RankedTensorType::get(shape, in.getElementType()));
   return success();
@@ -284,11 +459,14 @@ LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 LogicalResult AdaptiveAvgPool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                     Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
-  if (in.getRank() != 4 || a.getOutputSize().size() != 2)
-    return fail(loc, "adaptive_avg_pool2d expects a rank-4 input and 2 output sizes");
+  FailureOr<ArrayRef<int64_t>> out =
+      AttrReader(loc, getOperationName(), a.getAttributes()).array("output_size", 2, 1);
+  if (failed(out))
+    return failure();
+  if (in.getRank() != 4)
+    return fail(loc, "adaptive_avg_pool2d expects a rank-4 input");
   types.push_back(RankedTensorType::get(
-      {in.getDimSize(0), in.getDimSize(1), a.getOutputSize()[0], a.getOutputSize()[1]},
-      in.getElementType()));
+      {in.getDimSize(0), in.getDimSize(1), (*out)[0], (*out)[1]}, in.getElementType()));
   return success();
 }
 
@@ -305,7 +483,11 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
-  int64_t nd = a.getNormalizedNdim();
+  FailureOr<int64_t> ndOr = AttrReader(loc, getOperationName(), a.getAttributes())
+                               .integer("normalized_ndim", std::nullopt);
+  if (failed(ndOr))
+    return failure();
+  int64_t nd = *ndOr;
   if (nd < 1 || nd > in.getRank())
     return fail(loc, "normalized_ndim must be in [1, rank]");
   // ATen's native_layer_norm: mean/rstd keep the leading dims, with 1s for

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <cmath>
+#include <cstdio>
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -56,6 +58,26 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     // optimizer= and step-counters= are checked by the option parser
     // (cl::values, Passes.td).
+    // Hyperparameters: a NaN compares false with everything, so each range
+    // is written as what it must be (a NaN lr used to train to NaN, exit 0).
+    auto badNumber = [&](const char *name, double v, bool ok, const char *want) {
+      if (ok && std::isfinite(v))
+        return false;
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", v);
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: " << name << " must be a finite number " << want
+          << ", got " << text;
+      return true;
+    };
+    if (badNumber("lr", lr, lr >= 0, ">= 0") ||
+        badNumber("momentum", momentum, momentum >= 0, ">= 0") ||
+        badNumber("dampening", dampening, dampening >= 0, ">= 0") ||
+        badNumber("weight-decay", weightDecay, weightDecay >= 0, ">= 0") ||
+        badNumber("beta1", beta1, beta1 >= 0 && beta1 < 1, "in [0, 1)") ||
+        badNumber("beta2", beta2, beta2 >= 0 && beta2 < 1, "in [0, 1)") ||
+        badNumber("eps", eps, eps >= 0, ">= 0"))
+      return signalPassFailure();
     SmallVector<func::FuncOp> steps;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName))

@@ -38,6 +38,10 @@ struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> 
     // policy= is checked by the option parser (cl::values, Passes.td).
     if (failed(resolveTargetModel("offload-host-offload")))
       return signalPassFailure();
+    if (failed(checkMemoryPassOptions(getOperation(), "offload-host-offload",
+                                      policy == HostOffloadPolicy::Names,
+                                      names, minBytes, prefetchDistance)))
+      return signalPassFailure();
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(getOperation().getLoc()) << "offload-host-offload: bad glob '" << names << "'";

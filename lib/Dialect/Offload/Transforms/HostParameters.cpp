@@ -36,6 +36,9 @@ struct HostParametersPass
     ModuleOp m = getOperation();
     // policy= and refetch= are checked by the option parser (cl::values,
     // Passes.td).
+    if (failed(checkMemoryPassOptions(m, "offload-host-parameters", policy == HostParametersPolicy::Names, names,
+                                      minBytes, prefetchDistance)))
+      return signalPassFailure();
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(m.getLoc()) << "offload-host-parameters: bad glob '" << names << "'";

@@ -38,6 +38,24 @@ Operation *mlir::offload::retreatComputeOps(Operation *to, unsigned n,
   return op;
 }
 
+LogicalResult mlir::offload::checkMemoryPassOptions(Operation *anchor, StringRef passName,
+                                                    bool namesPolicy, StringRef names,
+                                                    int64_t minBytes,
+                                                    int64_t prefetchDistance) {
+  if (namesPolicy && names.empty())
+    return mlir::emitError(anchor->getLoc())
+           << passName << ": policy=names needs names=GLOB (e.g. names=fc*); use "
+           << "policy=all for everything";
+  if (minBytes < 0)
+    return mlir::emitError(anchor->getLoc())
+           << passName << ": min-bytes must be >= 0, got " << minBytes;
+  if (prefetchDistance < -1)
+    return mlir::emitError(anchor->getLoc())
+           << passName << ": prefetch-distance must be -1 (placed from the cost model) "
+           << "or >= 0 compute ops, got " << prefetchDistance;
+  return success();
+}
+
 LogicalResult mlir::offload::targetModelFromOptions(Operation *anchor, StringRef passName,
                                                     StringRef target, double linkBandwidth,
                                                     double deviceFlops, double deviceBandwidth,

@@ -79,6 +79,13 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
       mlir::emitError(getOperation().getLoc(), "offload-recompute: k must be >= 1");
       return signalPassFailure();
     }
+    if (policy == RecomputePolicy::Names && names.empty()) {
+      mlir::emitError(getOperation().getLoc(),
+                      "offload-recompute: policy=names needs names=GLOB (the layers "
+                      "to recompute, e.g. names=layer1.*); use policy=all for every "
+                      "saved value");
+      return signalPassFailure();
+    }
     auto glob = llvm::GlobPattern::create(names);
     if (!glob) {
       mlir::emitError(getOperation().getLoc()) << "offload-recompute: bad glob '" << names
@@ -86,8 +93,16 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp fn) {
-      if (fn->hasAttr(OffloadDialect::kStepAttrName))
-        rewrite(fn, *glob);
+      if (!fn->hasAttr(OffloadDialect::kStepAttrName))
+        return;
+      if (!hasBackwardPhase(fn)) {
+        mlir::emitError(fn.getLoc())
+            << "offload-recompute: step '" << fn.getName()
+            << "' has no backward phase, so no saved values to recompute; run "
+               "--offload-autodiff first";
+        return signalPassFailure();
+      }
+      rewrite(fn, *glob);
     });
   }
 

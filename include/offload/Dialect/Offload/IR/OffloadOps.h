@@ -49,6 +49,12 @@ namespace offload {
 /// `file:line`, else `?`.
 std::string getLayerName(Location loc);
 
+/// Whether the training step `fn` has been differentiated: its body holds an
+/// `offload.phase backward` (or `backward_input`) marker, as
+/// --offload-autodiff writes. The memory passes and the lowering refuse a
+/// step without one instead of silently doing nothing.
+bool hasBackwardPhase(Operation *fn);
+
 /// Replaces every `offload.recompute` in `block` by clones of its ops at its
 /// position (region arguments become the recompute's inputs).
 void inlineRecomputeRegions(Block &block);

@@ -27,6 +27,15 @@ namespace offload {
 constexpr llvm::StringLiteral kHostOffloadAttrName = OffloadDialect::kHostOffloadAttrName;
 constexpr llvm::StringLiteral kHostParameterAttrName = OffloadDialect::kHostParameterAttrName;
 
+/// Checks the options that the host-offload passes share, before any
+/// rewrite: policy=names needs a non-empty `names` glob (an empty one used to
+/// default to "*", moving everything), `min-bytes` must be >= 0 and
+/// `prefetch-distance` -1 (from the cost model) or >= 0. Emits an error
+/// naming the pass and the option at `anchor` and fails.
+LogicalResult checkMemoryPassOptions(Operation *anchor, StringRef passName,
+                                     bool namesPolicy, StringRef names,
+                                     int64_t minBytes, int64_t prefetchDistance);
+
 /// The cost model of a host-offload pass's target options (Passes.td,
 /// TargetModelOptions): the target named by `target` when it is not empty
 /// (Target.h, resolveTarget), else the three rates. Emits an error at
