@@ -332,6 +332,9 @@ def Offload_MatmulOp : Offload_DiffOp<"matmul", [InferTypeOpAdaptor], ["getFlops
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  // An operand that is a transpose of the last two dims becomes the
+  // transpose's input with the flag flipped.
+  let hasCanonicalizeMethod = 1;
 }
 
 //===----------------------------------------------------------------------===//
