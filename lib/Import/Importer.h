@@ -11,6 +11,7 @@
 //                          the op table assembled from the families below;
 //   Convert*.cpp           op conversions by family (elementwise, neural
 //                          network layers, shapes and data movement);
+//   ConvertDecomposed.cpp  ATen ops composed of existing offload ops;
 //   StepSignature.cpp      the step's arguments, inputs, loss and results.
 // Compiled with -fexceptions: a user error is thrown as ConvError and caught
 // at the library boundary (importModel); nothing throws through MLIR.
@@ -177,6 +178,7 @@ private:
   void convertNode(tj::Node *n);
   /// Converts `n` through the op table entry `convert` (`inplace`: `aten::X_`).
   void convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplace);
+  void functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result);
   bool tryFold(tj::Node *n);
   void convertGetAttr(tj::Node *n);
   /// Records `n` as unsupported (an op kind without a conversion, or one
@@ -261,6 +263,7 @@ using OpTable = llvm::StringMap<ConvertFn>;
 void registerElementwiseConversions(OpTable &t);
 void registerNNConversions(OpTable &t);
 void registerShapeConversions(OpTable &t);
+void registerDecomposedConversions(OpTable &t);
 /// All of them (built once).
 const OpTable &opTable();
 

@@ -31,6 +31,7 @@ const OpTable &ts::opTable() {
     registerElementwiseConversions(t);
     registerNNConversions(t);
     registerShapeConversions(t);
+    registerDecomposedConversions(t);
     return t;
   }();
   return table;
@@ -318,6 +319,29 @@ void Importer::convertNode(tj::Node *n) {
       setOut(n, i, Val::constant(elems[i]));
     return;
   }
+  // Ops whose result depends only on a step tensor's shape and dtype
+  // (x.new_zeros(...), zeros_like(x), ...): evaluated with LibTorch on a
+  // zero tensor of that shape and dtype, so what is built from them (Swin's
+  // shifted-window mask: new_zeros, slice, fill_, eq) folds to a constant.
+  static const std::set<std::string> shapeOnly = {
+      "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::new_empty",
+      "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like"};
+  if (shapeOnly.count(name) && !n->inputs().empty() && in(n, 0).kind == Val::Tensor) {
+    Val saved = in(n, 0);
+    auto t = tt(saved.value);
+    Type et = t.getElementType();
+    at::ScalarType st = et.isF32()           ? at::kFloat
+                        : et.isF64()         ? at::kDouble
+                        : et.isInteger(64)   ? at::kLong
+                        : et.isInteger(32)   ? at::kInt
+                                             : at::kBool;
+    std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+    vals[n->input(0)] = Val::constant(at::zeros(shape, at::TensorOptions().dtype(st)));
+    bool folded = tryFold(n);
+    vals[n->input(0)] = saved;
+    if (folded)
+      return;
+  }
   if (tryFold(n))
     return;
   // Lists and tuples holding step values.
@@ -393,15 +417,36 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
     convert(*this, n);
   }
   if (inplace) {
-    Val &res = vals[n->output(0)];
+    Val res = vals[n->output(0)];
     if (res.kind != Val::Tensor)
       fail(n, "in-place op on a value that is not a tensor of the step");
-    if (target.kind == Val::Tensor && target.value.getDefiningOp<ReshapeOp>() &&
-        target.path.empty())
-      fail(n, "in-place op on a view is not supported");
+    if (target.kind == Val::Tensor && target.path.empty())
+      if (auto view = target.value.getDefiningOp<ReshapeOp>())
+        functionalizeView(n, view, res.value);
     res.path = target.path;
     updateState(target, res.value);
     vals[n->input(0)] = res;
   }
+}
+
+/// An in-place op on a reshape view (view, flatten, unsqueeze, ...), e.g.
+/// EfficientNet's `dropout_` after `flatten`: the op wrote through the view
+/// into its base, so every TorchScript value holding the base now holds the
+/// result reshaped back to the base's shape (and a buffer base is updated).
+void Importer::functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result) {
+  mlir::Value base = view.getInput();
+  mlir::Value newBase;
+  for (auto &entry : vals) {
+    Val &v = entry.second;
+    if (v.kind != Val::Tensor || v.value != base)
+      continue;
+    if (!newBase)
+      newBase = reshape(n, result, tt(base).getShape());
+    updateState(v, newBase);
+    v.value = newBase;
+  }
+  if (!newBase)
+    fail(n, "in-place op on a view of a value the importer cannot track (a view of a "
+            "slice or of an intermediate result) is not supported");
 }
 
