@@ -11,7 +11,9 @@
 //   group_norm, instance_norm  layer_norm over each group, then the affine;
 //   pixel_shuffle              reshape, transpose, reshape;
 //   upsample_nearest2d         reshape, broadcast_to, reshape (integer
-//                              scale factors only).
+//                              scale factors only);
+//   pad, constant_pad_nd       fills concatenated on each side (constant
+//                              mode), slices for negative amounts.
 //
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
@@ -244,6 +246,51 @@ void convertUpsampleNearest(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, v, {N, C, H * sh, W * sw}));
 }
 
+/// constant_pad_nd(x, pad, value) and pad(x, pad, "constant", value): pad
+/// lists (lo, hi) pairs from the last dim backwards; each side becomes a
+/// fill concatenated to x (a negative amount crops with a slice).
+void convertPad(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  std::vector<int64_t> pad = im.getInts(n, 1);
+  double value = 0.0;
+  if (n->kind().toQualString() == std::string("aten::pad")) {
+    std::string mode = im.getString(n, 2);
+    if (mode != "constant")
+      im.fail(n, "padding mode '" + mode + "' is not supported (only constant)");
+    value = optDouble(im, n, 3, 0.0);
+  } else {
+    value = optDouble(im, n, 2, 0.0);
+  }
+  int64_t r = im.tt(x).getRank();
+  if (pad.size() % 2 != 0 || int64_t(pad.size()) > 2 * r)
+    im.fail(n, "pad needs an even number of amounts, at most two per dimension");
+  mlir::Value v = x;
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    int64_t d = r - 1 - k, lo = pad[2 * k], hi = pad[2 * k + 1];
+    int64_t size = im.tt(v).getDimSize(d);
+    if (lo < 0 || hi < 0) {
+      v = emitSlice(im, n, v, d, std::max<int64_t>(-lo, 0), size - std::max<int64_t>(-hi, 0), 1);
+      lo = std::max<int64_t>(lo, 0);
+      hi = std::max<int64_t>(hi, 0);
+    }
+    SmallVector<mlir::Value> parts;
+    auto side = [&](int64_t amount) {
+      auto t = im.tt(v);
+      SmallVector<int64_t> shape(t.getShape());
+      shape[d] = amount;
+      return im.fill(n, value, RankedTensorType::get(shape, t.getElementType()));
+    };
+    if (lo > 0)
+      parts.push_back(side(lo));
+    parts.push_back(v);
+    if (hi > 0)
+      parts.push_back(side(hi));
+    if (parts.size() > 1)
+      v = im.emit1<CatOp>(n, parts, {im.i64("dim", d)});
+  }
+  im.setOut(n, v);
+}
+
 } // namespace
 
 void ts::registerDecomposedConversions(OpTable &t) {
@@ -257,4 +304,6 @@ void ts::registerDecomposedConversions(OpTable &t) {
   t["aten::instance_norm"] = convertInstanceNorm;
   t["aten::pixel_shuffle"] = convertPixelShuffle;
   t["aten::upsample_nearest2d"] = convertUpsampleNearest;
+  t["aten::pad"] = convertPad;
+  t["aten::constant_pad_nd"] = convertPad;
 }
