@@ -124,8 +124,20 @@ class ConvBlock(nn.Module):
         return self.head(torch.relu(self.layer(self.conv(x))).mean(dim=(2, 3)))
 
 
+class MlpF64(nn.Module):
+    """An all-float64 MLP: the step runs in f64 end to end (issue 16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, NUM_CLASSES))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 BLOCKS = {
     "roundtrip": (RoundTrip, (8,)),
+    "mlp_f64": (lambda: MlpF64().double(), (16,)),
     "transformer_encoder": (Encoder, (8, 32)),
     "transformer_decoder": (Decoder, (8, 32)),
     "multihead_attention": (MHA, (8, 32)),
@@ -144,7 +156,7 @@ _MIN_SIZE = [("inception", 75), ("googlenet", 32), ("alexnet", 63), ("vit_", 224
              ("swin", 32), ("maxvit", 224), ("squeezenet", 32)]
 
 # What CI runs (ctest label `smoke`): small, fast, and each a different path.
-SMOKE = ["roundtrip", "group_norm", "pixel_shuffle", "upsample_nearest",
+SMOKE = ["roundtrip", "mlp_f64", "group_norm", "pixel_shuffle", "upsample_nearest",
          "mobilenet_v3_small", "squeezenet1_1"]
 
 
@@ -179,6 +191,8 @@ def build(name):
     g = torch.Generator().manual_seed(1)
     x = torch.randn((BATCH,) + tuple(shape), generator=g)
     y = torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)
+    if name.endswith("_f64"):
+        x = x.double()
     return model.train(), x, y
 
 

@@ -127,10 +127,10 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
     throw ConvError{"--loss none builds a pipeline stage, which takes no loss target: "
                     "drop the last --input"};
   if (stage) {
-    if (!ot.getElementType().isF32())
-      throw ConvError{"a pipeline stage's output must be f32"};
+    if (!isa<FloatType>(ot.getElementType()))
+      throw ConvError{"a pipeline stage's output must be f32 or f64"};
     loss = out.value;
-  } else if (ot.getRank() == 0 && ot.getElementType().isF32() && !hasTarget) {
+  } else if (ot.getRank() == 0 && isa<FloatType>(ot.getElementType()) && !hasTarget) {
     loss = out.value;
   } else {
     if (!hasTarget)
@@ -182,8 +182,10 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
       throw ConvError{what + ": " + m};
     }
   }
-  if (!tt(loss).getElementType().isF32())
-    throw ConvError{"the loss must be f32"};
+  // f32 or f64 end to end (the dialect's float ops and the runtime's
+  // kernels take both); f64 gives the tests an exact oracle.
+  if (!tt(loss).getElementType().isF32() && !tt(loss).getElementType().isF64())
+    throw ConvError{"the loss must be f32 or f64"};
 
   // Results: loss, then every buffer the step updated.
   SmallVector<mlir::Value> results = {loss};
