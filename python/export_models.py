@@ -31,6 +31,9 @@ Models (all built after torch.manual_seed(0)):
   transformer  TransformerEncoder(2 x TransformerEncoderLayer(d_model=64,
                nhead=4, dim_feedforward=128, dropout=P, batch_first=True)),
                mean over the sequence, Linear(64,10); x [8,16,64] f32, y [8].
+  roundtrip    Linear(8,8) -> .double().float() -> Linear(8,4); x [16,8] f32,
+               y [16] i64 in [0,4): a dtype round trip whose gradient must
+               reach the first layer (issue 16's silent zero gradient).
   gpt          small pre-LayerNorm GPT decoder (vocab 256, 32 positions,
                d_model 64, 2 blocks, 4 heads, GELU MLP 4x); x [4,32] i64 tokens,
                y [4,32] i64 next tokens; forward(x, y) returns the scalar
@@ -58,7 +61,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ALL_MODELS = ["mlp", "resnet18", "transformer", "gpt"]
+ALL_MODELS = ["mlp", "resnet18", "transformer", "gpt", "roundtrip"]
+# What --models exports by default: the example models of the docs.
+DEFAULT_MODELS = ["mlp", "resnet18", "transformer", "gpt"]
 SEED = 0
 
 
@@ -177,6 +182,18 @@ class GPT(nn.Module):
 # ---------------------------------------------------------------------------
 # Model registry
 # ---------------------------------------------------------------------------
+class RoundTrip(nn.Module):
+    """Linear(8,8) -> .double().float() -> Linear(8,4)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.fc2 = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc2(self.fc1(x).double().float())
+
+
 def build_model(name, dropout=0.0):
     """Returns the eager nn.Module NAME built after torch.manual_seed(SEED)."""
     torch.manual_seed(SEED)
@@ -189,6 +206,8 @@ def build_model(name, dropout=0.0):
         return EncoderClassifier(dropout)
     if name == "gpt":
         return GPT(dropout=dropout)
+    if name == "roundtrip":
+        return RoundTrip()
     raise ValueError("unknown model '%s' (known: %s)" % (name, ", ".join(ALL_MODELS)))
 
 
@@ -207,6 +226,10 @@ def make_inputs(name, batch=None):
         b = batch or 8
         return (torch.randn(b, 16, 64, generator=g),
                 torch.randint(0, 10, (b,), generator=g))
+    if name == "roundtrip":
+        b = batch or 16
+        return (torch.randn(b, 8, generator=g),
+                torch.randint(0, 4, (b,), generator=g))
     if name == "gpt":
         b = batch or 4
         seq = torch.randint(0, 256, (b, 33), generator=g)
@@ -357,7 +380,7 @@ def export_one(name, out_dir, dropout, batch):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
-    ap.add_argument("--models", default=",".join(ALL_MODELS),
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
                     help="comma-separated subset of " + ",".join(ALL_MODELS))
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="dropout probability for transformer and gpt (default 0)")

@@ -70,13 +70,15 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(importCategory);
   cl::ParseCommandLineOptions(argc, argv, "offload TorchScript importer\n");
 
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::offload::OffloadDialect, mlir::func::FuncDialect>();
   ImportOptions opts;
   std::vector<std::string> unused;
   opts.keepUnused = keepUnused;
   opts.unusedOut = &unused;
   for (const std::string &s : inputSpecs) {
     InputSpec spec;
-    std::string e = parseInputSpec(s, spec);
+    std::string e = parseInputSpec(s, ctx, spec);
     if (!e.empty())
       return failWith(1, e);
     opts.inputs.push_back(spec);
@@ -116,8 +118,6 @@ int main(int argc, char **argv) {
     return failWith(err.exitCode, err.message);
   auto t1 = Clock::now();
 
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::offload::OffloadDialect, mlir::func::FuncDialect>();
   auto module = importModel(*model, ctx, opts, err);
   if (!module)
     return failWith(err.exitCode, err.message);

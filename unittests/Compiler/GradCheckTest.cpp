@@ -13,6 +13,7 @@
 
 #include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Runtime/Runtime.h"
 
@@ -46,6 +47,11 @@ struct Case {
   std::vector<Arg> args;
   std::string body;  // MLIR defining %y from the arguments
   std::string yType; // type of %y
+  // Finite-difference step and tolerance; larger for cases whose values pass
+  // through f32 (rounding error ~6e-8 / h), where the function is linear or
+  // smooth enough for the truncation error O(h^2) to stay below `tol`.
+  double h = 1e-6;
+  double tol = 1e-6;
 };
 
 std::vector<int64_t> shapeOf(const std::string &type) {
@@ -61,17 +67,41 @@ std::vector<int64_t> shapeOf(const std::string &type) {
   return shape;
 }
 
+/// Whether a type string such as "tensor<3x4xf32>" has f32 elements.
+bool isF32(const std::string &type) {
+  return type.size() > 5 && type.compare(type.size() - 4, 4, "f32>") == 0;
+}
+
+/// Element `i` of a float tensor as a double; `add` adds to it in place.
+double floatAt(const rt::Tensor &t, int64_t i) {
+  return t.dtype() == rt::DType::F32 ? double(t.as<float>()[i]) : t.as<double>()[i];
+}
+void addAt(rt::Tensor &t, int64_t i, double d) {
+  if (t.dtype() == rt::DType::F32)
+    t.as<float>()[i] += float(d);
+  else
+    t.as<double>()[i] += d;
+}
+
 rt::Tensor makeTensor(const Arg &a, std::mt19937 &gen) {
   std::vector<int64_t> shape = shapeOf(a.type);
+  bool f32 = isF32(a.type);
   rt::DType dt = a.fill == Fill::Index || a.fill == Fill::Seed ? rt::DType::I64
                  : a.fill == Fill::Bool                        ? rt::DType::Bool
+                 : f32                                         ? rt::DType::F32
                                                                : rt::DType::F64;
   rt::Tensor t(dt, shape);
   std::uniform_real_distribution<double> u(-1.5, 1.5);
+  auto setFloat = [&](int64_t i, double v) {
+    if (f32)
+      t.as<float>()[i] = float(v);
+    else
+      t.as<double>()[i] = v;
+  };
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (a.fill) {
-    case Fill::Normal: t.as<double>()[i] = u(gen); break;
-    case Fill::Positive: t.as<double>()[i] = 0.5 + std::abs(u(gen)); break;
+    case Fill::Normal: setFloat(i, u(gen)); break;
+    case Fill::Positive: setFloat(i, 0.5 + std::abs(u(gen))); break;
     case Fill::Index: t.as<int64_t>()[i] = int64_t(gen() % a.indexBound); break;
     case Fill::Bool: t.as<uint8_t>()[i] = uint8_t(gen() % 2); break;
     case Fill::Seed: t.as<int64_t>()[i] = 1234; break;
@@ -146,7 +176,7 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
     grads[a.name] = *grad;
   }
 
-  const double h = 1e-6;
+  const double h = c.h;
   for (const Arg &a : c.args) {
     if (!a.param)
       continue;
@@ -154,15 +184,24 @@ TEST_P(GradCheck, MatchesFiniteDifferences) {
     rt::Tensor x = values[a.name];
     int64_t n = x.numel();
     int64_t stride = std::max<int64_t>(1, n / 24); // at most ~24 probes
+    double largestNumeric = 0;
     for (int64_t i = 0; i < n; i += stride) {
       rt::Tensor xp = x, xm = x;
-      xp.as<double>()[i] += h;
-      xm.as<double>()[i] -= h;
-      double numeric = (lossAt(a.name, xp) - lossAt(a.name, xm)) / (2 * h);
-      double analytic = g.as<double>()[i];
-      EXPECT_NEAR(analytic, numeric, 1e-6 * std::max(1.0, std::abs(numeric)))
+      addAt(xp, i, h);
+      addAt(xm, i, -h);
+      // The step actually taken (x + h may round in f32).
+      double step = floatAt(xp, i) - floatAt(xm, i);
+      double numeric = (lossAt(a.name, xp) - lossAt(a.name, xm)) / step;
+      double analytic = floatAt(g, i);
+      largestNumeric = std::max(largestNumeric, std::abs(numeric));
+      EXPECT_NEAR(analytic, numeric, c.tol * std::max(1.0, std::abs(numeric)))
           << c.name << ": d loss / d " << a.name << "[" << i << "]";
     }
+    // A case whose probed gradient is zero everywhere could not tell a
+    // correct VJP from one that drops the cotangent.
+    EXPECT_GT(largestNumeric, 1e-3)
+        << c.name << ": the probed gradient of " << a.name
+        << " is zero; the case cannot catch a zero cotangent";
     ASSERT_TRUE(s.bind(a.name, x).ok());
   }
 }
@@ -282,7 +321,55 @@ std::vector<Case> cases() {
                 "tensor<f64>"});
   cs.push_back({"mse_loss", {P("x", T34), P("w", T34)},
                 "  %y = offload.mse_loss %x, %w : tensor<3x4xf64>, tensor<3x4xf64>", "tensor<f64>"});
+  // Dtype changes (issue 16: `.double().float()` dropped the gradient). The
+  // values pass through f32, so the step is larger and the bound looser; a
+  // dropped cotangent gives an error of ~1, far above it.
+  Case roundTrip{"copy_f64_f32_f64", {P("x", T34)},
+                 "  %a = offload.copy %x : tensor<3x4xf64> -> tensor<3x4xf32>\n"
+                 "  %t = offload.tanh %a : tensor<3x4xf32>\n"
+                 "  %y = offload.copy %t : tensor<3x4xf32> -> tensor<3x4xf64>",
+                 T34};
+  roundTrip.h = 1e-3;
+  roundTrip.tol = 2e-4;
+  cs.push_back(roundTrip);
+  Case fromF32{"copy_f32_param_to_f64",
+               {P("x", "tensor<3x4xf32>"), P("w", "tensor<4xf64>")},
+               "  %a = offload.copy %x : tensor<3x4xf32> -> tensor<3x4xf64>\n"
+               "  %y = offload.mul %a, %w : tensor<3x4xf64>, tensor<4xf64>",
+               T34};
+  fromF32.h = 1e-2;
+  fromF32.tol = 1e-4;
+  cs.push_back(fromF32);
+  cs.push_back({"copy_same_type", {P("x", T34)},
+                "  %y = offload.copy %x : tensor<3x4xf64> -> tensor<3x4xf64>", T34});
   return cs;
+}
+
+// Every op of the dialect with a VJP (DifferentiableOpInterface) is the
+// subject of at least one case above, so a new differentiable op cannot be
+// added without a finite-difference check.
+TEST(GradCheckCoverage, EveryDifferentiableOpHasACase) {
+  MLIRContext ctx;
+  ctx.loadDialect<mlir::offload::OffloadDialect>();
+  std::string bodies;
+  for (const Case &c : cases())
+    bodies += c.body + "\n";
+  std::vector<std::string> missing;
+  int differentiable = 0;
+  for (RegisteredOperationName name : ctx.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != "offload" ||
+        !name.hasInterface<mlir::offload::DifferentiableOpInterface>())
+      continue;
+    ++differentiable;
+    if (bodies.find(" " + name.getStringRef().str() + " ") == std::string::npos)
+      missing.push_back(name.getStringRef().str());
+  }
+  EXPECT_GT(differentiable, 40);
+  std::string list;
+  for (const std::string &m : missing)
+    list += " " + m;
+  EXPECT_TRUE(missing.empty()) << missing.size()
+                               << " differentiable ops have no gradient check:" << list;
 }
 
 // Readable test parameter in gtest's output.

@@ -16,6 +16,7 @@
 #define OFFLOAD_IMPORT_TORCHIMPORTER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -28,17 +29,19 @@ namespace offload {
 namespace import {
 
 /// One `--input NAME=DIMSxDTYPE` argument, e.g. `x=32x3x32x32xf32` or
-/// `y=32xi64` (a rank-0 tensor is `NAME=f32`). Element types: f32, f64, i64,
-/// i32, i1.
+/// `y=32xi64` (a rank-0 tensor is `NAME=f32`): DIMSxDTYPE is the body of a
+/// builtin tensor type, `type` is that type (static positive dims; element
+/// type f32, f64, i64, i32 or i1).
 struct InputSpec {
   std::string name;
-  std::vector<int64_t> shape;
-  std::string dtype;
+  mlir::RankedTensorType type;
 };
 
-/// Parses `NAME=DIMSxDTYPE`; returns an empty string on success, else a
-/// one-line message naming the problem.
-std::string parseInputSpec(const std::string &text, InputSpec &out);
+/// Parses `NAME=DIMSxDTYPE` with MLIR's type parser in `ctx`; returns an
+/// empty string on success, else a one-line message naming the problem
+/// (`--input 'TEXT': ...`).
+std::string parseInputSpec(const std::string &text, mlir::MLIRContext &ctx,
+                           InputSpec &out);
 
 /// The loss applied to the forward's first output when it is not a scalar.
 /// None: a pipeline stage; the first output is the step's result (role

@@ -63,3 +63,39 @@ func.func @structure(%x: tensor<4xf32>) -> tensor<4xf32> {
   %h = offload.to_host %z : tensor<4xf32>
   return %z : tensor<4xf32>
 }
+
+// -----
+
+// A transpose of the last two dims feeding a matmul folds into its flag (an
+// already transposed operand flips back); other permutations stay.
+// CHECK-LABEL: func.func @matmul_transpose_flags
+// CHECK-SAME: (%[[A:.*]]: tensor<2x4x3xf32>, %[[B:.*]]: tensor<2x5x4xf32>, %[[C:.*]]: tensor<3x4xf32>, %[[D:.*]]: tensor<4x2x3xf32>)
+func.func @matmul_transpose_flags(%a: tensor<2x4x3xf32>, %b: tensor<2x5x4xf32>, %c: tensor<3x4xf32>, %d: tensor<4x2x3xf32>)
+    -> (tensor<2x3x5xf32>, tensor<3x3xf32>, tensor<2x4x4xf32>) {
+  %ta = offload.transpose %a {perm = array<i64: 0, 2, 1>} : tensor<2x4x3xf32>
+  %tb = offload.transpose %b {perm = array<i64: 0, 2, 1>} : tensor<2x5x4xf32>
+  // CHECK: %[[M1:.*]] = offload.matmul %[[A]], %[[B]] {transpose_a = true, transpose_b = true}
+  %m1 = offload.matmul %ta, %tb : tensor<2x3x4xf32>, tensor<2x4x5xf32>
+  %tc = offload.transpose %c {perm = array<i64: 1, 0>} : tensor<3x4xf32>
+  // CHECK: %[[M2:.*]] = offload.matmul %[[C]], %[[C]] {transpose_b = true} : tensor<3x4xf32>, tensor<3x4xf32>
+  %m2 = offload.matmul %c, %tc : tensor<3x4xf32>, tensor<4x3xf32>
+  // The batch dimension moves: not a last-two swap.
+  // CHECK: %[[TD:.*]] = offload.transpose %[[D]] {perm = array<i64: 1, 0, 2>}
+  // CHECK: %[[M3:.*]] = offload.matmul %[[TD]], %[[TD]] {transpose_b = true}
+  %td = offload.transpose %d {perm = array<i64: 1, 0, 2>} : tensor<4x2x3xf32>
+  %m3 = offload.matmul %td, %td {transpose_b = true} : tensor<2x4x3xf32>, tensor<2x4x3xf32>
+  // CHECK: return %[[M1]], %[[M2]], %[[M3]]
+  return %m1, %m2, %m3 : tensor<2x3x5xf32>, tensor<3x3xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// A flag already set flips back to the default (left out).
+// CHECK-LABEL: func.func @matmul_transpose_flip_back
+// CHECK-SAME: (%[[A:.*]]: tensor<3x4xf32>, %[[B:.*]]: tensor<4x5xf32>)
+func.func @matmul_transpose_flip_back(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32> {
+  %ta = offload.transpose %a {perm = array<i64: 1, 0>} : tensor<3x4xf32>
+  // CHECK: offload.matmul %[[A]], %[[B]] : tensor<3x4xf32>, tensor<4x5xf32>
+  %m = offload.matmul %ta, %b {transpose_a = true} : tensor<4x3xf32>, tensor<4x5xf32>
+  return %m : tensor<3x5xf32>
+}

@@ -4,6 +4,8 @@
 Usage: tiny_models.py NAME OUT.pt
   unsupported  traced; torch.cumsum on two lines and torch.erf on a third
                (ops offload-import does not support)
+  mixed        traced; an op without a conversion (torch.erf) and two uses
+               a conversion refuses (avg_pool2d with divisor_override)
   conv         traced Conv2d(3,4,3)+BatchNorm2d+ReLU+mean+Linear; x [2,3,8,8]
   scripted_mlp torch.jit.script of Linear(16,8)-ReLU-Dropout(0.25)-Linear(8,3)
   mobilenet_v2, mobilenet_v3_small, squeezenet1_1, densenet121, vgg11
@@ -30,6 +32,20 @@ class Unsupported(nn.Module):
         b = torch.cumsum(a, 0)
         c = torch.erf(b)
         return self.fc(c)
+
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        # unsupported.test checks the error against this comment's line:
+        # MIXED: unsupported ops: aten::avg_pool2d: avg_pool2d with divisor_override is not supported (2x at {{.*}}tiny_models.py:[[@LINE+1]], {{.*}}tiny_models.py:[[@LINE+2]]); aten::erf (1x at {{.*}}tiny_models.py:[[@LINE+3]]){{$}}
+        a = torch.nn.functional.avg_pool2d(x, 2, divisor_override=3)
+        b = torch.nn.functional.avg_pool2d(x, 2, divisor_override=5)
+        c = torch.erf(x)
+        return self.fc((a + b).mean(dim=(2, 3)) + c.mean(dim=(2, 3)))
 
 
 class Conv(nn.Module):
@@ -60,6 +76,8 @@ def main():
     torch.manual_seed(0)
     if name == "unsupported":
         m = torch.jit.trace(Unsupported().train(), torch.randn(2, 8))
+    elif name == "mixed":
+        m = torch.jit.trace(Mixed().train(), torch.randn(2, 3, 8, 8))
     elif name == "conv":
         model = Conv().train()
         state = {k: v.clone() for k, v in model.state_dict().items()}

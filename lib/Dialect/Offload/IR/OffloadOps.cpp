@@ -413,3 +413,50 @@ void mlir::offload::inlineRecomputeRegions(Block &block) {
     r.erase();
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Matmul canonicalization
+//===----------------------------------------------------------------------===//
+
+/// The input of `v` when `v` is an offload.transpose that swaps exactly the
+/// last two dimensions, else null.
+static Value swappedLastTwoInput(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t)
+    return Value();
+  ArrayRef<int64_t> p = t.getPerm();
+  int64_t r = p.size();
+  if (r < 2)
+    return Value();
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (p[i] != i)
+      return Value();
+  if (p[r - 2] != r - 1 || p[r - 1] != r - 2)
+    return Value();
+  return t.getInput();
+}
+
+LogicalResult MatmulOp::canonicalize(MatmulOp op, PatternRewriter &rewriter) {
+  Value a = swappedLastTwoInput(op.getLhs());
+  Value b = swappedLastTwoInput(op.getRhs());
+  if (!a && !b)
+    return failure();
+  // A false flag is left out, as the parser's default.
+  auto setFlag = [&](StringAttr name, bool value) {
+    if (value)
+      op->setAttr(name, rewriter.getBoolAttr(true));
+    else
+      op->removeAttr(name);
+  };
+  rewriter.modifyOpInPlace(op, [&] {
+    if (a) {
+      op.getLhsMutable().assign(a);
+      setFlag(op.getTransposeAAttrName(), !op.getTransposeA());
+    }
+    if (b) {
+      op.getRhsMutable().assign(b);
+      setFlag(op.getTransposeBAttrName(), !op.getTransposeB());
+    }
+  });
+  return success();
+}

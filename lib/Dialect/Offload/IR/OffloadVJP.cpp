@@ -278,6 +278,19 @@ LogicalResult SliceOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &
   return success();
 }
 
+void CopyOp::getSavedValues(SmallVectorImpl<Value> &) {}
+LogicalResult CopyOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
+  Type in = getInput().getType();
+  if (!rg[0] || !detail::isFloatTensor(in)) {
+    og.push_back(Value());
+    return success();
+  }
+  // A dtype change is differentiated by the opposite cast.
+  og.push_back(rg[0].getType() == in ? rg[0]
+                                     : Value(CopyOp::create(b, getLoc(), in, rg[0])));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

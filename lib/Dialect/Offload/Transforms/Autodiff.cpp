@@ -153,9 +153,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     varied.insert(body.getArgument(i));
   for (unsigned i : stageInputs)
     varied.insert(body.getArgument(i));
+  // Every op propagates activity, differentiable or not: an op without a VJP
+  // on the path from a parameter to the loss is refused below, never
+  // silently treated as a constant (which would give a zero gradient).
   for (Operation *op : forwardOps) {
-    if (!isa<DifferentiableOpInterface>(op))
-      continue;
     if (llvm::any_of(op->getOperands(), [&](Value v) { return varied.count(v); }))
       for (Value r : op->getResults())
         if (mlir::offload::detail::isFloatTensor(r.getType()))
@@ -179,8 +180,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       continue;
     if (!isa<DifferentiableOpInterface>(op))
       return op->emitOpError()
-             << "is on the path from the parameters to the loss but has no "
-                "VJP (it does not implement the differentiation interface)";
+             << "cannot be differentiated: it is on the path from the "
+                "parameters to the loss but has no VJP (it does not implement "
+                "the differentiation interface); refusing rather than giving "
+                "a zero gradient";
     activeOps.push_back(op);
   }
 
@@ -270,9 +273,19 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
                                << " gradients for " << op->getNumOperands()
                                << " operands";
     ++numVJPs;
-    for (auto [v, g] : llvm::zip(op->getOperands(), operandGrads))
-      if (isActive(v))
-        accumulate(v, g, op->getLoc());
+    for (auto [k, v, g] : llvm::enumerate(op->getOperands(), operandGrads)) {
+      if (!isActive(v))
+        continue;
+      // A cotangent reached the op but its VJP gives none for an operand
+      // that depends on a parameter: that would be a silent zero gradient.
+      if (!g)
+        return op->emitOpError()
+               << "cannot be differentiated with respect to operand #" << k
+               << " (" << v.getType()
+               << "): its VJP gives no gradient, but the operand depends on "
+                  "a parameter and reaches the loss";
+      accumulate(v, g, op->getLoc());
+    }
   }
 
   // Parameter gradients (zeros for a parameter the loss does not reach).

@@ -285,8 +285,13 @@ def Offload_SliceBackwardOp : Offload_ComputeOp<"slice_backward"> {
   let assemblyFormat = "$grad_output attr-dict `:` type($grad_output) `->` type($grad_input)";
 }
 
-def Offload_CopyOp : Offload_ComputeOp<"copy"> {
+def Offload_CopyOp : Offload_DiffOp<"copy"> {
   let summary = "Copies `input`, casting the element type if they differ";
+  let description = [{
+    The VJP casts the cotangent back to `input`'s element type (an f32 ->
+    f64 -> f32 round trip passes its gradient through); an integer or
+    boolean input gets no gradient. Saves nothing.
+  }];
   let arguments = (ins Offload_AnyTensor:$input);
   let results = (outs Offload_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
@@ -331,6 +336,9 @@ def Offload_MatmulOp : Offload_DiffOp<"matmul", [InferTypeOpAdaptor], ["getFlops
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  // An operand that is a transpose of the last two dims becomes the
+  // transpose's input with the flag flipped.
+  let hasCanonicalizeMethod = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,196 @@
+//===- ConvertElementwise.cpp - Elementwise ATen ops ----------------------===//
+//
+// Part of offload. Unary activations, binary arithmetic with tensors or
+// numbers (PyTorch's scalar promotion: a number or 0-dim tensor takes the
+// other operand's element type), masked_fill/where, and dtype casts.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+namespace {
+
+template <typename OpTy>
+void convertUnary(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  im.setOut(n, im.emit1<OpTy>(n, {x}, {}, {x.getType()}));
+}
+
+void convertHardtanh(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  double lo = n->inputs().size() > 1 ? im.getDouble(n, 1) : -1.0;
+  double hi = n->inputs().size() > 2 ? im.getDouble(n, 2) : 1.0;
+  im.setOut(n, im.emit1<HardtanhOp>(n, {x}, {im.f64("min_val", lo), im.f64("max_val", hi)},
+                                    {x.getType()}));
+}
+
+void convertRelu6(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  im.setOut(n, im.emit1<HardtanhOp>(n, {x}, {im.f64("min_val", 0), im.f64("max_val", 6)},
+                                    {x.getType()}));
+}
+
+// hardsigmoid(x) = hardtanh(x + 3, 0, 6) / 6 (exactly ATen's formula).
+void convertHardsigmoid(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  mlir::Value s = im.emit1<AddScalarOp>(n, {x}, {im.f64("value", 3.0)}, {x.getType()});
+  s = im.emit1<HardtanhOp>(n, {s}, {im.f64("min_val", 0), im.f64("max_val", 6)}, {x.getType()});
+  mlir::Value six = im.fill(n, 6.0, RankedTensorType::get({}, im.tt(x).getElementType()));
+  im.setOut(n, im.emit1<DivOp>(n, {s, six}));
+}
+
+void convertGelu(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  std::string a = n->inputs().size() > 1 ? im.getString(n, 1) : "none";
+  if (a != "none" && a != "tanh")
+    im.fail(n, "unknown GELU approximation '" + a + "'");
+  auto approx = GeluApproximationAttr::get(
+      &im.ctx, a == "tanh" ? GeluApproximation::tanh : GeluApproximation::none);
+  im.setOut(n, im.emit1<GeluOp>(n, {x}, {im.attr("approximate", approx)}, {x.getType()}));
+}
+
+/// add/sub/mul/div with tensors or numbers (aten::add(self, other, alpha)).
+enum class BinKind { Add, Sub, Mul, Div };
+template <BinKind K>
+void convertBinary(Importer &im, tj::Node *n) {
+  Val &lhsV = im.in(n, 0), &rhsV = im.in(n, 1);
+  double alpha = 1.0;
+  if ((K == BinKind::Add || K == BinKind::Sub) && n->inputs().size() > 2)
+    alpha = im.getDouble(n, 2);
+  if (K == BinKind::Div && n->inputs().size() > 2 && !im.in(n, 2).isNone())
+    im.fail(n, "division with a rounding mode on tensors is not supported");
+  // Tensor op number: the scalar ops.
+  if (lhsV.kind == Val::Tensor && im.isScalar(rhsV) && K != BinKind::Div) {
+    mlir::Value x = lhsV.value;
+    double c = im.scalarValue(rhsV);
+    if (K == BinKind::Mul)
+      im.setOut(n, im.emit1<MulScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
+    else
+      im.setOut(n, im.emit1<AddScalarOp>(
+                       n, {x}, {im.f64("value", (K == BinKind::Add ? 1 : -1) * alpha * c)},
+                       {x.getType()}));
+    return;
+  }
+  if (rhsV.kind == Val::Tensor && im.isScalar(lhsV) &&
+      (K == BinKind::Mul || (K == BinKind::Add && alpha == 1.0))) {
+    mlir::Value x = rhsV.value;
+    double c = im.scalarValue(lhsV);
+    if (K == BinKind::Mul)
+      im.setOut(n, im.emit1<MulScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
+    else
+      im.setOut(n, im.emit1<AddScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
+    return;
+  }
+  Type hint;
+  if (lhsV.kind == Val::Tensor)
+    hint = im.tt(lhsV.value).getElementType();
+  else if (rhsV.kind == Val::Tensor)
+    hint = im.tt(rhsV.value).getElementType();
+  mlir::Value a = im.tensorIn(n, 0, hint), c = im.tensorIn(n, 1, hint);
+  if (alpha != 1.0)
+    c = im.emit1<MulScalarOp>(n, {c}, {im.f64("value", alpha)}, {c.getType()});
+  switch (K) {
+  case BinKind::Add:
+    im.setOut(n, im.emit1<AddOp>(n, {a, c}));
+    break;
+  case BinKind::Sub:
+    im.setOut(n, im.emit1<SubOp>(n, {a, c}));
+    break;
+  case BinKind::Mul:
+    im.setOut(n, im.emit1<MulOp>(n, {a, c}));
+    break;
+  case BinKind::Div:
+    im.setOut(n, im.emit1<DivOp>(n, {a, c}));
+    break;
+  }
+}
+
+void convertRsub(Importer &im, tj::Node *n) {
+  // rsub(self, other, alpha) = other - alpha * self.
+  mlir::Value x = im.tensorIn(n, 0);
+  double alpha = n->inputs().size() > 2 ? im.getDouble(n, 2) : 1.0;
+  if (!im.isScalar(im.in(n, 1)))
+    im.fail(n, "rsub with a tensor 'other' is not supported");
+  mlir::Value y = im.emit1<MulScalarOp>(n, {x}, {im.f64("value", -alpha)}, {x.getType()});
+  im.setOut(n, im.emit1<AddScalarOp>(n, {y}, {im.f64("value", im.scalarValue(im.in(n, 1)))},
+                                     {x.getType()}));
+}
+
+
+void convertMaskedFill(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0), m = im.tensorIn(n, 1);
+  im.setOut(n, im.emit1<MaskedFillOp>(n, {x, m}, {im.f64("value", im.getDouble(n, 2))},
+                                      {x.getType()}));
+}
+
+void convertWhere(Importer &im, tj::Node *n) {
+  Type hint;
+  for (size_t i = 1; i < 3; ++i)
+    if (im.in(n, i).kind == Val::Tensor)
+      hint = im.tt(im.in(n, i).value).getElementType();
+  mlir::Value c = im.tensorIn(n, 0), a = im.tensorIn(n, 1, hint), d = im.tensorIn(n, 2, hint);
+  im.setOut(n, im.emit1<WhereOp>(n, {c, a, d}));
+}
+
+void convertTo(Importer &im, tj::Node *n) {
+  // to(self, dtype, non_blocking, copy, memory_format) and device variants:
+  // only a dtype change is an op.
+  mlir::Value x = im.tensorIn(n, 0);
+  for (size_t i = 1; i < n->inputs().size(); ++i) {
+    tj::Value *v = n->input(i);
+    if (v->type()->kind() == c10::TypeKind::IntType ||
+        (v->type()->kind() == c10::TypeKind::OptionalType &&
+         v->type()->expectRef<c10::OptionalType>().getElementType()->kind() ==
+             c10::TypeKind::IntType)) {
+      Val &dv = im.in(n, i);
+      if (dv.isNone())
+        break;
+      auto st = static_cast<at::ScalarType>(im.getInt(n, i));
+      Type et;
+      switch (st) {
+      case at::kFloat: et = im.b.getF32Type(); break;
+      case at::kDouble: et = im.b.getF64Type(); break;
+      case at::kLong: et = im.b.getI64Type(); break;
+      case at::kInt: et = im.b.getI32Type(); break;
+      case at::kBool: et = im.b.getI1Type(); break;
+      default: im.fail(n, "unsupported target dtype");
+      }
+      if (et == im.tt(x).getElementType())
+        break;
+      im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {im.tt(x).clone(et)}));
+      return;
+    }
+  }
+  im.setOut(n, x);
+}
+} // namespace
+
+void ts::registerElementwiseConversions(OpTable &t) {
+  // Unary elementwise ops, one entry each.
+  t["aten::relu"] = convertUnary<ReluOp>;
+  t["aten::sigmoid"] = convertUnary<SigmoidOp>;
+  t["aten::tanh"] = convertUnary<TanhOp>;
+  t["aten::exp"] = convertUnary<ExpOp>;
+  t["aten::neg"] = convertUnary<NegOp>;
+  t["aten::sqrt"] = convertUnary<SqrtOp>;
+  t["aten::rsqrt"] = convertUnary<RsqrtOp>;
+  t["aten::hardswish"] = convertUnary<HardswishOp>;
+  t["aten::silu"] = convertUnary<SiluOp>;
+  t["aten::gelu"] = convertGelu;
+  t["aten::hardtanh"] = convertHardtanh;
+  t["aten::relu6"] = convertRelu6;
+  t["aten::hardsigmoid"] = convertHardsigmoid;
+  // Binary and scalar arithmetic.
+  t["aten::add"] = convertBinary<BinKind::Add>;
+  t["aten::sub"] = convertBinary<BinKind::Sub>;
+  t["aten::mul"] = convertBinary<BinKind::Mul>;
+  t["aten::div"] = convertBinary<BinKind::Div>;
+  t["aten::rsub"] = convertRsub;
+  t["aten::masked_fill"] = convertMaskedFill;
+  t["aten::where"] = convertWhere;
+  t["aten::to"] = convertTo;
+}

@@ -1,0 +1,283 @@
+//===- ConvertNN.cpp - Neural-network layer ATen ops ----------------------===//
+//
+// Part of offload. Linear algebra (linear, matmul/bmm/mm, baddbmm),
+// convolution, pooling, normalization, softmax, dropout (seeded Philox, one
+// offset range per call site), embedding and the losses.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+namespace {
+
+void convertLinear(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
+  SmallVector<mlir::Value> ops = {x, w};
+  if (mlir::Value bias = im.optTensorIn(n, 2))
+    ops.push_back(bias);
+  im.setOut(n, im.emit1<LinearOp>(n, ops));
+}
+
+/// matmul/bmm/mm. A transpose of the last two dims feeding an operand
+/// folds into the op's transpose flag by MatmulOp's canonicalization, which
+/// the importer applies to the step (StepSignature.cpp).
+void convertMatmul(Importer &im, tj::Node *n) {
+  mlir::Value a = im.tensorIn(n, 0), c = im.tensorIn(n, 1);
+  if (im.tt(a).getRank() < 2 || im.tt(c).getRank() < 2)
+    im.fail(n, "matmul of a 1-D tensor is not supported");
+  im.setOut(n, im.emit1<MatmulOp>(n, {a, c}));
+}
+
+void convertBaddbmm(Importer &im, tj::Node *n) {
+  // baddbmm(input, b1, b2, beta, alpha) = beta * input + alpha * (b1 @ b2).
+  mlir::Value x = im.tensorIn(n, 0), a = im.tensorIn(n, 1), c = im.tensorIn(n, 2);
+  double beta = n->inputs().size() > 3 ? im.getDouble(n, 3) : 1.0;
+  double alpha = n->inputs().size() > 4 ? im.getDouble(n, 4) : 1.0;
+  mlir::Value p = im.emit1<MatmulOp>(n, {a, c});
+  if (alpha != 1.0)
+    p = im.emit1<MulScalarOp>(n, {p}, {im.f64("value", alpha)}, {p.getType()});
+  if (beta != 1.0)
+    x = im.emit1<MulScalarOp>(n, {x}, {im.f64("value", beta)}, {x.getType()});
+  im.setOut(n, im.emit1<AddOp>(n, {p, x}));
+}
+
+void convertConvCommon(Importer &im, tj::Node *n, std::vector<int64_t> stride,
+                       std::vector<int64_t> padding, std::vector<int64_t> dilation,
+                       int64_t groups) {
+  mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
+  if (im.tt(x).getRank() != 4)
+    im.fail(n, "only 2-D convolution is supported; the input has rank " +
+                   std::to_string(im.tt(x).getRank()) + " (expected 4: N, C, H, W)");
+  auto two = [&](std::vector<int64_t> v, const char *what) {
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    if (v.size() != 2)
+      im.fail(n, std::string(what) + " must have 2 values");
+    return v;
+  };
+  SmallVector<mlir::Value> ops = {x, w};
+  if (mlir::Value bias = im.optTensorIn(n, 2))
+    ops.push_back(bias);
+  im.setOut(n, im.emit1<Conv2dOp>(n, ops,
+                                  {im.i64s("stride", two(stride, "stride")),
+                                   im.i64s("padding", two(padding, "padding")),
+                                   im.i64s("dilation", two(dilation, "dilation")),
+                                   im.i64("groups", groups)}));
+}
+
+void convertConvolution(Importer &im, tj::Node *n) {
+  // _convolution(input, weight, bias, stride, padding, dilation, transposed,
+  //              output_padding, groups, ...)
+  if (im.getBool(n, 6))
+    im.fail(n, "transposed convolution is not supported");
+  convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
+                    im.getInt(n, 8));
+}
+
+void convertConv2d(Importer &im, tj::Node *n) {
+  // conv2d(input, weight, bias, stride, padding, dilation, groups)
+  if (im.in(n, 4).isConst() && im.in(n, 4).iv.isString())
+    im.fail(n, "string padding is not supported");
+  convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
+                    im.getInt(n, 6));
+}
+
+void convertBatchNorm(Importer &im, tj::Node *n) {
+  // batch_norm(input, weight, bias, running_mean, running_var, training,
+  //            momentum, eps, cudnn_enabled)
+  if (!im.getBool(n, 5))
+    im.fail(n, "eval-mode batch norm is not supported: save the model in train mode");
+  Val rmV = im.in(n, 3), rvV = im.in(n, 4);
+  if (rmV.isNone() || rvV.isNone())
+    im.fail(n, "batch norm without running statistics is not supported");
+  mlir::Value x = im.tensorIn(n, 0);
+  auto xt = im.tt(x);
+  if (xt.getRank() < 2)
+    im.fail(n, "batch norm input must have rank >= 2");
+  auto ct = RankedTensorType::get({xt.getDimSize(1)}, xt.getElementType());
+  mlir::Value w = im.in(n, 1).isNone() ? im.fill(n, 1.0, ct) : im.tensorIn(n, 1);
+  mlir::Value bias = im.in(n, 2).isNone() ? im.fill(n, 0.0, ct) : im.tensorIn(n, 2);
+  mlir::Value rm = im.tensorIn(n, 3), rv = im.tensorIn(n, 4);
+  double momentum = im.in(n, 6).isNone() ? 0.0 : im.getDouble(n, 6);
+  if (im.in(n, 6).isNone())
+    im.fail(n, "batch norm with momentum=None (cumulative average) is not supported");
+  Operation *op = im.emit<BatchNormOp>(n, {x, w, bias, rm, rv},
+                                       {im.f64("momentum", momentum),
+                                        im.f64("eps", im.getDouble(n, 7))});
+  im.setOut(n, op->getResult(0));
+  im.updateState(rmV, op->getResult(3));
+  im.updateState(rvV, op->getResult(4));
+}
+
+void convertLayerNorm(Importer &im, tj::Node *n) {
+  // layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+  mlir::Value x = im.tensorIn(n, 0);
+  std::vector<int64_t> shape = im.getInts(n, 1);
+  auto xt = im.tt(x);
+  auto wt = RankedTensorType::get(shape, xt.getElementType());
+  mlir::Value w = im.in(n, 2).isNone() ? im.fill(n, 1.0, wt) : im.tensorIn(n, 2);
+  mlir::Value bias = im.in(n, 3).isNone() ? im.fill(n, 0.0, wt) : im.tensorIn(n, 3);
+  Operation *op = im.emit<LayerNormOp>(
+      n, {x, w, bias},
+      {im.i64("normalized_ndim", static_cast<int64_t>(shape.size())),
+       im.f64("eps", im.getDouble(n, 4))});
+  im.setOut(n, op->getResult(0));
+}
+
+template <typename OpTy>
+void convertSoftmax(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t dim = im.getInt(n, 1);
+  int64_t r = im.tt(x).getRank();
+  if (dim < 0)
+    dim += r;
+  if (n->inputs().size() > 2 && !im.in(n, 2).isNone())
+    im.fail(n, "softmax with a dtype argument is not supported");
+  im.setOut(n, im.emit1<OpTy>(n, {x}, {im.i64("dim", dim)}, {x.getType()}));
+}
+
+void convertMaxPool(Importer &im, tj::Node *n) {
+  // max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+  mlir::Value x = im.tensorIn(n, 0);
+  auto two = [](std::vector<int64_t> v) {
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    return v;
+  };
+  std::vector<int64_t> k = two(im.getInts(n, 1)), s = two(im.getInts(n, 2));
+  if (s.empty())
+    s = k;
+  Operation *op = im.emit<MaxPool2dOp>(
+      n, {x},
+      {im.i64s("kernel_size", k), im.i64s("stride", s),
+       im.i64s("padding", two(im.getInts(n, 3))),
+       im.i64s("dilation", two(im.getInts(n, 4))),
+       im.attr("ceil_mode", im.b.getBoolAttr(im.getBool(n, 5)))});
+  im.setOut(n, op->getResult(0));
+}
+
+void convertAvgPool(Importer &im, tj::Node *n) {
+  // avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
+  //            count_include_pad, divisor_override)
+  mlir::Value x = im.tensorIn(n, 0);
+  auto two = [](std::vector<int64_t> v) {
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    return v;
+  };
+  std::vector<int64_t> k = two(im.getInts(n, 1)), s = two(im.getInts(n, 2));
+  if (s.empty())
+    s = k;
+  if (n->inputs().size() > 6 && !im.in(n, 6).isNone())
+    im.fail(n, "avg_pool2d with divisor_override is not supported");
+  im.setOut(n, im.emit1<AvgPool2dOp>(
+                   n, {x},
+                   {im.i64s("kernel_size", k), im.i64s("stride", s),
+                    im.i64s("padding", two(im.getInts(n, 3))),
+                    im.attr("ceil_mode", im.b.getBoolAttr(im.getBool(n, 4))),
+                    im.attr("count_include_pad", im.b.getBoolAttr(im.getBool(n, 5)))}));
+}
+
+void convertAdaptiveAvgPool(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  std::vector<int64_t> os = im.getInts(n, 1);
+  if (os.size() == 1)
+    os.push_back(os[0]);
+  im.setOut(n, im.emit1<AdaptiveAvgPool2dOp>(n, {x}, {im.i64s("output_size", os)}));
+}
+
+
+void convertDropout(Importer &im, tj::Node *n) {
+  // dropout(input, p, train)
+  mlir::Value x = im.tensorIn(n, 0);
+  double p = im.getDouble(n, 1);
+  bool train = im.getBool(n, 2);
+  if (!train || p == 0.0) {
+    im.setOut(n, x);
+    return;
+  }
+  if (p < 0.0 || p >= 1.0)
+    im.fail(n, "dropout probability must be in [0, 1)");
+  mlir::Value s = im.seed(n);
+  int64_t off = im.nextDropoutOffset(im.tt(x).getNumElements());
+  im.setOut(n, im.emit1<DropoutOp>(n, {x, s}, {im.f64("p", p), im.i64("offset", off)},
+                                   {x.getType()}));
+}
+
+void convertEmbedding(Importer &im, tj::Node *n) {
+  // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+  mlir::Value w = im.tensorIn(n, 0), idx = im.tensorIn(n, 1);
+  if (n->inputs().size() > 2 && im.getInt(n, 2) != -1)
+    im.fail(n, "embedding with padding_idx is not supported");
+  if (n->inputs().size() > 3 && im.getBool(n, 3))
+    im.fail(n, "embedding with scale_grad_by_freq is not supported");
+  im.setOut(n, im.emit1<EmbeddingOp>(n, {w, idx}));
+}
+
+Attribute reductionAttr(Importer &im, tj::Node *n, int64_t r) {
+  if (r == 0)
+    im.fail(n, "loss with reduction='none' is not supported");
+  return ReductionAttr::get(&im.ctx, r == 2 ? Reduction::sum : Reduction::mean);
+}
+
+void convertCrossEntropy(Importer &im, tj::Node *n) {
+  // cross_entropy_loss(self, target, weight, reduction, ignore_index,
+  //                    label_smoothing)
+  if (!im.in(n, 2).isNone())
+    im.fail(n, "cross-entropy with class weights is not supported");
+  mlir::Value z = im.tensorIn(n, 0), t = im.tensorIn(n, 1);
+  im.setOut(n, im.emit1<CrossEntropyOp>(
+                   n, {z, t},
+                   {im.attr("reduction", reductionAttr(im, n, im.getInt(n, 3))),
+                    im.i64("ignore_index", im.getInt(n, 4)),
+                    im.f64("label_smoothing", im.getDouble(n, 5))}));
+}
+
+void convertNllLoss(Importer &im, tj::Node *n) {
+  // nll_loss(self, target, weight, reduction, ignore_index)
+  if (!im.in(n, 2).isNone())
+    im.fail(n, "nll_loss with class weights is not supported");
+  mlir::Value z = im.tensorIn(n, 0), t = im.tensorIn(n, 1);
+  im.setOut(n, im.emit1<NllLossOp>(
+                   n, {z, t},
+                   {im.attr("reduction", reductionAttr(im, n, im.getInt(n, 3))),
+                    im.i64("ignore_index", im.getInt(n, 4))}));
+}
+
+void convertMseLoss(Importer &im, tj::Node *n) {
+  mlir::Value z = im.tensorIn(n, 0), t = im.tensorIn(n, 1);
+  im.setOut(n, im.emit1<MseLossOp>(
+                   n, {z, t}, {im.attr("reduction", reductionAttr(im, n, im.getInt(n, 2)))}));
+}
+
+} // namespace
+
+void ts::registerNNConversions(OpTable &t) {
+  // Linear algebra.
+  t["aten::linear"] = convertLinear;
+  t["aten::matmul"] = convertMatmul;
+  t["aten::bmm"] = convertMatmul;
+  t["aten::mm"] = convertMatmul;
+  t["aten::baddbmm"] = convertBaddbmm;
+  // Convolution, pooling, normalization.
+  t["aten::_convolution"] = convertConvolution;
+  t["aten::conv2d"] = convertConv2d;
+  t["aten::batch_norm"] = convertBatchNorm;
+  t["aten::layer_norm"] = convertLayerNorm;
+  t["aten::max_pool2d"] = convertMaxPool;
+  t["aten::avg_pool2d"] = convertAvgPool;
+  t["aten::adaptive_avg_pool2d"] = convertAdaptiveAvgPool;
+  t["aten::softmax"] = convertSoftmax<SoftmaxOp>;
+  t["aten::log_softmax"] = convertSoftmax<LogSoftmaxOp>;
+  // Dropout, embedding, losses.
+  t["aten::dropout"] = convertDropout;
+  t["aten::embedding"] = convertEmbedding;
+  t["aten::cross_entropy_loss"] = convertCrossEntropy;
+  t["aten::nll_loss"] = convertNllLoss;
+  t["aten::nll_loss_nd"] = convertNllLoss;
+  t["aten::mse_loss"] = convertMseLoss;
+}

@@ -1,0 +1,340 @@
+//===- ConvertShapes.cpp - Shape and data-movement ATen ops ---------------===//
+//
+// Part of offload. Views (view/reshape/flatten/squeeze/unsqueeze/expand)
+// become offload.reshape or offload.broadcast_to, transposes and permutes
+// offload.transpose, slicing/select/chunk/split offload.slice, then cat and
+// the sum/mean reductions. Every shape is static, known at import time.
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+int64_t ts::normDim(Importer &im, tj::Node *n, int64_t d, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  if (d < -r || d >= r)
+    im.fail(n, "dimension " + std::to_string(d) + " out of range for rank " +
+                   std::to_string(rank));
+  return d < 0 ? d + r : d;
+}
+
+mlir::Value ts::emitSlice(Importer &im, tj::Node *n, mlir::Value x, int64_t dim,
+                      int64_t start, int64_t end, int64_t step) {
+  auto t = im.tt(x);
+  int64_t size = t.getDimSize(dim);
+  if (start < 0)
+    start += size;
+  if (end < 0)
+    end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  if (step <= 0)
+    im.fail(n, "slice step must be positive");
+  if (start == 0 && end == size && step == 1)
+    return x;
+  return im.emit1<SliceOp>(n, {x},
+                           {im.i64("dim", dim), im.i64("start", start), im.i64("end", end),
+                            im.i64("step", step)});
+}
+
+void ts::emitPermute(Importer &im, tj::Node *n, mlir::Value x, std::vector<int64_t> perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == static_cast<int64_t>(i);
+  if (identity) {
+    im.setOut(n, x);
+    return;
+  }
+  im.setOut(n, im.emit1<TransposeOp>(n, {x}, {im.i64s("perm", perm)}));
+}
+
+namespace {
+
+
+/// view/reshape with one -1 inferred.
+void convertView(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  std::vector<int64_t> shape = im.getInts(n, 1);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0)
+        im.fail(n, "only one dimension can be -1");
+      infer = i;
+    } else if (shape[i] < 0) {
+      im.fail(n, "negative dimension " + std::to_string(shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || t.getNumElements() % known != 0)
+      im.fail(n, "cannot reshape a tensor of " + std::to_string(t.getNumElements()) +
+                     " elements");
+    shape[infer] = t.getNumElements() / known;
+  }
+  int64_t total = 1;
+  for (int64_t d : shape)
+    total *= d;
+  if (total != t.getNumElements())
+    im.fail(n, "cannot reshape a tensor of " + std::to_string(t.getNumElements()) +
+                   " elements into " + std::to_string(total));
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
+void convertFlatten(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t r = t.getRank();
+  if (r == 0) {
+    im.setOut(n, im.reshape(n, x, {1}));
+    return;
+  }
+  int64_t s = normDim(im, n, im.getInt(n, 1), r), e = normDim(im, n, im.getInt(n, 2), r);
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < s; ++i)
+    shape.push_back(t.getDimSize(i));
+  int64_t p = 1;
+  for (int64_t i = s; i <= e; ++i)
+    p *= t.getDimSize(i);
+  shape.push_back(p);
+  for (int64_t i = e + 1; i < r; ++i)
+    shape.push_back(t.getDimSize(i));
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
+void convertUnsqueeze(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t d = im.getInt(n, 1);
+  if (d < 0)
+    d += t.getRank() + 1;
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  if (d < 0 || d > static_cast<int64_t>(shape.size()))
+    im.fail(n, "dimension out of range");
+  shape.insert(shape.begin() + d, 1);
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
+void convertSqueeze(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  std::vector<int64_t> shape;
+  if (n->inputs().size() == 1) {
+    for (int64_t d : t.getShape())
+      if (d != 1)
+        shape.push_back(d);
+  } else {
+    int64_t d = normDim(im, n, im.getInt(n, 1), t.getRank());
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (i != d || t.getDimSize(i) != 1)
+        shape.push_back(t.getDimSize(i));
+  }
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
+
+void convertTranspose(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t r = im.tt(x).getRank();
+  if (r < 2) {
+    im.setOut(n, x);
+    return;
+  }
+  int64_t a = normDim(im, n, im.getInt(n, 1), r), c = normDim(im, n, im.getInt(n, 2), r);
+  std::vector<int64_t> perm(r);
+  for (int64_t i = 0; i < r; ++i)
+    perm[i] = i;
+  std::swap(perm[a], perm[c]);
+  emitPermute(im, n, x, perm);
+}
+
+void convertT(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  if (im.tt(x).getRank() < 2) {
+    im.setOut(n, x);
+    return;
+  }
+  emitPermute(im, n, x, {1, 0});
+}
+
+void convertPermute(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  std::vector<int64_t> perm = im.getInts(n, 1);
+  for (int64_t &p : perm)
+    p = normDim(im, n, p, im.tt(x).getRank());
+  emitPermute(im, n, x, perm);
+}
+
+void convertIdentity(Importer &im, tj::Node *n) {
+  im.setOut(n, 0, im.in(n, 0));
+}
+
+void convertExpand(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  std::vector<int64_t> sizes = im.getInts(n, 1);
+  int64_t off = sizes.size() - t.getRank();
+  if (off < 0)
+    im.fail(n, "expand to fewer dimensions");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (sizes[i] == -1 && static_cast<int64_t>(i) >= off)
+      sizes[i] = t.getDimSize(i - off);
+  for (int64_t d : sizes)
+    if (d < 0)
+      im.fail(n, "negative size in expand");
+  if (ArrayRef<int64_t>(sizes) == t.getShape()) {
+    im.setOut(n, x);
+    return;
+  }
+  im.setOut(n, im.emit1<BroadcastToOp>(
+                   n, {x}, {}, {RankedTensorType::get(sizes, t.getElementType())}));
+}
+
+void convertCat(Importer &im, tj::Node *n) {
+  Val &l = im.in(n, 0);
+  std::vector<mlir::Value> ins;
+  if (l.kind != Val::List)
+    im.fail(n, "the tensor list must be built in the model");
+  Type hint;
+  for (Val &e : l.elems)
+    if (e.kind == Val::Tensor)
+      hint = im.tt(e.value).getElementType();
+  for (Val &e : l.elems) {
+    if (e.kind == Val::Tensor)
+      ins.push_back(e.value);
+    else if (e.isConst() && e.iv.isTensor())
+      ins.push_back(im.materialize(n, e.iv.toTensor(), hint));
+    else
+      im.fail(n, "list element is not a tensor");
+  }
+  if (ins.empty())
+    im.fail(n, "cat of an empty list");
+  int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(ins[0]).getRank());
+  if (ins.size() == 1) {
+    im.setOut(n, ins[0]);
+    return;
+  }
+  im.setOut(n, im.emit1<CatOp>(n, ins, {im.i64("dim", dim)}));
+}
+
+
+void convertSlice(Importer &im, tj::Node *n) {
+  // slice(self, dim, start, end, step); start/end may be None.
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(x).getRank());
+  int64_t start = im.in(n, 2).isNone() ? 0 : im.getInt(n, 2);
+  int64_t end = im.in(n, 3).isNone() ? INT64_MAX : im.getInt(n, 3);
+  int64_t step = im.getInt(n, 4);
+  im.setOut(n, emitSlice(im, n, x, dim, start, end, step));
+}
+
+void convertSelect(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t dim = normDim(im, n, im.getInt(n, 1), t.getRank());
+  int64_t idx = im.getInt(n, 2);
+  if (idx < 0)
+    idx += t.getDimSize(dim);
+  mlir::Value s = emitSlice(im, n, x, dim, idx, idx + 1, 1);
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  shape.erase(shape.begin() + dim);
+  im.setOut(n, im.reshape(n, s, shape));
+}
+
+void convertChunk(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t chunks = im.getInt(n, 1);
+  if (chunks <= 0)
+    im.fail(n, "chunk count must be positive");
+  int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
+  int64_t size = im.tt(x).getDimSize(dim);
+  int64_t each = (size + chunks - 1) / chunks;
+  Val list;
+  list.kind = Val::List;
+  for (int64_t s = 0; s < size; s += each)
+    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + each, 1)));
+  im.setOut(n, 0, list);
+}
+
+/// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
+void convertSplit(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
+  int64_t size = im.tt(x).getDimSize(dim);
+  std::vector<int64_t> sizes;
+  if (n->kind().toQualString() == std::string("aten::split_with_sizes")) {
+    sizes = im.getInts(n, 1);
+  } else {
+    int64_t each = im.getInt(n, 1);
+    if (each <= 0)
+      im.fail(n, "split size must be positive");
+    for (int64_t s = 0; s < size; s += each)
+      sizes.push_back(std::min(each, size - s));
+  }
+  Val list;
+  list.kind = Val::List;
+  int64_t s = 0;
+  for (int64_t len : sizes) {
+    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + len, 1)));
+    s += len;
+  }
+  if (s != size)
+    im.fail(n, "split sizes do not add up to the dimension's size");
+  im.setOut(n, 0, list);
+}
+
+template <bool Mean>
+void convertReduce(Importer &im, tj::Node *n) {
+  // mean(self, dim, keepdim, dtype) / mean(self, dtype); same for sum.
+  mlir::Value x = im.tensorIn(n, 0);
+  std::vector<int64_t> dims;
+  bool keep = false;
+  size_t nIn = n->inputs().size();
+  if (nIn >= 3) {
+    if (!im.in(n, 1).isNone())
+      dims = im.getInts(n, 1);
+    keep = im.getBool(n, 2);
+    if (nIn > 3 && !im.in(n, 3).isNone())
+      im.fail(n, "reduction with a dtype argument is not supported");
+  } else if (nIn == 2 && !im.in(n, 1).isNone()) {
+    im.fail(n, "reduction with a dtype argument is not supported");
+  }
+  for (int64_t &d : dims)
+    d = normDim(im, n, d, im.tt(x).getRank());
+  SmallVector<NamedAttribute> attrs = {im.i64s("dims", dims)};
+  if (keep)
+    attrs.push_back(im.attr("keepdim", im.b.getBoolAttr(true)));
+  if (Mean)
+    im.setOut(n, im.emit1<ReduceMeanOp>(n, {x}, attrs));
+  else
+    im.setOut(n, im.emit1<ReduceSumOp>(n, {x}, attrs));
+}
+
+} // namespace
+
+void ts::registerShapeConversions(OpTable &t) {
+  t["aten::view"] = convertView;
+  t["aten::reshape"] = convertView;
+  t["aten::flatten"] = convertFlatten;
+  t["aten::unsqueeze"] = convertUnsqueeze;
+  t["aten::squeeze"] = convertSqueeze;
+  t["aten::transpose"] = convertTranspose;
+  t["aten::t"] = convertT;
+  t["aten::permute"] = convertPermute;
+  t["aten::contiguous"] = convertIdentity;
+  t["aten::clone"] = convertIdentity;
+  t["aten::expand"] = convertExpand;
+  t["aten::cat"] = convertCat;
+  t["aten::slice"] = convertSlice;
+  t["aten::select"] = convertSelect;
+  t["aten::chunk"] = convertChunk;
+  t["aten::split"] = convertSplit;
+  t["aten::split_with_sizes"] = convertSplit;
+  t["aten::mean"] = convertReduce<true>;
+  t["aten::sum"] = convertReduce<false>;
+}

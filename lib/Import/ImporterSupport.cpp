@@ -1,0 +1,220 @@
+//===- ImporterSupport.cpp - Locations, constants and op creation ---------===//
+//
+// Part of offload. What every conversion uses: the source location of a
+// TorchScript node, arguments known at import time (ints, doubles, lists),
+// constants materialized as ops of the step, and op creation with inferred
+// result types (Importer.h).
+//
+//===----------------------------------------------------------------------===//
+#include "Importer.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+//===----------------------------------------------------------------------===//
+// Locations and scalar access
+//===----------------------------------------------------------------------===//
+
+/// file:line:col of the Python code that produced `n`, when recorded.
+bool ts::sourceOf(tj::Node *n, std::string &file, size_t &line, size_t &col) {
+  try {
+    tj::SourceRange r = n->sourceRange();
+    if (auto gen = r.findSourceRangeThatGenerated())
+      r = *gen;
+    if (auto flc = r.file_line_col()) {
+      file = std::get<0>(*flc);
+      line = std::get<1>(*flc);
+      col = std::get<2>(*flc);
+      return !file.empty();
+    }
+  } catch (...) {
+  }
+  return false;
+}
+
+Location Importer::loc(tj::Node *n) {
+  std::string file;
+  size_t line = 0, col = 0;
+  if (sourceOf(n, file, line, col))
+    return FileLineColLoc::get(&ctx, file, line, col);
+  return NameLoc::get(b.getStringAttr(n->kind().toQualString()));
+}
+
+std::string Importer::where(tj::Node *n) {
+  std::string file;
+  size_t line = 0, col = 0;
+  std::string kind = n->kind().toQualString();
+  if (sourceOf(n, file, line, col))
+    return file + ":" + std::to_string(line) + ": " + kind;
+  return kind;
+}
+
+int64_t Importer::getInt(tj::Node *n, size_t i) {
+  Val &v = in(n, i);
+  if (v.isConst() && v.iv.isInt())
+    return v.iv.toInt();
+  if (v.isConst() && v.iv.isBool())
+    return v.iv.toBool();
+  if (v.isConst() && v.iv.isTensor() && v.iv.toTensor().numel() == 1 &&
+      !v.iv.toTensor().is_floating_point())
+    return v.iv.toTensor().item<int64_t>();
+  fail(n, "argument " + std::to_string(i) +
+              " must be an integer known at import time");
+}
+
+double Importer::getDouble(tj::Node *n, size_t i) {
+  Val &v = in(n, i);
+  if (isScalar(v))
+    return scalarValue(v);
+  fail(n, "argument " + std::to_string(i) +
+              " must be a number known at import time");
+}
+
+bool Importer::getBool(tj::Node *n, size_t i) {
+  Val &v = in(n, i);
+  if (v.isConst() && v.iv.isBool())
+    return v.iv.toBool();
+  if (v.isConst() && v.iv.isInt())
+    return v.iv.toInt() != 0;
+  fail(n, "argument " + std::to_string(i) +
+              " must be a boolean known at import time");
+}
+
+std::vector<int64_t> Importer::getInts(tj::Node *n, size_t i) {
+  Val &v = in(n, i);
+  if (v.isConst() && v.iv.isIntList())
+    return v.iv.toIntVector();
+  if (v.isConst() && v.iv.isInt())
+    return {v.iv.toInt()};
+  fail(n, "argument " + std::to_string(i) +
+              " must be a list of integers known at import time");
+}
+
+std::string Importer::getString(tj::Node *n, size_t i) {
+  Val &v = in(n, i);
+  if (v.isConst() && v.iv.isString())
+    return v.iv.toStringRef();
+  fail(n, "argument " + std::to_string(i) + " must be a string");
+}
+
+bool Importer::isScalar(const Val &v) {
+  if (!v.isConst())
+    return false;
+  if (v.iv.isDouble() || v.iv.isInt() || v.iv.isBool())
+    return true;
+  return v.iv.isTensor() && v.iv.toTensor().dim() == 0;
+}
+
+double Importer::scalarValue(const Val &v) {
+  if (v.iv.isDouble())
+    return v.iv.toDouble();
+  if (v.iv.isInt())
+    return static_cast<double>(v.iv.toInt());
+  if (v.iv.isBool())
+    return v.iv.toBool() ? 1.0 : 0.0;
+  return v.iv.toTensor().item<double>();
+}
+
+Type Importer::elementType(at::ScalarType st, const std::string &what) {
+  switch (st) {
+  case at::kFloat:
+    return b.getF32Type();
+  case at::kDouble:
+    return b.getF64Type();
+  case at::kLong:
+    return b.getI64Type();
+  case at::kInt:
+    return b.getI32Type();
+  case at::kBool:
+    return b.getI1Type();
+  default:
+    throw ConvError{what + " has dtype " + std::string(c10::toString(st)) +
+                    ", which offload does not support (f32, f64, i64, i32, bool)"};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Op creation
+//===----------------------------------------------------------------------===//
+
+mlir::Value Importer::fill(tj::Node *n, double value, RankedTensorType type) {
+  return emit1<FillOp>(n, {}, {f64("value", value)}, {type});
+}
+
+mlir::Value Importer::reshape(tj::Node *n, mlir::Value v,
+                              ArrayRef<int64_t> shape) {
+  auto t = tt(v);
+  if (t.getShape() == shape)
+    return v;
+  return emit1<ReshapeOp>(n, {v}, {},
+                          {RankedTensorType::get(shape, t.getElementType())});
+}
+
+/// A constant tensor as an op of the step: a splat becomes offload.fill, the
+/// rest offload.constant. `elemHint`, when set, is the element type the
+/// consumer needs (PyTorch casts wrapped numbers and 0-dim tensors to the
+/// other operand's type).
+mlir::Value Importer::materialize(tj::Node *n, const at::Tensor &t0,
+                                  Type elemHint) {
+  at::Tensor t = t0.detach().contiguous();
+  Type et = elementType(t.scalar_type(), "a constant");
+  if (elemHint && t.dim() == 0)
+    et = elemHint;
+  auto type = RankedTensorType::get(t.sizes().vec(), et);
+  at::Tensor flat = t.reshape({-1});
+  if (t.numel() >= 1 && at::equal(flat, flat[0].expand_as(flat)))
+    return fill(n, flat[0].item<double>(), type);
+  Attribute attrV;
+  if (t.scalar_type() == at::kBool) {
+    auto acc = flat.accessor<bool, 1>();
+    SmallVector<bool> v(acc.data(), acc.data() + flat.numel());
+    attrV = DenseElementsAttr::get(type, ArrayRef<bool>(v));
+  } else if (t.scalar_type() == at::kLong) {
+    auto acc = flat.accessor<int64_t, 1>();
+    attrV = DenseElementsAttr::get(type, ArrayRef<int64_t>(acc.data(), flat.numel()));
+  } else if (t.scalar_type() == at::kInt) {
+    auto acc = flat.accessor<int32_t, 1>();
+    attrV = DenseElementsAttr::get(type, ArrayRef<int32_t>(acc.data(), flat.numel()));
+  } else if (t.scalar_type() == at::kDouble) {
+    auto acc = flat.accessor<double, 1>();
+    attrV = DenseElementsAttr::get(type, ArrayRef<double>(acc.data(), flat.numel()));
+  } else {
+    at::Tensor f = flat.to(at::kFloat);
+    auto acc = f.accessor<float, 1>();
+    attrV = DenseElementsAttr::get(type, ArrayRef<float>(acc.data(), f.numel()));
+  }
+  return emit1<ConstantOp>(n, {}, {attr("value", attrV)});
+}
+
+mlir::Value Importer::tensorIn(tj::Node *n, size_t i, Type elemHint) {
+  Val &v = in(n, i);
+  if (v.kind == Val::Tensor)
+    return v.value;
+  if (v.isConst() && v.iv.isTensor())
+    return materialize(n, v.iv.toTensor(), elemHint);
+  if (v.isConst() && (v.iv.isDouble() || v.iv.isInt() || v.iv.isBool())) {
+    at::Tensor t = v.iv.isDouble() ? at::scalar_tensor(v.iv.toDouble(), at::kDouble)
+                   : v.iv.isInt()  ? at::scalar_tensor(v.iv.toInt(), at::kLong)
+                                   : at::scalar_tensor(v.iv.toBool(), at::kBool);
+    return materialize(n, t, elemHint);
+  }
+  fail(n, "argument " + std::to_string(i) + " must be a tensor");
+}
+
+mlir::Value Importer::seed(tj::Node *n) {
+  if (seedArg < 0) {
+    seedArg = body->getNumArguments();
+    body->addArgument(RankedTensorType::get({}, b.getI64Type()),
+                      NameLoc::get(b.getStringAttr("rng_seed")));
+    argNameRole.push_back({"rng_seed", "rng_seed"});
+  }
+  return body->getArgument(seedArg);
+}
+
+void Importer::updateState(const Val &target, mlir::Value newValue) {
+  if (!target.path.empty() && current.count(target.path))
+    current[target.path] = newValue;
+}
+
