@@ -121,12 +121,16 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
       break;
     pos = e + 1;
   }
-  Tensor t(dt, shape);
+  // The data must be there before anything is allocated: a header that
+  // claims 46 billion elements in a 100-byte file is refused, not allocated
+  // (found by fuzz/FuzzNpz).
   size_t dataStart = hstart + hlen;
-  if (size - dataStart < t.byteSize())
+  uint64_t dataBytes = numel * uint64_t(dtypeSize(dt));
+  if (uint64_t(size - dataStart) < dataBytes)
     return Status::error(
         ".npy data truncated: " + std::to_string(size - dataStart) +
         " bytes for " + typeString(dt, shape));
+  Tensor t(dt, shape);
   if (t.byteSize())
     std::memcpy(t.data(), p + dataStart, t.byteSize());
   return t;
