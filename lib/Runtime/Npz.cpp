@@ -6,6 +6,7 @@
 
 #include "offload/Runtime/Npz.h"
 
+#include <algorithm>
 #include <zip.h>
 
 #include <cstring>
@@ -121,12 +122,16 @@ Expected<Tensor> offload::rt::parseNpy(const uint8_t *p, size_t size) {
       break;
     pos = e + 1;
   }
-  Tensor t(dt, shape);
+  // The data must be there before anything is allocated: a header that
+  // claims 46 billion elements in a 100-byte file is refused, not allocated
+  // (found by fuzz/FuzzNpz).
   size_t dataStart = hstart + hlen;
-  if (size - dataStart < t.byteSize())
+  uint64_t dataBytes = numel * uint64_t(dtypeSize(dt));
+  if (uint64_t(size - dataStart) < dataBytes)
     return Status::error(
         ".npy data truncated: " + std::to_string(size - dataStart) +
         " bytes for " + typeString(dt, shape));
+  Tensor t(dt, shape);
   if (t.byteSize())
     std::memcpy(t.data(), p + dataStart, t.byteSize());
   return t;
@@ -188,10 +193,25 @@ Expected<NamedTensors> offload::rt::readNpz(const std::string &path) {
     if (!f)
       return Status::error("'" + path + "': cannot open member '" + name +
                            "': " + zip_strerror(z));
-    std::vector<uint8_t> bytes(size_t(st.size));
-    zip_int64_t got = bytes.empty() ? 0 : zip_fread(f, bytes.data(), st.size);
+    // Read in pieces: the archive's declared size is not trusted for an
+    // allocation (a 1 KB file declaring a 4 GB member was allocated at once;
+    // found by fuzz/FuzzNpz), so memory grows only with data that arrives.
+    std::vector<uint8_t> bytes;
+    constexpr zip_uint64_t kPiece = zip_uint64_t(1) << 20;
+    bool readError = false;
+    while (zip_uint64_t(bytes.size()) < st.size) {
+      size_t old = bytes.size();
+      size_t want = size_t(std::min(kPiece, st.size - zip_uint64_t(old)));
+      bytes.resize(old + want);
+      zip_int64_t got = zip_fread(f, bytes.data() + old, want);
+      bytes.resize(old + size_t(std::max<zip_int64_t>(got, 0)));
+      if (got <= 0) {
+        readError = got < 0;
+        break;
+      }
+    }
     zip_fclose(f);
-    if (got < 0 || zip_uint64_t(got) != st.size)
+    if (readError || zip_uint64_t(bytes.size()) != st.size)
       return Status::error("'" + path + "': member '" + name +
                            "' is truncated or corrupt");
     Expected<Tensor> t = parseNpy(bytes.data(), bytes.size());

@@ -11,6 +11,7 @@
 #include "TestPlans.h"
 
 #include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/Npz.h"
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,22 @@ TEST(KernelGeometryTest, ReducingAnEmptyDimensionDividesByNothing) {
             "");
   for (float v : y)
     EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(NpyTest, HugeShapeInATinyFileIsRefusedBeforeAllocating) {
+  // Found by fuzz/FuzzNpz: a header claiming 46e9 float32 elements (184 GB)
+  // in a 100-byte file was allocated before the data size was checked.
+  std::string h("\x93NUMPY\x01\x00", 8);
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                     "(46116860184,), }";
+  dict += std::string(63 - (10 + dict.size()) % 64, ' ') + "\n";
+  h += char(dict.size() & 0xff);
+  h += char(dict.size() >> 8);
+  h += dict;
+  h += std::string(16, '\0');
+  auto t = parseNpy(reinterpret_cast<const uint8_t *>(h.data()), h.size());
+  ASSERT_FALSE(t.ok());
+  EXPECT_CONTAINS(t.message(), ".npy data truncated: 16 bytes for f32[46116860184]");
 }
 
 } // namespace
