@@ -51,7 +51,7 @@ say "3-4. training step, saved values, memory plan"
 "$BIN/offload-opt" "$OUT/$MODEL.mlir" \
   --offload-autodiff="optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true" \
   --offload-saved-value-report="per-value=false" \
-  --offload-memory-report="top=5" -o "$OUT/$MODEL.step.mlir" | tee "$OUT/memory.txt"
+  --offload-memory-report="top=5" -o "$OUT/$MODEL.step.mlir" 2>&1 | tee "$OUT/memory.txt"
 UNPLANNED=$(sed -n 's/.*device arena bytes: \([0-9]*\).*/\1/p' "$OUT/memory.txt")
 BUDGET=$(( UNPLANNED * BUDGET_PCT / 100 ))
 
