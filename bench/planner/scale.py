@@ -59,11 +59,11 @@ torch.jit.trace(m, torch.randn(2, 16, 64)).save({path!r})
 
 def chain_mlir(layers, width=64, batch=32):
     args = [f"%w{i}: tensor<{width}x{width}xf32> {{offload.name = \"l{i}.weight\", "
-            f"offload.role = \"parameter\"}}" for i in range(layers)]
+            f"offload.role = #offload.role<parameter>}}" for i in range(layers)]
     lines = ["func.func @forward(" + ", ".join(args) +
-             f", %x: tensor<{batch}x{width}xf32> {{offload.name = \"x\", offload.role = \"input\"}}"
-             f", %y: tensor<{batch}xi64> {{offload.name = \"y\", offload.role = \"input\"}})"
-             " -> (tensor<f32> {offload.name = \"loss\", offload.role = \"loss\"})"
+             f", %x: tensor<{batch}x{width}xf32> {{offload.name = \"x\", offload.role = #offload.role<input>}}"
+             f", %y: tensor<{batch}xi64> {{offload.name = \"y\", offload.role = #offload.role<input>}})"
+             " -> (tensor<f32> {offload.name = \"loss\", offload.role = #offload.role<loss>})"
              " attributes {offload.step} {", "  offload.phase forward"]
     prev = "%x"
     for i in range(layers):

@@ -235,7 +235,7 @@ OwningOpRef<ModuleOp> Importer::run(ImportError &err) {
   func.setFunctionType(b.getFunctionType(argTypes, resTypes));
   auto setAttrs = [&](auto setter, unsigned i, const std::pair<std::string, std::string> &nr) {
     setter(i, OffloadDialect::kNameAttrName, b.getStringAttr(nr.first));
-    setter(i, OffloadDialect::kRoleAttrName, b.getStringAttr(nr.second));
+    setter(i, OffloadDialect::kRoleAttrName, getRoleAttr(b.getContext(), nr.second));
   };
   for (unsigned i = 0; i < argNameRole.size(); ++i)
     setAttrs([&](unsigned j, StringRef k, Attribute a) { func.setArgAttr(j, k, a); }, i,

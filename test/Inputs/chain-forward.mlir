@@ -1,18 +1,18 @@
 // A forward-only step: linear -> batch norm -> relu -> linear -> gelu -> add
 // -> linear -> cross-entropy, with module paths as NameLocs (as the importer
 // records them).
-func.func @forward(%w1: tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = "parameter"},
-                   %g: tensor<16xf32> {offload.name = "bn.weight", offload.role = "parameter"},
-                   %b: tensor<16xf32> {offload.name = "bn.bias", offload.role = "parameter"},
-                   %rm: tensor<16xf32> {offload.name = "bn.running_mean", offload.role = "state"},
-                   %rv: tensor<16xf32> {offload.name = "bn.running_var", offload.role = "state"},
-                   %w2: tensor<16x16xf32> {offload.name = "fc2.weight", offload.role = "parameter"},
-                   %w3: tensor<4x16xf32> {offload.name = "fc3.weight", offload.role = "parameter"},
-                   %x: tensor<32x8xf32> {offload.name = "x", offload.role = "input"},
-                   %t: tensor<32xi64> {offload.name = "y", offload.role = "input"})
-    -> (tensor<f32> {offload.name = "loss", offload.role = "loss"},
-        tensor<16xf32> {offload.name = "bn.running_mean", offload.role = "new_state"},
-        tensor<16xf32> {offload.name = "bn.running_var", offload.role = "new_state"}) attributes {offload.step} {
+func.func @forward(%w1: tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = #offload.role<parameter>},
+                   %g: tensor<16xf32> {offload.name = "bn.weight", offload.role = #offload.role<parameter>},
+                   %b: tensor<16xf32> {offload.name = "bn.bias", offload.role = #offload.role<parameter>},
+                   %rm: tensor<16xf32> {offload.name = "bn.running_mean", offload.role = #offload.role<state>},
+                   %rv: tensor<16xf32> {offload.name = "bn.running_var", offload.role = #offload.role<state>},
+                   %w2: tensor<16x16xf32> {offload.name = "fc2.weight", offload.role = #offload.role<parameter>},
+                   %w3: tensor<4x16xf32> {offload.name = "fc3.weight", offload.role = #offload.role<parameter>},
+                   %x: tensor<32x8xf32> {offload.name = "x", offload.role = #offload.role<input>},
+                   %t: tensor<32xi64> {offload.name = "y", offload.role = #offload.role<input>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>},
+        tensor<16xf32> {offload.name = "bn.running_mean", offload.role = #offload.role<new_state>},
+        tensor<16xf32> {offload.name = "bn.running_var", offload.role = #offload.role<new_state>}) attributes {offload.step} {
   offload.phase forward
   %h = offload.linear %x, %w1 : tensor<32x8xf32>, tensor<16x8xf32> loc("block1.fc1")
   %n, %m, %is, %nrm, %nrv = offload.batch_norm %h, %g, %b, %rm, %rv {momentum = 0.1 : f64, eps = 1.0e-5 : f64}

@@ -115,9 +115,9 @@ std::string buildModule(const Case &c) {
   os << "func.func @step(";
   for (const Arg &a : c.args)
     os << "%" << a.name << ": " << a.type << " {offload.name = \"" << a.name
-       << "\", offload.role = \"" << (a.param ? "parameter" : "input") << "\"}, ";
-  os << "%r: " << c.yType << " {offload.name = \"r\", offload.role = \"input\"})"
-     << " -> (tensor<f64> {offload.name = \"loss\", offload.role = \"loss\"})"
+       << "\", offload.role = #offload.role<" << (a.param ? "parameter" : "input") << ">}, ";
+  os << "%r: " << c.yType << " {offload.name = \"r\", offload.role = #offload.role<input>})"
+     << " -> (tensor<f64> {offload.name = \"loss\", offload.role = #offload.role<loss>})"
      << " attributes {offload.step} {\n"
      << c.body << "\n"
      << "  %p = offload.mul %y, %r : " << c.yType << ", " << c.yType << "\n"

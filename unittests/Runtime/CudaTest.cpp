@@ -644,6 +644,17 @@ PlanData sgdAfterEmbedding() {
   return b.finish();
 }
 
+TEST(CudaTest, DevicePlansPassValidationWithoutADevice) {
+  // The plans of the GPU-only tests are checked here on every machine: plan
+  // validation (the op-signature table among it) needs no device.
+  for (uint64_t ws : {uint64_t(0), uint64_t(32u << 20)}) {
+    auto conv = Plan::fromData(convNetStep(ws));
+    EXPECT_TRUE(conv.ok()) << conv.message();
+  }
+  auto sgd = Plan::fromData(sgdAfterEmbedding());
+  EXPECT_TRUE(sgd.ok()) << sgd.message();
+}
+
 TEST(CudaTest, FailedStepNamesTheOpAndKeepsParameters) {
   SKIP_WITHOUT_GPU();
   auto plan = Plan::fromData(sgdAfterEmbedding());

@@ -1,7 +1,7 @@
-func.func @forward(%w: tensor<4x3x3x3xf32> {offload.name = "conv.weight", offload.role = "parameter"},
-                   %x: tensor<2x3x8x8xf32> {offload.name = "x", offload.role = "input"},
-                   %t: tensor<2xi64> {offload.name = "y", offload.role = "input"})
-    -> (tensor<f32> {offload.name = "loss", offload.role = "loss"}) attributes {offload.step} {
+func.func @forward(%w: tensor<4x3x3x3xf32> {offload.name = "conv.weight", offload.role = #offload.role<parameter>},
+                   %x: tensor<2x3x8x8xf32> {offload.name = "x", offload.role = #offload.role<input>},
+                   %t: tensor<2xi64> {offload.name = "y", offload.role = #offload.role<input>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}) attributes {offload.step} {
   offload.phase forward
   %c = offload.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
   %r = offload.relu %c : tensor<2x4x8x8xf32>

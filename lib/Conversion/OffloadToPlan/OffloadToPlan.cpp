@@ -87,28 +87,35 @@ static std::vector<int64_t> shapeOf(Type t) {
   return std::vector<int64_t>(shape.begin(), shape.end());
 }
 
-static rt::BufferRole argumentRole(StringRef role) {
-  if (role == "parameter")
+static rt::BufferRole argumentRole(Role role) {
+  switch (role) {
+  case Role::parameter:
     return rt::BufferRole::Parameter;
-  if (role == "state")
+  case Role::state:
     return rt::BufferRole::State;
-  if (role == "optimizer_state")
+  case Role::optimizer_state:
     return rt::BufferRole::OptimizerState;
-  return rt::BufferRole::Input;
+  default:
+    return rt::BufferRole::Input;
+  }
 }
 
 /// The runtime commits outputs with a store role (parameter, state,
 /// optimizer state) to its parameter store when a step succeeds.
-static rt::BufferRole resultRole(StringRef role) {
-  if (role == "gradient" || role == "input_gradient")
+static rt::BufferRole resultRole(Role role) {
+  switch (role) {
+  case Role::gradient:
+  case Role::input_gradient:
     return rt::BufferRole::Gradient;
-  if (role == "new_parameter")
+  case Role::new_parameter:
     return rt::BufferRole::Parameter;
-  if (role == "new_state")
+  case Role::new_state:
     return rt::BufferRole::State;
-  if (role == "new_optimizer_state")
+  case Role::new_optimizer_state:
     return rt::BufferRole::OptimizerState;
-  return rt::BufferRole::Output;
+  default:
+    return rt::BufferRole::Output;
+  }
 }
 
 /// The op's attributes as the runtime's AttrMap, converted by the kinds of
@@ -188,8 +195,7 @@ static LogicalResult checkStepTrains(func::FuncOp step, bool forwardOnly) {
   if (forwardOnly || hasBackwardPhase(step))
     return success();
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
-    auto role = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
-    if (role && role.getValue() == "parameter") {
+    if (getArgRole(step, i) == Role::parameter) {
       auto name = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
       return step.emitError() << "convert-offload-to-plan: step '" << step.getName()
                               << "' has parameters (e.g. '"
@@ -320,9 +326,8 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       return failure();
     rt::BufferRole role = rt::BufferRole::Temporary;
     if (auto arg = dyn_cast<BlockArgument>(root))
-      if (auto r = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                   OffloadDialect::kRoleAttrName))
-        role = argumentRole(r.getValue());
+      if (std::optional<Role> r = getArgRole(fn, arg.getArgNumber()))
+        role = argumentRole(*r);
     int id = pb.buffer(nameOf(root), *dt, shapeOf(root.getType()), role,
                        b.space == MemorySpace::Host ? rt::MemorySpace::Host
                                                     : rt::MemorySpace::Device);
@@ -496,18 +501,18 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     auto name = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
-    auto role = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    std::optional<Role> role = getResultRole(fn, i);
     auto it = bufferOfValue.find(v);
     if (!name || it == bufferOfValue.end())
       return fn.emitOpError() << "result #" << i << " has no name or no buffer";
     std::string out = name.str();
-    if (role && resultRole(role.getValue()) == rt::BufferRole::Gradient &&
+    if (role && resultRole(*role) == rt::BufferRole::Gradient &&
         !StringRef(out).starts_with("grad:"))
       out = "grad:" + out;
     if (!isa<BlockArgument>(v)) {
       rt::BufferDesc &bd = pb.buf(it->second);
       if (bd.role == rt::BufferRole::Temporary)
-        bd.role = role ? resultRole(role.getValue()) : rt::BufferRole::Output;
+        bd.role = role ? resultRole(*role) : rt::BufferRole::Output;
     }
     pb.bindOut(out, it->second);
     if (failed(sliceBinding(fn.getResultAttrDict(i), v.getType())))

@@ -17,8 +17,8 @@
 // CHECK: offload.add
 // EXEC-NOT: error
 // EXEC: peak device bytes: planned [[P:[0-9]+]] measured [[P]]
-func.func @step(%x: tensor<4x8xf32> {offload.name = "x", offload.role = "input"})
-    -> (tensor<4x8xf32> {offload.name = "out", offload.role = "output"}) attributes {offload.step} {
+func.func @step(%x: tensor<4x8xf32> {offload.name = "x", offload.role = #offload.role<input>})
+    -> (tensor<4x8xf32> {offload.name = "out", offload.role = #offload.role<output>}) attributes {offload.step} {
   %y = offload.relu %x : tensor<4x8xf32>
   %h, %t0 = offload.to_host async %y : tensor<4x8xf32>
   %h2 = offload.to_host %x : tensor<4x8xf32>

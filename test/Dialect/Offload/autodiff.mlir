@@ -9,14 +9,14 @@
 // input gradient is never built.
 
 // CHECK-LABEL: func.func @mlp
-// SGD-SAME: offload.name = "optimizer.step", offload.role = "optimizer_state"
-// SGD-SAME: offload.name = "fc1.weight.momentum_buffer", offload.role = "optimizer_state"
-// ADAMW-SAME: offload.name = "fc1.weight.exp_avg", offload.role = "optimizer_state"
-// ADAMW-SAME: offload.name = "fc1.weight.exp_avg_sq", offload.role = "optimizer_state"
-// SGD-SAME: -> (tensor<f32> {offload.name = "loss", offload.role = "loss"}, tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = "new_parameter"}
-// NONE-SAME: -> (tensor<f32> {offload.name = "loss", offload.role = "loss"}, tensor<16x8xf32> {offload.name = "grad:fc1.weight", offload.role = "gradient"}
+// SGD-SAME: offload.name = "optimizer.step", offload.role = #offload.role<optimizer_state>
+// SGD-SAME: offload.name = "fc1.weight.momentum_buffer", offload.role = #offload.role<optimizer_state>
+// ADAMW-SAME: offload.name = "fc1.weight.exp_avg", offload.role = #offload.role<optimizer_state>
+// ADAMW-SAME: offload.name = "fc1.weight.exp_avg_sq", offload.role = #offload.role<optimizer_state>
+// SGD-SAME: -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}, tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = #offload.role<new_parameter>}
+// NONE-SAME: -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}, tensor<16x8xf32> {offload.name = "grad:fc1.weight", offload.role = #offload.role<gradient>}
 // GRADS-LABEL: func.func @mlp
-// GRADS-SAME: {offload.name = "grad:fc2.bias", offload.role = "gradient"}
+// GRADS-SAME: {offload.name = "grad:fc2.bias", offload.role = #offload.role<gradient>}
 // CHECK: offload.phase forward
 // CHECK: %[[H:.*]] = offload.linear
 // CHECK: %[[R:.*]] = offload.relu %[[H]]
@@ -40,13 +40,13 @@
 // ADAMW: offload.phase optimizer
 // ADAMW-COUNT-4: offload.adamw_update {{.*}}weight_decay = 1.000000e-02
 // NONE-NOT: offload.phase optimizer
-func.func @mlp(%w1: tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = "parameter"},
-               %b1: tensor<16xf32> {offload.name = "fc1.bias", offload.role = "parameter"},
-               %w2: tensor<4x16xf32> {offload.name = "fc2.weight", offload.role = "parameter"},
-               %b2: tensor<4xf32> {offload.name = "fc2.bias", offload.role = "parameter"},
-               %x: tensor<32x8xf32> {offload.name = "x", offload.role = "input"},
-               %t: tensor<32xi64> {offload.name = "y", offload.role = "input"})
-    -> (tensor<f32> {offload.name = "loss", offload.role = "loss"}) attributes {offload.step} {
+func.func @mlp(%w1: tensor<16x8xf32> {offload.name = "fc1.weight", offload.role = #offload.role<parameter>},
+               %b1: tensor<16xf32> {offload.name = "fc1.bias", offload.role = #offload.role<parameter>},
+               %w2: tensor<4x16xf32> {offload.name = "fc2.weight", offload.role = #offload.role<parameter>},
+               %b2: tensor<4xf32> {offload.name = "fc2.bias", offload.role = #offload.role<parameter>},
+               %x: tensor<32x8xf32> {offload.name = "x", offload.role = #offload.role<input>},
+               %t: tensor<32xi64> {offload.name = "y", offload.role = #offload.role<input>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}) attributes {offload.step} {
   offload.phase forward
   %h = offload.linear %x, %w1, %b1 : tensor<32x8xf32>, tensor<16x8xf32>, tensor<16xf32>
   %r = offload.relu %h : tensor<32x16xf32>
@@ -66,15 +66,15 @@ func.func @mlp(%w1: tensor<16x8xf32> {offload.name = "fc1.weight", offload.role 
 // CHECK: offload.phase backward
 // CHECK: offload.dropout_backward %{{.*}}, %{{.*}} {{{.*}}offset = 0 : i64, p = 1.000000e-01 : f64}
 // CHECK: offload.batch_norm_backward
-func.func @bn_dropout(%w: tensor<4xf32> {offload.name = "bn.weight", offload.role = "parameter"},
-                      %b: tensor<4xf32> {offload.name = "bn.bias", offload.role = "parameter"},
-                      %rm: tensor<4xf32> {offload.name = "bn.running_mean", offload.role = "state"},
-                      %rv: tensor<4xf32> {offload.name = "bn.running_var", offload.role = "state"},
-                      %x: tensor<2x4x3x3xf32> {offload.name = "x", offload.role = "input"},
-                      %seed: tensor<i64> {offload.name = "rng_seed", offload.role = "rng_seed"})
-    -> (tensor<f32> {offload.name = "loss", offload.role = "loss"},
-        tensor<4xf32> {offload.name = "bn.running_mean", offload.role = "new_state"},
-        tensor<4xf32> {offload.name = "bn.running_var", offload.role = "new_state"}) attributes {offload.step} {
+func.func @bn_dropout(%w: tensor<4xf32> {offload.name = "bn.weight", offload.role = #offload.role<parameter>},
+                      %b: tensor<4xf32> {offload.name = "bn.bias", offload.role = #offload.role<parameter>},
+                      %rm: tensor<4xf32> {offload.name = "bn.running_mean", offload.role = #offload.role<state>},
+                      %rv: tensor<4xf32> {offload.name = "bn.running_var", offload.role = #offload.role<state>},
+                      %x: tensor<2x4x3x3xf32> {offload.name = "x", offload.role = #offload.role<input>},
+                      %seed: tensor<i64> {offload.name = "rng_seed", offload.role = #offload.role<rng_seed>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>},
+        tensor<4xf32> {offload.name = "bn.running_mean", offload.role = #offload.role<new_state>},
+        tensor<4xf32> {offload.name = "bn.running_var", offload.role = #offload.role<new_state>}) attributes {offload.step} {
   %y, %m, %is, %nrm, %nrv = offload.batch_norm %x, %w, %b, %rm, %rv {momentum = 0.1 : f64, eps = 1.0e-5 : f64}
       : tensor<2x4x3x3xf32>, tensor<4xf32>
   %d = offload.dropout %y, %seed {p = 0.1 : f64, offset = 0 : i64} : tensor<2x4x3x3xf32>, tensor<i64>

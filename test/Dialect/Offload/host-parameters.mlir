@@ -23,7 +23,7 @@
 // back once more; every gradient goes to the host as soon as it exists, and
 // the SGD updates run over host values.
 // CHECK: host parameters @forward (policy all): 4 parameters, 1696 bytes of parameters and optimizer state on the host; 1 prefetched again for backward, 0 kept
-// CHECK: %arg0: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight", offload.role = "parameter"}
+// CHECK: %arg0: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight", offload.role = #offload.role<parameter>}
 // CHECK-SAME: %arg7: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight.momentum_buffer"
 // CHECK: offload.phase forward
 // CHECK: %[[W1:.*]], %[[T1:.*]] = offload.to_device async %arg0 {prefetch_distance = 1 : i64}
@@ -68,9 +68,9 @@
 // NAMES: (policy names): 2 parameters, 816 bytes
 // NAMES: %arg0: tensor<16x8xf32> {offload.name = "fc1.weight"
 // NAMES-SAME: %arg2: !offload.host<tensor<4x16xf32>> {offload.name = "fc2.weight"
-// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "fc2.weight.exp_avg", offload.role = "optimizer_state"}
-// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "fc2.weight.exp_avg_sq", offload.role = "optimizer_state"}
-// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "grad:fc2.weight", offload.role = "gradient"}
+// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "fc2.weight.exp_avg", offload.role = #offload.role<optimizer_state>}
+// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "fc2.weight.exp_avg_sq", offload.role = #offload.role<optimizer_state>}
+// NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "grad:fc2.weight", offload.role = #offload.role<gradient>}
 // NAMES: offload.adamw_update %arg0, {{.*}} : tensor<16x8xf32>, tensor<i64>
 // NAMES: offload.adamw_update %arg2, {{.*}} : !offload.host<tensor<4x16xf32>>, !offload.host<tensor<i64>>
 

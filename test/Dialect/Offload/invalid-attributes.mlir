@@ -304,14 +304,14 @@ func.func @f(%x: tensor<1x1x9223372036854775807x8xf32>, %w: tensor<1x1x3x3xf32>)
 // A tensor whose byte count overflows int64 made the memory plan report a
 // peak of 0 bytes; a step's tensors are bounded by what a plan can hold.
 // expected-error @+1 {{argument #0 of type 'tensor<4611686018427387904x4xf32>' holds more than 2^48 bytes}}
-func.func @huge(%x: tensor<4611686018427387904x4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @huge(%x: tensor<4611686018427387904x4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   offload.phase forward
   return
 }
 
 // -----
 
-func.func @huge_result(%x: tensor<65536x65536xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @huge_result(%x: tensor<65536x65536xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   offload.phase forward
   // expected-error @+1 {{result #0 of type 'tensor<65536x65536x65536xf32>' holds more than 2^48 bytes}}
   %y = offload.broadcast_to %x : tensor<65536x65536xf32> -> tensor<65536x65536x65536xf32>

@@ -25,32 +25,45 @@ func.func @two_blocks() attributes {offload.step} {
 
 // -----
 
-// expected-error @+1 {{argument #0 of a training step needs string attributes 'offload.name' and 'offload.role'}}
+// expected-error @+1 {{argument #0 of a training step needs attributes 'offload.name' (a string) and 'offload.role' (#offload.role<...>)}}
 func.func @no_name(%x: tensor<4xf32>) attributes {offload.step} { return }
 
 // -----
 
-// expected-error @+1 {{argument #0 ('x') has unknown role 'weights'}}
-func.func @bad_role(%x: tensor<4xf32> {offload.name = "x", offload.role = "weights"}) attributes {offload.step} { return }
+// A role is an enum attribute: an unknown one fails in the parser.
+// expected-error @+2 {{expected ::mlir::offload::Role to be one of: parameter, state, optimizer_state, input, rng_seed, output_gradient, loss, new_parameter, new_state, new_optimizer_state, gradient, output, input_gradient}}
+// expected-error @+1 {{failed to parse Offload_RoleAttr parameter 'value'}}
+func.func @bad_role(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<weights>}) attributes {offload.step} { return }
+
+// -----
+
+// expected-error @+1 {{argument #0 ('x') has role 'loss', which is a result role; expected parameter, state, optimizer_state, input, rng_seed or output_gradient}}
+func.func @result_role_on_argument(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<loss>}) attributes {offload.step} { return }
+
+// -----
+
+// The role as a string (the form before roles were an enum) is refused.
+// expected-error @+1 {{argument #0 of a training step needs attributes 'offload.name' (a string) and 'offload.role' (#offload.role<...>)}}
+func.func @string_role(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} { return }
 
 // -----
 
 // expected-error @+1 {{two arguments are named 'x'}}
-func.func @dup_name(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"},
-                    %y: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} { return }
+func.func @dup_name(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>},
+                    %y: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} { return }
 
 // -----
 
-// expected-error @+1 {{result #0 of a training step needs string attributes}}
-func.func @res_no_name(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) -> tensor<4xf32> attributes {offload.step} {
+// expected-error @+1 {{result #0 of a training step needs attributes}}
+func.func @res_no_name(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) -> tensor<4xf32> attributes {offload.step} {
   return %x : tensor<4xf32>
 }
 
 // -----
 
-// expected-error @+1 {{result #0 ('l') has unknown role 'cost'}}
-func.func @res_bad_role(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"})
-    -> (tensor<4xf32> {offload.name = "l", offload.role = "cost"}) attributes {offload.step} {
+// expected-error @+1 {{result #0 ('l') has role 'parameter', which is an argument role; expected loss, new_parameter, new_state, new_optimizer_state, gradient, output or input_gradient}}
+func.func @res_bad_role(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>})
+    -> (tensor<4xf32> {offload.name = "l", offload.role = #offload.role<parameter>}) attributes {offload.step} {
   return %x : tensor<4xf32>
 }
 
@@ -84,7 +97,7 @@ func.func @both_backwards() attributes {offload.step} {
 
 // -----
 
-func.func @save_in_backward(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @save_in_backward(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   // expected-note @+1 {{phase begins here}}
   offload.phase backward
   // expected-error @+1 {{saves a value in phase 'backward'; saved values are made in the forward phase}}
@@ -94,7 +107,7 @@ func.func @save_in_backward(%x: tensor<4xf32> {offload.name = "x", offload.role 
 
 // -----
 
-func.func @restore_in_forward(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @restore_in_forward(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   %s = offload.save %x : tensor<4xf32>
   // expected-error @+1 {{restores a saved value in the forward phase}}
   %r = offload.restore %s : !offload.saved<tensor<4xf32>>
@@ -103,7 +116,7 @@ func.func @restore_in_forward(%x: tensor<4xf32> {offload.name = "x", offload.rol
 
 // -----
 
-func.func @missing_wait(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @missing_wait(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   %h = offload.to_host %x : tensor<4xf32>
   // expected-note @+1 {{the copy is issued here}}
   %d, %t = offload.to_device async %h : !offload.host<tensor<4xf32>>
@@ -114,7 +127,7 @@ func.func @missing_wait(%x: tensor<4xf32> {offload.name = "x", offload.role = "i
 
 // -----
 
-func.func @joined_wait_ok(%x: tensor<4xf32> {offload.name = "x", offload.role = "input"}) attributes {offload.step} {
+func.func @joined_wait_ok(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
   %h = offload.to_host %x : tensor<4xf32>
   %d, %t = offload.to_device async %h : !offload.host<tensor<4xf32>>
   %j = offload.wait async [%t]

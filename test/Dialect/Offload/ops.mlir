@@ -4,8 +4,8 @@
 // RUN: offload-opt %s --mlir-print-op-generic | offload-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @structure
-func.func @structure(%x: tensor<4x8xf32> {offload.name = "x", offload.role = "input"})
-    -> (tensor<4x8xf32> {offload.name = "out", offload.role = "output"}) attributes {offload.step} {
+func.func @structure(%x: tensor<4x8xf32> {offload.name = "x", offload.role = #offload.role<input>})
+    -> (tensor<4x8xf32> {offload.name = "out", offload.role = #offload.role<output>}) attributes {offload.step} {
   // CHECK: offload.phase forward
   offload.phase forward
   // CHECK: %[[Y:.*]] = offload.relu %{{.*}} : tensor<4x8xf32>

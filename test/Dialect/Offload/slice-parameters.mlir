@@ -14,9 +14,9 @@
 // last dimension. fc2.weight (256 bytes) is not above the slice size.
 // CHECK: slice parameters @forward: 'fc1.weight' (512 bytes) in 2 slices of up to 8 rows (256 bytes)
 // CHECK: %arg0: tensor<4x16xf32> {offload.name = "fc2.weight"
-// CHECK-SAME: %[[W0:arg[0-9]+]]: tensor<8x8xf32> {offload.name = "fc1.weight[0:8]", offload.role = "parameter", offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.weight"}
-// CHECK-SAME: %[[B0:arg[0-9]+]]: tensor<8xf32> {offload.name = "fc1.bias[0:8]", offload.role = "parameter", offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.bias"}
-// CHECK-SAME: %[[W1:arg[0-9]+]]: tensor<8x8xf32> {offload.name = "fc1.weight[8:16]", offload.role = "parameter", offload.slice = array<i64: 8, 16, 16>
+// CHECK-SAME: %[[W0:arg[0-9]+]]: tensor<8x8xf32> {offload.name = "fc1.weight[0:8]", offload.role = #offload.role<parameter>, offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.weight"}
+// CHECK-SAME: %[[B0:arg[0-9]+]]: tensor<8xf32> {offload.name = "fc1.bias[0:8]", offload.role = #offload.role<parameter>, offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.bias"}
+// CHECK-SAME: %[[W1:arg[0-9]+]]: tensor<8x8xf32> {offload.name = "fc1.weight[8:16]", offload.role = #offload.role<parameter>, offload.slice = array<i64: 8, 16, 16>
 // CHECK-SAME: %[[B1:arg[0-9]+]]: tensor<8xf32> {offload.name = "fc1.bias[8:16]"
 // CHECK: %[[Y0:.*]] = offload.linear %{{.*}}, %[[W0]], %[[B0]]
 // CHECK-NEXT: %[[Y1:.*]] = offload.linear %{{.*}}, %[[W1]], %[[B1]]
@@ -25,9 +25,9 @@
 
 // Autodiff gives each slice its momentum buffer and gradient, as rows of
 // the whole tensor's.
-// AD-DAG: {offload.name = "fc1.weight[8:16].momentum_buffer", offload.role = "optimizer_state", offload.slice = array<i64: 8, 16, 16>, offload.slice_of = "fc1.weight.momentum_buffer"}
-// AD-DAG: {offload.name = "grad:fc1.weight[0:8]", offload.role = "gradient", offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "grad:fc1.weight"}
-// AD-DAG: {offload.name = "fc1.bias[0:8]", offload.role = "new_parameter", offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.bias"}
+// AD-DAG: {offload.name = "fc1.weight[8:16].momentum_buffer", offload.role = #offload.role<optimizer_state>, offload.slice = array<i64: 8, 16, 16>, offload.slice_of = "fc1.weight.momentum_buffer"}
+// AD-DAG: {offload.name = "grad:fc1.weight[0:8]", offload.role = #offload.role<gradient>, offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "grad:fc1.weight"}
+// AD-DAG: {offload.name = "fc1.bias[0:8]", offload.role = #offload.role<new_parameter>, offload.slice = array<i64: 0, 8, 16>, offload.slice_of = "fc1.bias"}
 
 // The plan binds every slice to its bytes of the whole tensor.
 // PLAN: in  "fc1.weight[8:16]" -> %{{[0-9]+}} (parameter) slice of "fc1.weight" at byte 256
@@ -38,9 +38,9 @@
 // A weight read by anything but a linear stays whole, with a warning.
 // WARN: warning: offload-slice-parameters: 'w' is read by offload.matmul, not as a linear weight; not sliced
 // WARN: slice parameters @tied: no weight above 64 bytes to slice
-func.func @tied(%w: tensor<8x4xf32> {offload.name = "w", offload.role = "parameter"},
-                %x: tensor<2x4xf32> {offload.name = "x", offload.role = "input"})
-    -> (tensor<2x8xf32> {offload.name = "y", offload.role = "output"}) attributes {offload.step} {
+func.func @tied(%w: tensor<8x4xf32> {offload.name = "w", offload.role = #offload.role<parameter>},
+                %x: tensor<2x4xf32> {offload.name = "x", offload.role = #offload.role<input>})
+    -> (tensor<2x8xf32> {offload.name = "y", offload.role = #offload.role<output>}) attributes {offload.step} {
   offload.phase forward
   %y = offload.linear %x, %w : tensor<2x4xf32>, tensor<8x4xf32>
   %z = offload.matmul %x, %w {transpose_b = true} : tensor<2x4xf32>, tensor<8x4xf32>

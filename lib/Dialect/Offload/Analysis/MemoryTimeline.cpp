@@ -37,11 +37,10 @@ static MemoryCategory categoryOf(const PlannedBuffer &b, func::FuncOp fn,
                                  const llvm::DenseSet<Value> &gradients) {
   for (Value v : b.values)
     if (auto arg = dyn_cast<BlockArgument>(v)) {
-      auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  OffloadDialect::kRoleAttrName);
-      if (role && role.getValue() == "parameter")
+      std::optional<Role> role = getArgRole(fn, arg.getArgNumber());
+      if (role == Role::parameter)
         return MemoryCategory::Parameter;
-      if (role && role.getValue() == "optimizer_state")
+      if (role == Role::optimizer_state)
         return MemoryCategory::OptimizerState;
       return MemoryCategory::Input;
     }

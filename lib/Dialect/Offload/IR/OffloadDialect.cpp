@@ -27,12 +27,19 @@ using namespace mlir::offload;
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
+
 void OffloadDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
       >();
   registerTypes();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "offload/Dialect/Offload/IR/OffloadAttrs.cpp.inc"
+      >();
 }
 
 void OffloadDialect::registerTypes() {
@@ -42,19 +49,50 @@ void OffloadDialect::registerTypes() {
       >();
 }
 
-bool mlir::offload::isValidArgumentRole(StringRef role) {
-  return llvm::is_contained(ArrayRef<StringRef>{"parameter", "state",
-                                                "optimizer_state", "input",
-                                                "rng_seed", "output_gradient"},
-                            role);
+bool mlir::offload::isArgumentRole(Role role) {
+  switch (role) {
+  case Role::parameter:
+  case Role::state:
+  case Role::optimizer_state:
+  case Role::input:
+  case Role::rng_seed:
+  case Role::output_gradient:
+    return true;
+  default:
+    return false;
+  }
 }
 
-bool mlir::offload::isValidResultRole(StringRef role) {
-  return llvm::is_contained(
-      ArrayRef<StringRef>{"loss", "new_parameter", "new_state",
-                          "new_optimizer_state", "gradient", "output",
-                          "input_gradient"},
-      role);
+bool mlir::offload::isResultRole(Role role) { return !isArgumentRole(role); }
+
+std::optional<Role> mlir::offload::getArgRole(FunctionOpInterface fn, unsigned i) {
+  if (auto r = fn.getArgAttrOfType<RoleAttr>(i, OffloadDialect::kRoleAttrName))
+    return r.getValue();
+  return std::nullopt;
+}
+
+std::optional<Role> mlir::offload::getResultRole(FunctionOpInterface fn, unsigned i) {
+  if (auto r = fn.getResultAttrOfType<RoleAttr>(i, OffloadDialect::kRoleAttrName))
+    return r.getValue();
+  return std::nullopt;
+}
+
+RoleAttr mlir::offload::getRoleAttr(MLIRContext *ctx, Role role) {
+  return RoleAttr::get(ctx, role);
+}
+
+Attribute mlir::offload::getRoleAttr(MLIRContext *ctx, StringRef keyword) {
+  if (std::optional<Role> r = symbolizeRole(keyword))
+    return RoleAttr::get(ctx, *r);
+  return Attribute();
+}
+
+void mlir::offload::setArgRole(FunctionOpInterface fn, unsigned i, Role role) {
+  fn.setArgAttr(i, OffloadDialect::kRoleAttrName, getRoleAttr(fn->getContext(), role));
+}
+
+void mlir::offload::setResultRole(FunctionOpInterface fn, unsigned i, Role role) {
+  fn.setResultAttr(i, OffloadDialect::kRoleAttrName, getRoleAttr(fn->getContext(), role));
 }
 
 /// Rank of a phase in the step order; backward and backward_input share a
@@ -78,35 +116,35 @@ static LogicalResult verifyRoles(FunctionOpInterface fn) {
   llvm::StringSet<> argNames;
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
     auto name = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
-    auto role = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    std::optional<Role> role = getArgRole(fn, i);
     if (!name || !role)
       return fn.emitOpError() << "argument #" << i
-                              << " of a training step needs string attributes '"
-                              << OffloadDialect::kNameAttrName << "' and '"
-                              << OffloadDialect::kRoleAttrName << "'";
-    if (!isValidArgumentRole(role.getValue()))
+                              << " of a training step needs attributes '"
+                              << OffloadDialect::kNameAttrName << "' (a string) and '"
+                              << OffloadDialect::kRoleAttrName << "' (#offload.role<...>)";
+    if (!isArgumentRole(*role))
       return fn.emitOpError() << "argument #" << i << " ('" << name.getValue()
-                              << "') has unknown role '" << role.getValue()
-                              << "'; expected parameter, state, optimizer_state, "
-                                 "input, rng_seed or output_gradient";
+                              << "') has role '" << stringifyRole(*role)
+                              << "', which is a result role; expected parameter, state, "
+                                 "optimizer_state, input, rng_seed or output_gradient";
     if (!argNames.insert(name.getValue()).second)
       return fn.emitOpError() << "two arguments are named '" << name.getValue()
                               << "'";
   }
   for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
     auto name = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
-    auto role = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
+    std::optional<Role> role = getResultRole(fn, i);
     if (!name || !role)
       return fn.emitOpError() << "result #" << i
-                              << " of a training step needs string attributes '"
-                              << OffloadDialect::kNameAttrName << "' and '"
-                              << OffloadDialect::kRoleAttrName << "'";
-    if (!isValidResultRole(role.getValue()))
+                              << " of a training step needs attributes '"
+                              << OffloadDialect::kNameAttrName << "' (a string) and '"
+                              << OffloadDialect::kRoleAttrName << "' (#offload.role<...>)";
+    if (!isResultRole(*role))
       return fn.emitOpError() << "result #" << i << " ('" << name.getValue()
-                              << "') has unknown role '" << role.getValue()
-                              << "'; expected loss, new_parameter, new_state, "
-                                 "new_optimizer_state, gradient, output or "
-                                 "input_gradient";
+                              << "') has role '" << stringifyRole(*role)
+                              << "', which is an argument role; expected loss, "
+                                 "new_parameter, new_state, new_optimizer_state, "
+                                 "gradient, output or input_gradient";
   }
   return success();
 }
@@ -261,8 +299,13 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' may only be attached to a function";
     return verifyStep(fn);
   }
-  if (attr.getName() == kNameAttrName || attr.getName() == kRoleAttrName ||
-      attr.getName() == kLocAttrName) {
+  if (attr.getName() == kRoleAttrName) {
+    if (!isa<RoleAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kRoleAttrName
+                               << "' must be a role attribute (#offload.role<...>)";
+    return success();
+  }
+  if (attr.getName() == kNameAttrName || attr.getName() == kLocAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a string attribute";

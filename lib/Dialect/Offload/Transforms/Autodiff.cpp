@@ -31,24 +31,22 @@ namespace offload {
 using namespace mlir;
 using namespace mlir::offload;
 
-static StringRef argRole(FunctionOpInterface fn, unsigned i) {
-  auto a = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
-  return a ? a.getValue() : StringRef();
+static std::optional<Role> argRole(FunctionOpInterface fn, unsigned i) {
+  return getArgRole(fn, i);
 }
 static StringRef argName(FunctionOpInterface fn, unsigned i) {
   auto a = fn.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
   return a ? a.getValue() : StringRef();
 }
-static StringRef resultRole(FunctionOpInterface fn, unsigned i) {
-  auto a = fn.getResultAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
-  return a ? a.getValue() : StringRef();
+static std::optional<Role> resultRole(FunctionOpInterface fn, unsigned i) {
+  return getResultRole(fn, i);
 }
 
-static DictionaryAttr nameRole(MLIRContext *ctx, StringRef name, StringRef role) {
+static DictionaryAttr nameRole(MLIRContext *ctx, StringRef name, Role role) {
   Builder b(ctx);
   return b.getDictionaryAttr(
       {b.getNamedAttr(OffloadDialect::kNameAttrName, b.getStringAttr(name)),
-       b.getNamedAttr(OffloadDialect::kRoleAttrName, b.getStringAttr(role))});
+       b.getNamedAttr(OffloadDialect::kRoleAttrName, getRoleAttr(ctx, role))});
 }
 
 namespace {
@@ -113,8 +111,8 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   // A training step returns its loss first; a pipeline stage (imported with
   // --loss none) returns its output first, and backward starts from that
   // output's gradient, a new argument.
-  bool stage = fn.getNumResults() > 0 && resultRole(fn, 0) == "output";
-  if (fn.getNumResults() == 0 || (resultRole(fn, 0) != "loss" && !stage))
+  bool stage = fn.getNumResults() > 0 && resultRole(fn, 0) == Role::output;
+  if (fn.getNumResults() == 0 || (resultRole(fn, 0) != Role::loss && !stage))
     return fn.emitOpError("offload-autodiff needs the step's first result to "
                           "be the loss (role 'loss') or a pipeline stage's "
                           "output (role 'output')");
@@ -128,7 +126,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
 
   SmallVector<unsigned> params;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (argRole(fn, i) == "parameter")
+    if (argRole(fn, i) == Role::parameter)
       params.push_back(i);
   if (params.empty())
     return fn.emitOpError("the step has no argument with role 'parameter'; "
@@ -145,7 +143,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   SmallVector<unsigned> stageInputs;
   if (stage)
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (argRole(fn, i) == "input" &&
+      if (argRole(fn, i) == Role::input &&
           mlir::offload::detail::isFloatTensor(body.getArgument(i).getType()))
         stageInputs.push_back(i);
   llvm::DenseSet<Value> varied;
@@ -245,7 +243,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   if (stage) {
     StringRef outName = fn.getResultAttrOfType<StringAttr>(0, OffloadDialect::kNameAttrName)
                             .getValue();
-    newArgAttrs.push_back(nameRole(ctx, ("grad:" + outName).str(), "output_gradient"));
+    newArgAttrs.push_back(nameRole(ctx, ("grad:" + outName).str(), Role::output_gradient));
     cotangent[loss] = body.addArgument(lossType, fn.getLoc());
   } else {
     cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
@@ -321,10 +319,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     return l.getDictionary(ctx);
   };
   auto addArg = [&](Type t, StringRef name, int param = -1, StringRef suffix = "") -> Value {
-    newArgAttrs.push_back(sliced(nameRole(ctx, name, "optimizer_state"), param, "", suffix));
+    newArgAttrs.push_back(sliced(nameRole(ctx, name, Role::optimizer_state), param, "", suffix));
     return body.addArgument(t, fn.getLoc());
   };
-  auto addResult = [&](Value v, StringRef name, StringRef role, int param = -1,
+  auto addResult = [&](Value v, StringRef name, Role role, int param = -1,
                        StringRef prefix = "", StringRef suffix = "") {
     newResults.push_back(v);
     newResultAttrs.push_back(sliced(nameRole(ctx, name, role), param, prefix, suffix));
@@ -351,12 +349,12 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getBoolAttr(nesterov));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, "new_parameter", i);
+        addResult(upd.getNewParam(), name, Role::new_parameter, i);
         addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
-                  "new_optimizer_state", i, "", ".momentum_buffer");
+                  Role::new_optimizer_state, i, "", ".momentum_buffer");
         newStep = upd.getNewStep();
         if (perParameter)
-          addResult(newStep, name + ".step", "new_optimizer_state");
+          addResult(newStep, name + ".step", Role::new_optimizer_state);
       } else {
         Value m = addArg(p.getType(), name + ".exp_avg", i, ".exp_avg");
         Value v = addArg(p.getType(), name + ".exp_avg_sq", i, ".exp_avg_sq");
@@ -367,22 +365,22 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getF64FloatAttr(weightDecay));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, "new_parameter", i);
-        addResult(upd.getNewExpAvg(), name + ".exp_avg", "new_optimizer_state", i, "",
+        addResult(upd.getNewParam(), name, Role::new_parameter, i);
+        addResult(upd.getNewExpAvg(), name + ".exp_avg", Role::new_optimizer_state, i, "",
                   ".exp_avg");
-        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", "new_optimizer_state", i, "",
+        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", Role::new_optimizer_state, i, "",
                   ".exp_avg_sq");
         newStep = upd.getNewStep();
         if (perParameter)
-          addResult(newStep, name + ".step", "new_optimizer_state");
+          addResult(newStep, name + ".step", Role::new_optimizer_state);
       }
     }
     if (!perParameter)
-      addResult(newStep, "optimizer.step", "new_optimizer_state");
+      addResult(newStep, "optimizer.step", Role::new_optimizer_state);
   }
   if (returnGradients || optimizer == OptimizerKind::None)
     for (auto [k, i] : llvm::enumerate(params))
-      addResult(grads[k], ("grad:" + argName(fn, i)).str(), "gradient", i, "grad:");
+      addResult(grads[k], ("grad:" + argName(fn, i)).str(), Role::gradient, i, "grad:");
   for (unsigned i : stageInputs) {
     Value x = body.getArgument(i);
     Value g = cotangent.lookup(x);
@@ -390,7 +388,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       b.setInsertionPoint(ret);
       g = FillOp::create(b, x.getLoc(), x.getType(), b.getF64FloatAttr(0.0));
     }
-    addResult(g, ("grad:" + argName(fn, i)).str(), "input_gradient");
+    addResult(g, ("grad:" + argName(fn, i)).str(), Role::input_gradient);
   }
 
   // Rewrite the return and the signature.

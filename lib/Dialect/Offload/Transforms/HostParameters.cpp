@@ -126,7 +126,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
 
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
-    if (argAttr(i, OffloadDialect::kRoleAttrName) != "parameter" ||
+    if (getArgRole(fn, i) != Role::parameter ||
         !isa<RankedTensorType>(arg.getType()))
       continue;
     StringRef name = argAttr(i, OffloadDialect::kNameAttrName);

@@ -595,8 +595,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   Operation *ret = bb.getTerminator();
   for (BlockArgument arg : bb.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto role = base.getArgAttrOfType<StringAttr>(i, OffloadDialect::kRoleAttrName);
-    if (!role || role.getValue() != "parameter" || !isa<RankedTensorType>(arg.getType()))
+    if (getArgRole(base, i) != Role::parameter || !isa<RankedTensorType>(arg.getType()))
       continue;
     ParamCandidate p;
     p.arg = i;

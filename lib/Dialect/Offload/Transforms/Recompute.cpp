@@ -92,6 +92,7 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
                                  << "': " << llvm::toString(glob.takeError());
       return signalPassFailure();
     }
+    bool changed = false;
     getOperation().walk([&](func::FuncOp fn) {
       if (!fn->hasAttr(OffloadDialect::kStepAttrName))
         return;
@@ -102,22 +103,26 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
                "--offload-autodiff first";
         return signalPassFailure();
       }
-      rewrite(fn, *glob);
+      changed |= rewrite(fn, *glob);
     });
+    // Nothing chosen: the step, and so its memory plan, is unchanged.
+    if (!changed)
+      markAllAnalysesPreserved();
   }
 
-  void rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+  /// Rewrites `fn`; false when it chose no saved value (IR unchanged).
+  bool rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
 };
 } // namespace
 
-void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
+bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   Block &body = fn.getBody().front();
   SmallVector<SaveOp> saves;
   for (Operation &op : body)
     if (auto s = dyn_cast<SaveOp>(op))
       saves.push_back(s);
   if (saves.empty())
-    return;
+    return false;
 
   // 1. Choose. The segment policies count activations only: per-channel
   // statistics (rank <= 1, e.g. batch norm's saved mean and inverse std)
@@ -159,7 +164,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     if (report)
       llvm::errs() << "recompute @" << fn.getName() << " (policy " << stringifyOption(policy)
                    << "): no saved value chosen\n";
-    return;
+    return false;
   }
 
   // 2. Group: consecutive chosen saves form one segment for the segment
@@ -280,6 +285,7 @@ void RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
                                  fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),
                                  (long long)values, saves.size(), (size_t)regions,
                                  (long long)bytesNoLongerSaved, (long long)flopsAdded);
+  return values > 0;
 }
 
 namespace {

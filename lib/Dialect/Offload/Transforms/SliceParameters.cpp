@@ -64,7 +64,7 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
   for (unsigned i = 0; i < numArgs; ++i) {
     BlockArgument w = body.getArgument(i);
     auto wt = dyn_cast<RankedTensorType>(w.getType());
-    if (strAttr(i, OffloadDialect::kRoleAttrName) != "parameter" || !wt ||
+    if (getArgRole(fn, i) != Role::parameter || !wt ||
         wt.getRank() != 2 || !wt.hasStaticShape())
       continue;
     int64_t bytes = mlir::offload::detail::tensorBytes(wt);
@@ -96,7 +96,7 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
     }
     BlockArgument biasArg = bias ? dyn_cast<BlockArgument>(bias) : BlockArgument();
     if (ok && bias &&
-        (!biasArg || strAttr(biasArg.getArgNumber(), OffloadDialect::kRoleAttrName) != "parameter" ||
+        (!biasArg || getArgRole(fn, biasArg.getArgNumber()) != Role::parameter ||
          llvm::any_of(biasArg.getUsers(), [&](Operation *u) {
            return !llvm::is_contained(linears, dyn_cast<LinearOp>(u));
          }))) {

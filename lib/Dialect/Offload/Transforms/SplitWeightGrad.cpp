@@ -31,12 +31,18 @@ struct SplitWeightGradPass
     : public offload::impl::SplitWeightGradBase<SplitWeightGradPass> {
   using SplitWeightGradBase::SplitWeightGradBase;
   void runOnOperation() override {
+    changed = false;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName) && failed(split(fn)))
         signalPassFailure();
     });
+    // No weight-gradient-only op anywhere: the IR, and so the memory plan
+    // (MemoryPlanAnalysis), is unchanged.
+    if (!changed)
+      markAllAnalysesPreserved();
   }
   LogicalResult split(func::FuncOp fn);
+  bool changed = false;
 };
 } // namespace
 
@@ -82,6 +88,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   }
 
   // Reorder: B ops stay, W ops move after a backward_weight marker.
+  changed = true;
   OpBuilder b(fn.getContext());
   backward.setPhase(Phase::backward_input);
   b.setInsertionPoint(end);

@@ -22,9 +22,9 @@ namespace offload {
 
 /// What a device buffer holds, decided from its values (first rule that
 /// matches):
-///  * Parameter: a step argument whose role is "parameter" (and the new
+///  * Parameter: a step argument whose role is `parameter` (and the new
 ///    parameter written in place over it);
-///  * OptimizerState: an argument whose role is "optimizer_state" (momentum, Adam
+///  * OptimizerState: an argument whose role is `optimizer_state` (momentum, Adam
 ///    moments, step counters);
 ///  * Input: any other argument (the batch);
 ///  * Copy: the destination of a host-to-device copy (`offload.to_device`:

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h.inc"
@@ -15,6 +16,9 @@
 
 #define GET_TYPEDEF_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadTypes.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "offload/Dialect/Offload/IR/OffloadAttrs.h.inc"
 
 namespace mlir {
 namespace offload {
@@ -31,14 +35,29 @@ struct HostMemoryResource
   llvm::StringRef getName() final { return "<HostMemory>"; }
 };
 
-/// Roles of a step function's arguments (`offload.role`).
-/// parameter: trainable; state: updated by the step, not trained (batch-norm
-/// statistics); optimizer_state: momentum buffers, Adam moments, step counts;
-/// input: a batch input; rng_seed: the i64 seed of the counter-based RNG.
-bool isValidArgumentRole(llvm::StringRef role);
-/// Roles of results: loss, new_parameter, new_state, new_optimizer_state,
-/// gradient, output, input_gradient (pipeline stages).
-bool isValidResultRole(llvm::StringRef role);
+/// The one accessor API of step roles (`offload.role = #offload.role<...>`,
+/// the enum Role of OffloadTypes.td). Roles of arguments: parameter, state,
+/// optimizer_state, input, rng_seed, output_gradient; of results: loss,
+/// new_parameter, new_state, new_optimizer_state, gradient, output,
+/// input_gradient.
+bool isArgumentRole(Role role);
+bool isResultRole(Role role);
+
+/// The role of argument / result `i` of `fn`; std::nullopt when it has none
+/// (or, before verification, one that is not a role attribute).
+std::optional<Role> getArgRole(FunctionOpInterface fn, unsigned i);
+std::optional<Role> getResultRole(FunctionOpInterface fn, unsigned i);
+
+/// The `offload.role` attribute of `role`, for building argument and result
+/// attribute dictionaries.
+RoleAttr getRoleAttr(MLIRContext *ctx, Role role);
+/// Same from the role's keyword ("parameter"); a null attribute when
+/// `keyword` is no role (the step verifier then names the argument).
+Attribute getRoleAttr(MLIRContext *ctx, llvm::StringRef keyword);
+
+/// Sets the role of argument / result `i` of `fn`.
+void setArgRole(FunctionOpInterface fn, unsigned i, Role role);
+void setResultRole(FunctionOpInterface fn, unsigned i, Role role);
 
 } // namespace offload
 } // namespace mlir

@@ -25,7 +25,7 @@ def Offload_Dialect : Dialect {
     carries `offload.name` and `offload.role`.
   }];
   let useDefaultTypePrinterParser = 1;
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 0;
   // Inherent attributes live in the attribute dictionary: result types are

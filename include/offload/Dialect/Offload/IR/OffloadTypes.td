@@ -66,6 +66,37 @@ def Offload_GeluApprox : I32EnumAttr<"GeluApproximation", "GELU approximation", 
   let cppNamespace = "::mlir::offload";
 }
 
+// Roles of a training step's arguments and results (`offload.role`), read
+// through getArgRole/getResultRole (OffloadDialect.h). Arguments: parameter
+// (trained), state (updated, not trained: batch-norm statistics),
+// optimizer_state (momentum buffers, Adam moments, step counts), input (a
+// batch input), rng_seed (the i64 seed of the counter-based RNG),
+// output_gradient (a pipeline stage's incoming gradient). Results: loss,
+// new_parameter, new_state, new_optimizer_state, gradient (of a parameter),
+// output (a pipeline stage's result), input_gradient (of an input).
+def Offload_Role : I32EnumAttr<"Role", "role of a step argument or result", [
+    I32EnumAttrCase<"parameter", 0>,
+    I32EnumAttrCase<"state", 1>,
+    I32EnumAttrCase<"optimizer_state", 2>,
+    I32EnumAttrCase<"input", 3>,
+    I32EnumAttrCase<"rng_seed", 4>,
+    I32EnumAttrCase<"output_gradient", 5>,
+    I32EnumAttrCase<"loss", 6>,
+    I32EnumAttrCase<"new_parameter", 7>,
+    I32EnumAttrCase<"new_state", 8>,
+    I32EnumAttrCase<"new_optimizer_state", 9>,
+    I32EnumAttrCase<"gradient", 10>,
+    I32EnumAttrCase<"output", 11>,
+    I32EnumAttrCase<"input_gradient", 12>]> {
+  let cppNamespace = "::mlir::offload";
+  let genSpecializedAttr = 0;
+}
+
+// `#offload.role<parameter>`: the attribute form of a role.
+def Offload_RoleAttr : EnumAttr<Offload_Dialect, Offload_Role, "role"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 // Type constraints.
 def Offload_FloatTensor : RankedTensorOf<[F32, F64]>;
 def Offload_IndexTensor : RankedTensorOf<[I64]>;
