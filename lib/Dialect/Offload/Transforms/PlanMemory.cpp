@@ -23,6 +23,7 @@
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Transforms/Recompute.h"
+#include "offload/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -232,7 +233,7 @@ struct Materialized {
   int64_t peakBytes = 0;
 };
 
-struct PlanMemoryPass : public offload::impl::PlanMemoryBase<PlanMemoryPass> {
+struct PlanMemoryPass : public mlir::offload::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
   void runOnOperation() override;
 
@@ -441,19 +442,29 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
   auto scratch = ModuleOp::create(top, fn.getLoc());
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
+  // A JSON file of the planner's, through the tools' output files: staged
+  // and renamed into place only when the whole command succeeds, and never
+  // over something that is not a regular file (OutputFiles.h).
+  auto writeOutput = [&](const std::string &path, const std::string &text,
+                         StringRef what) -> LogicalResult {
+    if (std::string e = ::offload::OutputFiles::process().write(path, text.data(), text.size());
+        !e.empty())
+      return mlir::emitError(fn.getLoc())
+             << "offload-plan-memory: cannot write the " << what << " '" << path << "': " << e;
+    return success();
+  };
   auto finish = [&](func::FuncOp chosen) -> LogicalResult {
     if (unplannedTimeline) {
       FailureOr<MemoryPlan> plannedMp = computeMemoryPlan(chosen);
       if (failed(plannedMp))
         return failure();
       MemoryTimeline planned = computeMemoryTimeline(*plannedMp);
-      std::error_code ec;
-      llvm::raw_fd_ostream out(timelineFile, ec, llvm::sys::fs::OF_Text);
-      if (ec)
-        return mlir::emitError(fn.getLoc()) << "offload-plan-memory: cannot write the timeline '"
-                                            << timelineFile << "': " << ec.message();
+      std::string json;
+      llvm::raw_string_ostream out(json);
       writeMemoryTimelineJson(out, fn.getName(), spec.name, budgetBytes,
                               {{"unplanned", &*unplannedTimeline}, {"planned", &planned}});
+      if (failed(writeOutput(timelineFile, json, "timeline")))
+        return failure();
       if (report)
         *report << "plan-memory @" << fn.getName() << ": memory timeline written to "
                 << timelineFile << "\n";
@@ -690,11 +701,16 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   auto exposed = [&](double used, double add) {
     return std::max(0.0, used + add - computeSeconds) - std::max(0.0, used - computeSeconds);
   };
+  // The part of an offloaded value's prefetch that the compute between the
+  // start of backward and its first use cannot hide (that compute hides it
+  // at most).
+  auto prefetchNotHidden = [&](const SavedCandidate &c) {
+    return std::max(0.0, model.copySeconds(c.copyBytes) -
+                             (secondsBefore[c.firstBackward] - secondsBefore[backwardPoint]));
+  };
   auto offloadSeconds = [&](const SavedCandidate &c) {
     double d = model.copyToHostSeconds(c.copyBytes), h = model.copySeconds(c.copyBytes);
-    // Compute before the first backward use hides the prefetch at most.
-    double local = std::max(0.0, h - (secondsBefore[c.firstBackward] -
-                                      secondsBefore[backwardPoint]));
+    double local = prefetchNotHidden(c);
     // A small share of the copy time breaks ties against free recomputes.
     return exposed(toHostUsed, d) + std::max(local, exposed(toDeviceUsed, h)) + 0.01 * (d + h);
   };
@@ -743,6 +759,28 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     Cone cone;
   };
   int64_t aim = budgetBytes - spec.workspaceBytes;
+  // A decision's effect on the live-bytes profile (sign -1: taken, +1:
+  // taken back) and on the link time used (sign +1: taken, -1: taken back).
+  auto profileOfSaved = [&](const SavedCandidate &c, int64_t sign) {
+    if (c.decision == Decision::Offload) {
+      profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
+    } else if (c.decision == Decision::Recompute) {
+      profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);
+      profile.add(c.firstBackward, c.firstBackward, -sign * c.transientBytes);
+    }
+  };
+  auto profileOfParam = [&](const ParamCandidate &p, int64_t sign) {
+    for (const Freed &f : p.freed)
+      profile.add(f.lo, f.hi, sign * f.bytes);
+  };
+  auto linkOfOffload = [&](const SavedCandidate &c, double sign) {
+    toHostUsed += sign * model.copyToHostSeconds(c.copyBytes);
+    toDeviceUsed += sign * model.copySeconds(c.copyBytes);
+  };
+  auto linkOfParam = [&](const ParamCandidate &p, double sign) {
+    toDeviceUsed += sign * p.toDeviceSeconds;
+    toHostUsed += sign * p.toHostSeconds;
+  };
   // One round resolves the current peak point: every candidate that frees
   // bytes there is priced (added seconds per byte freed there), and the
   // cheapest are taken until the point is at `aimBytes`; then the next
@@ -816,9 +854,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         unsigned k = queue.top();
         queue.pop();
         Choice &best = choices[k];
-        bool usesLink = best.decision == Decision::Host ||
-                        (best.decision == Decision::Offload);
-        if (usesLink) {
+        if (best.decision == Decision::Host || best.decision == Decision::Offload) {
           double now = best.kind == 0 ? offloadSeconds(saved[best.index])
                                       : hostSeconds(params[best.index]);
           if (now > best.seconds * (1 + 1e-12) + 1e-18) {
@@ -833,34 +869,28 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           SavedCandidate &c = saved[best.index];
           if (c.decision == Decision::Offload) {
             // Switch to recompute: the offload's bytes and copies go back.
-            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, c.bytes);
-            toHostUsed -= model.copyToHostSeconds(c.copyBytes);
-            toDeviceUsed -= model.copySeconds(c.copyBytes);
+            profileOfSaved(c, +1);
+            linkOfOffload(c, -1);
             best.seconds += c.seconds;
           }
           c.decision = best.decision;
           c.seconds = best.seconds;
           c.why = why;
-          if (best.decision == Decision::Offload) {
-            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, -c.bytes);
-            toHostUsed += model.copyToHostSeconds(c.copyBytes);
-            toDeviceUsed += model.copySeconds(c.copyBytes);
-          } else {
+          if (best.decision == Decision::Recompute) {
             c.transientBytes = best.cone.transientBytes;
-            profile.add(c.lastForward + 1, c.firstBackward - 1, -c.bytes);
-            profile.add(c.firstBackward, c.firstBackward, best.cone.transientBytes);
             for (Value v : c.values)
               available.erase(v);
+          } else {
+            linkOfOffload(c, +1);
           }
+          profileOfSaved(c, -1);
         } else {
           ParamCandidate &p = params[best.index];
           p.decision = Decision::Host;
           p.seconds = best.seconds;
           p.why = why;
-          for (const Freed &f : p.freed)
-            profile.add(f.lo, f.hi, -f.bytes);
-          toDeviceUsed += p.toDeviceSeconds;
-          toHostUsed += p.toHostSeconds;
+          profileOfParam(p, -1);
+          linkOfParam(p, +1);
         }
       }
     }
@@ -885,34 +915,22 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       if (p.decision != Decision::Keep)
         taken.push_back({1, unsigned(i), p.seconds});
     llvm::stable_sort(taken, [](const Taken &a, const Taken &b) { return a.seconds > b.seconds; });
-    unsigned undone = 0;
     for (const Taken &t : taken) {
-      // Apply (sign -1) or undo (sign +1) the decision on the profile.
       auto apply = [&](int64_t sign) {
-        if (t.kind == 0) {
-          SavedCandidate &c = saved[t.index];
-          if (c.decision == Decision::Offload) {
-            profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
-          } else {
-            profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);
-            profile.add(c.firstBackward, c.firstBackward, -sign * c.transientBytes);
-          }
-        } else {
-          for (const Freed &f : params[t.index].freed)
-            profile.add(f.lo, f.hi, sign * f.bytes);
-        }
+        if (t.kind == 0)
+          profileOfSaved(saved[t.index], sign);
+        else
+          profileOfParam(params[t.index], sign);
       };
       apply(+1);
       if (profile.max().first > aimBytes) {
         apply(-1);
         continue;
       }
-      ++undone;
       if (t.kind == 0) {
         SavedCandidate &c = saved[t.index];
         if (c.decision == Decision::Offload) {
-          toHostUsed -= model.copyToHostSeconds(c.copyBytes);
-          toDeviceUsed -= model.copySeconds(c.copyBytes);
+          linkOfOffload(c, -1);
         } else {
           for (Value v : c.values)
             available.insert(v);
@@ -923,14 +941,12 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         c.why.clear();
       } else {
         ParamCandidate &p = params[t.index];
-        toDeviceUsed -= p.toDeviceSeconds;
-        toHostUsed -= p.toHostSeconds;
+        linkOfParam(p, -1);
         p.decision = Decision::Keep;
         p.seconds = 0;
         p.why.clear();
       }
     }
-    return undone;
   };
 
   // For problem=FILE: each saved candidate's recompute cost with every other
@@ -1066,13 +1082,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(problemFile, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      chosen->holder.erase();
-      return mlir::emitError(fn.getLoc()) << "offload-plan-memory: cannot write the problem '"
-                                          << problemFile << "': " << ec.message();
-    }
+    std::string json;
+    llvm::raw_string_ostream out(json);
     llvm::json::OStream j(out);
     auto ranges = [&](ArrayRef<Freed> fs) {
       j.array([&] {
@@ -1109,11 +1120,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
             j.attribute("chosen", decisionName(c.decision));
             j.attributeArray("options", [&] {
               double d = model.copyToHostSeconds(c.copyBytes), h = model.copySeconds(c.copyBytes);
-              double local = std::max(0.0, h - (secondsBefore[c.firstBackward] -
-                                                secondsBefore[backwardPoint]));
               j.object([&] {
                 j.attribute("decision", "offload");
-                j.attribute("seconds", local + 0.01 * (d + h));
+                j.attribute("seconds", prefetchNotHidden(c) + 0.01 * (d + h));
                 j.attribute("to_host_seconds", d);
                 j.attribute("to_device_seconds", h);
                 j.attributeBegin("freed");
@@ -1159,6 +1168,10 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       });
     });
     out << "\n";
+    if (failed(writeOutput(problemFile, json, "problem"))) {
+      chosen->holder.erase();
+      return failure();
+    }
   }
 
   // --- The report -------------------------------------------------------------
