@@ -58,6 +58,11 @@ else
   echo "setup: all ${#PACKAGES[@]} Debian packages present"
 fi
 
+# A current PyTorch from PyPI in its own environment, for the .pt2 importer and its tests.
+if [[ "${OFFLOAD_TORCH2:-ON}" != "OFF" ]]; then
+  "$ROOT/scripts/setup-torch2.sh"
+fi
+
 if [[ "${1:-}" == "--no-build" ]]; then exit 0; fi
 
 CUDA_FLAG=()
