@@ -61,7 +61,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ALL_MODELS = ["mlp", "resnet18", "transformer", "gpt", "roundtrip"]
+ALL_MODELS = ["mlp", "resnet18", "transformer", "gpt", "roundtrip", "classifier"]
 # What --models exports by default: the example models of the docs.
 DEFAULT_MODELS = ["mlp", "resnet18", "transformer", "gpt"]
 SEED = 0
@@ -194,6 +194,19 @@ class RoundTrip(nn.Module):
         return self.fc2(self.fc1(x).double().float())
 
 
+class WideClassifier(nn.Module):
+    """Linear(64,64)-ReLU-Linear(64,4096): a classifier whose 1 MiB weight
+    dominates the step (the planner must slice it below that footprint)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 64)
+        self.fc2 = nn.Linear(64, 4096)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
 def build_model(name, dropout=0.0):
     """Returns the eager nn.Module NAME built after torch.manual_seed(SEED)."""
     torch.manual_seed(SEED)
@@ -208,6 +221,8 @@ def build_model(name, dropout=0.0):
         return GPT(dropout=dropout)
     if name == "roundtrip":
         return RoundTrip()
+    if name == "classifier":
+        return WideClassifier()
     raise ValueError("unknown model '%s' (known: %s)" % (name, ", ".join(ALL_MODELS)))
 
 
@@ -230,6 +245,10 @@ def make_inputs(name, batch=None):
         b = batch or 16
         return (torch.randn(b, 8, generator=g),
                 torch.randint(0, 4, (b,), generator=g))
+    if name == "classifier":
+        b = batch or 8
+        return (torch.randn(b, 64, generator=g),
+                torch.randint(0, 4096, (b,), generator=g))
     if name == "gpt":
         b = batch or 4
         seq = torch.randint(0, 256, (b, 33), generator=g)

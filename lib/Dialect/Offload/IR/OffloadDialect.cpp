@@ -311,12 +311,15 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a string attribute";
     return success();
   }
-  if (attr.getName() == kPlannedAttrName || attr.getName() == kWorkspaceBytesAttrName) {
+  if (attr.getName() == kPlannedAttrName || attr.getName() == kWorkspaceBytesAttrName ||
+      attr.getName() == kAutodiffAttrName) {
     if (!isa<FunctionOpInterface>(op))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' may only be attached to a function";
-    if (attr.getName() == kPlannedAttrName && !isa<StringAttr>(attr.getValue()))
-      return op->emitOpError() << "'" << kPlannedAttrName << "' must be a string attribute";
+    if ((attr.getName() == kPlannedAttrName || attr.getName() == kAutodiffAttrName) &&
+        !isa<StringAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a string attribute";
     if (attr.getName() == kWorkspaceBytesAttrName) {
       auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
       if (!bytes || bytes.getValue().isNegative())

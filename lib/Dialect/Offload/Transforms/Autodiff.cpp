@@ -9,10 +9,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include "offload/Dialect/Offload/Transforms/Autodiff.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
@@ -87,9 +90,17 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
           "offload-import first or mark the forward function");
       return signalPassFailure();
     }
-    for (func::FuncOp fn : steps)
+    // The options, recorded on each step (offload.autodiff, Autodiff.h).
+    std::string pipeline;
+    {
+      llvm::raw_string_ostream os(pipeline);
+      printAsTextualPipeline(os);
+    }
+    for (func::FuncOp fn : steps) {
       if (failed(differentiate(fn)))
         return signalPassFailure();
+      fn->setAttr(OffloadDialect::kAutodiffAttrName, StringAttr::get(fn.getContext(), pipeline));
+    }
   }
 
   LogicalResult differentiate(func::FuncOp fn);
@@ -416,4 +427,93 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       --numSaved;
     }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The forward step behind a training step (Autodiff.h)
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::offload::addRecordedAutodiff(func::FuncOp recordedFrom, OpPassManager &pm) {
+  auto recorded = recordedFrom->getAttrOfType<StringAttr>(OffloadDialect::kAutodiffAttrName);
+  if (!recorded)
+    return recordedFrom.emitOpError("has no 'offload.autodiff' attribute");
+  std::string error;
+  llvm::raw_string_ostream es(error);
+  if (failed(parsePassPipeline(recorded.getValue(), pm, es)))
+    return recordedFrom.emitOpError("cannot parse its 'offload.autodiff' attribute '")
+           << recorded.getValue() << "': " << error;
+  return success();
+}
+
+func::FuncOp mlir::offload::cloneForwardOfStep(func::FuncOp step, ModuleOp into,
+                                               std::string &why) {
+  if (!step->hasAttr(OffloadDialect::kAutodiffAttrName)) {
+    why = "the step carries no 'offload.autodiff' attribute (it was not built by this "
+          "version's --offload-autodiff)";
+    return nullptr;
+  }
+  if (step.getNumResults() == 0 || getResultRole(step, 0) != Role::loss) {
+    why = "the step's first result is not a loss (a pipeline stage)";
+    return nullptr;
+  }
+  OpBuilder b = OpBuilder::atBlockEnd(into.getBody());
+  auto fwd = cast<func::FuncOp>(b.clone(*step));
+  fwd->removeAttr(OffloadDialect::kAutodiffAttrName);
+  Block &body = fwd.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // The loss alone is returned; then everything after the forward phase,
+  // and the saves, are dead and go, last first.
+  Value loss = ret.getOperand(0);
+  b.setInsertionPoint(ret);
+  func::ReturnOp::create(b, ret.getLoc(), ValueRange{loss});
+  ret.erase();
+  Operation *firstLater = nullptr;
+  for (Operation &op : body)
+    if (auto mk = dyn_cast<PhaseOp>(op); mk && mk.getPhase() != Phase::forward) {
+      firstLater = &op;
+      break;
+    }
+  SmallVector<Operation *> doomed;
+  bool later = false;
+  for (Operation &op : body.without_terminator()) {
+    later |= &op == firstLater;
+    if (later || isa<SaveOp>(op))
+      doomed.push_back(&op);
+  }
+  for (Operation *op : llvm::reverse(doomed)) {
+    if (!op->use_empty()) {
+      why = "the forward op '" + op->getName().getStringRef().str() +
+            "' is read after the forward phase only";
+      fwd.erase();
+      return nullptr;
+    }
+    op->erase();
+  }
+  // Arguments autodiff added (optimizer state, step counters, output
+  // gradients) are unused now.
+  SmallVector<DictionaryAttr> argAttrs;
+  llvm::BitVector drop(body.getNumArguments());
+  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+    std::optional<Role> r = getArgRole(fwd, i);
+    if (r == Role::parameter || r == Role::input) {
+      argAttrs.push_back(fwd.getArgAttrDict(i) ? fwd.getArgAttrDict(i)
+                                               : DictionaryAttr::get(fwd.getContext()));
+      continue;
+    }
+    if (!body.getArgument(i).use_empty()) {
+      why = "argument #" + std::to_string(i) + " is read by the forward phase but is neither "
+            "a parameter nor an input";
+      fwd.erase();
+      return nullptr;
+    }
+    drop.set(i);
+  }
+  DictionaryAttr lossAttrs = fwd.getResultAttrDict(0);
+  body.eraseArguments(drop);
+  fwd.setFunctionType(FunctionType::get(fwd.getContext(), body.getArgumentTypes(),
+                                        {loss.getType()}));
+  fwd.setAllArgAttrs(argAttrs);
+  fwd.setAllResultAttrs(
+      ArrayRef<DictionaryAttr>{lossAttrs ? lossAttrs : DictionaryAttr::get(fwd.getContext())});
+  return fwd;
 }

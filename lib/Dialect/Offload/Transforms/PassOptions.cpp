@@ -61,6 +61,14 @@ StringRef mlir::offload::stringifyOption(OptimizerKind v) {
   return "?";
 }
 
+StringRef mlir::offload::stringifyOption(PlanSlicing v) {
+  switch (v) {
+  case PlanSlicing::Auto: return "auto";
+  case PlanSlicing::Never: return "never";
+  }
+  return "?";
+}
+
 StringRef mlir::offload::stringifyOption(StepCounters v) {
   switch (v) {
   case StepCounters::Shared: return "shared";

@@ -19,6 +19,7 @@
 #include "offload/Dialect/Offload/Analysis/MemoryTimeline.h"
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/Analysis/Timeline.h"
+#include "offload/Dialect/Offload/Transforms/Autodiff.h"
 #include "offload/Dialect/Offload/Transforms/EarlyUpdate.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
@@ -28,6 +29,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/bit.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -53,6 +56,9 @@ using namespace mlir;
 using namespace mlir::offload;
 
 static constexpr llvm::StringLiteral kPlannedAttrName = OffloadDialect::kPlannedAttrName;
+/// The smallest slice the planner tries (bytes): below it, a slice's
+/// per-op overhead outweighs the bytes it saves.
+static constexpr int64_t kMinSliceBytes = 64 * 1024;
 
 //===----------------------------------------------------------------------===//
 // Budget parsing
@@ -233,16 +239,35 @@ struct Materialized {
   int64_t peakBytes = 0;
 };
 
+/// One call of planStep: how it reports, and what it found when no plan fits.
+struct PlanAttempt {
+  /// When no plan fits: return failure without an error, with
+  /// `smallestArena` set (an error is still emitted for anything else).
+  bool quiet = false;
+  int64_t smallestArena = -1;
+  /// The step as the user gave it, when `fn` is a sliced rebuild of it: the
+  /// report and the timeline compare against its unplanned arena and time.
+  func::FuncOp unplannedOf;
+  /// Slicing, for the report and the `offload.planned` attribute.
+  int64_t sliceBytes = 0;
+  std::string slicing;
+  /// A note for the no-plan error (what slicing reached).
+  std::string errorNote;
+};
+
 struct PlanMemoryPass : public mlir::offload::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
   void runOnOperation() override;
 
 private:
   LogicalResult planStep(func::FuncOp fn, int64_t budgetBytes, const TargetSpec &spec,
-                         llvm::raw_ostream *report);
+                         llvm::raw_ostream *report, PlanAttempt &attempt);
+  LogicalResult planWithSlicing(func::FuncOp fn, int64_t budgetBytes, const TargetSpec &spec,
+                                llvm::raw_ostream *report, int64_t unslicedSmallest);
   FailureOr<Materialized> materialize(func::FuncOp base,
                                       ArrayRef<SavedCandidate> saved,
-                                      ArrayRef<ParamCandidate> params, const TargetSpec &spec);
+                                      ArrayRef<ParamCandidate> params, const TargetSpec &spec,
+                                      RefetchMode refetch = RefetchMode::Auto);
 };
 } // namespace
 
@@ -253,7 +278,8 @@ private:
 FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
                                                     ArrayRef<SavedCandidate> saved,
                                                     ArrayRef<ParamCandidate> params,
-                                                    const TargetSpec &spec) {
+                                                    const TargetSpec &spec,
+                                                    RefetchMode refetch) {
   // A scratch module of its own, so that the passes see only this copy.
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
   auto scratch = ModuleOp::create(top, base.getLoc());
@@ -303,6 +329,7 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
     HostParametersOptions o;
     o.policy = HostParametersPolicy::Marked;
     o.report = false;
+    o.refetch = refetch;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
     o.deviceFlops = spec.flopsPerSecond;
@@ -384,13 +411,162 @@ void PlanMemoryPass::runOnOperation() {
                                    "'offload.step') in the module";
     return signalPassFailure();
   }
-  for (func::FuncOp fn : steps)
-    if (failed(planStep(fn, budgetBytes, *spec, report)))
+  for (func::FuncOp fn : steps) {
+    PlanAttempt attempt;
+    attempt.quiet = slice == PlanSlicing::Auto;
+    if (succeeded(planStep(fn, budgetBytes, *spec, report, attempt)))
+      continue;
+    if (attempt.smallestArena < 0 ||
+        failed(planWithSlicing(fn, budgetBytes, *spec, report, attempt.smallestArena)))
       return signalPassFailure();
+  }
+}
+
+/// Prints `fn` in generic form without locations (what two builds of one
+/// step must agree on).
+static std::string printedStep(func::FuncOp fn) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  fn->print(os, OpPrintingFlags().printGenericOpForm().useLocalScope());
+  return text;
+}
+
+// No unsliced plan fits: slice large linear weights (the mechanism of
+// --offload-slice-parameters, which runs on the forward step) and build the
+// step again with the recorded autodiff options; plan each slice size from
+// the largest down and keep the first that fits. Slicing is a last resort:
+// it adds ops and sums the input gradient slice by slice (rounding), so it is
+// not weighed against plans that fit without it.
+LogicalResult PlanMemoryPass::planWithSlicing(func::FuncOp fn, int64_t budgetBytes,
+                                              const TargetSpec &spec, llvm::raw_ostream *report,
+                                              int64_t unslicedSmallest) {
+  MLIRContext *ctx = fn.getContext();
+  OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
+  SmallVector<ModuleOp> scratches;
+  llvm::scope_exit cleanup([&] {
+    for (ModuleOp m : scratches)
+      if (m)
+        m.erase();
+  });
+  auto newScratch = [&]() {
+    scratches.push_back(ModuleOp::create(top, fn.getLoc()));
+    return scratches.back();
+  };
+  auto loudError = [&](func::FuncOp step, PlanAttempt attempt) {
+    attempt.quiet = false;
+    (void)planStep(step, budgetBytes, spec, report, attempt);
+    return failure();
+  };
+
+  std::string why;
+  ModuleOp fwdHolder = newScratch();
+  func::FuncOp forward = cloneForwardOfStep(fn, fwdHolder, why);
+  int64_t largest = 0;
+  if (forward)
+    for (BlockArgument a : forward.getArguments())
+      if (auto t = dyn_cast<RankedTensorType>(a.getType());
+          t && t.hasStaticShape() && t.getRank() == 2 &&
+          getArgRole(forward, a.getArgNumber()) == Role::parameter)
+        largest = std::max(largest, mlir::offload::detail::tensorBytes(t));
+  if (forward && largest < 2 * kMinSliceBytes)
+    why = "no two-dimensional parameter of at least " + std::to_string(2 * kMinSliceBytes) +
+          " bytes to slice";
+  // The rebuild must give back the step exactly (nothing rewrote it after
+  // autodiff), or slicing would silently drop that rewrite.
+  if (forward && why.empty()) {
+    ModuleOp check = newScratch();
+    OpBuilder cb = OpBuilder::atBlockEnd(check.getBody());
+    cb.clone(*forward);
+    OpPassManager pm(ModuleOp::getOperationName());
+    if (failed(addRecordedAutodiff(fn, pm)) || failed(runPipeline(pm, check)))
+      return failure();
+    auto rebuilt = cast<func::FuncOp>(check.getBody()->front());
+    if (printedStep(rebuilt) != printedStep(fn))
+      why = "the step was rewritten after --offload-autodiff, and slicing rebuilds it from "
+            "its forward";
+  }
+  if (!why.empty()) {
+    PlanAttempt attempt;
+    attempt.errorNote = "slicing was not tried: " + why;
+    return loudError(fn, attempt);
+  }
+
+  // Slice sizes: powers of two below the largest weight, down to 64 KiB.
+  func::FuncOp best;
+  PlanAttempt bestAttempt;
+  int64_t bestArena = unslicedSmallest;
+  for (int64_t sliceBytes = int64_t(llvm::bit_floor(uint64_t(largest - 1)));
+       sliceBytes >= kMinSliceBytes; sliceBytes /= 2) {
+    ModuleOp holder = newScratch();
+    OpBuilder hb = OpBuilder::atBlockEnd(holder.getBody());
+    auto sliced = cast<func::FuncOp>(hb.clone(*forward));
+    unsigned argsBefore = sliced.getNumArguments();
+    OpPassManager pm(ModuleOp::getOperationName());
+    SliceParametersOptions so;
+    so.sliceBytes = sliceBytes;
+    so.report = false;
+    pm.addPass(createSliceParameters(so));
+    if (failed(addRecordedAutodiff(fn, pm)))
+      return failure();
+    {
+      // A weight that cannot be sliced is a warning of the slicing pass,
+      // not of the planner's trial of it.
+      ScopedDiagnosticHandler quietWarnings(ctx, [](Diagnostic &d) {
+        return success(d.getSeverity() == DiagnosticSeverity::Warning);
+      });
+      if (failed(runPipeline(pm, holder)))
+        return failure();
+    }
+    if (sliced.getNumArguments() == argsBefore) // nothing above this size can be sliced
+      continue;
+    // What was sliced, for the report: slices per whole weight.
+    llvm::MapVector<StringRef, std::pair<int64_t, int64_t>> wholes; // name -> slices, bytes
+    for (unsigned i = 0; i < sliced.getNumArguments(); ++i)
+      if (auto of = sliced.getArgAttrOfType<StringAttr>(i, OffloadDialect::kSliceOfAttrName);
+          of && getArgRole(sliced, i) == Role::parameter) {
+        auto &w = wholes[of.getValue()];
+        w.first += 1;
+        w.second += mlir::offload::detail::tensorBytes(sliced.getArgument(i).getType());
+      }
+    PlanAttempt attempt;
+    attempt.quiet = true;
+    attempt.unplannedOf = fn;
+    attempt.sliceBytes = sliceBytes;
+    llvm::raw_string_ostream so2(attempt.slicing);
+    so2 << "no plan fits without slicing (smallest arena " << unslicedSmallest
+        << " bytes); parameters above " << sliceBytes << " bytes sliced into rows:";
+    for (auto &[name, w] : wholes)
+      so2 << " '" << name << "' (" << w.second << " bytes) in " << w.first << " slices;";
+    attempt.slicing.pop_back();
+    if (succeeded(planStep(sliced, budgetBytes, spec, report, attempt))) {
+      // planStep replaced `sliced` by the planned step, in `holder`.
+      auto planned = cast<func::FuncOp>(holder.getBody()->front());
+      planned->moveBefore(fn);
+      fn.erase();
+      numSlicedWeights += wholes.size();
+      return success();
+    }
+    if (attempt.smallestArena < 0)
+      return failure();
+    if (attempt.smallestArena < bestArena) {
+      bestArena = attempt.smallestArena;
+      best = sliced;
+      bestAttempt = attempt;
+    }
+  }
+  if (!best) {
+    PlanAttempt attempt;
+    attempt.errorNote = "slicing large weights (sizes down to " +
+                        std::to_string(kMinSliceBytes) + " bytes) did not reach a smaller arena";
+    return loudError(fn, attempt);
+  }
+  bestAttempt.errorNote = "the smallest arena is reached by slicing: " + bestAttempt.slicing;
+  return loudError(best, bestAttempt);
 }
 
 LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
-                                       const TargetSpec &spec, llvm::raw_ostream *report) {
+                                       const TargetSpec &spec, llvm::raw_ostream *report,
+                                       PlanAttempt &attempt) {
   auto clockStart = std::chrono::steady_clock::now();
   MLIRContext *ctx = fn.getContext();
   Block &body = fn.getBody().front();
@@ -426,17 +602,26 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                                  "--offload-autodiff built it";
 
   TargetModel model = TargetModel::fromSpec(spec);
-  Timeline unplannedTime = simulateTimeline(fn, model);
+  auto arenaOf = [&](const MemoryPlan &mp) {
+    return spec.workspaceBytes > 0 ? alignedArenaBytes(mp.deviceArenaBytes) + spec.workspaceBytes
+                                   : mp.deviceArenaBytes;
+  };
   FailureOr<MemoryPlan> unplanned = computeMemoryPlan(fn);
   if (failed(unplanned))
     return failure();
+  // What the report and the timeline compare with: the step as given (before
+  // slicing, when `fn` is a sliced rebuild of it).
+  func::FuncOp given = attempt.unplannedOf ? attempt.unplannedOf : fn;
+  Timeline unplannedTime = simulateTimeline(given, model);
+  FailureOr<MemoryPlan> slicedFrom = failure();
+  if (attempt.unplannedOf && failed(slicedFrom = computeMemoryPlan(given)))
+    return failure();
+  const MemoryPlan &givenPlan = attempt.unplannedOf ? *slicedFrom : *unplanned;
   std::optional<MemoryTimeline> unplannedTimeline;
   if (!timelineFile.empty())
-    unplannedTimeline = computeMemoryTimeline(*unplanned);
-  int64_t unplannedArena =
-      spec.workspaceBytes > 0
-          ? alignedArenaBytes(unplanned->deviceArenaBytes) + spec.workspaceBytes
-          : unplanned->deviceArenaBytes;
+    unplannedTimeline = computeMemoryTimeline(givenPlan);
+  int64_t unplannedArena = arenaOf(givenPlan);
+  int64_t ownUnplannedArena = arenaOf(*unplanned);
 
   // The base copy lives in a scratch module of its own until the end.
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
@@ -471,7 +656,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     }
     chosen->setAttr(kPlannedAttrName,
                     StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
-                                             " target=" + spec.name));
+                                             " target=" + spec.name +
+                                             (attempt.sliceBytes
+                                                  ? " slice-bytes=" +
+                                                        std::to_string(attempt.sliceBytes)
+                                                  : std::string())));
     if (spec.workspaceBytes > 0)
       chosen->setAttr(OffloadDialect::kWorkspaceBytesAttrName,
                       IntegerAttr::get(IntegerType::get(ctx, 64), spec.workspaceBytes));
@@ -484,7 +673,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     return success();
   };
 
-  if (unplannedArena <= budgetBytes) {
+  if (ownUnplannedArena <= budgetBytes) {
     if (report)
       *report << llvm::format("plan-memory @%s: the step fits unplanned: device arena %lld "
                               "bytes (%s) <= budget %lld bytes (%s) on %s; nothing changed\n",
@@ -1022,7 +1211,10 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           p.decision = Decision::Host;
           p.why = "the smallest reachable arena";
         }
-      FailureOr<Materialized> mat = materialize(base, all, allParams, spec);
+      // Parameters fetched again for backward rather than kept on the
+      // device in between: the fewest bytes, whatever the link costs.
+      FailureOr<Materialized> mat =
+          materialize(base, all, allParams, spec, RefetchMode::Always);
       if (failed(mat))
         return failure();
       if (mat->arenaBytes <= budgetBytes &&
@@ -1039,6 +1231,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       }
     }
     fallback = bool(chosen);
+  }
+  if (!chosen && attempt.quiet) {
+    attempt.smallestArena = smallest->arenaBytes;
+    smallest->holder.erase();
+    return failure();
   }
   if (!chosen) {
     // The error: the smallest arena, what is live at its peak, the budget
@@ -1074,6 +1271,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     diag << ". Ask for budget=" << suggest << " (" << humanBytes(suggest) << ") or more";
     if (peakOp)
       diag.attachNote(peakOp->getLoc()) << "the smallest arena's peak is here";
+    if (!attempt.errorNote.empty())
+      diag.attachNote(fn.getLoc()) << attempt.errorNote;
     smallest->holder.erase();
     return failure();
   }
@@ -1192,6 +1391,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     os << llvm::format("plan-memory @%s: budget %lld bytes (%s) on %s\n",
                        fn.getName().str().c_str(), (long long)budgetBytes,
                        humanBytes(budgetBytes).c_str(), spec.name.c_str());
+    if (!attempt.slicing.empty())
+      os << "  slicing: " << attempt.slicing << "\n";
     os << llvm::format("  %-9s %-44s %14s %-10s %12s  %s\n", "kind", "value or parameter",
                        "bytes", "decision", "added s", "why");
     if (movedUpdates)

@@ -62,6 +62,11 @@ def Offload_Dialect : Dialect {
     /// and `array<i64: a, b, N>`.
     static constexpr ::llvm::StringLiteral kSliceOfAttrName = "offload.slice_of";
     static constexpr ::llvm::StringLiteral kSliceAttrName = "offload.slice";
+    /// String attribute on a step that --offload-autodiff built: the pass
+    /// with its options as a textual pipeline element
+    /// (`offload-autodiff{lr=0.01 ...}`), so that the planner can rebuild
+    /// the step after a rewrite of its forward (slicing; Autodiff.h).
+    static constexpr ::llvm::StringLiteral kAutodiffAttrName = "offload.autodiff";
 
   private:
     void registerTypes();

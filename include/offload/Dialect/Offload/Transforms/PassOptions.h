@@ -25,6 +25,8 @@ enum class RefetchMode { Auto, Always, Never };
 enum class OptimizerKind { Sgd, AdamW, None };
 /// --offload-autodiff step-counters=.
 enum class StepCounters { Shared, PerParameter };
+/// --offload-plan-memory slice=.
+enum class PlanSlicing { Auto, Never };
 
 /// The option keyword of each value ("every-k", "per-parameter", ...).
 llvm::StringRef stringifyOption(RecomputePolicy v);
@@ -33,6 +35,7 @@ llvm::StringRef stringifyOption(HostParametersPolicy v);
 llvm::StringRef stringifyOption(RefetchMode v);
 llvm::StringRef stringifyOption(OptimizerKind v);
 llvm::StringRef stringifyOption(StepCounters v);
+llvm::StringRef stringifyOption(PlanSlicing v);
 
 } // namespace offload
 } // namespace mlir

@@ -431,7 +431,15 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
       (`--offload-host-offload` policy=marked);
     * each parameter stays on the device, or moves to the host with its
       gradient and optimizer state, its update running on the host
-      (`--offload-host-parameters` policy=marked).
+      (`--offload-host-parameters` policy=marked);
+    * when no plan fits that way (`slice=auto`), linear weights too large
+      to stream whole are cut into row slices (`--offload-slice-parameters`,
+      which runs on the forward step: the planner rebuilds the step from
+      its forward with the autodiff options recorded in `offload.autodiff`,
+      after checking that the rebuild gives back the step exactly), each
+      slice a parameter of its own, trying slice sizes from the largest
+      power of two below the largest weight down to 64 KiB and keeping the
+      first that fits.
 
     Decisions are greedy at the peak: while the live device bytes exceed the
     budget, of the candidates that would free bytes at the peak program
@@ -477,12 +485,21 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a device-to-host copy before its device buffer is "
            "released (passed to the host-offload passes)">,
+    Option<"slice", "slice", "::mlir::offload::PlanSlicing",
+           /*default=*/"::mlir::offload::PlanSlicing::Auto",
+           "Slice large linear weights into rows when no plan fits without it",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::offload::PlanSlicing::Auto, "auto",
+                        "when nothing else fits: the largest slice size that fits"),
+             clEnumValN(::mlir::offload::PlanSlicing::Never, "never",
+                        "never (the step as autodiff built it)"))}]>,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
     Statistic<"numRecomputed", "recomputed-values", "Saved values recomputed">,
     Statistic<"numOffloaded", "offloaded-values", "Saved values offloaded to the host">,
     Statistic<"numHostParameters", "host-parameters", "Parameters kept on the host">,
+    Statistic<"numSlicedWeights", "sliced-weights", "Weights sliced into rows (slice=auto)">,
   ];
 }
 
