@@ -18,9 +18,10 @@ options with their seconds and the byte ranges they free or add, and its
 decisions). The oracle solves the same problem as a mixed-integer program
 with HiGHS (scipy.optimize.milp, Debian's python3-scipy): binary x[c,o] for
 option o of candidate c, at most one per candidate; minimize
-sum x*seconds + e_h2d + e_d2h, where e_dir >= sum x*copy_seconds(dir) -
-compute_seconds is the copy time one link direction cannot hide behind the
-step's compute; subject to, at every program point, live bytes after the
+sum x*seconds + sum_w e_w over four link windows w (device-to-host and
+host-to-device, in forward and in backward), where e_w >= sum x*link_w -
+window_w is the copy time that window's compute cannot hide (the planner
+prices copies the same way); subject to, at every program point, live bytes after the
 options <= the planner's own modelled peak. The planner's decisions are
 priced with the same objective, so `gap` is (planner - oracle) in percent
 of the unplanned step time: how much simulated overhead exact optimisation
@@ -68,14 +69,24 @@ def options_of(problem):
     return [(ci, o) for ci, c in enumerate(problem["candidates"]) for o in c["options"]]
 
 
+WINDOWS = ("to_host_forward", "to_host_backward", "to_device_forward", "to_device_backward")
+
+
+def check_version(problem, path):
+    if problem.get("format") != "offload-plan-problem" or problem.get("version") != 2:
+        sys.exit(f"oracle: {path}: expected an offload-plan-problem of version 2 (per-phase link "
+                 f"windows), got {problem.get('format')!r} version {problem.get('version')!r}; "
+                 "rebuild offload-opt")
+
+
 def price(problem, chosen):
     """Objective of a set of chosen option indices (into options_of)."""
     opts = options_of(problem)
-    c = problem["compute_seconds"]
     secs = sum(opts[k][1]["seconds"] for k in chosen)
-    h2d = sum(opts[k][1]["to_device_seconds"] for k in chosen)
-    d2h = sum(opts[k][1]["to_host_seconds"] for k in chosen)
-    return secs + max(0.0, h2d - c) + max(0.0, d2h - c)
+    for w in WINDOWS:
+        used = sum(opts[k][1]["link"].get(w, 0.0) for k in chosen)
+        secs += max(0.0, used - problem["link_windows"][w])
+    return secs
 
 
 def live_after(problem, chosen):
@@ -101,7 +112,7 @@ def solve(problem, limit_bytes, time_limit):
     """Returns (status, objective, chosen option indices, seconds)."""
     opts = options_of(problem)
     n_opt = len(opts)
-    n = n_opt + 2  # + e_h2d, e_d2h
+    n = n_opt + len(WINDOWS)  # + one exposure per link window
     base = np.array(problem["base_live_bytes"], dtype=np.float64)
     points = len(base)
     # The objective in percent of the unplanned step (HiGHS's absolute
@@ -109,7 +120,7 @@ def solve(problem, limit_bytes, time_limit):
     scale = 100.0 / problem["unplanned_step_seconds"]
     cost = np.zeros(n)
     cost[:n_opt] = [o["seconds"] * scale for _, o in opts]
-    cost[n_opt] = cost[n_opt + 1] = 1.0  # e_dir, in percent of the step too
+    cost[n_opt:] = 1.0  # e_w, in percent of the step too
     rows, cols, vals = [], [], []
     # Memory rows: only points that can exceed the limit.
     added = np.zeros(points)
@@ -148,15 +159,15 @@ def solve(problem, limit_bytes, time_limit):
     if cand:
         constraints.append(LinearConstraint(coo_matrix((np.ones(len(r2)), (r2, c2)),
                                                        shape=(len(cand), n)), -np.inf, 1))
-    # e_dir >= sum x * copy_seconds(dir) - compute, in percent of the step
+    # e_w >= sum x * link_w - window_w, in percent of the step
     # (in seconds, 1e-6-sized coefficients fall under HiGHS's feasibility
     # tolerance).
-    comp = problem["compute_seconds"]
-    for j, key in ((n_opt, "to_device_seconds"), (n_opt + 1, "to_host_seconds")):
+    for j, key in enumerate(WINDOWS):
         row = np.zeros(n)
-        row[:n_opt] = [o[key] * scale for _, o in opts]
-        row[j] = -1.0
-        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, comp * scale))
+        row[:n_opt] = [o["link"].get(key, 0.0) * scale for _, o in opts]
+        row[n_opt + j] = -1.0
+        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf,
+                                            problem["link_windows"][key] * scale))
     integrality = np.zeros(n)
     integrality[:n_opt] = 1
     lb = np.zeros(n)
@@ -260,6 +271,7 @@ def main():
             oracle_ovh, gap, osecs, note = "-", "-", 0.0, "fits unplanned"
             if r["problem"]:
                 problem = json.load(open(r["problem"]))
+                check_version(problem, r["problem"])
                 mine = planner_choice(problem)
                 limit = problem["achieved_bytes"]
                 note = (f"{sum(c['chosen'] != 'keep' for c in problem['candidates'])} of "

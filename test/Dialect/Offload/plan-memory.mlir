@@ -57,9 +57,9 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=16000" 2>%t.host | FileCheck %s --check-prefix=HOST
 // RUN: FileCheck %s --check-prefix=HOST-REPORT < %t.host
-// HOST: %arg5: !offload.host<tensor<16x16xf32>> {offload.name = "fc2.weight"
-// HOST: offload.sgd_update {{.*}} : !offload.host<tensor<16x16xf32>>
-// HOST-REPORT: parameter fc2.weight{{.*}}host{{.*}}live at the peak
+// HOST: %arg0: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight"
+// HOST: offload.sgd_update {{.*}} : !offload.host<tensor<16x8xf32>>
+// HOST-REPORT: parameter fc1.weight{{.*}}host{{.*}}live at the peak
 // HOST-REPORT: device arena: 19204 -> {{1[0-5][0-9][0-9][0-9]}} bytes
 //
 // The report to a file, the IR alone on stdout (it parses again).
@@ -71,7 +71,7 @@
 // REPARSE: device arena bytes: {{1[0-5][0-9][0-9][0-9]}}
 // TABLE: kind      value or parameter
 // TABLE-DAG: saved     relu block1.relu{{.*}}keep
-// TABLE-DAG: parameter fc1.weight{{.*}}device
+// TABLE-DAG: parameter fc2.weight{{.*}}device
 //
 // Below the smallest reachable arena: one error with that arena, what is
 // live at its peak and the budget to ask for; nothing on stdout. The named
