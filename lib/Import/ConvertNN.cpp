@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::offload;
 using namespace ::offload::import;
@@ -254,6 +257,58 @@ void convertMseLoss(StepBuilder &im, Call &n) {
                    n, {z, t}, {im.attr("reduction", reductionAttr(im, n, im.getInt(n, 2)))}));
 }
 
+/// scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
+/// scale, enable_gqa) as the ops PyTorch 1.13's multi-head attention runs:
+/// q / sqrt(E) (or q * scale), q @ k^T, the causal mask or an additive float
+/// mask, softmax over the last dim, dropout, @ v.
+void convertSdpa(StepBuilder &im, Call &n) {
+  mlir::Value q = im.tensorIn(n, 0), k = im.tensorIn(n, 1), v = im.tensorIn(n, 2);
+  auto qt = im.tt(q);
+  int64_t r = qt.getRank();
+  if (r < 2 || im.tt(k).getRank() != r || im.tt(v).getRank() != r)
+    im.fail(n, "query, key and value must have the same rank >= 2");
+  if (n.numInputs() > 7 && im.getBool(n, 7))
+    im.fail(n, "scaled_dot_product_attention with enable_gqa is not supported");
+  int64_t E = qt.getShape().back(), L = qt.getDimSize(r - 2), S = im.tt(k).getDimSize(r - 2);
+  auto scalarT = RankedTensorType::get({}, qt.getElementType());
+  if (n.numInputs() > 6 && !im.in(n, 6).isNone())
+    q = im.emit1<MulScalarOp>(n, {q}, {im.f64("value", im.getDouble(n, 6))}, {q.getType()});
+  else
+    q = im.emit1<DivOp>(n, {q, im.fill(n, std::sqrt(double(E)), scalarT)});
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
+  std::swap(perm[r - 1], perm[r - 2]);
+  mlir::Value att = im.emit1<MatmulOp>(n, {q, permuted(im, n, k, perm)});
+  if (n.numInputs() > 5 && im.getBool(n, 5)) {
+    std::vector<double> mask(size_t(L * S));
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = i + 1; j < S; ++j)
+        mask[size_t(i * S + j)] = 1.0;
+    mlir::Value m = im.constant(n, RankedTensorType::get({L, S}, im.b.getI1Type()), mask);
+    att = im.emit1<MaskedFillOp>(n, {att, m},
+                                 {im.f64("value", -std::numeric_limits<double>::infinity())},
+                                 {att.getType()});
+  }
+  if (n.numInputs() > 3 && !im.in(n, 3).isNone()) {
+    mlir::Value m = im.tensorIn(n, 3);
+    if (!isa<FloatType>(im.tt(m).getElementType()))
+      im.fail(n, "a boolean attn_mask is not supported (pass an additive float mask)");
+    att = im.emit1<AddOp>(n, {att, m});
+  }
+  att = im.emit1<SoftmaxOp>(n, {att}, {im.i64("dim", r - 1)}, {att.getType()});
+  double p = n.numInputs() > 4 ? im.getDouble(n, 4) : 0.0;
+  if (p > 0.0) {
+    if (p >= 1.0)
+      im.fail(n, "dropout probability must be in [0, 1)");
+    mlir::Value s = im.seed(n);
+    int64_t off = im.nextDropoutOffset(im.tt(att).getNumElements());
+    att = im.emit1<DropoutOp>(n, {att, s}, {im.f64("p", p), im.i64("offset", off)},
+                              {att.getType()});
+  }
+  im.setOut(n, im.emit1<MatmulOp>(n, {att, v}));
+}
+
 } // namespace
 
 void ts::registerNNConversions(OpTable &t) {
@@ -274,6 +329,7 @@ void ts::registerNNConversions(OpTable &t) {
   t["aten::softmax"] = convertSoftmax<SoftmaxOp>;
   t["aten::log_softmax"] = convertSoftmax<LogSoftmaxOp>;
   // Dropout, embedding, losses.
+  t["aten::scaled_dot_product_attention"] = convertSdpa;
   t["aten::dropout"] = convertDropout;
   t["aten::embedding"] = convertEmbedding;
   t["aten::cross_entropy_loss"] = convertCrossEntropy;

@@ -88,6 +88,35 @@ void convertView(StepBuilder &im, Call &n) {
   im.setOut(n, im.reshape(n, x, shape));
 }
 
+/// unflatten(self, dim, sizes): `dim` split into `sizes` (one may be -1).
+void convertUnflatten(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t d = normDim(im, n, im.getInt(n, 1), t.getRank());
+  std::vector<int64_t> sizes = im.getInts(n, 2);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && infer < 0)
+      infer = int64_t(i);
+    else if (sizes[i] <= 0)
+      im.fail(n, "bad size " + std::to_string(sizes[i]) + " in unflatten");
+    else
+      known *= sizes[i];
+  }
+  if (infer >= 0 && known > 0)
+    sizes[infer] = t.getDimSize(d) / known;
+  int64_t total = 1;
+  for (int64_t s : sizes)
+    total *= s;
+  if (sizes.empty() || total != t.getDimSize(d))
+    im.fail(n, "unflatten sizes do not multiply to the dimension's size " +
+                   std::to_string(t.getDimSize(d)));
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().begin() + d);
+  shape.insert(shape.end(), sizes.begin(), sizes.end());
+  shape.insert(shape.end(), t.getShape().begin() + d + 1, t.getShape().end());
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
 void convertFlatten(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -323,6 +352,7 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::view"] = convertView;
   t["aten::reshape"] = convertView;
   t["aten::flatten"] = convertFlatten;
+  t["aten::unflatten"] = convertUnflatten;
   t["aten::unsqueeze"] = convertUnsqueeze;
   t["aten::squeeze"] = convertSqueeze;
   t["aten::transpose"] = convertTranspose;

@@ -486,20 +486,8 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
     call.args.push_back(toArg(vals[n->input(i)], argName));
   }
   Val target = in(n, 0);
-  if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
-      roleOf(target.path) == "parameter")
-    fail(n, "in-place update of parameter '" + target.path + "' is not supported");
   try {
-    if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
-        tt(target.value).getElementType().isInteger(64) && name == "aten::add") {
-      // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
-      double c = getDouble(call, 1);
-      double alpha = call.numInputs() > 2 ? getDouble(call, 2) : 1.0;
-      setOut(call, emit1<AddScalarOp>(call, {target.value}, {f64("value", c * alpha)},
-                                      {target.value.getType()}));
-    } else {
-      convert(*this, call);
-    }
+    convertCall(call, convert, inplace);
   } catch (ConvError &e) {
     if (e.origin == &call)
       e.origin = n;
@@ -511,13 +499,9 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   // statistics) did so through updateState on the Call's arguments.
   if (inplace) {
     Val res = vals[n->output(0)];
-    if (res.kind != Val::Tensor)
-      fail(n, "in-place op on a value that is not a tensor of the step");
     if (target.kind == Val::Tensor && target.path.empty())
       if (auto view = target.value.getDefiningOp<ReshapeOp>())
         functionalizeView(n, call, view, res.value);
-    res.path = target.path;
-    updateState(toArg(target, ""), res.value);
     vals[n->input(0)] = res;
   }
 }

@@ -205,6 +205,28 @@ std::string StepBuilder::roleOf(const std::string &path) const {
   return it == argIndex.end() ? std::string() : argNameRole[it->second].second;
 }
 
+void StepBuilder::convertCall(Call &call, const ConvertFn &convert, bool inplace) {
+  Arg target = call.args.empty() ? Arg() : call.args[0];
+  bool onState = inplace && target.kind == Arg::Tensor && !target.path.empty();
+  if (onState && roleOf(target.path) == "parameter")
+    fail(call, "in-place update of parameter '" + target.path + "' is not supported");
+  if (onState && tt(target.value).getElementType().isInteger(64) && call.kind == "aten::add") {
+    // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
+    double c = getDouble(call, 1);
+    double alpha = call.numInputs() > 2 ? getDouble(call, 2) : 1.0;
+    setOut(call, emit1<AddScalarOp>(call, {target.value}, {f64("value", c * alpha)},
+                                    {target.value.getType()}));
+  } else {
+    convert(*this, call);
+  }
+  if (!inplace)
+    return;
+  if (call.results.empty() || call.results[0].kind != Arg::Tensor)
+    fail(call, "in-place op on a value that is not a tensor of the step");
+  call.results[0].path = target.path;
+  updateState(target, call.results[0].value);
+}
+
 //===----------------------------------------------------------------------===//
 // The step
 //===----------------------------------------------------------------------===//

@@ -190,6 +190,13 @@ public:
   OwningOpRef<ModuleOp> finish(mlir::Value out, mlir::Value target,
                                const std::string &targetName, ImportError &err);
 
+  /// Runs `convert` on `call`. `inplace` (`aten::X_` converted as `aten::X`):
+  /// an update of a parameter is refused, `add_` on an i64 buffer (a
+  /// counter such as num_batches_tracked) is an i64 add_scalar, and the
+  /// result (which keeps the target's buffer name) becomes the buffer's
+  /// current value.
+  void convertCall(Call &call, const ConvertFn &convert, bool inplace);
+
   // --- helpers used by the op table ----------------------------------------
   [[noreturn]] void fail(const Call &n, const std::string &msg) {
     throw ConvError{n.where + ": " + msg, &n, msg};
