@@ -224,7 +224,20 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
                      shapeText + "] (strides and offset need " + std::to_string(needed) +
                      " bytes of " + std::to_string(es) + "-byte elements)"};
     std::vector<uint8_t> raw = zip.read(w.member, needed);
-    // Gather into dense row-major order.
+    // Dense row-major storage is copied as it is; other strides gathered.
+    bool dense = true;
+    int64_t expect = 1;
+    for (size_t d = w.shape.size(); d-- > 0;) {
+      if (w.shape[d] != 1 && strides[d] != expect)
+        dense = false;
+      expect *= w.shape[d];
+    }
+    if (dense) {
+      w.bytes.assign(raw.begin() + size_t(offset) * es,
+                     raw.begin() + size_t(offset) * es + size_t(numel) * es);
+      ar.weights[fqn] = std::move(w);
+      continue;
+    }
     w.bytes.resize(size_t(numel) * es);
     std::vector<int64_t> idx(w.shape.size(), 0);
     for (int64_t k = 0; k < numel; ++k) {
