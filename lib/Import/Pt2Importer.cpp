@@ -277,8 +277,13 @@ RankedTensorType Pt2Importer::tensorType(const std::string &name) {
     }
     std::string expr;
     if (const json::Object *e = s.getObject("as_expr"))
-      if (auto t = e->getString("expr_str"))
-        expr = " (" + t->str() + ")";
+      if (auto t = e->getString("expr_str")) {
+        llvm::StringRef x = *t;
+        // sympy's repr, `Symbol('s77', positive=True, integer=True)`: its name.
+        if (x.consume_front("Symbol('"))
+          x = x.take_until([](char c) { return c == '\''; });
+        expr = " (" + x.str() + ")";
+      }
     bad(what + " has a symbolic dimension" + expr + " at dim " + std::to_string(i) +
         ": offload needs static shapes; export without dynamic_shapes");
   }
