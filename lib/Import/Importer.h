@@ -1,11 +1,12 @@
 //===- Importer.h - TorchScript importer internals (private) ----*- C++ -*-===//
 //
-// Part of offload. Shared by the parts of the TorchScript importer, split
-// the way torch-mlir splits its importer:
+// Part of offload. The TorchScript front end: Val (what the walk knows of a
+// TorchScript value) and Importer, a StepBuilder (OpBuilder.h) that turns
+// each node it cannot fold into a Call for the shared op table. Files:
 //   ModelLoader.cpp        loading a .pt (torch::jit::load) and writing its
 //                          parameters (the runtime's npz writer);
 //   InputSpec.cpp          `--input NAME=DIMSxDTYPE`, parsed as an MLIR type;
-//   ImporterSupport.cpp    locations, import-time constants, op creation;
+//   ImporterSupport.cpp    locations, LibTorch tensors as step constants;
 //   NodeImporter.cpp       the node walk: import-time folding with LibTorch,
 //                          control flow unrolling, lists, in-place ops, and
 //                          the op table assembled from the families below;

@@ -1,9 +1,9 @@
 //===- ImporterSupport.cpp - Locations, constants and op creation ---------===//
 //
-// Part of offload. What every conversion uses: the source location of a
-// TorchScript node, arguments known at import time (ints, doubles, lists),
-// constants materialized as ops of the step, and op creation with inferred
-// result types (Importer.h).
+// Part of offload. The TorchScript side of what conversions use: the source
+// location of a node, integer/boolean node arguments known at import time,
+// and LibTorch constant tensors materialized as ops of the step (the
+// front-end-neutral helpers are StepBuilder's, OpBuilder.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "Importer.h"

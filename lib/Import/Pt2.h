@@ -7,6 +7,7 @@
 #ifndef OFFLOAD_LIB_IMPORT_PT2_H
 #define OFFLOAD_LIB_IMPORT_PT2_H
 
+#include "OpBuilder.h"
 #include "offload/Import/Pt2Importer.h"
 
 #include "llvm/Support/JSON.h"
@@ -39,6 +40,16 @@ struct Pt2Weight {
   bool isParam = false;
   bool requiresGrad = false;
 };
+
+/// One argument of an ATen overload's schema: its name and default.
+struct Pt2ArgSpec {
+  std::string name;
+  bool hasDefault = false;
+  ts::Arg dflt;
+};
+/// The argument list of `op.overload` (e.g. `mean.dim`), or null when the
+/// .pt2 importer does not know the overload (Pt2Schemas.cpp).
+const std::vector<Pt2ArgSpec> *pt2Schema(const std::string &opOverload);
 
 class Pt2Archive {
 public:
