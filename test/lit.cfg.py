@@ -16,6 +16,17 @@ config.substitutions.append(("%python_torch", config.offload_python))
 config.substitutions.append(("%offload_src", config.offload_src_root))
 config.substitutions.append(("%offload_bin", config.offload_tools_dir))
 
+# PyTorch 2.x (scripts/setup-torch2.sh) for the .pt2 tests: torch.export at
+# test time. Without the virtual environment those tests are unsupported.
+torch2 = os.path.join(config.offload_src_root, "scripts", "torch2-python")
+venv = os.environ.get("OFFLOAD_TORCH2_VENV",
+                      os.path.join(config.offload_src_root, ".venv-torch2"))
+if os.path.exists(os.path.join(venv, "bin", "python")):
+    config.available_features.add("torch2")
+    if "OFFLOAD_TORCH2_VENV" in os.environ:
+        config.environment["OFFLOAD_TORCH2_VENV"] = os.environ["OFFLOAD_TORCH2_VENV"]
+config.substitutions.append(("%torch2_python", torch2))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.offload_tools_dir, append_path=True)

@@ -16,7 +16,7 @@
 //                              mode), slices for negative amounts.
 //
 //===----------------------------------------------------------------------===//
-#include "Importer.h"
+#include "OpBuilder.h"
 
 #include <limits>
 
@@ -28,19 +28,19 @@ using namespace ::offload::import::ts;
 namespace {
 
 /// The number at input `i`, or `dflt` when it is None.
-double optDouble(Importer &im, tj::Node *n, size_t i, double dflt) {
-  if (i >= n->inputs().size() || im.in(n, i).isNone())
+double optDouble(StepBuilder &im, Call &n, size_t i, double dflt) {
+  if (i >= n.numInputs() || im.in(n, i).isNone())
     return dflt;
   return im.getDouble(n, i);
 }
 
 /// clamp(x, min, max), clamp_min(x, min), clamp_max(x, max) with numbers.
 template <int Which> // 0 clamp, 1 clamp_min, 2 clamp_max
-void convertClamp(Importer &im, tj::Node *n) {
+void convertClamp(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   if (!isa<FloatType>(im.tt(x).getElementType()))
     im.fail(n, "clamp of an integer tensor is not supported");
-  for (size_t i = 1; i < n->inputs().size(); ++i)
+  for (size_t i = 1; i < n.numInputs(); ++i)
     if (!im.in(n, i).isNone() && !im.isScalar(im.in(n, i)))
       im.fail(n, "clamp with tensor bounds is not supported");
   const double inf = std::numeric_limits<double>::infinity();
@@ -52,7 +52,7 @@ void convertClamp(Importer &im, tj::Node *n) {
 
 /// roll(x, shifts, dims): per dim, x[n-s:] then x[:n-s]; no dims rolls the
 /// flattened tensor.
-void convertRoll(Importer &im, tj::Node *n) {
+void convertRoll(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   std::vector<int64_t> shifts = im.getInts(n, 1), dims = im.getInts(n, 2);
@@ -81,20 +81,17 @@ void convertRoll(Importer &im, tj::Node *n) {
 
 /// index(x, [None, ..., idx, None...]) with exactly one index tensor: a
 /// gather of slices along that dim, as embedding on x moved to [L, rest].
-void convertIndex(Importer &im, tj::Node *n) {
+void convertIndex(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
-  Val &l = im.in(n, 1);
-  std::vector<Val> elems;
-  if (l.kind == Val::List)
+  Arg &l = im.in(n, 1);
+  std::vector<Arg> elems;
+  if (l.kind == Arg::List)
     elems = l.elems;
-  else if (l.isConst() && l.iv.isList())
-    for (const c10::IValue &e : l.iv.toListRef())
-      elems.push_back(Val::constant(e));
   else
     im.fail(n, "the index list must be built in the model");
   int64_t dim = -1;
-  Val idxV;
+  Arg idxV;
   for (size_t i = 0; i < elems.size(); ++i) {
     if (elems[i].isNone())
       continue;
@@ -108,10 +105,10 @@ void convertIndex(Importer &im, tj::Node *n) {
   if (!isa<FloatType>(t.getElementType()))
     im.fail(n, "indexing an integer or boolean tensor is not supported");
   mlir::Value idx;
-  if (idxV.kind == Val::Tensor)
+  if (idxV.kind == Arg::Tensor)
     idx = idxV.value;
-  else if (idxV.isConst() && idxV.iv.isTensor())
-    idx = im.materialize(n, idxV.iv.toTensor(), {});
+  else if (idxV.kind == Arg::Const)
+    idx = im.materialize(n, idxV, {});
   else
     im.fail(n, "the index must be a tensor");
   if (!im.tt(idx).getElementType().isInteger(64))
@@ -156,7 +153,7 @@ void convertIndex(Importer &im, tj::Node *n) {
 
 /// Normalizes x [N, C, *] over groups of C/G channels and the spatial dims
 /// (layer_norm over each group), then the per-channel affine.
-mlir::Value groupNorm(Importer &im, tj::Node *n, mlir::Value x, int64_t groups,
+mlir::Value groupNorm(StepBuilder &im, Call &n, mlir::Value x, int64_t groups,
                       mlir::Value weight, mlir::Value bias, double eps) {
   auto t = im.tt(x);
   if (t.getRank() < 2)
@@ -179,14 +176,14 @@ mlir::Value groupNorm(Importer &im, tj::Node *n, mlir::Value x, int64_t groups,
   return y;
 }
 
-void convertGroupNorm(Importer &im, tj::Node *n) {
+void convertGroupNorm(StepBuilder &im, Call &n) {
   // group_norm(input, num_groups, weight, bias, eps, cudnn_enabled)
   mlir::Value x = im.tensorIn(n, 0);
   im.setOut(n, groupNorm(im, n, x, im.getInt(n, 1), im.optTensorIn(n, 2),
                          im.optTensorIn(n, 3), im.getDouble(n, 4)));
 }
 
-void convertInstanceNorm(Importer &im, tj::Node *n) {
+void convertInstanceNorm(StepBuilder &im, Call &n) {
   // instance_norm(input, weight, bias, running_mean, running_var,
   //               use_input_stats, momentum, eps, cudnn_enabled)
   if (!im.in(n, 3).isNone() || !im.in(n, 4).isNone())
@@ -199,7 +196,7 @@ void convertInstanceNorm(Importer &im, tj::Node *n) {
                          im.optTensorIn(n, 2), im.getDouble(n, 7)));
 }
 
-void convertPixelShuffle(Importer &im, tj::Node *n) {
+void convertPixelShuffle(StepBuilder &im, Call &n) {
   // [N, C r^2, H, W] -> [N, C, r, r, H, W] -> [N, C, H, r, W, r] -> [N, C, H r, W r]
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -213,7 +210,7 @@ void convertPixelShuffle(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, v, {N, C, H * r, W * r}));
 }
 
-void convertUpsampleNearest(Importer &im, tj::Node *n) {
+void convertUpsampleNearest(StepBuilder &im, Call &n) {
   // upsample_nearest2d(input, output_size?, scale_factors?)
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -229,10 +226,10 @@ void convertUpsampleNearest(Importer &im, tj::Node *n) {
     sh = os[0] / H;
     sw = os[1] / W;
   } else {
-    Val &s = im.in(n, 2);
-    if (!s.isConst() || !s.iv.isDoubleList())
+    Arg &s = im.in(n, 2);
+    if (s.kind != Arg::Doubles)
       im.fail(n, "nearest upsampling needs an output size or scale factors");
-    std::vector<double> f = s.iv.toDoubleVector();
+    std::vector<double> f = s.doubles;
     if (f.size() != 2 || f[0] != std::floor(f[0]) || f[1] != std::floor(f[1]) || f[0] < 1 ||
         f[1] < 1)
       im.fail(n, "nearest upsampling by a non-integer scale factor is not supported");
@@ -249,11 +246,11 @@ void convertUpsampleNearest(Importer &im, tj::Node *n) {
 /// constant_pad_nd(x, pad, value) and pad(x, pad, "constant", value): pad
 /// lists (lo, hi) pairs from the last dim backwards; each side becomes a
 /// fill concatenated to x (a negative amount crops with a slice).
-void convertPad(Importer &im, tj::Node *n) {
+void convertPad(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   std::vector<int64_t> pad = im.getInts(n, 1);
   double value = 0.0;
-  if (n->kind().toQualString() == std::string("aten::pad")) {
+  if (n.kind == std::string("aten::pad")) {
     std::string mode = im.getString(n, 2);
     if (mode != "constant")
       im.fail(n, "padding mode '" + mode + "' is not supported (only constant)");

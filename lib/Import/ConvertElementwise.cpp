@@ -5,7 +5,7 @@
 // other operand's element type), masked_fill/where, and dtype casts.
 //
 //===----------------------------------------------------------------------===//
-#include "Importer.h"
+#include "OpBuilder.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -15,27 +15,27 @@ using namespace ::offload::import::ts;
 namespace {
 
 template <typename OpTy>
-void convertUnary(Importer &im, tj::Node *n) {
+void convertUnary(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   im.setOut(n, im.emit1<OpTy>(n, {x}, {}, {x.getType()}));
 }
 
-void convertHardtanh(Importer &im, tj::Node *n) {
+void convertHardtanh(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
-  double lo = n->inputs().size() > 1 ? im.getDouble(n, 1) : -1.0;
-  double hi = n->inputs().size() > 2 ? im.getDouble(n, 2) : 1.0;
+  double lo = n.numInputs() > 1 ? im.getDouble(n, 1) : -1.0;
+  double hi = n.numInputs() > 2 ? im.getDouble(n, 2) : 1.0;
   im.setOut(n, im.emit1<HardtanhOp>(n, {x}, {im.f64("min_val", lo), im.f64("max_val", hi)},
                                     {x.getType()}));
 }
 
-void convertRelu6(Importer &im, tj::Node *n) {
+void convertRelu6(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   im.setOut(n, im.emit1<HardtanhOp>(n, {x}, {im.f64("min_val", 0), im.f64("max_val", 6)},
                                     {x.getType()}));
 }
 
 // hardsigmoid(x) = hardtanh(x + 3, 0, 6) / 6 (exactly ATen's formula).
-void convertHardsigmoid(Importer &im, tj::Node *n) {
+void convertHardsigmoid(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   mlir::Value s = im.emit1<AddScalarOp>(n, {x}, {im.f64("value", 3.0)}, {x.getType()});
   s = im.emit1<HardtanhOp>(n, {s}, {im.f64("min_val", 0), im.f64("max_val", 6)}, {x.getType()});
@@ -43,9 +43,9 @@ void convertHardsigmoid(Importer &im, tj::Node *n) {
   im.setOut(n, im.emit1<DivOp>(n, {s, six}));
 }
 
-void convertGelu(Importer &im, tj::Node *n) {
+void convertGelu(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
-  std::string a = n->inputs().size() > 1 ? im.getString(n, 1) : "none";
+  std::string a = n.numInputs() > 1 ? im.getString(n, 1) : "none";
   if (a != "none" && a != "tanh")
     im.fail(n, "unknown GELU approximation '" + a + "'");
   auto approx = GeluApproximationAttr::get(
@@ -56,15 +56,15 @@ void convertGelu(Importer &im, tj::Node *n) {
 /// add/sub/mul/div with tensors or numbers (aten::add(self, other, alpha)).
 enum class BinKind { Add, Sub, Mul, Div };
 template <BinKind K>
-void convertBinary(Importer &im, tj::Node *n) {
-  Val &lhsV = im.in(n, 0), &rhsV = im.in(n, 1);
+void convertBinary(StepBuilder &im, Call &n) {
+  Arg &lhsV = im.in(n, 0), &rhsV = im.in(n, 1);
   double alpha = 1.0;
-  if ((K == BinKind::Add || K == BinKind::Sub) && n->inputs().size() > 2)
+  if ((K == BinKind::Add || K == BinKind::Sub) && n.numInputs() > 2)
     alpha = im.getDouble(n, 2);
-  if (K == BinKind::Div && n->inputs().size() > 2 && !im.in(n, 2).isNone())
+  if (K == BinKind::Div && n.numInputs() > 2 && !im.in(n, 2).isNone())
     im.fail(n, "division with a rounding mode on tensors is not supported");
   // Tensor op number: the scalar ops.
-  if (lhsV.kind == Val::Tensor && im.isScalar(rhsV) && K != BinKind::Div) {
+  if (lhsV.kind == Arg::Tensor && im.isScalar(rhsV) && K != BinKind::Div) {
     mlir::Value x = lhsV.value;
     double c = im.scalarValue(rhsV);
     if (K == BinKind::Mul)
@@ -75,7 +75,7 @@ void convertBinary(Importer &im, tj::Node *n) {
                        {x.getType()}));
     return;
   }
-  if (rhsV.kind == Val::Tensor && im.isScalar(lhsV) &&
+  if (rhsV.kind == Arg::Tensor && im.isScalar(lhsV) &&
       (K == BinKind::Mul || (K == BinKind::Add && alpha == 1.0))) {
     mlir::Value x = rhsV.value;
     double c = im.scalarValue(lhsV);
@@ -86,9 +86,9 @@ void convertBinary(Importer &im, tj::Node *n) {
     return;
   }
   Type hint;
-  if (lhsV.kind == Val::Tensor)
+  if (lhsV.kind == Arg::Tensor)
     hint = im.tt(lhsV.value).getElementType();
-  else if (rhsV.kind == Val::Tensor)
+  else if (rhsV.kind == Arg::Tensor)
     hint = im.tt(rhsV.value).getElementType();
   mlir::Value a = im.tensorIn(n, 0, hint), c = im.tensorIn(n, 1, hint);
   if (alpha != 1.0)
@@ -109,10 +109,10 @@ void convertBinary(Importer &im, tj::Node *n) {
   }
 }
 
-void convertRsub(Importer &im, tj::Node *n) {
+void convertRsub(StepBuilder &im, Call &n) {
   // rsub(self, other, alpha) = other - alpha * self.
   mlir::Value x = im.tensorIn(n, 0);
-  double alpha = n->inputs().size() > 2 ? im.getDouble(n, 2) : 1.0;
+  double alpha = n.numInputs() > 2 ? im.getDouble(n, 2) : 1.0;
   if (!im.isScalar(im.in(n, 1)))
     im.fail(n, "rsub with a tensor 'other' is not supported");
   mlir::Value y = im.emit1<MulScalarOp>(n, {x}, {im.f64("value", -alpha)}, {x.getType()});
@@ -121,49 +121,35 @@ void convertRsub(Importer &im, tj::Node *n) {
 }
 
 
-void convertMaskedFill(Importer &im, tj::Node *n) {
+void convertMaskedFill(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0), m = im.tensorIn(n, 1);
   im.setOut(n, im.emit1<MaskedFillOp>(n, {x, m}, {im.f64("value", im.getDouble(n, 2))},
                                       {x.getType()}));
 }
 
-void convertWhere(Importer &im, tj::Node *n) {
+void convertWhere(StepBuilder &im, Call &n) {
   Type hint;
   for (size_t i = 1; i < 3; ++i)
-    if (im.in(n, i).kind == Val::Tensor)
+    if (im.in(n, i).kind == Arg::Tensor)
       hint = im.tt(im.in(n, i).value).getElementType();
   mlir::Value c = im.tensorIn(n, 0), a = im.tensorIn(n, 1, hint), d = im.tensorIn(n, 2, hint);
   im.setOut(n, im.emit1<WhereOp>(n, {c, a, d}));
 }
 
-void convertTo(Importer &im, tj::Node *n) {
-  // to(self, dtype, non_blocking, copy, memory_format) and device variants:
-  // only a dtype change is an op.
+void convertTo(StepBuilder &im, Call &n) {
+  // to(self, dtype, non_blocking, copy, memory_format), the device variants
+  // and _to_copy(self, dtype=None, ...): only a dtype change is an op.
   mlir::Value x = im.tensorIn(n, 0);
-  for (size_t i = 1; i < n->inputs().size(); ++i) {
-    tj::Value *v = n->input(i);
-    if (v->type()->kind() == c10::TypeKind::IntType ||
-        (v->type()->kind() == c10::TypeKind::OptionalType &&
-         v->type()->expectRef<c10::OptionalType>().getElementType()->kind() ==
-             c10::TypeKind::IntType)) {
-      Val &dv = im.in(n, i);
-      if (dv.isNone())
-        break;
-      auto st = static_cast<at::ScalarType>(im.getInt(n, i));
-      Type et;
-      switch (st) {
-      case at::kFloat: et = im.b.getF32Type(); break;
-      case at::kDouble: et = im.b.getF64Type(); break;
-      case at::kLong: et = im.b.getI64Type(); break;
-      case at::kInt: et = im.b.getI32Type(); break;
-      case at::kBool: et = im.b.getI1Type(); break;
-      default: im.fail(n, "unsupported target dtype");
-      }
-      if (et == im.tt(x).getElementType())
-        break;
-      im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {im.tt(x).clone(et)}));
-      return;
-    }
+  for (size_t i = 1; i < n.numInputs(); ++i) {
+    const Arg &dv = im.in(n, i);
+    if (dv.kind != Arg::Dtype)
+      continue;
+    if (!dv.type)
+      im.fail(n, "unsupported target dtype " + dv.s);
+    if (dv.type == im.tt(x).getElementType())
+      break;
+    im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {im.tt(x).clone(dv.type)}));
+    return;
   }
   im.setOut(n, x);
 }

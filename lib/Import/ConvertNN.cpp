@@ -5,7 +5,10 @@
 // offset range per call site), embedding and the losses.
 //
 //===----------------------------------------------------------------------===//
-#include "Importer.h"
+#include "OpBuilder.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -14,7 +17,7 @@ using namespace ::offload::import::ts;
 
 namespace {
 
-void convertLinear(Importer &im, tj::Node *n) {
+void convertLinear(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
   SmallVector<mlir::Value> ops = {x, w};
   if (mlir::Value bias = im.optTensorIn(n, 2))
@@ -25,18 +28,18 @@ void convertLinear(Importer &im, tj::Node *n) {
 /// matmul/bmm/mm. A transpose of the last two dims feeding an operand
 /// folds into the op's transpose flag by MatmulOp's canonicalization, which
 /// the importer applies to the step (StepSignature.cpp).
-void convertMatmul(Importer &im, tj::Node *n) {
+void convertMatmul(StepBuilder &im, Call &n) {
   mlir::Value a = im.tensorIn(n, 0), c = im.tensorIn(n, 1);
   if (im.tt(a).getRank() < 2 || im.tt(c).getRank() < 2)
     im.fail(n, "matmul of a 1-D tensor is not supported");
   im.setOut(n, im.emit1<MatmulOp>(n, {a, c}));
 }
 
-void convertBaddbmm(Importer &im, tj::Node *n) {
+void convertBaddbmm(StepBuilder &im, Call &n) {
   // baddbmm(input, b1, b2, beta, alpha) = beta * input + alpha * (b1 @ b2).
   mlir::Value x = im.tensorIn(n, 0), a = im.tensorIn(n, 1), c = im.tensorIn(n, 2);
-  double beta = n->inputs().size() > 3 ? im.getDouble(n, 3) : 1.0;
-  double alpha = n->inputs().size() > 4 ? im.getDouble(n, 4) : 1.0;
+  double beta = n.numInputs() > 3 ? im.getDouble(n, 3) : 1.0;
+  double alpha = n.numInputs() > 4 ? im.getDouble(n, 4) : 1.0;
   mlir::Value p = im.emit1<MatmulOp>(n, {a, c});
   if (alpha != 1.0)
     p = im.emit1<MulScalarOp>(n, {p}, {im.f64("value", alpha)}, {p.getType()});
@@ -45,7 +48,7 @@ void convertBaddbmm(Importer &im, tj::Node *n) {
   im.setOut(n, im.emit1<AddOp>(n, {p, x}));
 }
 
-void convertConvCommon(Importer &im, tj::Node *n, std::vector<int64_t> stride,
+void convertConvCommon(StepBuilder &im, Call &n, std::vector<int64_t> stride,
                        std::vector<int64_t> padding, std::vector<int64_t> dilation,
                        int64_t groups) {
   mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
@@ -69,7 +72,7 @@ void convertConvCommon(Importer &im, tj::Node *n, std::vector<int64_t> stride,
                                    im.i64("groups", groups)}));
 }
 
-void convertConvolution(Importer &im, tj::Node *n) {
+void convertConvolution(StepBuilder &im, Call &n) {
   // _convolution(input, weight, bias, stride, padding, dilation, transposed,
   //              output_padding, groups, ...)
   if (im.getBool(n, 6))
@@ -78,20 +81,20 @@ void convertConvolution(Importer &im, tj::Node *n) {
                     im.getInt(n, 8));
 }
 
-void convertConv2d(Importer &im, tj::Node *n) {
+void convertConv2d(StepBuilder &im, Call &n) {
   // conv2d(input, weight, bias, stride, padding, dilation, groups)
-  if (im.in(n, 4).isConst() && im.in(n, 4).iv.isString())
+  if (im.in(n, 4).kind == Arg::String)
     im.fail(n, "string padding is not supported");
   convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
                     im.getInt(n, 6));
 }
 
-void convertBatchNorm(Importer &im, tj::Node *n) {
+void convertBatchNorm(StepBuilder &im, Call &n) {
   // batch_norm(input, weight, bias, running_mean, running_var, training,
   //            momentum, eps, cudnn_enabled)
   if (!im.getBool(n, 5))
     im.fail(n, "eval-mode batch norm is not supported: save the model in train mode");
-  Val rmV = im.in(n, 3), rvV = im.in(n, 4);
+  Arg rmV = im.in(n, 3), rvV = im.in(n, 4);
   if (rmV.isNone() || rvV.isNone())
     im.fail(n, "batch norm without running statistics is not supported");
   mlir::Value x = im.tensorIn(n, 0);
@@ -113,7 +116,7 @@ void convertBatchNorm(Importer &im, tj::Node *n) {
   im.updateState(rvV, op->getResult(4));
 }
 
-void convertLayerNorm(Importer &im, tj::Node *n) {
+void convertLayerNorm(StepBuilder &im, Call &n) {
   // layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
   mlir::Value x = im.tensorIn(n, 0);
   std::vector<int64_t> shape = im.getInts(n, 1);
@@ -129,18 +132,18 @@ void convertLayerNorm(Importer &im, tj::Node *n) {
 }
 
 template <typename OpTy>
-void convertSoftmax(Importer &im, tj::Node *n) {
+void convertSoftmax(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t dim = im.getInt(n, 1);
   int64_t r = im.tt(x).getRank();
   if (dim < 0)
     dim += r;
-  if (n->inputs().size() > 2 && !im.in(n, 2).isNone())
+  if (n.numInputs() > 2 && !im.in(n, 2).isNone())
     im.fail(n, "softmax with a dtype argument is not supported");
   im.setOut(n, im.emit1<OpTy>(n, {x}, {im.i64("dim", dim)}, {x.getType()}));
 }
 
-void convertMaxPool(Importer &im, tj::Node *n) {
+void convertMaxPool(StepBuilder &im, Call &n) {
   // max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
   mlir::Value x = im.tensorIn(n, 0);
   auto two = [](std::vector<int64_t> v) {
@@ -160,7 +163,7 @@ void convertMaxPool(Importer &im, tj::Node *n) {
   im.setOut(n, op->getResult(0));
 }
 
-void convertAvgPool(Importer &im, tj::Node *n) {
+void convertAvgPool(StepBuilder &im, Call &n) {
   // avg_pool2d(input, kernel_size, stride, padding, ceil_mode,
   //            count_include_pad, divisor_override)
   mlir::Value x = im.tensorIn(n, 0);
@@ -172,7 +175,7 @@ void convertAvgPool(Importer &im, tj::Node *n) {
   std::vector<int64_t> k = two(im.getInts(n, 1)), s = two(im.getInts(n, 2));
   if (s.empty())
     s = k;
-  if (n->inputs().size() > 6 && !im.in(n, 6).isNone())
+  if (n.numInputs() > 6 && !im.in(n, 6).isNone())
     im.fail(n, "avg_pool2d with divisor_override is not supported");
   im.setOut(n, im.emit1<AvgPool2dOp>(
                    n, {x},
@@ -182,7 +185,7 @@ void convertAvgPool(Importer &im, tj::Node *n) {
                     im.attr("count_include_pad", im.b.getBoolAttr(im.getBool(n, 5)))}));
 }
 
-void convertAdaptiveAvgPool(Importer &im, tj::Node *n) {
+void convertAdaptiveAvgPool(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   std::vector<int64_t> os = im.getInts(n, 1);
   if (os.size() == 1)
@@ -191,7 +194,7 @@ void convertAdaptiveAvgPool(Importer &im, tj::Node *n) {
 }
 
 
-void convertDropout(Importer &im, tj::Node *n) {
+void convertDropout(StepBuilder &im, Call &n) {
   // dropout(input, p, train)
   mlir::Value x = im.tensorIn(n, 0);
   double p = im.getDouble(n, 1);
@@ -208,23 +211,23 @@ void convertDropout(Importer &im, tj::Node *n) {
                                    {x.getType()}));
 }
 
-void convertEmbedding(Importer &im, tj::Node *n) {
+void convertEmbedding(StepBuilder &im, Call &n) {
   // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
   mlir::Value w = im.tensorIn(n, 0), idx = im.tensorIn(n, 1);
-  if (n->inputs().size() > 2 && im.getInt(n, 2) != -1)
+  if (n.numInputs() > 2 && im.getInt(n, 2) != -1)
     im.fail(n, "embedding with padding_idx is not supported");
-  if (n->inputs().size() > 3 && im.getBool(n, 3))
+  if (n.numInputs() > 3 && im.getBool(n, 3))
     im.fail(n, "embedding with scale_grad_by_freq is not supported");
   im.setOut(n, im.emit1<EmbeddingOp>(n, {w, idx}));
 }
 
-Attribute reductionAttr(Importer &im, tj::Node *n, int64_t r) {
+Attribute reductionAttr(StepBuilder &im, Call &n, int64_t r) {
   if (r == 0)
     im.fail(n, "loss with reduction='none' is not supported");
   return ReductionAttr::get(&im.ctx, r == 2 ? Reduction::sum : Reduction::mean);
 }
 
-void convertCrossEntropy(Importer &im, tj::Node *n) {
+void convertCrossEntropy(StepBuilder &im, Call &n) {
   // cross_entropy_loss(self, target, weight, reduction, ignore_index,
   //                    label_smoothing)
   if (!im.in(n, 2).isNone())
@@ -237,7 +240,7 @@ void convertCrossEntropy(Importer &im, tj::Node *n) {
                     im.f64("label_smoothing", im.getDouble(n, 5))}));
 }
 
-void convertNllLoss(Importer &im, tj::Node *n) {
+void convertNllLoss(StepBuilder &im, Call &n) {
   // nll_loss(self, target, weight, reduction, ignore_index)
   if (!im.in(n, 2).isNone())
     im.fail(n, "nll_loss with class weights is not supported");
@@ -248,10 +251,62 @@ void convertNllLoss(Importer &im, tj::Node *n) {
                     im.i64("ignore_index", im.getInt(n, 4))}));
 }
 
-void convertMseLoss(Importer &im, tj::Node *n) {
+void convertMseLoss(StepBuilder &im, Call &n) {
   mlir::Value z = im.tensorIn(n, 0), t = im.tensorIn(n, 1);
   im.setOut(n, im.emit1<MseLossOp>(
                    n, {z, t}, {im.attr("reduction", reductionAttr(im, n, im.getInt(n, 2)))}));
+}
+
+/// scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
+/// scale, enable_gqa) as the ops PyTorch 1.13's multi-head attention runs:
+/// q / sqrt(E) (or q * scale), q @ k^T, the causal mask or an additive float
+/// mask, softmax over the last dim, dropout, @ v.
+void convertSdpa(StepBuilder &im, Call &n) {
+  mlir::Value q = im.tensorIn(n, 0), k = im.tensorIn(n, 1), v = im.tensorIn(n, 2);
+  auto qt = im.tt(q);
+  int64_t r = qt.getRank();
+  if (r < 2 || im.tt(k).getRank() != r || im.tt(v).getRank() != r)
+    im.fail(n, "query, key and value must have the same rank >= 2");
+  if (n.numInputs() > 7 && im.getBool(n, 7))
+    im.fail(n, "scaled_dot_product_attention with enable_gqa is not supported");
+  int64_t E = qt.getShape().back(), L = qt.getDimSize(r - 2), S = im.tt(k).getDimSize(r - 2);
+  auto scalarT = RankedTensorType::get({}, qt.getElementType());
+  if (n.numInputs() > 6 && !im.in(n, 6).isNone())
+    q = im.emit1<MulScalarOp>(n, {q}, {im.f64("value", im.getDouble(n, 6))}, {q.getType()});
+  else
+    q = im.emit1<DivOp>(n, {q, im.fill(n, std::sqrt(double(E)), scalarT)});
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
+  std::swap(perm[r - 1], perm[r - 2]);
+  mlir::Value att = im.emit1<MatmulOp>(n, {q, permuted(im, n, k, perm)});
+  if (n.numInputs() > 5 && im.getBool(n, 5)) {
+    std::vector<double> mask(size_t(L * S));
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = i + 1; j < S; ++j)
+        mask[size_t(i * S + j)] = 1.0;
+    mlir::Value m = im.constant(n, RankedTensorType::get({L, S}, im.b.getI1Type()), mask);
+    att = im.emit1<MaskedFillOp>(n, {att, m},
+                                 {im.f64("value", -std::numeric_limits<double>::infinity())},
+                                 {att.getType()});
+  }
+  if (n.numInputs() > 3 && !im.in(n, 3).isNone()) {
+    mlir::Value m = im.tensorIn(n, 3);
+    if (!isa<FloatType>(im.tt(m).getElementType()))
+      im.fail(n, "a boolean attn_mask is not supported (pass an additive float mask)");
+    att = im.emit1<AddOp>(n, {att, m});
+  }
+  att = im.emit1<SoftmaxOp>(n, {att}, {im.i64("dim", r - 1)}, {att.getType()});
+  double p = n.numInputs() > 4 ? im.getDouble(n, 4) : 0.0;
+  if (p > 0.0) {
+    if (p >= 1.0)
+      im.fail(n, "dropout probability must be in [0, 1)");
+    mlir::Value s = im.seed(n);
+    int64_t off = im.nextDropoutOffset(im.tt(att).getNumElements());
+    att = im.emit1<DropoutOp>(n, {att, s}, {im.f64("p", p), im.i64("offset", off)},
+                              {att.getType()});
+  }
+  im.setOut(n, im.emit1<MatmulOp>(n, {att, v}));
 }
 
 } // namespace
@@ -274,6 +329,7 @@ void ts::registerNNConversions(OpTable &t) {
   t["aten::softmax"] = convertSoftmax<SoftmaxOp>;
   t["aten::log_softmax"] = convertSoftmax<LogSoftmaxOp>;
   // Dropout, embedding, losses.
+  t["aten::scaled_dot_product_attention"] = convertSdpa;
   t["aten::dropout"] = convertDropout;
   t["aten::embedding"] = convertEmbedding;
   t["aten::cross_entropy_loss"] = convertCrossEntropy;

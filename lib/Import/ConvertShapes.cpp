@@ -6,14 +6,14 @@
 // the sum/mean reductions. Every shape is static, known at import time.
 //
 //===----------------------------------------------------------------------===//
-#include "Importer.h"
+#include "OpBuilder.h"
 
 using namespace mlir;
 using namespace mlir::offload;
 using namespace ::offload::import;
 using namespace ::offload::import::ts;
 
-int64_t ts::normDim(Importer &im, tj::Node *n, int64_t d, int64_t rank) {
+int64_t ts::normDim(StepBuilder &im, Call &n, int64_t d, int64_t rank) {
   int64_t r = std::max<int64_t>(rank, 1);
   if (d < -r || d >= r)
     im.fail(n, "dimension " + std::to_string(d) + " out of range for rank " +
@@ -21,7 +21,7 @@ int64_t ts::normDim(Importer &im, tj::Node *n, int64_t d, int64_t rank) {
   return d < 0 ? d + r : d;
 }
 
-mlir::Value ts::emitSlice(Importer &im, tj::Node *n, mlir::Value x, int64_t dim,
+mlir::Value ts::emitSlice(StepBuilder &im, Call &n, mlir::Value x, int64_t dim,
                       int64_t start, int64_t end, int64_t step) {
   auto t = im.tt(x);
   int64_t size = t.getDimSize(dim);
@@ -40,22 +40,24 @@ mlir::Value ts::emitSlice(Importer &im, tj::Node *n, mlir::Value x, int64_t dim,
                             im.i64("step", step)});
 }
 
-void ts::emitPermute(Importer &im, tj::Node *n, mlir::Value x, std::vector<int64_t> perm) {
+mlir::Value ts::permuted(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_t> perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i)
     identity &= perm[i] == static_cast<int64_t>(i);
-  if (identity) {
-    im.setOut(n, x);
-    return;
-  }
-  im.setOut(n, im.emit1<TransposeOp>(n, {x}, {im.i64s("perm", perm)}));
+  if (identity)
+    return x;
+  return im.emit1<TransposeOp>(n, {x}, {im.i64s("perm", perm)});
+}
+
+void ts::emitPermute(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_t> perm) {
+  im.setOut(n, permuted(im, n, x, std::move(perm)));
 }
 
 namespace {
 
 
 /// view/reshape with one -1 inferred.
-void convertView(Importer &im, tj::Node *n) {
+void convertView(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   std::vector<int64_t> shape = im.getInts(n, 1);
@@ -86,7 +88,36 @@ void convertView(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, x, shape));
 }
 
-void convertFlatten(Importer &im, tj::Node *n) {
+/// unflatten(self, dim, sizes): `dim` split into `sizes` (one may be -1).
+void convertUnflatten(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t d = normDim(im, n, im.getInt(n, 1), t.getRank());
+  std::vector<int64_t> sizes = im.getInts(n, 2);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && infer < 0)
+      infer = int64_t(i);
+    else if (sizes[i] <= 0)
+      im.fail(n, "bad size " + std::to_string(sizes[i]) + " in unflatten");
+    else
+      known *= sizes[i];
+  }
+  if (infer >= 0 && known > 0)
+    sizes[infer] = t.getDimSize(d) / known;
+  int64_t total = 1;
+  for (int64_t s : sizes)
+    total *= s;
+  if (sizes.empty() || total != t.getDimSize(d))
+    im.fail(n, "unflatten sizes do not multiply to the dimension's size " +
+                   std::to_string(t.getDimSize(d)));
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().begin() + d);
+  shape.insert(shape.end(), sizes.begin(), sizes.end());
+  shape.insert(shape.end(), t.getShape().begin() + d + 1, t.getShape().end());
+  im.setOut(n, im.reshape(n, x, shape));
+}
+
+void convertFlatten(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   int64_t r = t.getRank();
@@ -107,7 +138,7 @@ void convertFlatten(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, x, shape));
 }
 
-void convertUnsqueeze(Importer &im, tj::Node *n) {
+void convertUnsqueeze(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   int64_t d = im.getInt(n, 1);
@@ -120,11 +151,11 @@ void convertUnsqueeze(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, x, shape));
 }
 
-void convertSqueeze(Importer &im, tj::Node *n) {
+void convertSqueeze(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   std::vector<int64_t> shape;
-  if (n->inputs().size() == 1) {
+  if (n.numInputs() == 1) {
     for (int64_t d : t.getShape())
       if (d != 1)
         shape.push_back(d);
@@ -138,7 +169,7 @@ void convertSqueeze(Importer &im, tj::Node *n) {
 }
 
 
-void convertTranspose(Importer &im, tj::Node *n) {
+void convertTranspose(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t r = im.tt(x).getRank();
   if (r < 2) {
@@ -153,7 +184,7 @@ void convertTranspose(Importer &im, tj::Node *n) {
   emitPermute(im, n, x, perm);
 }
 
-void convertT(Importer &im, tj::Node *n) {
+void convertT(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   if (im.tt(x).getRank() < 2) {
     im.setOut(n, x);
@@ -162,7 +193,7 @@ void convertT(Importer &im, tj::Node *n) {
   emitPermute(im, n, x, {1, 0});
 }
 
-void convertPermute(Importer &im, tj::Node *n) {
+void convertPermute(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   std::vector<int64_t> perm = im.getInts(n, 1);
   for (int64_t &p : perm)
@@ -170,11 +201,11 @@ void convertPermute(Importer &im, tj::Node *n) {
   emitPermute(im, n, x, perm);
 }
 
-void convertIdentity(Importer &im, tj::Node *n) {
+void convertIdentity(StepBuilder &im, Call &n) {
   im.setOut(n, 0, im.in(n, 0));
 }
 
-void convertExpand(Importer &im, tj::Node *n) {
+void convertExpand(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   std::vector<int64_t> sizes = im.getInts(n, 1);
@@ -195,20 +226,20 @@ void convertExpand(Importer &im, tj::Node *n) {
                    n, {x}, {}, {RankedTensorType::get(sizes, t.getElementType())}));
 }
 
-void convertCat(Importer &im, tj::Node *n) {
-  Val &l = im.in(n, 0);
+void convertCat(StepBuilder &im, Call &n) {
+  Arg &l = im.in(n, 0);
   std::vector<mlir::Value> ins;
-  if (l.kind != Val::List)
+  if (l.kind != Arg::List)
     im.fail(n, "the tensor list must be built in the model");
   Type hint;
-  for (Val &e : l.elems)
-    if (e.kind == Val::Tensor)
+  for (Arg &e : l.elems)
+    if (e.kind == Arg::Tensor)
       hint = im.tt(e.value).getElementType();
-  for (Val &e : l.elems) {
-    if (e.kind == Val::Tensor)
+  for (Arg &e : l.elems) {
+    if (e.kind == Arg::Tensor)
       ins.push_back(e.value);
-    else if (e.isConst() && e.iv.isTensor())
-      ins.push_back(im.materialize(n, e.iv.toTensor(), hint));
+    else if (e.kind == Arg::Const)
+      ins.push_back(im.materialize(n, e, hint));
     else
       im.fail(n, "list element is not a tensor");
   }
@@ -223,7 +254,7 @@ void convertCat(Importer &im, tj::Node *n) {
 }
 
 
-void convertSlice(Importer &im, tj::Node *n) {
+void convertSlice(StepBuilder &im, Call &n) {
   // slice(self, dim, start, end, step); start/end may be None.
   mlir::Value x = im.tensorIn(n, 0);
   int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(x).getRank());
@@ -233,7 +264,7 @@ void convertSlice(Importer &im, tj::Node *n) {
   im.setOut(n, emitSlice(im, n, x, dim, start, end, step));
 }
 
-void convertSelect(Importer &im, tj::Node *n) {
+void convertSelect(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
   int64_t dim = normDim(im, n, im.getInt(n, 1), t.getRank());
@@ -246,7 +277,7 @@ void convertSelect(Importer &im, tj::Node *n) {
   im.setOut(n, im.reshape(n, s, shape));
 }
 
-void convertChunk(Importer &im, tj::Node *n) {
+void convertChunk(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t chunks = im.getInt(n, 1);
   if (chunks <= 0)
@@ -254,20 +285,20 @@ void convertChunk(Importer &im, tj::Node *n) {
   int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
   int64_t size = im.tt(x).getDimSize(dim);
   int64_t each = (size + chunks - 1) / chunks;
-  Val list;
-  list.kind = Val::List;
+  Arg list;
+  list.kind = Arg::List;
   for (int64_t s = 0; s < size; s += each)
-    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + each, 1)));
+    list.elems.push_back(Arg::tensor(emitSlice(im, n, x, dim, s, s + each, 1)));
   im.setOut(n, 0, list);
 }
 
 /// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
-void convertSplit(Importer &im, tj::Node *n) {
+void convertSplit(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   int64_t dim = normDim(im, n, im.getInt(n, 2), im.tt(x).getRank());
   int64_t size = im.tt(x).getDimSize(dim);
   std::vector<int64_t> sizes;
-  if (n->kind().toQualString() == std::string("aten::split_with_sizes")) {
+  if (n.kind == std::string("aten::split_with_sizes")) {
     sizes = im.getInts(n, 1);
   } else {
     int64_t each = im.getInt(n, 1);
@@ -276,11 +307,11 @@ void convertSplit(Importer &im, tj::Node *n) {
     for (int64_t s = 0; s < size; s += each)
       sizes.push_back(std::min(each, size - s));
   }
-  Val list;
-  list.kind = Val::List;
+  Arg list;
+  list.kind = Arg::List;
   int64_t s = 0;
   for (int64_t len : sizes) {
-    list.elems.push_back(Val::tensor(emitSlice(im, n, x, dim, s, s + len, 1)));
+    list.elems.push_back(Arg::tensor(emitSlice(im, n, x, dim, s, s + len, 1)));
     s += len;
   }
   if (s != size)
@@ -289,12 +320,12 @@ void convertSplit(Importer &im, tj::Node *n) {
 }
 
 template <bool Mean>
-void convertReduce(Importer &im, tj::Node *n) {
+void convertReduce(StepBuilder &im, Call &n) {
   // mean(self, dim, keepdim, dtype) / mean(self, dtype); same for sum.
   mlir::Value x = im.tensorIn(n, 0);
   std::vector<int64_t> dims;
   bool keep = false;
-  size_t nIn = n->inputs().size();
+  size_t nIn = n.numInputs();
   if (nIn >= 3) {
     if (!im.in(n, 1).isNone())
       dims = im.getInts(n, 1);
@@ -321,6 +352,7 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::view"] = convertView;
   t["aten::reshape"] = convertView;
   t["aten::flatten"] = convertFlatten;
+  t["aten::unflatten"] = convertUnflatten;
   t["aten::unsqueeze"] = convertUnsqueeze;
   t["aten::squeeze"] = convertSqueeze;
   t["aten::transpose"] = convertTranspose;

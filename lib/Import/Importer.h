@@ -1,11 +1,12 @@
 //===- Importer.h - TorchScript importer internals (private) ----*- C++ -*-===//
 //
-// Part of offload. Shared by the parts of the TorchScript importer, split
-// the way torch-mlir splits its importer:
+// Part of offload. The TorchScript front end: Val (what the walk knows of a
+// TorchScript value) and Importer, a StepBuilder (OpBuilder.h) that turns
+// each node it cannot fold into a Call for the shared op table. Files:
 //   ModelLoader.cpp        loading a .pt (torch::jit::load) and writing its
 //                          parameters (the runtime's npz writer);
 //   InputSpec.cpp          `--input NAME=DIMSxDTYPE`, parsed as an MLIR type;
-//   ImporterSupport.cpp    locations, import-time constants, op creation;
+//   ImporterSupport.cpp    locations, LibTorch tensors as step constants;
 //   NodeImporter.cpp       the node walk: import-time folding with LibTorch,
 //                          control flow unrolling, lists, in-place ops, and
 //                          the op table assembled from the families below;
@@ -20,6 +21,7 @@
 #ifndef OFFLOAD_LIB_IMPORT_IMPORTER_H
 #define OFFLOAD_LIB_IMPORT_IMPORTER_H
 
+#include "OpBuilder.h"
 #include "offload/Import/TorchImporter.h"
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
@@ -91,25 +93,20 @@ struct Val {
   bool isNone() const { return kind == Const && iv.isNone(); }
 };
 
-/// A user-facing failure; the message already carries the location.
-struct ConvError {
-  std::string message;
-  /// Set by Importer::fail: the node and the reason without the location.
-  tj::Node *node = nullptr;
-  std::string reason;
-};
-
-class Importer;
-using ConvertFn = std::function<void(Importer &, tj::Node *)>;
-
-class Importer {
+/// The TorchScript front end: walks the graph, folds what LibTorch can
+/// evaluate, and hands every other op to the shared op table as a Call.
+class Importer : public StepBuilder {
 public:
   Importer(LoadedModel &model, MLIRContext &ctx, const ImportOptions &opts)
-      : model(model), ctx(ctx), opts(opts), b(&ctx) {}
+      : StepBuilder(ctx, opts), model(model) {}
 
   OwningOpRef<ModuleOp> run(ImportError &err);
 
-  // --- helpers used by the op table ----------------------------------------
+  using StepBuilder::fail;
+  using StepBuilder::getBool;
+  using StepBuilder::getInt;
+  using StepBuilder::in;
+  using StepBuilder::setOut;
   Location loc(tj::Node *n);
   std::string where(tj::Node *n);
   [[noreturn]] void fail(tj::Node *n, const std::string &msg) {
@@ -117,68 +114,23 @@ public:
   }
   Val &in(tj::Node *n, size_t i) { return vals[n->input(i)]; }
   void setOut(tj::Node *n, size_t i, Val v) { vals[n->output(i)] = std::move(v); }
-  void setOut(tj::Node *n, mlir::Value v) { vals[n->output(0)] = Val::tensor(v); }
-
   int64_t getInt(tj::Node *n, size_t i);
-  double getDouble(tj::Node *n, size_t i);
   bool getBool(tj::Node *n, size_t i);
-  std::vector<int64_t> getInts(tj::Node *n, size_t i);
-  std::string getString(tj::Node *n, size_t i);
-  bool isScalar(const Val &v);
-  double scalarValue(const Val &v);
-  mlir::Value tensorIn(tj::Node *n, size_t i, Type elemHint = {});
-  mlir::Value optTensorIn(tj::Node *n, size_t i) {
-    return in(n, i).isNone() ? mlir::Value() : tensorIn(n, i);
-  }
-  mlir::Value materialize(tj::Node *n, const at::Tensor &t, Type elemHint);
   RankedTensorType tt(mlir::Value v) { return cast<RankedTensorType>(v.getType()); }
-
-  /// Creates op `OpTy` with `operands` and `attrs`; result types are inferred
-  /// when the op can, else `types`. The op is verified; a failure (a dtype
-  /// or shape the op cannot take) becomes a user error at `n`.
-  template <typename OpTy>
-  Operation *emit(tj::Node *n, ValueRange operands,
-                  ArrayRef<NamedAttribute> attrs = {},
-                  ArrayRef<Type> types = {});
-  template <typename OpTy>
-  mlir::Value emit1(tj::Node *n, ValueRange operands,
-                    ArrayRef<NamedAttribute> attrs = {},
-                    ArrayRef<Type> types = {}) {
-    return emit<OpTy>(n, operands, attrs, types)->getResult(0);
-  }
-  NamedAttribute attr(StringRef name, Attribute a) {
-    return b.getNamedAttr(name, a);
-  }
-  NamedAttribute f64(StringRef name, double v) {
-    return attr(name, b.getF64FloatAttr(v));
-  }
-  NamedAttribute i64(StringRef name, int64_t v) {
-    return attr(name, b.getI64IntegerAttr(v));
-  }
-  NamedAttribute i64s(StringRef name, ArrayRef<int64_t> v) {
-    return attr(name, b.getDenseI64ArrayAttr(v));
-  }
-  mlir::Value reshape(tj::Node *n, mlir::Value v, ArrayRef<int64_t> shape);
-  mlir::Value fill(tj::Node *n, double value, RankedTensorType type);
-  mlir::Value seed(tj::Node *n);
-  int64_t nextDropoutOffset(int64_t numel) {
-    int64_t o = dropoutOffset;
-    dropoutOffset += numel;
-    return o;
-  }
-  void updateState(const Val &target, mlir::Value newValue);
+  /// A constant tensor as an op of the step (offload.fill for a splat).
+  mlir::Value materializeTensor(Call &n, const at::Tensor &t, Type elemHint);
 
   LoadedModel &model;
-  MLIRContext &ctx;
-  const ImportOptions &opts;
-  OpBuilder b;
 
 private:
   void convertBlock(tj::Block *block);
   void convertNode(tj::Node *n);
   /// Converts `n` through the op table entry `convert` (`inplace`: `aten::X_`).
   void convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplace);
-  void functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result);
+  /// `v` as an argument of a Call (`name`: its schema name, if known).
+  Arg toArg(const Val &v, const std::string &name);
+  Val fromArg(const Arg &a);
+  void functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result);
   bool tryFold(tj::Node *n);
   void convertGetAttr(tj::Node *n);
   /// Records `n` as unsupported (an op kind without a conversion, or one
@@ -189,83 +141,7 @@ private:
   Type elementType(at::ScalarType st, const std::string &what);
 
   std::unordered_map<const tj::Value *, Val> vals;
-  Block *body = nullptr;
-  func::FuncOp func;
-  // Parameters and buffers: qualified name -> argument index and current
-  // value (buffers change when the step updates them).
-  llvm::StringMap<unsigned> argIndex;
-  llvm::StringMap<mlir::Value> current;
-  std::vector<std::string> bufferNames;
-  std::vector<std::pair<std::string, std::string>> argNameRole;
-  int seedArg = -1;
-  int64_t dropoutOffset = 0;
-  // Unsupported ops: kind -> (count, distinct locations in order).
-  struct Unsupported {
-    int count = 0;
-    std::vector<std::string> at; // distinct locations, in order
-    std::string message;         // a refusal's full first message
-  };
-  // "kind" or "kind: reason" -> uses.
-  std::map<std::string, Unsupported> unsupported;
-  std::vector<std::string> diagnostics;
 };
-
-
-template <typename OpTy>
-Operation *Importer::emit(tj::Node *n, ValueRange operands,
-                          ArrayRef<NamedAttribute> attrs,
-                          ArrayRef<Type> types) {
-  Location l = loc(n);
-  OperationState state(l, OpTy::getOperationName());
-  state.addOperands(operands);
-  state.addAttributes(attrs);
-  diagnostics.clear();
-  if constexpr (OpTy::template hasTrait<InferTypeOpInterface::Trait>()) {
-    SmallVector<Type> inferred;
-    if (failed(OpTy::inferReturnTypes(&ctx, l, operands,
-                                      state.attributes.getDictionary(&ctx),
-                                      /*properties=*/nullptr, /*regions=*/{},
-                                      inferred))) {
-      std::string msg = diagnostics.empty() ? "cannot infer the result type"
-                                            : diagnostics.front();
-      fail(n, std::string(OpTy::getOperationName()) + ": " + msg);
-    }
-    state.addTypes(inferred);
-  } else {
-    state.addTypes(types);
-  }
-  Operation *op = b.create(state);
-  if (failed(mlir::verify(op))) {
-    std::string msg = diagnostics.empty() ? "invalid operands" : diagnostics.front();
-    op->erase();
-    fail(n, msg);
-  }
-  return op;
-}
-
-
-//===----------------------------------------------------------------------===//
-// Helpers shared by the conversion families
-//===----------------------------------------------------------------------===//
-
-/// `d` normalized into [0, rank) (negative counts from the end); a user error
-/// naming `n` when out of range. A rank-0 tensor accepts 0 and -1.
-int64_t normDim(Importer &im, tj::Node *n, int64_t d, int64_t rank);
-/// x[start:end:step] along `dim` (Python slice rules: negative bounds count
-/// from the end and are clamped); returns `x` itself for the full range.
-mlir::Value emitSlice(Importer &im, tj::Node *n, mlir::Value x, int64_t dim,
-                      int64_t start, int64_t end, int64_t step);
-/// Sets `n`'s result to `x` permuted by `perm` (no op for the identity).
-void emitPermute(Importer &im, tj::Node *n, mlir::Value x, std::vector<int64_t> perm);
-
-/// The op table, by family: each adds its `aten::` kinds to `t`.
-using OpTable = llvm::StringMap<ConvertFn>;
-void registerElementwiseConversions(OpTable &t);
-void registerNNConversions(OpTable &t);
-void registerShapeConversions(OpTable &t);
-void registerDecomposedConversions(OpTable &t);
-/// All of them (built once).
-const OpTable &opTable();
 
 } // namespace ts
 } // namespace import

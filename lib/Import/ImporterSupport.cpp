@@ -1,9 +1,9 @@
 //===- ImporterSupport.cpp - Locations, constants and op creation ---------===//
 //
-// Part of offload. What every conversion uses: the source location of a
-// TorchScript node, arguments known at import time (ints, doubles, lists),
-// constants materialized as ops of the step, and op creation with inferred
-// result types (Importer.h).
+// Part of offload. The TorchScript side of what conversions use: the source
+// location of a node, integer/boolean node arguments known at import time,
+// and LibTorch constant tensors materialized as ops of the step (the
+// front-end-neutral helpers are StepBuilder's, OpBuilder.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
@@ -64,57 +64,13 @@ int64_t Importer::getInt(tj::Node *n, size_t i) {
               " must be an integer known at import time");
 }
 
-double Importer::getDouble(tj::Node *n, size_t i) {
-  Val &v = in(n, i);
-  if (isScalar(v))
-    return scalarValue(v);
-  fail(n, "argument " + std::to_string(i) +
-              " must be a number known at import time");
-}
-
 bool Importer::getBool(tj::Node *n, size_t i) {
   Val &v = in(n, i);
   if (v.isConst() && v.iv.isBool())
     return v.iv.toBool();
   if (v.isConst() && v.iv.isInt())
     return v.iv.toInt() != 0;
-  fail(n, "argument " + std::to_string(i) +
-              " must be a boolean known at import time");
-}
-
-std::vector<int64_t> Importer::getInts(tj::Node *n, size_t i) {
-  Val &v = in(n, i);
-  if (v.isConst() && v.iv.isIntList())
-    return v.iv.toIntVector();
-  if (v.isConst() && v.iv.isInt())
-    return {v.iv.toInt()};
-  fail(n, "argument " + std::to_string(i) +
-              " must be a list of integers known at import time");
-}
-
-std::string Importer::getString(tj::Node *n, size_t i) {
-  Val &v = in(n, i);
-  if (v.isConst() && v.iv.isString())
-    return v.iv.toStringRef();
-  fail(n, "argument " + std::to_string(i) + " must be a string");
-}
-
-bool Importer::isScalar(const Val &v) {
-  if (!v.isConst())
-    return false;
-  if (v.iv.isDouble() || v.iv.isInt() || v.iv.isBool())
-    return true;
-  return v.iv.isTensor() && v.iv.toTensor().dim() == 0;
-}
-
-double Importer::scalarValue(const Val &v) {
-  if (v.iv.isDouble())
-    return v.iv.toDouble();
-  if (v.iv.isInt())
-    return static_cast<double>(v.iv.toInt());
-  if (v.iv.isBool())
-    return v.iv.toBool() ? 1.0 : 0.0;
-  return v.iv.toTensor().item<double>();
+  fail(n, "argument " + std::to_string(i) + " must be a boolean known at import time");
 }
 
 Type Importer::elementType(at::ScalarType st, const std::string &what) {
@@ -139,25 +95,11 @@ Type Importer::elementType(at::ScalarType st, const std::string &what) {
 // Op creation
 //===----------------------------------------------------------------------===//
 
-mlir::Value Importer::fill(tj::Node *n, double value, RankedTensorType type) {
-  return emit1<FillOp>(n, {}, {f64("value", value)}, {type});
-}
-
-mlir::Value Importer::reshape(tj::Node *n, mlir::Value v,
-                              ArrayRef<int64_t> shape) {
-  auto t = tt(v);
-  if (t.getShape() == shape)
-    return v;
-  return emit1<ReshapeOp>(n, {v}, {},
-                          {RankedTensorType::get(shape, t.getElementType())});
-}
-
 /// A constant tensor as an op of the step: a splat becomes offload.fill, the
 /// rest offload.constant. `elemHint`, when set, is the element type the
 /// consumer needs (PyTorch casts wrapped numbers and 0-dim tensors to the
 /// other operand's type).
-mlir::Value Importer::materialize(tj::Node *n, const at::Tensor &t0,
-                                  Type elemHint) {
+mlir::Value Importer::materializeTensor(Call &n, const at::Tensor &t0, Type elemHint) {
   at::Tensor t = t0.detach().contiguous();
   Type et = elementType(t.scalar_type(), "a constant");
   if (elemHint && t.dim() == 0)
@@ -187,34 +129,3 @@ mlir::Value Importer::materialize(tj::Node *n, const at::Tensor &t0,
   }
   return emit1<ConstantOp>(n, {}, {attr("value", attrV)});
 }
-
-mlir::Value Importer::tensorIn(tj::Node *n, size_t i, Type elemHint) {
-  Val &v = in(n, i);
-  if (v.kind == Val::Tensor)
-    return v.value;
-  if (v.isConst() && v.iv.isTensor())
-    return materialize(n, v.iv.toTensor(), elemHint);
-  if (v.isConst() && (v.iv.isDouble() || v.iv.isInt() || v.iv.isBool())) {
-    at::Tensor t = v.iv.isDouble() ? at::scalar_tensor(v.iv.toDouble(), at::kDouble)
-                   : v.iv.isInt()  ? at::scalar_tensor(v.iv.toInt(), at::kLong)
-                                   : at::scalar_tensor(v.iv.toBool(), at::kBool);
-    return materialize(n, t, elemHint);
-  }
-  fail(n, "argument " + std::to_string(i) + " must be a tensor");
-}
-
-mlir::Value Importer::seed(tj::Node *n) {
-  if (seedArg < 0) {
-    seedArg = body->getNumArguments();
-    body->addArgument(RankedTensorType::get({}, b.getI64Type()),
-                      NameLoc::get(b.getStringAttr("rng_seed")));
-    argNameRole.push_back({"rng_seed", "rng_seed"});
-  }
-  return body->getArgument(seedArg);
-}
-
-void Importer::updateState(const Val &target, mlir::Value newValue) {
-  if (!target.path.empty() && current.count(target.path))
-    current[target.path] = newValue;
-}
-

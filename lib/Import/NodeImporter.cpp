@@ -25,18 +25,6 @@ using namespace ::offload::import::ts;
 
 #include <set>
 
-const OpTable &ts::opTable() {
-  static const OpTable table = [] {
-    OpTable t;
-    registerElementwiseConversions(t);
-    registerNNConversions(t);
-    registerShapeConversions(t);
-    registerDecomposedConversions(t);
-    return t;
-  }();
-  return table;
-}
-
 namespace {
 /// Ops that must never be evaluated at import time (random numbers).
 bool isRandom(const std::string &kind) {
@@ -60,17 +48,9 @@ void Importer::recordUnsupported(tj::Node *n, const std::string &reason,
                                  const std::string &message) {
   std::string file;
   size_t line = 0, col = 0;
-  std::string key = n->kind().toQualString();
-  if (!reason.empty())
-    key += ": " + reason;
-  Unsupported &entry = unsupported[key];
-  entry.count++;
-  if (entry.message.empty())
-    entry.message = message;
   std::string at = sourceOf(n, file, line, col) ? file + ":" + std::to_string(line)
                                                  : std::string("<unknown location>");
-  if (std::find(entry.at.begin(), entry.at.end(), at) == entry.at.end())
-    entry.at.push_back(at);
+  StepBuilder::recordUnsupported(n->kind().toQualString(), reason, message, at);
   for (tj::Value *o : n->outputs())
     vals[o] = Val();
 }
@@ -243,8 +223,11 @@ void Importer::convertNode(tj::Node *n) {
         std::vector<int64_t> s(t.getShape().begin(), t.getShape().end());
         setOut(n, 0, Val::constant(c10::IValue(s)));
       } else {
-        int64_t d = normDim(*this, n, getInt(n, 1), t.getRank());
-        setOut(n, 0, Val::constant(c10::IValue(t.getDimSize(d))));
+        int64_t d = getInt(n, 1), r = std::max<int64_t>(t.getRank(), 1);
+        if (d < -r || d >= r)
+          fail(n, "dimension " + std::to_string(d) + " out of range for rank " +
+                      std::to_string(t.getRank()));
+        setOut(n, 0, Val::constant(c10::IValue(t.getDimSize(d < 0 ? d + r : d))));
       }
       return;
     }
@@ -391,7 +374,7 @@ void Importer::convertNode(tj::Node *n) {
   try {
     convertTableOp(n, it->second, inplace);
   } catch (const ConvError &e) {
-    if (e.node != n)
+    if (e.origin != n)
       throw;
     recordUnsupported(n, e.reason, e.message);
     if (inplace)
@@ -399,32 +382,126 @@ void Importer::convertNode(tj::Node *n) {
   }
 }
 
+Arg Importer::toArg(const Val &v, const std::string &name) {
+  switch (v.kind) {
+  case Val::Tensor:
+    return Arg::tensor(v.value, v.path);
+  case Val::List: {
+    std::vector<Arg> elems;
+    for (const Val &e : v.elems)
+      elems.push_back(toArg(e, ""));
+    return Arg::list(std::move(elems));
+  }
+  case Val::Const:
+    break;
+  default:
+    return Arg();
+  }
+  const c10::IValue &iv = v.iv;
+  if (iv.isNone())
+    return Arg::none();
+  if (name == "dtype" && iv.isInt()) {
+    Arg a;
+    a.kind = Arg::Dtype;
+    auto st = static_cast<at::ScalarType>(iv.toInt());
+    a.s = c10::toString(st);
+    switch (st) {
+    case at::kFloat: a.type = b.getF32Type(); break;
+    case at::kDouble: a.type = b.getF64Type(); break;
+    case at::kLong: a.type = b.getI64Type(); break;
+    case at::kInt: a.type = b.getI32Type(); break;
+    case at::kBool: a.type = b.getI1Type(); break;
+    default: break;
+    }
+    return a;
+  }
+  if (iv.isInt())
+    return Arg::integer(iv.toInt());
+  if (iv.isDouble())
+    return Arg::number(iv.toDouble());
+  if (iv.isBool())
+    return Arg::boolean(iv.toBool());
+  if (iv.isIntList())
+    return Arg::intList(iv.toIntVector());
+  if (iv.isDoubleList()) {
+    Arg a;
+    a.kind = Arg::Doubles;
+    a.doubles = iv.toDoubleVector();
+    return a;
+  }
+  if (iv.isString()) {
+    Arg a;
+    a.kind = Arg::String;
+    a.s = iv.toStringRef();
+    return a;
+  }
+  if (iv.isTensor()) {
+    at::Tensor t = iv.toTensor();
+    Arg a;
+    a.kind = Arg::Const;
+    if (t.numel() == 1) {
+      a.isScalar = t.dim() == 0;
+      a.d = t.item<double>();
+      if (!t.is_floating_point()) {
+        a.intScalar = true;
+        a.i = t.item<int64_t>();
+      }
+    }
+    a.materialize = [this, t](Call &n, Type hint) { return materializeTensor(n, t, hint); };
+    return a;
+  }
+  if (iv.isList() || iv.isTuple()) {
+    std::vector<Arg> elems;
+    for (const c10::IValue &e : iv.isList() ? iv.toListRef().vec()
+                                            : iv.toTupleRef().elements().vec())
+      elems.push_back(toArg(Val::constant(e), ""));
+    return Arg::list(std::move(elems));
+  }
+  return Arg();
+}
+
+Val Importer::fromArg(const Arg &a) {
+  if (a.kind == Arg::Tensor)
+    return Val::tensor(a.value, a.path);
+  if (a.kind == Arg::List) {
+    Val l;
+    l.kind = Val::List;
+    for (const Arg &e : a.elems)
+      l.elems.push_back(fromArg(e));
+    return l;
+  }
+  return Val();
+}
+
 void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplace) {
   std::string name = n->kind().toQualString();
-  Val target = in(n, 0);
-  if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
-      argNameRole[argIndex[target.path]].second == "parameter")
-    fail(n, "in-place update of parameter '" + target.path + "' is not supported");
-  if (inplace && target.kind == Val::Tensor && !target.path.empty() &&
-      tt(target.value).getElementType().isInteger(64) && name == "aten::add_") {
-    // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
-    double c = getDouble(n, 1);
-    double alpha = n->inputs().size() > 2 ? getDouble(n, 2) : 1.0;
-    mlir::Value r = emit1<AddScalarOp>(n, {target.value}, {f64("value", c * alpha)},
-                                       {target.value.getType()});
-    setOut(n, r);
-  } else {
-    convert(*this, n);
+  if (inplace)
+    name.pop_back();
+  Call call(name, loc(n), where(n));
+  const c10::FunctionSchema *schema = n->maybeSchema();
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    std::string argName;
+    if (schema && i < schema->arguments().size())
+      argName = schema->arguments()[i].name();
+    call.args.push_back(toArg(vals[n->input(i)], argName));
   }
+  Val target = in(n, 0);
+  try {
+    convertCall(call, convert, inplace);
+  } catch (ConvError &e) {
+    if (e.origin == &call)
+      e.origin = n;
+    throw;
+  }
+  for (size_t i = 0; i < n->outputs().size() && i < call.results.size(); ++i)
+    setOut(n, i, fromArg(call.results[i]));
+  // Conversions that update their operands (batch norm's running
+  // statistics) did so through updateState on the Call's arguments.
   if (inplace) {
     Val res = vals[n->output(0)];
-    if (res.kind != Val::Tensor)
-      fail(n, "in-place op on a value that is not a tensor of the step");
     if (target.kind == Val::Tensor && target.path.empty())
       if (auto view = target.value.getDefiningOp<ReshapeOp>())
-        functionalizeView(n, view, res.value);
-    res.path = target.path;
-    updateState(target, res.value);
+        functionalizeView(n, call, view, res.value);
     vals[n->input(0)] = res;
   }
 }
@@ -433,7 +510,7 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
 /// EfficientNet's `dropout_` after `flatten`: the op wrote through the view
 /// into its base, so every TorchScript value holding the base now holds the
 /// result reshaped back to the base's shape (and a buffer base is updated).
-void Importer::functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result) {
+void Importer::functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result) {
   mlir::Value base = view.getInput();
   mlir::Value newBase;
   for (auto &entry : vals) {
@@ -441,8 +518,9 @@ void Importer::functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result
     if (v.kind != Val::Tensor || v.value != base)
       continue;
     if (!newBase)
-      newBase = reshape(n, result, tt(base).getShape());
-    updateState(v, newBase);
+      newBase = reshape(call, result, tt(base).getShape());
+    if (!v.path.empty() && current.count(v.path))
+      current[v.path] = newBase;
     v.value = newBase;
   }
   if (!newBase)

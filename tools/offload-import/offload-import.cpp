@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Import/Pt2Importer.h"
 #include "offload/Import/TorchImporter.h"
 
 #include "offload/Support/OutputFiles.h"
@@ -31,14 +32,17 @@ using namespace offload::import;
 // libraries linked in register hundreds of backend options of their own.
 static cl::OptionCategory importCategory("offload-import options");
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.pt>"),
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("<model.pt | model.pt2>"),
                                       cl::Required, cl::cat(importCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output .mlir file ('-' for stdout)"),
                                        cl::value_desc("file"), cl::init("-"), cl::cat(importCategory));
 static cl::list<std::string>
     inputSpecs("input",
                cl::desc("Forward input (then the loss target), NAME=DIMSxDTYPE, "
-                        "e.g. x=32x3x32x32xf32; in the forward's argument order"),
+                        "e.g. x=32x3x32x32xf32; in the forward's argument order. A .pt2 "
+                        "knows its inputs: an --input naming one is checked against it, "
+                        "one more is the loss target"),
                cl::value_desc("spec"), cl::cat(importCategory));
 static cl::opt<std::string>
     lossName("loss", cl::desc("Loss on the first output when it is not a scalar: "
@@ -68,7 +72,8 @@ static int failWith(int code, const std::string &msg) {
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   cl::HideUnrelatedOptions(importCategory);
-  cl::ParseCommandLineOptions(argc, argv, "offload TorchScript importer\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "offload importer: TorchScript (.pt) or torch.export (.pt2)\n");
 
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::offload::OffloadDialect, mlir::func::FuncDialect>();
@@ -113,12 +118,21 @@ int main(int argc, char **argv) {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   ImportError err;
-  LoadedModelPtr model = loadModel(inputFile, err);
-  if (!model)
-    return failWith(err.exitCode, err.message);
+  bool pt2 = isPt2Path(inputFile);
+  LoadedModelPtr model;
+  Pt2ArchivePtr archive;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (pt2) {
+    archive = readPt2(inputFile, err);
+    if (!archive)
+      return failWith(err.exitCode, err.message);
+  } else {
+    model = loadModel(inputFile, err);
+    if (!model)
+      return failWith(err.exitCode, err.message);
+  }
   auto t1 = Clock::now();
-
-  auto module = importModel(*model, ctx, opts, err);
+  module = pt2 ? importPt2(*archive, ctx, opts, err) : importModel(*model, ctx, opts, err);
   if (!module)
     return failWith(err.exitCode, err.message);
   if (!unused.empty()) {
@@ -140,7 +154,7 @@ int main(int argc, char **argv) {
   auto t2 = Clock::now();
 
   if (!paramsOut.empty()) {
-    std::string e = writeParams(*model, paramsTmp);
+    std::string e = pt2 ? writePt2Params(*archive, paramsTmp) : writeParams(*model, paramsTmp);
     if (!e.empty())
       return failWith(1, e);
   }
@@ -168,7 +182,7 @@ int main(int argc, char **argv) {
     };
     llvm::errs() << "offload-import: " << llvm::sys::path::filename(inputFile)
                  << ": load " << llvm::format("%.1f", ms(t1 - t0))
-                 << " ms (torch::jit::load), import "
+                 << (pt2 ? " ms (reading the .pt2), import " : " ms (torch::jit::load), import ")
                  << llvm::format("%.1f", ms(t2 - t1)) << " ms\n";
   }
   return 0;

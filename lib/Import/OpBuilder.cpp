@@ -1,0 +1,430 @@
+//===- OpBuilder.cpp - The step under construction, shared by importers ---===//
+//
+// Part of offload. StepBuilder (OpBuilder.h): the step's arguments, typed
+// reads of an op's arguments, op creation helpers, constants, the dropout
+// seed, unsupported-op records, and the end of every import (the loss, the
+// new_state results, the matmul-transpose fold, dead-op and unused-argument
+// removal, names, roles, verification). Free of LibTorch.
+//
+//===----------------------------------------------------------------------===//
+#include "OpBuilder.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+const OpTable &ts::opTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    registerElementwiseConversions(t);
+    registerNNConversions(t);
+    registerShapeConversions(t);
+    registerDecomposedConversions(t);
+    return t;
+  }();
+  return table;
+}
+
+Type ts::elementTypeNamed(MLIRContext &ctx, const std::string &dtype) {
+  Builder b(&ctx);
+  if (dtype == "float32")
+    return b.getF32Type();
+  if (dtype == "float64")
+    return b.getF64Type();
+  if (dtype == "int64")
+    return b.getI64Type();
+  if (dtype == "int32")
+    return b.getI32Type();
+  if (dtype == "bool")
+    return b.getI1Type();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Arguments
+//===----------------------------------------------------------------------===//
+
+Arg &StepBuilder::in(Call &n, size_t i) {
+  if (i >= n.args.size())
+    fail(n, "missing argument " + std::to_string(i));
+  return n.args[i];
+}
+
+int64_t StepBuilder::getInt(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  if (v.kind == Arg::Int)
+    return v.i;
+  if (v.kind == Arg::Bool)
+    return v.b;
+  if (v.kind == Arg::Const && v.intScalar)
+    return v.i;
+  fail(n, "argument " + std::to_string(i) + " must be an integer known at import time");
+}
+
+double StepBuilder::getDouble(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  if (isScalar(v))
+    return scalarValue(v);
+  fail(n, "argument " + std::to_string(i) + " must be a number known at import time");
+}
+
+bool StepBuilder::getBool(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  if (v.kind == Arg::Bool)
+    return v.b;
+  if (v.kind == Arg::Int)
+    return v.i != 0;
+  fail(n, "argument " + std::to_string(i) + " must be a boolean known at import time");
+}
+
+std::vector<int64_t> StepBuilder::getInts(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  if (v.kind == Arg::Ints)
+    return v.ints;
+  if (v.kind == Arg::Int)
+    return {v.i};
+  fail(n, "argument " + std::to_string(i) + " must be a list of integers known at import time");
+}
+
+std::string StepBuilder::getString(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  if (v.kind == Arg::String)
+    return v.s;
+  fail(n, "argument " + std::to_string(i) + " must be a string");
+}
+
+bool StepBuilder::isScalar(const Arg &v) {
+  return v.kind == Arg::Double || v.kind == Arg::Int || v.kind == Arg::Bool ||
+         (v.kind == Arg::Const && v.isScalar);
+}
+
+double StepBuilder::scalarValue(const Arg &v) {
+  switch (v.kind) {
+  case Arg::Double:
+    return v.d;
+  case Arg::Int:
+    return static_cast<double>(v.i);
+  case Arg::Bool:
+    return v.b ? 1.0 : 0.0;
+  default:
+    return v.d;
+  }
+}
+
+mlir::Value StepBuilder::materialize(Call &n, const Arg &c, Type elemHint) {
+  if (c.kind != Arg::Const || !c.materialize)
+    fail(n, "a constant tensor cannot be built here");
+  return c.materialize(n, elemHint);
+}
+
+mlir::Value StepBuilder::tensorIn(Call &n, size_t i, Type elemHint) {
+  Arg &v = in(n, i);
+  if (v.kind == Arg::Tensor)
+    return v.value;
+  if (v.kind == Arg::Const)
+    return materialize(n, v, elemHint);
+  if (v.kind == Arg::Double || v.kind == Arg::Int || v.kind == Arg::Bool) {
+    // A number used as a tensor: a 0-dim tensor of the consumer's element
+    // type (PyTorch's wrapped-number promotion), else its own.
+    Type et = elemHint            ? elemHint
+              : v.kind == Arg::Double ? Type(b.getF64Type())
+              : v.kind == Arg::Int    ? Type(b.getI64Type())
+                                      : Type(b.getI1Type());
+    return fill(n, scalarValue(v), RankedTensorType::get({}, et));
+  }
+  fail(n, "argument " + std::to_string(i) + " must be a tensor");
+}
+
+//===----------------------------------------------------------------------===//
+// Op creation
+//===----------------------------------------------------------------------===//
+
+mlir::Value StepBuilder::fill(Call &n, double value, RankedTensorType type) {
+  return emit1<FillOp>(n, {}, {f64("value", value)}, {type});
+}
+
+mlir::Value StepBuilder::reshape(Call &n, mlir::Value v, ArrayRef<int64_t> shape) {
+  auto t = tt(v);
+  if (t.getShape() == shape)
+    return v;
+  return emit1<ReshapeOp>(n, {v}, {}, {RankedTensorType::get(shape, t.getElementType())});
+}
+
+mlir::Value StepBuilder::constant(Call &n, RankedTensorType type, ArrayRef<double> values) {
+  if (!values.empty() &&
+      std::all_of(values.begin(), values.end(), [&](double x) { return x == values[0]; }))
+    return fill(n, values[0], type);
+  Type et = type.getElementType();
+  Attribute attrV;
+  if (et.isInteger(1)) {
+    SmallVector<bool> v;
+    for (double x : values)
+      v.push_back(x != 0);
+    attrV = DenseElementsAttr::get(type, ArrayRef<bool>(v));
+  } else if (et.isInteger(64)) {
+    SmallVector<int64_t> v(values.begin(), values.end());
+    attrV = DenseElementsAttr::get(type, ArrayRef<int64_t>(v));
+  } else if (et.isInteger(32)) {
+    SmallVector<int32_t> v(values.begin(), values.end());
+    attrV = DenseElementsAttr::get(type, ArrayRef<int32_t>(v));
+  } else if (et.isF64()) {
+    attrV = DenseElementsAttr::get(type, values);
+  } else {
+    SmallVector<float> v(values.begin(), values.end());
+    attrV = DenseElementsAttr::get(type, ArrayRef<float>(v));
+  }
+  return emit1<ConstantOp>(n, {}, {attr("value", attrV)});
+}
+
+mlir::Value StepBuilder::seed(Call &n) {
+  if (seedArg < 0) {
+    seedArg = body->getNumArguments();
+    body->addArgument(RankedTensorType::get({}, b.getI64Type()),
+                      NameLoc::get(b.getStringAttr("rng_seed")));
+    argNameRole.push_back({"rng_seed", "rng_seed"});
+  }
+  return body->getArgument(seedArg);
+}
+
+void StepBuilder::updateState(const Arg &target, mlir::Value newValue) {
+  if (!target.path.empty() && current.count(target.path))
+    current[target.path] = newValue;
+}
+
+std::string StepBuilder::roleOf(const std::string &path) const {
+  auto it = argIndex.find(path);
+  return it == argIndex.end() ? std::string() : argNameRole[it->second].second;
+}
+
+void StepBuilder::convertCall(Call &call, const ConvertFn &convert, bool inplace) {
+  Arg target = call.args.empty() ? Arg() : call.args[0];
+  bool onState = inplace && target.kind == Arg::Tensor && !target.path.empty();
+  if (onState && roleOf(target.path) == "parameter")
+    fail(call, "in-place update of parameter '" + target.path + "' is not supported");
+  if (onState && tt(target.value).getElementType().isInteger(64) && call.kind == "aten::add") {
+    // A counter such as num_batches_tracked: `add_(1)` on an i64 buffer.
+    double c = getDouble(call, 1);
+    double alpha = call.numInputs() > 2 ? getDouble(call, 2) : 1.0;
+    setOut(call, emit1<AddScalarOp>(call, {target.value}, {f64("value", c * alpha)},
+                                    {target.value.getType()}));
+  } else {
+    convert(*this, call);
+  }
+  if (!inplace)
+    return;
+  if (call.results.empty() || call.results[0].kind != Arg::Tensor)
+    fail(call, "in-place op on a value that is not a tensor of the step");
+  call.results[0].path = target.path;
+  updateState(target, call.results[0].value);
+}
+
+//===----------------------------------------------------------------------===//
+// The step
+//===----------------------------------------------------------------------===//
+
+void StepBuilder::begin(const std::string &path) {
+  fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  module = ModuleOp::create(fileLoc);
+  b.setInsertionPointToEnd(module->getBody());
+  func = func::FuncOp::create(b, fileLoc, "forward", b.getFunctionType({}, {}));
+  body = func.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+}
+
+mlir::Value StepBuilder::addStateArg(const std::string &name, Type type, const std::string &role,
+                                     bool isBuffer) {
+  argIndex[name] = body->getNumArguments();
+  mlir::Value v = body->addArgument(type, NameLoc::get(b.getStringAttr(name)));
+  current[name] = v;
+  argNameRole.push_back({name, role});
+  if (isBuffer)
+    bufferNames.push_back(name);
+  return v;
+}
+
+mlir::Value StepBuilder::addInput(const std::string &name, Type type) {
+  if (argIndex.count(name))
+    throw ConvError{"input name '" + name + "' is used twice or names a parameter"};
+  argIndex[name] = body->getNumArguments();
+  argNameRole.push_back({name, "input"});
+  return body->addArgument(type, NameLoc::get(b.getStringAttr(name)));
+}
+
+void StepBuilder::recordUnsupported(const std::string &kind, const std::string &reason,
+                                    const std::string &message, const std::string &at) {
+  std::string key = kind;
+  if (!reason.empty())
+    key += ": " + reason;
+  Unsupported &entry = unsupported[key];
+  entry.count++;
+  if (entry.message.empty())
+    entry.message = message;
+  if (std::find(entry.at.begin(), entry.at.end(), at) == entry.at.end())
+    entry.at.push_back(at);
+}
+
+void StepBuilder::throwIfUnsupported() {
+  // Every problem of the walk in one message: op kinds without a conversion
+  // and uses a conversion refused, each with its count and locations. A
+  // single refused use keeps its own message (location first).
+  if (unsupported.empty())
+    return;
+  if (unsupported.size() == 1 && unsupported.begin()->second.count == 1 &&
+      !unsupported.begin()->second.message.empty())
+    throw ConvError{unsupported.begin()->second.message};
+  std::string msg = "unsupported op";
+  msg += unsupported.size() > 1 ? "s: " : ": ";
+  bool first = true;
+  for (auto &[kind, info] : unsupported) {
+    msg += (first ? "" : "; ") + kind + " (" + std::to_string(info.count) + "x at ";
+    for (size_t i = 0; i < info.at.size(); ++i)
+      msg += (i ? ", " : "") + info.at[i];
+    msg += ")";
+    first = false;
+  }
+  throw ConvError{msg};
+}
+
+static std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return os.str();
+}
+
+OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
+                                          const std::string &targetName, ImportError &err) {
+  auto ot = tt(out);
+  mlir::Value loss;
+  bool hasTarget = static_cast<bool>(target);
+  bool stage = opts.lossGiven && opts.loss == LossKind::None;
+  if (stage && hasTarget)
+    throw ConvError{"--loss none builds a pipeline stage, which takes no loss target: "
+                    "drop the last --input"};
+  if (stage) {
+    if (!isa<FloatType>(ot.getElementType()))
+      throw ConvError{"a pipeline stage's output must be f32 or f64"};
+    loss = out;
+  } else if (ot.getRank() == 0 && isa<FloatType>(ot.getElementType()) && !hasTarget) {
+    loss = out;
+  } else {
+    if (!hasTarget)
+      throw ConvError{"the forward returns a tensor of shape " + typeString(ot) +
+                      ", not a scalar loss: pass the loss target as one more --input "
+                      "and choose --loss cross_entropy|nll|mse"};
+    std::string what;
+    {
+      llvm::raw_string_ostream os(what);
+      os << "the loss ("
+         << (opts.loss == LossKind::Mse ? "mse" : opts.loss == LossKind::Nll ? "nll" : "cross_entropy")
+         << ") on the forward's output " << ot << " and target '" << targetName << "' "
+         << target.getType();
+    }
+    Call rn("prim::Return", fileLoc, "prim::Return");
+    try {
+      mlir::Value z = out;
+      auto tt0 = tt(target);
+      if (opts.loss == LossKind::Mse) {
+        loss = emit1<MseLossOp>(rn, {z, target});
+      } else {
+        // Class-index losses over [N, C]: flatten leading dims as PyTorch
+        // users do (logits.reshape(-1, C), target.reshape(-1)).
+        if (ot.getRank() > 2) {
+          z = reshape(rn, z, {ot.getNumElements() / ot.getShape().back(), ot.getShape().back()});
+          if (tt0.getRank() > 1)
+            target = reshape(rn, target, {tt0.getNumElements()});
+        }
+        if (!tt0.getElementType().isInteger(64))
+          throw ConvError{"prim::Return: the target must be i64 class indices"};
+        if (opts.loss == LossKind::CrossEntropy)
+          loss = emit1<CrossEntropyOp>(rn, {z, target});
+        else
+          loss = emit1<NllLossOp>(rn, {z, target});
+      }
+    } catch (const ConvError &e) {
+      std::string m = e.message;
+      if (m.find("prim::Return: ") == 0)
+        m = m.substr(14);
+      throw ConvError{what + ": " + m};
+    }
+  }
+  // f32 or f64 end to end (the dialect's float ops and the runtime's
+  // kernels take both); f64 gives the tests an exact oracle.
+  if (!tt(loss).getElementType().isF32() && !tt(loss).getElementType().isF64())
+    throw ConvError{"the loss must be f32 or f64"};
+
+  // Results: loss, then every buffer the step updated.
+  SmallVector<mlir::Value> results = {loss};
+  SmallVector<std::pair<std::string, std::string>> resNameRole = {
+      stage ? std::pair<std::string, std::string>{"output", "output"}
+            : std::pair<std::string, std::string>{"loss", "loss"}};
+  for (const std::string &name : bufferNames) {
+    mlir::Value now = current[name];
+    if (now != body->getArgument(argIndex[name])) {
+      results.push_back(now);
+      resNameRole.push_back({name, "new_state"});
+    }
+  }
+  func::ReturnOp::create(b, fileLoc, results);
+
+  // Transposes of the last two dims feeding a matmul fold into its flags
+  // (MatmulOp's canonicalization; no other pattern or folder runs here).
+  {
+    RewritePatternSet patterns(&ctx);
+    MatmulOp::getCanonicalizationPatterns(patterns, &ctx);
+    walkAndApplyPatterns(func, FrozenRewritePatternSet(std::move(patterns)));
+  }
+
+  // Drop ops whose results nothing reads (unused chunks, transposes folded
+  // into matmul), newest first.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+
+  // Parameters and buffers the graph never reads are left out (see
+  // ImportOptions::keepUnused).
+  if (!opts.keepUnused)
+    for (unsigned i = body->getNumArguments(); i-- > 0;) {
+      const std::string &role = argNameRole[i].second;
+      if ((role == "parameter" || role == "state") && body->getArgument(i).use_empty()) {
+        if (opts.unusedOut)
+          opts.unusedOut->insert(opts.unusedOut->begin(), argNameRole[i].first);
+        body->eraseArgument(i);
+        argNameRole.erase(argNameRole.begin() + i);
+      }
+    }
+
+  SmallVector<Type> argTypes(body->getArgumentTypes());
+  SmallVector<Type> resTypes;
+  for (mlir::Value v : results)
+    resTypes.push_back(v.getType());
+  func.setFunctionType(b.getFunctionType(argTypes, resTypes));
+  auto setAttrs = [&](auto setter, unsigned i, const std::pair<std::string, std::string> &nr) {
+    setter(i, OffloadDialect::kNameAttrName, b.getStringAttr(nr.first));
+    setter(i, OffloadDialect::kRoleAttrName, getRoleAttr(b.getContext(), nr.second));
+  };
+  for (unsigned i = 0; i < argNameRole.size(); ++i)
+    setAttrs([&](unsigned j, StringRef k, Attribute a) { func.setArgAttr(j, k, a); }, i,
+             argNameRole[i]);
+  for (unsigned i = 0; i < resNameRole.size(); ++i)
+    setAttrs([&](unsigned j, StringRef k, Attribute a) { func.setResultAttr(j, k, a); }, i,
+             resNameRole[i]);
+  func->setAttr(OffloadDialect::kStepAttrName, b.getUnitAttr());
+
+  diagnostics.clear();
+  if (failed(mlir::verify(*module))) {
+    err = {2, "internal error: the imported module does not verify: " +
+                  (diagnostics.empty() ? std::string("?") : diagnostics.front())};
+    return nullptr;
+  }
+  return std::move(module);
+}

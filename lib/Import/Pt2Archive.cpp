@@ -1,0 +1,442 @@
+//===- Pt2Archive.cpp - Reading a torch.export archive without LibTorch ---===//
+//
+// Part of offload. A `.pt2` written by `torch.export.save` (PyTorch 2.15) is a
+// zip of `<name>/...` members (checked here):
+//   archive_format                  "pt2"
+//   byteorder                       "little"
+//   models/model.json               the serialized ExportedProgram (JSON):
+//                                   schema_version {major, minor}, graph_module
+//                                   {graph, signature}, opset_version, ...
+//   data/weights/model_weights_config.json
+//                                   {"config": {FQN: {path_name, is_param,
+//                                   use_pickle, tensor_meta {dtype, sizes,
+//                                   strides, storage_offset, requires_grad}}}}
+//   data/weights/<path_name>        the storage's raw bytes
+// Members are read in 1 MiB pieces (a declared size is never allocated up
+// front); every weight's bytes are checked against its description and
+// gathered into a dense row-major copy.
+//
+//===----------------------------------------------------------------------===//
+#include "Pt2.h"
+
+#include "offload/Runtime/Npz.h"
+
+#include <zip.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+using namespace ::offload::import;
+namespace json = llvm::json;
+
+namespace {
+
+struct Pt2Error {
+  std::string message;
+};
+
+std::string pt2DtypeNameImpl(int64_t code) {
+  switch (code) {
+  case kPt2Byte: return "uint8";
+  case kPt2Char: return "int8";
+  case kPt2Short: return "int16";
+  case kPt2Int: return "int32";
+  case kPt2Long: return "int64";
+  case kPt2Half: return "float16";
+  case kPt2Float: return "float32";
+  case kPt2Double: return "float64";
+  case kPt2Bool: return "bool";
+  case kPt2BFloat16: return "bfloat16";
+  default: return "dtype code " + std::to_string(code);
+  }
+}
+
+class Zip {
+public:
+  Zip(zip_t *z, std::string path) : z(z), path(std::move(path)) {}
+  ~Zip() {
+    if (z)
+      zip_discard(z);
+  }
+  bool has(const std::string &name) const {
+    return zip_name_locate(z, name.c_str(), 0) >= 0;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> r;
+    zip_int64_t n = zip_get_num_entries(z, 0);
+    for (zip_int64_t i = 0; i < n; ++i)
+      if (const char *s = zip_get_name(z, zip_uint64_t(i), 0))
+        r.push_back(s);
+    return r;
+  }
+  /// The member's bytes; `limit` caps what is read (a weight member larger
+  /// than its tensor needs is read only as far as needed).
+  std::vector<uint8_t> read(const std::string &name, uint64_t limit = UINT64_MAX) const {
+    zip_int64_t idx = zip_name_locate(z, name.c_str(), 0);
+    if (idx < 0)
+      throw Pt2Error{"'" + path + "' has no member '" + name + "'"};
+    zip_stat_t st;
+    if (zip_stat_index(z, zip_uint64_t(idx), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+      throw Pt2Error{"'" + path + "': cannot read the size of member '" + name + "'"};
+    zip_file_t *f = zip_fopen_index(z, zip_uint64_t(idx), 0);
+    if (!f)
+      throw Pt2Error{"'" + path + "': cannot open member '" + name + "': " + zip_strerror(z)};
+    uint64_t want = std::min<uint64_t>(st.size, limit);
+    std::vector<uint8_t> bytes;
+    constexpr uint64_t kPiece = uint64_t(1) << 20;
+    bool readError = false;
+    while (bytes.size() < want) {
+      size_t old = bytes.size();
+      size_t n = size_t(std::min<uint64_t>(kPiece, want - old));
+      bytes.resize(old + n);
+      zip_int64_t got = zip_fread(f, bytes.data() + old, n);
+      bytes.resize(old + size_t(std::max<zip_int64_t>(got, 0)));
+      if (got <= 0) {
+        readError = got < 0;
+        break;
+      }
+    }
+    zip_fclose(f);
+    if (readError || bytes.size() != want)
+      throw Pt2Error{"'" + path + "': member '" + name + "' is truncated or corrupt"};
+    return bytes;
+  }
+  uint64_t size(const std::string &name) const {
+    zip_stat_t st;
+    if (zip_stat(z, name.c_str(), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+      throw Pt2Error{"'" + path + "' has no member '" + name + "'"};
+    return st.size;
+  }
+
+private:
+  zip_t *z;
+  std::string path;
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+json::Value parseJson(const Zip &zip, const std::string &member, const std::string &path) {
+  std::vector<uint8_t> bytes = zip.read(member);
+  llvm::Expected<json::Value> v =
+      json::parse(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
+  if (!v)
+    throw Pt2Error{"'" + path + "': member '" + member + "' is not valid JSON: " +
+                   llvm::toString(v.takeError())};
+  return std::move(*v);
+}
+
+/// An integer of a SymInt ({"as_int": N}); a symbolic one is an error.
+int64_t symInt(const json::Value *v, const std::string &what) {
+  const json::Object *o = v ? v->getAsObject() : nullptr;
+  if (!o)
+    throw Pt2Error{what + " is not a SymInt object"};
+  if (auto i = o->getInteger("as_int"))
+    return *i;
+  if (o->get("as_expr"))
+    throw Pt2Error{what + " is symbolic (a dynamic shape); offload needs static shapes: "
+                          "export without dynamic_shapes"};
+  throw Pt2Error{what + " is not an integer"};
+}
+
+std::vector<int64_t> symInts(const json::Object &o, const char *key, const std::string &what) {
+  const json::Array *a = o.getArray(key);
+  if (!a)
+    throw Pt2Error{what + " has no '" + key + "' list"};
+  std::vector<int64_t> r;
+  for (size_t i = 0; i < a->size(); ++i)
+    r.push_back(symInt(&(*a)[i], what + " " + key + "[" + std::to_string(i) + "]"));
+  return r;
+}
+
+void readWeights(Pt2Archive &ar, const Zip &zip) {
+  std::string cfgName = ar.prefix + "data/weights/model_weights_config.json";
+  json::Value cfgV = parseJson(zip, cfgName, ar.path);
+  const json::Object *cfgTop = cfgV.getAsObject();
+  const json::Object *cfg = cfgTop ? cfgTop->getObject("config") : nullptr;
+  if (!cfg)
+    throw Pt2Error{"'" + ar.path + "': " + cfgName + " has no \"config\" object"};
+  for (const auto &kv : *cfg) {
+    std::string fqn = kv.first.str();
+    std::string what = "'" + ar.path + "': weight '" + fqn + "'";
+    const json::Object *e = kv.second.getAsObject();
+    if (!e)
+      throw Pt2Error{what + ": its config entry is not an object"};
+    auto pathName = e->getString("path_name");
+    if (!pathName || pathName->empty() || pathName->contains('/') || pathName->contains(".."))
+      throw Pt2Error{what + ": bad or missing path_name"};
+    if (e->getBoolean("use_pickle").value_or(false))
+      throw Pt2Error{what + " is stored pickled (use_pickle), which this reader does not read"};
+    const json::Object *meta = e->getObject("tensor_meta");
+    if (!meta)
+      throw Pt2Error{what + " has no tensor_meta"};
+    Pt2Weight w;
+    w.member = ar.prefix + "data/weights/" + pathName->str();
+    w.isParam = e->getBoolean("is_param").value_or(false);
+    w.requiresGrad = meta->getBoolean("requires_grad").value_or(false);
+    auto dt = meta->getInteger("dtype");
+    if (!dt)
+      throw Pt2Error{what + " has no dtype"};
+    w.dtype = *dt;
+    size_t es = pt2DtypeSize(w.dtype);
+    if (es == 0)
+      throw Pt2Error{what + " has dtype " + pt2DtypeNameImpl(w.dtype) +
+                     ", which offload does not support (float32, float64, int64, int32, bool)"};
+    w.shape = symInts(*meta, "sizes", what);
+    std::vector<int64_t> strides = symInts(*meta, "strides", what);
+    int64_t offset = symInt(meta->get("storage_offset"), what + " storage_offset");
+    if (strides.size() != w.shape.size())
+      throw Pt2Error{what + ": " + std::to_string(strides.size()) + " strides for " +
+                     std::to_string(w.shape.size()) + " dims"};
+    // The extent of storage the tensor touches, in elements, with overflow
+    // checks (a tensor over 2^40 elements is refused).
+    const int64_t kMax = int64_t(1) << 40;
+    int64_t numel = 1, last = offset;
+    if (offset < 0)
+      throw Pt2Error{what + ": negative storage_offset"};
+    for (size_t d = 0; d < w.shape.size(); ++d) {
+      if (w.shape[d] < 0 || strides[d] < 0 || w.shape[d] > kMax || strides[d] > kMax)
+        throw Pt2Error{what + ": bad size or stride at dim " + std::to_string(d)};
+      numel *= w.shape[d];
+      if (numel > kMax)
+        throw Pt2Error{what + ": too many elements"};
+    }
+    if (numel > 0)
+      for (size_t d = 0; d < w.shape.size(); ++d) {
+        last += (w.shape[d] - 1) * strides[d];
+        if (last > kMax)
+          throw Pt2Error{what + ": strides reach past 2^40 elements"};
+      }
+    uint64_t needed = numel == 0 ? 0 : uint64_t(last + 1) * es;
+    if (!zip.has(w.member))
+      throw Pt2Error{what + ": the archive has no member '" + w.member + "'"};
+    uint64_t have = zip.size(w.member);
+    std::string shapeText;
+    for (size_t d = 0; d < w.shape.size(); ++d)
+      shapeText += (d ? ", " : "") + std::to_string(w.shape[d]);
+    if (have < needed || have % es != 0)
+      throw Pt2Error{what + " (" + w.member + "): " + std::to_string(have) +
+                     " bytes do not hold its description, " + pt2DtypeNameImpl(w.dtype) + "[" +
+                     shapeText + "] (strides and offset need " + std::to_string(needed) +
+                     " bytes of " + std::to_string(es) + "-byte elements)"};
+    std::vector<uint8_t> raw = zip.read(w.member, needed);
+    // Dense row-major storage is copied as it is; other strides gathered.
+    bool dense = true;
+    int64_t expect = 1;
+    for (size_t d = w.shape.size(); d-- > 0;) {
+      if (w.shape[d] != 1 && strides[d] != expect)
+        dense = false;
+      expect *= w.shape[d];
+    }
+    if (dense) {
+      w.bytes.assign(raw.begin() + size_t(offset) * es,
+                     raw.begin() + size_t(offset) * es + size_t(numel) * es);
+      ar.weights[fqn] = std::move(w);
+      continue;
+    }
+    w.bytes.resize(size_t(numel) * es);
+    std::vector<int64_t> idx(w.shape.size(), 0);
+    for (int64_t k = 0; k < numel; ++k) {
+      int64_t src = offset;
+      for (size_t d = 0; d < idx.size(); ++d)
+        src += idx[d] * strides[d];
+      std::memcpy(w.bytes.data() + size_t(k) * es, raw.data() + size_t(src) * es, es);
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < w.shape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    ar.weights[fqn] = std::move(w);
+  }
+}
+
+void readArchive(Pt2Archive &ar, const Zip &zip) {
+  // The archive's one model: `<prefix>models/model.json`.
+  std::vector<std::string> modelJsons;
+  for (const std::string &n : zip.names()) {
+    const std::string suffix = "models/model.json";
+    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        (n.size() == suffix.size() || n[n.size() - suffix.size() - 1] == '/'))
+      modelJsons.push_back(n);
+  }
+  if (modelJsons.empty())
+    throw Pt2Error{"'" + ar.path + "' has no member '<name>/models/model.json': not an archive "
+                   "written by torch.export.save"};
+  if (modelJsons.size() > 1)
+    throw Pt2Error{"'" + ar.path + "' holds " + std::to_string(modelJsons.size()) +
+                   " models (" + modelJsons[0] + ", " + modelJsons[1] + ", ...); offload imports "
+                   "archives with one"};
+  ar.prefix = modelJsons[0].substr(0, modelJsons[0].size() - std::string("models/model.json").size());
+  if (zip.has(ar.prefix + "archive_format")) {
+    std::vector<uint8_t> f = zip.read(ar.prefix + "archive_format", 64);
+    std::string s = trim(std::string(f.begin(), f.end()));
+    if (s != "pt2")
+      throw Pt2Error{"'" + ar.path + "': archive_format is '" + s + "', not 'pt2'"};
+  }
+  if (zip.has(ar.prefix + "byteorder")) {
+    std::vector<uint8_t> f = zip.read(ar.prefix + "byteorder", 64);
+    std::string s = trim(std::string(f.begin(), f.end()));
+    if (s != "little")
+      throw Pt2Error{"'" + ar.path + "': byteorder is '" + s +
+                     "'; offload reads little-endian archives"};
+  }
+  ar.model = parseJson(zip, modelJsons[0], ar.path);
+  const json::Object *top = ar.model.getAsObject();
+  if (!top)
+    throw Pt2Error{"'" + ar.path + "': " + modelJsons[0] + " is not a JSON object"};
+  const json::Object *ver = top->getObject("schema_version");
+  std::optional<int64_t> major = ver ? ver->getInteger("major") : std::nullopt;
+  std::optional<int64_t> minor = ver ? ver->getInteger("minor") : std::nullopt;
+  if (!major || !minor)
+    throw Pt2Error{"'" + ar.path + "': " + modelJsons[0] +
+                   " has no schema_version {major, minor}: not a serialized ExportedProgram"};
+  ar.schemaMajor = int(*major);
+  ar.schemaMinor = int(*minor);
+  if (*major != kPt2SchemaMajor || *minor < 0 || *minor > kPt2SchemaMaxMinor)
+    throw Pt2Error{"'" + ar.path + "' has export schema version " + std::to_string(*major) + "." +
+                   std::to_string(*minor) + "; offload reads version " +
+                   std::to_string(kPt2SchemaMajor) + ".0 to " + std::to_string(kPt2SchemaMajor) +
+                   "." + std::to_string(kPt2SchemaMaxMinor) + " (what PyTorch 2.15's "
+                   "torch.export.save writes)"};
+  readWeights(ar, zip);
+}
+
+Pt2ArchivePtr readFrom(zip_source_t *src, const std::string &path, ImportError &err) {
+  zip_error_t ze;
+  zip_error_init(&ze);
+  zip_t *z = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+  if (!z) {
+    std::string msg = zip_error_strerror(&ze);
+    zip_error_fini(&ze);
+    zip_source_free(src);
+    err = {1, "cannot read '" + path + "' as a .pt2 (zip) archive: " + msg};
+    return nullptr;
+  }
+  zip_error_fini(&ze);
+  Zip zip(z, path);
+  Pt2ArchivePtr ar(new Pt2Archive);
+  ar->path = path;
+  try {
+    readArchive(*ar, zip);
+  } catch (const Pt2Error &e) {
+    err = {1, e.message};
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    err = {1, "'" + path + "': out of memory while reading the archive"};
+    return nullptr;
+  }
+  return ar;
+}
+
+} // namespace
+
+std::string offload::import::pt2DtypeName(int64_t code) { return pt2DtypeNameImpl(code); }
+
+size_t offload::import::pt2DtypeSize(int64_t code) {
+  switch (code) {
+  case kPt2Float: case kPt2Int: return 4;
+  case kPt2Double: case kPt2Long: return 8;
+  case kPt2Bool: return 1;
+  default: return 0;
+  }
+}
+
+void offload::import::Pt2ArchiveDeleter::operator()(Pt2Archive *a) const { delete a; }
+
+bool offload::import::isPt2Path(const std::string &path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".pt2") == 0;
+}
+
+Pt2ArchivePtr offload::import::readPt2(const std::string &path, ImportError &err) {
+  zip_error_t ze;
+  zip_error_init(&ze);
+  FILE *probe = std::fopen(path.c_str(), "rb");
+  if (!probe) {
+    err = {1, "cannot open '" + path + "': no such file or not readable"};
+    return nullptr;
+  }
+  std::fclose(probe);
+  zip_source_t *src = zip_source_file_create(path.c_str(), 0, -1, &ze);
+  if (!src) {
+    err = {1, "cannot open '" + path + "': " + zip_error_strerror(&ze)};
+    zip_error_fini(&ze);
+    return nullptr;
+  }
+  zip_error_fini(&ze);
+  return readFrom(src, path, err);
+}
+
+Pt2ArchivePtr offload::import::readPt2Buffer(const void *data, size_t size, const std::string &name,
+                                             ImportError &err) {
+  zip_error_t ze;
+  zip_error_init(&ze);
+  zip_source_t *src = zip_source_buffer_create(data, size, 0, &ze);
+  zip_error_fini(&ze);
+  if (!src) {
+    err = {1, "cannot read '" + name + "'"};
+    return nullptr;
+  }
+  return readFrom(src, name, err);
+}
+
+std::string offload::import::writePt2Params(Pt2Archive &ar, const std::string &path) {
+  namespace rt = ::offload::rt;
+  rt::NamedTensors arrays;
+  // Parameters, then buffers, in the signature's order (the weights map is
+  // by name; the signature order is what importPt2 uses for arguments).
+  std::vector<std::string> order;
+  if (const json::Object *top = ar.model.getAsObject())
+    if (const json::Object *gm = top->getObject("graph_module"))
+      if (const json::Object *sig = gm->getObject("signature"))
+        if (const json::Array *specs = sig->getArray("input_specs"))
+          for (const json::Value &s : *specs)
+            if (const json::Object *o = s.getAsObject()) {
+              if (const json::Object *p = o->getObject("parameter"))
+                if (auto n = p->getString("parameter_name"))
+                  order.push_back(n->str());
+              if (const json::Object *p = o->getObject("buffer"))
+                if (auto n = p->getString("buffer_name"))
+                  order.push_back(n->str());
+            }
+  for (const std::string &name : order) {
+    auto it = ar.weights.find(name);
+    if (it == ar.weights.end())
+      return "cannot write parameters: '" + name + "' has no weight in the archive";
+    const Pt2Weight &w = it->second;
+    size_t n = w.bytes.size() / std::max<size_t>(pt2DtypeSize(w.dtype), 1);
+    rt::Tensor t;
+    switch (w.dtype) {
+    case kPt2Float:
+      t = rt::Tensor(rt::DType::F32, w.shape);
+      std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
+      break;
+    case kPt2Double:
+      t = rt::Tensor(rt::DType::F64, w.shape);
+      std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
+      break;
+    case kPt2Bool:
+      t = rt::Tensor(rt::DType::Bool, w.shape);
+      std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
+      break;
+    case kPt2Long:
+      t = rt::Tensor(rt::DType::I64, w.shape);
+      std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
+      break;
+    default: { // int32 -> int64, as the TorchScript path writes integers
+      t = rt::Tensor(rt::DType::I64, w.shape);
+      const int32_t *src = reinterpret_cast<const int32_t *>(w.bytes.data());
+      int64_t *dst = static_cast<int64_t *>(t.data());
+      for (size_t i = 0; i < n; ++i)
+        dst[i] = src[i];
+    }
+    }
+    arrays.emplace_back(name, std::move(t));
+  }
+  rt::Status st = rt::writeNpz(path, arrays);
+  return st.ok() ? std::string() : "cannot write parameters: " + st.message();
+}

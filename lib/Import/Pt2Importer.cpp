@@ -1,0 +1,692 @@
+//===- Pt2Importer.cpp - An exported program's graph into a step ----------===//
+//
+// Part of offload. Walks the graph of a .pt2's model.json (Pt2Archive.cpp
+// reads and checks the archive) in order and builds the step with the op
+// builders the TorchScript importer uses (OpBuilder.h, Convert*.cpp):
+//   - the signature's parameters and buffers become state arguments named by
+//     their qualified names, with shapes and dtypes from the graph's tensor
+//     metadata (checked against the weights' description), then the user
+//     inputs, then the loss target;
+//   - each `torch.ops.aten.<op>.<overload>` node becomes a Call: its
+//     arguments, which the archive stores by name without their default
+//     values, are put in schema order with the defaults filled in from
+//     Pt2Schemas.cpp; in-place ops (`add_`, `relu_`) and batch norm's running
+//     statistics update buffers as in TorchScript;
+//   - ops that only build constants (arange, ones, zeros, full, triu, tril)
+//     are evaluated here, so a causal mask becomes one constant;
+//   - buffer_mutation outputs (functional graphs) set the buffers' new values.
+// Every op without a conversion is collected and reported once, with its
+// count and the source location the archive records (stack_trace, and the
+// module path from nn_module_stack).
+//
+//===----------------------------------------------------------------------===//
+#include "OpBuilder.h"
+#include "Pt2.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+namespace json = llvm::json;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
+
+/// A tensor known at import time (built by arange/ones/.../triu).
+struct ConstTensor {
+  std::vector<int64_t> shape;
+  Type elemType;
+  std::vector<double> data;
+};
+
+class Pt2Importer : public StepBuilder {
+public:
+  Pt2Importer(Pt2Archive &ar, MLIRContext &ctx, const ImportOptions &opts)
+      : StepBuilder(ctx, opts), ar(ar) {}
+  OwningOpRef<ModuleOp> run(ImportError &err);
+
+private:
+  [[noreturn]] void bad(const std::string &msg) {
+    throw ConvError{"'" + ar.path + "': " + msg};
+  }
+  const json::Object &obj(const json::Value *v, const std::string &what) {
+    const json::Object *o = v ? v->getAsObject() : nullptr;
+    if (!o)
+      bad(what + " is missing or not an object");
+    return *o;
+  }
+  const json::Array &arr(const json::Object &o, const char *key, const std::string &what) {
+    const json::Array *a = o.getArray(key);
+    if (!a)
+      bad(what + " has no '" + key + "' list");
+    return *a;
+  }
+  std::string str(const json::Object &o, const char *key, const std::string &what) {
+    auto s = o.getString(key);
+    if (!s)
+      bad(what + " has no string '" + key + "'");
+    return s->str();
+  }
+  Type elemType(int64_t code, const std::string &what);
+  RankedTensorType tensorType(const std::string &name);
+  Arg argOf(const json::Value &v, const std::string &what);
+  void convertNode(const json::Object &node, size_t index);
+  bool foldConstant(Call &call, const std::string &op, const std::vector<std::string> &outs);
+  Arg constArg(std::shared_ptr<ConstTensor> c);
+  /// `file:line` from the innermost frame of a node's stack_trace, and the
+  /// module path from its nn_module_stack.
+  void sourceOf(const json::Object &node, std::string &file, int64_t &line, std::string &module);
+
+  Pt2Archive &ar;
+  const json::Object *graph = nullptr;
+  std::map<std::string, Arg> vals;
+  std::map<std::string, std::shared_ptr<ConstTensor>> consts;
+};
+
+Type Pt2Importer::elemType(int64_t code, const std::string &what) {
+  switch (code) {
+  case kPt2Float: return b.getF32Type();
+  case kPt2Double: return b.getF64Type();
+  case kPt2Long: return b.getI64Type();
+  case kPt2Int: return b.getI32Type();
+  case kPt2Bool: return b.getI1Type();
+  default:
+    bad(what + " has dtype " + pt2DtypeName(code) +
+        ", which offload does not support (float32, float64, int64, int32, bool)");
+  }
+}
+
+RankedTensorType Pt2Importer::tensorType(const std::string &name) {
+  const json::Object *tv = graph->getObject("tensor_values");
+  std::string what = "tensor '" + name + "'";
+  const json::Object &meta = obj(tv ? tv->get(name) : nullptr, "the metadata of " + what);
+  auto dt = meta.getInteger("dtype");
+  if (!dt)
+    bad(what + " has no dtype");
+  std::vector<int64_t> shape;
+  const json::Array &sizes = arr(meta, "sizes", what);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const json::Object &s = obj(&sizes[i], what + " size " + std::to_string(i));
+    if (auto v = s.getInteger("as_int")) {
+      if (*v < 0)
+        bad(what + " has a negative size");
+      shape.push_back(*v);
+      continue;
+    }
+    std::string expr;
+    if (const json::Object *e = s.getObject("as_expr"))
+      if (auto t = e->getString("expr_str")) {
+        llvm::StringRef x = *t;
+        // sympy's repr, `Symbol('s77', positive=True, integer=True)`: its name.
+        if (x.consume_front("Symbol('"))
+          x = x.take_until([](char c) { return c == '\''; });
+        expr = " (" + x.str() + ")";
+      }
+    bad(what + " has a symbolic dimension" + expr + " at dim " + std::to_string(i) +
+        ": offload needs static shapes; export without dynamic_shapes");
+  }
+  return RankedTensorType::get(shape, elemType(*dt, what));
+}
+
+Arg Pt2Importer::constArg(std::shared_ptr<ConstTensor> c) {
+  Arg a;
+  a.kind = Arg::Const;
+  if (c->data.size() == 1) {
+    a.isScalar = c->shape.empty();
+    a.d = c->data[0];
+    if (isa<IntegerType>(c->elemType)) {
+      a.intScalar = true;
+      a.i = int64_t(c->data[0]);
+    }
+  }
+  a.materialize = [this, c](Call &n, Type hint) {
+    Type et = hint && c->shape.empty() ? hint : c->elemType;
+    return constant(n, RankedTensorType::get(c->shape, et), c->data);
+  };
+  return a;
+}
+
+Arg Pt2Importer::argOf(const json::Value &v, const std::string &what) {
+  const json::Object &o = obj(&v, what);
+  if (o.empty())
+    bad(what + " is empty");
+  const auto &kv = *o.begin();
+  llvm::StringRef k = kv.first;
+  const json::Value &x = kv.second;
+  auto tensorNamed = [&](const json::Value &t) -> Arg {
+    std::string name = str(obj(&t, what), "name", what);
+    auto it = vals.find(name);
+    if (it == vals.end())
+      bad(what + " refers to '" + name + "', which no earlier node or input defines");
+    return it->second;
+  };
+  auto number = [&](const json::Value &f) -> double {
+    if (auto d = f.getAsNumber())
+      return *d;
+    if (auto s = f.getAsString()) {
+      if (*s == "Infinity")
+        return std::numeric_limits<double>::infinity();
+      if (*s == "-Infinity")
+        return -std::numeric_limits<double>::infinity();
+      if (*s == "NaN")
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    bad(what + " is not a number");
+  };
+  if (k == "as_none")
+    return Arg::none();
+  if (k == "as_tensor")
+    return tensorNamed(x);
+  if (k == "as_tensors" || k == "as_optional_tensors") {
+    const json::Array *a = x.getAsArray();
+    if (!a)
+      bad(what + " is not a list");
+    std::vector<Arg> elems;
+    for (const json::Value &e : *a) {
+      const json::Object *eo = e.getAsObject();
+      if (eo && eo->get("as_none"))
+        elems.push_back(Arg::none());
+      else if (eo && eo->get("as_tensor"))
+        elems.push_back(tensorNamed(*eo->get("as_tensor")));
+      else
+        elems.push_back(tensorNamed(e));
+    }
+    return Arg::list(std::move(elems));
+  }
+  if (k == "as_int") {
+    if (auto i = x.getAsInteger())
+      return Arg::integer(*i);
+    bad(what + " is not an integer");
+  }
+  if (k == "as_float")
+    return Arg::number(number(x));
+  if (k == "as_bool") {
+    if (auto bv = x.getAsBoolean())
+      return Arg::boolean(*bv);
+    bad(what + " is not a boolean");
+  }
+  if (k == "as_ints" || k == "as_floats") {
+    const json::Array *a = x.getAsArray();
+    if (!a)
+      bad(what + " is not a list");
+    Arg r;
+    r.kind = k == "as_ints" ? Arg::Ints : Arg::Doubles;
+    for (const json::Value &e : *a) {
+      if (k == "as_ints") {
+        auto i = e.getAsInteger();
+        if (!i)
+          bad(what + " is not a list of integers");
+        r.ints.push_back(*i);
+      } else {
+        r.doubles.push_back(number(e));
+      }
+    }
+    return r;
+  }
+  if (k == "as_string") {
+    auto s = x.getAsString();
+    if (!s)
+      bad(what + " is not a string");
+    Arg r;
+    r.kind = Arg::String;
+    r.s = s->str();
+    return r;
+  }
+  if (k == "as_scalar_type") {
+    auto code = x.getAsInteger();
+    if (!code)
+      bad(what + " is not a dtype code");
+    Arg r;
+    r.kind = Arg::Dtype;
+    r.s = pt2DtypeName(*code);
+    r.type = pt2DtypeSize(*code) ? elemType(*code, what) : Type();
+    return r;
+  }
+  if (k.starts_with("as_sym"))
+    bad(what + " is a symbolic value (" + k.str() +
+        "): offload needs static shapes; export without dynamic_shapes");
+  // Memory formats, layouts, devices: nothing a conversion reads.
+  Arg r;
+  r.s = k.str();
+  return r;
+}
+
+void Pt2Importer::sourceOf(const json::Object &node, std::string &file, int64_t &line,
+                           std::string &module) {
+  file.clear();
+  line = 0;
+  module.clear();
+  const json::Object *meta = node.getObject("metadata");
+  if (!meta)
+    return;
+  if (auto st = meta->getString("stack_trace")) {
+    // The innermost frame is the last `File "F", line N` of the trace.
+    llvm::StringRef s = *st;
+    size_t p = s.rfind("File \"");
+    if (p != llvm::StringRef::npos) {
+      llvm::StringRef rest = s.substr(p + 6);
+      size_t q = rest.find('"');
+      if (q != llvm::StringRef::npos) {
+        file = rest.substr(0, q).str();
+        llvm::StringRef after = rest.substr(q + 1);
+        if (after.consume_front(", line ")) {
+          size_t e = after.find_first_not_of("0123456789");
+          after.substr(0, e).getAsInteger(10, line);
+        }
+      }
+    }
+  }
+  if (auto ms = meta->getString("nn_module_stack")) {
+    // `key,path,type;key,path,type;...`: the innermost module's path.
+    llvm::StringRef last = ms->rsplit(';').second.empty() ? *ms : ms->rsplit(';').second;
+    llvm::SmallVector<llvm::StringRef> f;
+    last.split(f, ',');
+    if (f.size() >= 2)
+      module = f[1].str();
+  }
+}
+
+bool Pt2Importer::foldConstant(Call &call, const std::string &op,
+                               const std::vector<std::string> &outs) {
+  static const std::set<std::string> ops = {"arange", "ones", "zeros", "full", "triu", "tril"};
+  if (!ops.count(op) || outs.size() != 1)
+    return false;
+  auto dtypeArg = [&](Type dflt) -> Type {
+    for (const Arg &a : call.args)
+      if (a.kind == Arg::Dtype) {
+        if (!a.type)
+          fail(call, "unsupported dtype " + a.s);
+        return a.type;
+      }
+    return dflt;
+  };
+  auto c = std::make_shared<ConstTensor>();
+  const int64_t kMaxElems = int64_t(1) << 24;
+  if (op == "arange") {
+    // arange(end) / arange(start, end) / arange(start, end, step): the
+    // numeric arguments before the keywords.
+    std::vector<double> nums;
+    bool allInt = true;
+    for (const Arg &a : call.args) {
+      if (a.kind == Arg::Int)
+        nums.push_back(double(a.i));
+      else if (a.kind == Arg::Double) {
+        nums.push_back(a.d);
+        allInt = false;
+      } else
+        break;
+    }
+    if (nums.empty() || nums.size() > 3)
+      fail(call, "arange needs numeric bounds known at import time");
+    double start = nums.size() > 1 ? nums[0] : 0, end = nums.size() > 1 ? nums[1] : nums[0],
+           step = nums.size() > 2 ? nums[2] : 1;
+    if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+      fail(call, "bad arange bounds");
+    double count = std::ceil((end - start) / step);
+    if (count > double(kMaxElems))
+      fail(call, "constant too large");
+    for (int64_t i = 0; i < int64_t(std::max(count, 0.0)); ++i)
+      c->data.push_back(start + double(i) * step);
+    c->shape = {int64_t(c->data.size())};
+    c->elemType = dtypeArg(allInt ? Type(b.getI64Type()) : Type(b.getF32Type()));
+  } else if (op == "ones" || op == "zeros" || op == "full") {
+    std::vector<int64_t> size = getInts(call, 0);
+    int64_t numel = 1;
+    for (int64_t d : size) {
+      if (d < 0 || (d > 0 && numel > kMaxElems / d))
+        fail(call, "bad or too large constant size");
+      numel *= d;
+    }
+    double v = op == "ones" ? 1.0 : 0.0;
+    Type dflt = b.getF32Type();
+    if (op == "full") {
+      const Arg &fv = in(call, 1);
+      v = getDouble(call, 1);
+      if (fv.kind == Arg::Int)
+        dflt = b.getI64Type();
+      else if (fv.kind == Arg::Bool)
+        dflt = b.getI1Type();
+    }
+    c->shape = size;
+    c->elemType = dtypeArg(dflt);
+    c->data.assign(size_t(numel), v);
+  } else { // triu / tril of a constant
+    const Arg &x = in(call, 0);
+    auto it = x.kind == Arg::Const ? consts.find(call.args[0].s) : consts.end();
+    if (it == consts.end())
+      return false;
+    int64_t diag = call.numInputs() > 1 ? getInt(call, 1) : 0;
+    *c = *it->second;
+    if (c->shape.size() < 2)
+      fail(call, op + " needs a tensor of rank >= 2");
+    int64_t R = c->shape[c->shape.size() - 2], C = c->shape.back();
+    for (size_t k = 0; k < c->data.size(); ++k) {
+      int64_t j = int64_t(k) % C, i = (int64_t(k) / C) % R;
+      bool keep = op == "triu" ? j - i >= diag : j - i <= diag;
+      if (!keep)
+        c->data[k] = 0;
+    }
+  }
+  consts[outs[0]] = c;
+  Arg a = constArg(c);
+  a.s = outs[0]; // the value's name, for ops that fold constants
+  vals[outs[0]] = a;
+  return true;
+}
+
+void Pt2Importer::convertNode(const json::Object &node, size_t index) {
+  std::string what = "node " + std::to_string(index);
+  std::string target = str(node, "target", what);
+  std::string file, module;
+  int64_t line = 0;
+  sourceOf(node, file, line, module);
+  // torch.ops.<namespace>.<op>.<overload>
+  llvm::StringRef t(target);
+  std::string ns, op, overload;
+  if (t.consume_front("torch.ops.")) {
+    auto [n1, rest] = t.split('.');
+    auto [o, ov] = rest.rsplit('.');
+    ns = n1.str();
+    op = o.str();
+    overload = ov.str();
+  }
+  std::string kind = ns.empty() ? target : ns + "::" + op;
+  std::string at = file.empty() ? (module.empty() ? "<unknown location>" : "<" + module + ">")
+                                : file + ":" + std::to_string(line) +
+                                      (module.empty() ? "" : " (" + module + ")");
+  Location loc = file.empty() ? Location(NameLoc::get(b.getStringAttr(kind)))
+                              : Location(FileLineColLoc::get(&ctx, file, line, 0));
+  std::string where = (file.empty() ? "" : file + ":" + std::to_string(line) + ": ") + kind;
+
+  // Output names.
+  std::vector<std::string> outs;
+  std::vector<std::vector<std::string>> outLists;
+  for (const json::Value &o : arr(node, "outputs", what)) {
+    const json::Object &oo = obj(&o, what + " output");
+    std::vector<std::string> list;
+    if (const json::Object *tn = oo.getObject("as_tensor"))
+      outs.push_back(str(*tn, "name", what + " output"));
+    else if (const json::Array *ts = oo.getArray("as_tensors")) {
+      outs.push_back("");
+      for (const json::Value &e : *ts)
+        list.push_back(str(obj(&e, what + " output"), "name", what + " output"));
+    } else
+      outs.push_back("");
+    outLists.push_back(list);
+  }
+  auto poison = [&] {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!outs[i].empty())
+        vals[outs[i]] = Arg();
+      for (const std::string &n : outLists[i])
+        vals[n] = Arg();
+    }
+  };
+
+  bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
+  std::string base = inplace ? op.substr(0, op.size() - 1) : op;
+  std::string callKind = ns + "::" + base;
+  const auto &table = opTable();
+  const std::vector<Pt2ArgSpec> *schema = pt2Schema(base + "." + overload);
+  bool foldable = ns == "aten" && (base == "arange" || base == "ones" || base == "zeros" ||
+                                   base == "full" || base == "triu" || base == "tril");
+  auto cit = table.find(callKind);
+  if (ns != "aten" || (!foldable && (!schema || cit == table.end()))) {
+    recordUnsupported(ns == "aten" ? kind + "." + overload : kind, "", "", at);
+    poison();
+    return;
+  }
+
+  // Arguments by name, in schema order, defaults filled in.
+  std::map<std::string, const json::Value *> given;
+  std::vector<const json::Value *> positional;
+  for (const json::Value &iv : arr(node, "inputs", what)) {
+    const json::Object &io = obj(&iv, what + " input");
+    std::string name = str(io, "name", what + " input");
+    const json::Value *a = io.get("arg");
+    if (!a)
+      bad(what + " input '" + name + "' has no arg");
+    given[name] = a;
+    positional.push_back(a);
+  }
+  Call call(callKind, loc, where);
+  bool poisoned = false;
+  auto add = [&](const json::Value &a, const std::string &argName) {
+    Arg v = argOf(a, what + " (" + kind + ") argument '" + argName + "'");
+    if (v.kind == Arg::Unknown && v.s.empty())
+      poisoned = true;
+    if (v.kind == Arg::List)
+      for (const Arg &e : v.elems)
+        poisoned |= e.kind == Arg::Unknown;
+    // Constants keep their value's name (triu of ones).
+    if (v.kind == Arg::Const && a.getAsObject())
+      if (const json::Object *tn = a.getAsObject()->getObject("as_tensor"))
+        if (auto nm = tn->getString("name"))
+          v.s = nm->str();
+    call.args.push_back(std::move(v));
+  };
+  if (schema) {
+    for (const Pt2ArgSpec &spec : *schema) {
+      auto g = given.find(spec.name);
+      if (g != given.end())
+        add(*g->second, spec.name);
+      else if (spec.hasDefault)
+        call.args.push_back(spec.dflt);
+      else
+        bad(what + " (" + kind + ") lacks its argument '" + spec.name + "'");
+    }
+  } else {
+    for (size_t i = 0; i < positional.size(); ++i)
+      add(*positional[i], std::to_string(i));
+  }
+  if (poisoned) {
+    poison();
+    return;
+  }
+  if (foldable && foldConstant(call, base, outs))
+    return;
+  if (cit == table.end()) {
+    recordUnsupported(kind + "." + overload, "", "", at);
+    poison();
+    return;
+  }
+  try {
+    convertCall(call, cit->second, inplace);
+  } catch (ConvError &e) {
+    if (e.origin != &call)
+      throw;
+    recordUnsupported(kind, e.reason, e.message, at);
+    poison();
+    return;
+  }
+  for (size_t i = 0; i < outs.size() && i < call.results.size(); ++i) {
+    const Arg &r = call.results[i];
+    if (!outs[i].empty())
+      vals[outs[i]] = r;
+    if (r.kind == Arg::List)
+      for (size_t k = 0; k < outLists[i].size() && k < r.elems.size(); ++k)
+        vals[outLists[i][k]] = r.elems[k];
+  }
+  // Outputs the conversion does not produce (e.g. a second result) stay
+  // unknown: a node that reads one is reported.
+  for (size_t i = call.results.size(); i < outs.size(); ++i)
+    if (!outs[i].empty())
+      vals[outs[i]] = Arg();
+  // An in-place op's target now holds the result.
+  if (inplace && !call.results.empty()) {
+    const json::Value *self = positional.empty() ? nullptr : positional[0];
+    if (const json::Object *so = self ? self->getAsObject() : nullptr)
+      if (const json::Object *tn = so->getObject("as_tensor"))
+        if (auto nm = tn->getString("name"))
+          vals[nm->str()] = call.results[0];
+  }
+}
+
+OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diagnostics.push_back(d.str());
+    return success();
+  });
+  const json::Object &top = obj(&ar.model, "models/model.json");
+  const json::Object &gm = obj(top.get("graph_module"), "graph_module");
+  graph = &obj(gm.get("graph"), "graph_module.graph");
+  const json::Object &sig = obj(gm.get("signature"), "graph_module.signature");
+
+  begin(ar.path);
+  // Parameters and buffers (in the signature's order), then user inputs.
+  std::vector<std::pair<std::string, RankedTensorType>> userInputs;
+  size_t k = 0;
+  for (const json::Value &sv : arr(sig, "input_specs", "the signature")) {
+    std::string what = "input_specs[" + std::to_string(k++) + "]";
+    const json::Object &spec = obj(&sv, what);
+    const json::Object *p = spec.getObject("parameter");
+    const json::Object *bu = spec.getObject("buffer");
+    const json::Object *ui = spec.getObject("user_input");
+    if (p || bu) {
+      const json::Object &s = p ? *p : *bu;
+      std::string argName = str(obj(s.get("arg"), what + ".arg"), "name", what + ".arg");
+      std::string fqn = str(s, p ? "parameter_name" : "buffer_name", what);
+      auto wit = ar.weights.find(fqn);
+      if (wit == ar.weights.end())
+        bad(std::string(p ? "parameter" : "buffer") + " '" + fqn +
+            "' has no entry in data/weights/model_weights_config.json" +
+            (bu && !bu->getBoolean("persistent").value_or(true)
+                 ? " (a non-persistent buffer, stored as a constant: not supported)"
+                 : ""));
+      RankedTensorType type = tensorType(argName);
+      const Pt2Weight &w = wit->second;
+      RankedTensorType wtype =
+          RankedTensorType::get(w.shape, elemType(w.dtype, "weight '" + fqn + "'"));
+      if (wtype != type) {
+        std::string a, c;
+        llvm::raw_string_ostream(a) << wtype;
+        llvm::raw_string_ostream(c) << type;
+        bad("weight '" + fqn + "' is " + a + " in model_weights_config.json but the graph's "
+            "input '" + argName + "' is " + c);
+      }
+      std::string role = p ? (w.requiresGrad ? "parameter" : "state") : "state";
+      vals[argName] = Arg::tensor(addStateArg(fqn, type, role, bu != nullptr), fqn);
+    } else if (ui) {
+      const json::Object &a = obj(ui->get("arg"), what + ".arg");
+      const json::Object *tn = a.getObject("as_tensor");
+      if (!tn)
+        bad(what + ": a user input that is not a tensor is not supported");
+      std::string name = str(*tn, "name", what);
+      userInputs.push_back({name, tensorType(name)});
+    } else {
+      std::string kind = spec.empty() ? "?" : spec.begin()->first.str();
+      bad(what + " is a '" + kind + "' input, which offload does not support "
+          "(parameters, buffers and tensor user inputs only)");
+    }
+  }
+  // --input: entries naming a user input must agree with the archive; one
+  // more entry is the loss target.
+  std::vector<const InputSpec *> extra;
+  for (const InputSpec &s : opts.inputs) {
+    auto it = std::find_if(userInputs.begin(), userInputs.end(),
+                           [&](const auto &u) { return u.first == s.name; });
+    if (it == userInputs.end()) {
+      extra.push_back(&s);
+      continue;
+    }
+    if (it->second != s.type) {
+      std::string a, c;
+      llvm::raw_string_ostream(a) << s.type;
+      llvm::raw_string_ostream(c) << it->second;
+      throw ConvError{"--input '" + s.name + "' is " + a + " but the archive's input '" +
+                      s.name + "' is " + c};
+    }
+  }
+  if (extra.size() > 1)
+    throw ConvError{"--input '" + extra[1]->name + "': the archive's inputs are known; only "
+                    "one more --input (the loss target) may be given"};
+  for (auto &[name, type] : userInputs)
+    vals[name] = Arg::tensor(addInput(name, type));
+
+  PhaseOp::create(b, fileLoc, Phase::forward);
+  size_t idx = 0;
+  for (const json::Value &nv : arr(*graph, "nodes", "the graph"))
+    convertNode(obj(&nv, "node " + std::to_string(idx)), idx), ++idx;
+  throwIfUnsupported();
+
+  // Outputs: the first user (or loss) output, and buffer mutations.
+  mlir::Value out;
+  for (const json::Value &ov : arr(sig, "output_specs", "the signature")) {
+    const json::Object &spec = obj(&ov, "an output spec");
+    if (const json::Object *bm = spec.getObject("buffer_mutation")) {
+      std::string name = str(obj(bm->get("arg"), "buffer_mutation.arg"), "name", "output");
+      std::string buf = str(*bm, "buffer_name", "buffer_mutation");
+      auto it = vals.find(name);
+      if (it == vals.end() || it->second.kind != Arg::Tensor || !current.count(buf))
+        bad("buffer_mutation of '" + buf + "' names no tensor of the graph");
+      current[buf] = it->second.value;
+      continue;
+    }
+    const json::Object *uo = spec.getObject("user_output");
+    if (!uo)
+      uo = spec.getObject("loss_output");
+    if (!uo) {
+      std::string kind = spec.empty() ? "?" : spec.begin()->first.str();
+      bad("a '" + kind + "' output is not supported");
+    }
+    if (out)
+      continue;
+    const json::Object &a = obj(uo->get("arg"), "output arg");
+    const json::Object *tn = a.getObject("as_tensor");
+    auto it = tn ? vals.find(str(*tn, "name", "output")) : vals.end();
+    if (it == vals.end() || it->second.kind != Arg::Tensor)
+      throw ConvError{"the forward's first output is not a tensor computed from the inputs"};
+    out = it->second.value;
+  }
+  if (!out)
+    throw ConvError{"'" + ar.path + "': the exported program has no output"};
+
+  // The loss target: given, or derived from the output for a class-index
+  // (or mse) loss when the output is not already the loss.
+  mlir::Value target;
+  std::string targetName;
+  auto ot = tt(out);
+  bool stage = opts.lossGiven && opts.loss == LossKind::None;
+  if (!extra.empty()) {
+    targetName = extra[0]->name;
+    target = addInput(targetName, extra[0]->type);
+  } else if (!stage && !(ot.getRank() == 0 && isa<FloatType>(ot.getElementType()))) {
+    targetName = argIndex.count("y") ? "target" : "y";
+    RankedTensorType type =
+        opts.loss == LossKind::Mse
+            ? ot
+            : RankedTensorType::get(ot.getShape().drop_back(), b.getI64Type());
+    if (ot.getRank() == 0)
+      type = ot;
+    target = addInput(targetName, type);
+  }
+  return finish(out, target, targetName, err);
+}
+
+} // namespace
+
+auto ::offload::import::importPt2(Pt2Archive &archive, MLIRContext &ctx,
+                                   const ImportOptions &options, ImportError &err)
+    -> OwningOpRef<ModuleOp> {
+  Pt2Importer im(archive, ctx, options);
+  try {
+    return im.run(err);
+  } catch (const ConvError &e) {
+    err = {1, e.message};
+  } catch (const std::bad_alloc &) {
+    err = {1, "out of memory while importing '" + archive.path + "'"};
+  } catch (const std::exception &e) {
+    err = {2, std::string("internal error: ") + e.what()};
+  }
+  return nullptr;
+}

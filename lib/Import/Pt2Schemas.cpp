@@ -1,0 +1,169 @@
+//===- Pt2Schemas.cpp - Argument lists of the ATen overloads .pt2 uses ---===//
+//
+// Part of offload. A .pt2 stores a node's arguments by name and leaves out
+// those at their default value; the shared conversions read arguments by
+// position. This table lists, for each `op.overload` the .pt2 importer
+// converts, the schema's arguments in order with their defaults, as
+// PyTorch's native_functions.yaml declares them.
+//
+//===----------------------------------------------------------------------===//
+#include "Pt2.h"
+
+using namespace ::offload::import;
+using namespace ::offload::import::ts;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Op schemas: argument names and defaults, by `op.overload`
+//===----------------------------------------------------------------------===//
+
+/// The positional arguments of the ATen overloads offload converts, as
+/// native_functions.yaml declares them (keyword-only arguments after `*`
+/// included in order). A default is a Python literal: None, True, False, a
+/// number, a list of ints, or a quoted string.
+const char *const kSchemas[][2] = {
+    {"relu.default", "self"}, {"sigmoid.default", "self"}, {"tanh.default", "self"},
+    {"exp.default", "self"}, {"neg.default", "self"}, {"sqrt.default", "self"},
+    {"rsqrt.default", "self"}, {"hardswish.default", "self"}, {"silu.default", "self"},
+    {"gelu.default", "self, approximate='none'"},
+    {"hardtanh.default", "self, min_val=-1, max_val=1"}, {"relu6.default", "self"},
+    {"hardsigmoid.default", "self"},
+    {"add.Tensor", "self, other, alpha=1"}, {"add.Scalar", "self, other, alpha=1"},
+    {"sub.Tensor", "self, other, alpha=1"}, {"sub.Scalar", "self, other, alpha=1"},
+    {"mul.Tensor", "self, other"}, {"mul.Scalar", "self, other"},
+    {"div.Tensor", "self, other"}, {"div.Scalar", "self, other"},
+    {"rsub.Scalar", "self, other, alpha=1"},
+    {"masked_fill.Scalar", "self, mask, value"}, {"where.self", "condition, self, other"},
+    {"linear.default", "input, weight, bias=None"}, {"matmul.default", "self, other"},
+    {"bmm.default", "self, mat2"}, {"mm.default", "self, mat2"},
+    {"baddbmm.default", "self, batch1, batch2, beta=1, alpha=1"},
+    {"conv2d.default",
+     "input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1"},
+    {"batch_norm.default",
+     "input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled"},
+    {"layer_norm.default",
+     "input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True"},
+    {"max_pool2d.default",
+     "self, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1], ceil_mode=False"},
+    {"avg_pool2d.default", "self, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, "
+                           "count_include_pad=True, divisor_override=None"},
+    {"adaptive_avg_pool2d.default", "self, output_size"},
+    {"softmax.int", "self, dim, dtype=None"}, {"log_softmax.int", "self, dim, dtype=None"},
+    {"dropout.default", "input, p, train"},
+    {"embedding.default",
+     "weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False"},
+    {"cross_entropy_loss.default",
+     "self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0"},
+    {"nll_loss.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
+    {"nll_loss_nd.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
+    {"mse_loss.default", "self, target, reduction=1"},
+    {"scaled_dot_product_attention.default",
+     "query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "
+     "enable_gqa=False"},
+    {"view.default", "self, size"}, {"reshape.default", "self, shape"},
+    {"flatten.using_ints", "self, start_dim=0, end_dim=-1"},
+    {"unflatten.int", "self, dim, sizes"}, {"unsqueeze.default", "self, dim"},
+    {"squeeze.dim", "self, dim"}, {"squeeze.default", "self"},
+    {"transpose.int", "self, dim0, dim1"}, {"t.default", "self"},
+    {"permute.default", "self, dims"},
+    {"contiguous.default", "self, memory_format=None"},
+    {"clone.default", "self, memory_format=None"}, {"alias.default", "self"},
+    {"expand.default", "self, size, implicit=False"},
+    {"cat.default", "tensors, dim=0"},
+    {"slice.Tensor", "self, dim=0, start=None, end=None, step=1"},
+    {"select.int", "self, dim, index"},
+    {"chunk.default", "self, chunks, dim=0"},
+    {"split.Tensor", "self, split_size, dim=0"},
+    {"split_with_sizes.default", "self, split_sizes, dim=0"},
+    {"mean.dim", "self, dim, keepdim=False, dtype=None"}, {"mean.default", "self, dtype=None"},
+    {"sum.dim_IntList", "self, dim, keepdim=False, dtype=None"},
+    {"sum.default", "self, dtype=None"},
+    {"to.dtype", "self, dtype, non_blocking=False, copy=False, memory_format=None"},
+    {"_to_copy.default", "self, dtype=None, layout=None, device=None, pin_memory=None, "
+                         "non_blocking=False, memory_format=None"},
+    {"clamp.default", "self, min=None, max=None"}, {"clamp_min.default", "self, min"},
+    {"clamp_max.default", "self, max"},
+    {"group_norm.default", "input, num_groups, weight=None, bias=None, eps=1e-05, "
+                           "cudnn_enabled=True"},
+    {"pad.default", "self, pad, mode='constant', value=None"},
+    {"constant_pad_nd.default", "self, pad, value=0"},
+    {"pixel_shuffle.default", "self, upscale_factor"},
+    {"roll.default", "self, shifts, dims=[]"},
+};
+
+
+Arg parseDefault(llvm::StringRef s) {
+  s = s.trim();
+  if (s == "None")
+    return Arg::none();
+  if (s == "True" || s == "False")
+    return Arg::boolean(s == "True");
+  if (s.starts_with("'")) {
+    Arg a;
+    a.kind = Arg::String;
+    a.s = s.drop_front().drop_back().str();
+    return a;
+  }
+  if (s.starts_with("[")) {
+    std::vector<int64_t> v;
+    llvm::SmallVector<llvm::StringRef> parts;
+    s.drop_front().drop_back().split(parts, ',', -1, false);
+    for (llvm::StringRef p : parts) {
+      int64_t x = 0;
+      p.trim().getAsInteger(10, x);
+      v.push_back(x);
+    }
+    return Arg::intList(v);
+  }
+  int64_t i = 0;
+  if (!s.getAsInteger(10, i))
+    return Arg::integer(i);
+  double d = 0;
+  s.getAsDouble(d);
+  return Arg::number(d);
+}
+
+const llvm::StringMap<std::vector<Pt2ArgSpec>> &schemas() {
+  static const llvm::StringMap<std::vector<Pt2ArgSpec>> table = [] {
+    llvm::StringMap<std::vector<Pt2ArgSpec>> t;
+    for (const auto &row : kSchemas) {
+      std::vector<Pt2ArgSpec> args;
+      llvm::SmallVector<llvm::StringRef> parts;
+      // Split at top-level commas (not inside [...]).
+      llvm::StringRef s(row[1]);
+      int depth = 0;
+      size_t start = 0;
+      for (size_t i = 0; i <= s.size(); ++i) {
+        if (i < s.size() && s[i] == '[')
+          ++depth;
+        if (i < s.size() && s[i] == ']')
+          --depth;
+        if (i == s.size() || (s[i] == ',' && depth == 0)) {
+          parts.push_back(s.slice(start, i).trim());
+          start = i + 1;
+        }
+      }
+      for (llvm::StringRef p : parts) {
+        Pt2ArgSpec a;
+        auto [name, dflt] = p.split('=');
+        a.name = name.trim().str();
+        if (p.contains('=')) {
+          a.hasDefault = true;
+          a.dflt = parseDefault(dflt);
+        }
+        args.push_back(std::move(a));
+      }
+      t[row[0]] = std::move(args);
+    }
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+auto ::offload::import::pt2Schema(const std::string &opOverload) -> const std::vector<Pt2ArgSpec> * {
+  auto it = schemas().find(opOverload);
+  return it == schemas().end() ? nullptr : &it->second;
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""The same model imported from TorchScript (.pt) and from torch.export (.pt2)
+must give the same training step.
+
+For each model: export_models.py (Debian's torch 1.13) writes NAME.pt, the
+initial parameters NAME.params.npz and the example inputs; export_pt2.py
+(PyTorch 2.x, scripts/torch2-python) loads exactly those parameters and inputs
+and writes NAME.pt2. Both are imported with offload-import (--params-out), and
+this checks:
+  params   the two --params-out files hold the same names, dtypes and bytes
+           (and equal the exporter's NAME.params.npz);
+  mlir     the two steps after --canonicalize, without locations, are
+           identical or differ (reported; the transformer's attention is
+           another op sequence in PyTorch 2.x's graph);
+  step     offload-opt --offload-autodiff (SGD, gradients returned) and one
+           offload-run step on the host backend, each from its own
+           --params-out file: the loss and every gradient bit-identical.
+It also prints each import's time (offload-import --time).
+
+Usage: check_pt2.py --bin BUILD/bin --work DIR [--models resnet18,transformer,gpt]
+                    [--torch2 scripts/torch2-python]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.stdout.write(r.stdout)
+        raise SystemExit("command failed (%d): %s" % (r.returncode, " ".join(cmd)))
+    return r.stdout
+
+
+def same_npz(a, b):
+    """'' when a and b hold the same arrays bit for bit, else what differs."""
+    with np.load(a) as za, np.load(b) as zb:
+        if sorted(za.files) != sorted(zb.files):
+            return "names differ: %s" % sorted(set(za.files) ^ set(zb.files))
+        for k in za.files:
+            x, y = za[k], zb[k]
+            if x.dtype != y.dtype or x.shape != y.shape:
+                return "%s: %s%s vs %s%s" % (k, x.dtype, x.shape, y.dtype, y.shape)
+            if x.tobytes() != y.tobytes():
+                return "%s: values differ (max |diff| %g)" % (
+                    k, float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))))
+    return ""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--models", default="resnet18,transformer,gpt")
+    ap.add_argument("--torch2", default=os.path.join(ROOT, "scripts", "torch2-python"))
+    a = ap.parse_args(argv)
+    os.makedirs(a.work, exist_ok=True)
+    w = lambda *p: os.path.join(a.work, *p)
+    models = [m for m in a.models.split(",") if m]
+    b = lambda t: os.path.join(a.bin, t)
+
+    run([sys.executable, os.path.join(HERE, "export_models.py"), "--out", a.work,
+         "--models", ",".join(models), "--batch", "2"])
+    run([a.torch2, os.path.join(HERE, "export_pt2.py"), "--out", a.work, "--models",
+         ",".join(models), "--params-dir", a.work])
+
+    failed = False
+    for m in models:
+        import json
+        with open(w(m + ".json")) as f:
+            cfg = json.load(f)
+        ins = []
+        for k in ["x", "y"]:
+            ins += ["--input", "%s=%s" % (k, cfg["inputs"][k])]
+        times = {}
+        for ext, extra in [("pt", ins), ("pt2", [])]:
+            out = run([b("offload-import"), w(m + "." + ext), "--time", "--no-locations",
+                       "-o", w(m + "." + ext + ".mlir"), "--params-out",
+                       w(m + "." + ext + ".params.npz")] + extra)
+            mt = re.search(r"load ([0-9.]+) ms.*import ([0-9.]+) ms", out)
+            times[ext] = (float(mt.group(1)), float(mt.group(2))) if mt else (0, 0)
+            run([b("offload-opt"), w(m + "." + ext + ".mlir"), "--canonicalize", "-o",
+                 w(m + "." + ext + ".canon.mlir")])
+            run([b("offload-opt"), w(m + "." + ext + ".mlir"),
+                 "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true",
+                 "--convert-offload-to-plan=output=" + w(m + "." + ext + ".oflp"),
+                 "-o", "/dev/null"])
+            run([b("offload-run"), w(m + "." + ext + ".oflp"), "--threads", "1",
+                 "--params", w(m + "." + ext + ".params.npz"), "--inputs",
+                 w(m + ".inputs.npz"), "--steps", "1", "--dump", w(m + "." + ext + ".step.npz")])
+        print("%s import time: .pt load %.1f ms + import %.1f ms; .pt2 read %.1f ms + import "
+              "%.1f ms" % (m, times["pt"][0], times["pt"][1], times["pt2"][0], times["pt2"][1]))
+
+        d = same_npz(w(m + ".pt.params.npz"), w(m + ".pt2.params.npz")) or \
+            same_npz(w(m + ".pt2.params.npz"), w(m + ".params.npz"))
+        print("%s params: %s" % (m, "identical" if not d else "FAIL " + d))
+        failed |= bool(d)
+
+        with open(w(m + ".pt.canon.mlir")) as f1, open(w(m + ".pt2.canon.mlir")) as f2:
+            same = f1.read() == f2.read()
+        print("%s mlir after canonicalize: %s" % (m, "identical" if same else "differs"))
+
+        with np.load(w(m + ".pt.step.npz")) as z1, np.load(w(m + ".pt2.step.npz")) as z2:
+            names = ["loss"] + sorted(k for k in z1.files if k.startswith("grad:"))
+            bad = [k for k in names
+                   if k not in z2.files or z1[k].tobytes() != z2[k].tobytes()]
+            extra = sorted(k for k in z2.files if k.startswith("grad:") and k not in z1.files)
+            ok = not bad and not extra and len(names) > 1
+            print("%s step: loss %.9g, %d gradients: %s" % (
+                m, float(z1["loss"]), len(names) - 1,
+                "bit-identical" if ok else "FAIL (%s)" % ", ".join((bad + extra)[:5])))
+            failed |= not ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
