@@ -36,6 +36,17 @@ public:
   /// Copies `bytes` host bytes into / out of buffer `id` (live).
   virtual Status write(int id, const void *src, size_t bytes) = 0;
   virtual Status read(int id, void *dst, size_t bytes) = 0;
+  /// Copies `bytes` bytes at `offset` into buffer `id`, which is bound as
+  /// an output, to `dst`: after a step ended successfully (endStep), until
+  /// the next beginStep, the output buffers still hold that step's values.
+  virtual Status readAfterStep(int id, uint64_t offset, void *dst,
+                               size_t bytes) = 0;
+  /// True when read() of a buffer bound as an output, at the end of a step
+  /// that ran to completion, cannot fail once read(id, nullptr, 0) succeeded
+  /// for it (a plain memory copy): the session then commits new parameter
+  /// values into the store's tensors in place instead of into spare tensors
+  /// (one copy of the store instead of two).
+  virtual bool outputReadsCannotFail() const { return false; }
   /// Executes instructions [first, last) and waits for every stream.
   virtual Status run(int first, int last) = 0;
   /// Ends the step (success or not): frees every buffer.

@@ -65,6 +65,9 @@ public:
   Status beginStep() override;
   Status write(int id, const void *src, size_t bytes) override;
   Status read(int id, void *dst, size_t bytes) override;
+  Status readAfterStep(int id, uint64_t offset, void *dst,
+                       size_t bytes) override;
+  bool outputReadsCannotFail() const override { return true; }
   Status run(int first, int last) override;
   void endStep() override;
   uint64_t peakDeviceBytes() const override { return peak_; }
@@ -314,6 +317,17 @@ Status HostBackend::read(int id, void *dst, size_t bytes) {
                          "' is not live at the end of the step");
   if (bytes)
     std::memcpy(dst, ptr(id), bytes);
+  return Status::success();
+}
+
+Status HostBackend::readAfterStep(int id, uint64_t offset, void *dst,
+                                  size_t bytes) {
+  const BufferDesc &b = plan_->data().buffers[size_t(id)];
+  if (!boundOut_[size_t(id)] || offset > b.size || bytes > b.size - offset)
+    return Status::error("buffer '" + b.name +
+                         "' is not an output or the range is outside it");
+  if (bytes)
+    std::memcpy(dst, ptr(id) + offset, bytes);
   return Status::success();
 }
 

@@ -19,6 +19,11 @@
 #include <set>
 #include <sstream>
 
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 using namespace offload::rt;
@@ -160,12 +165,55 @@ static std::string str(const flatbuffers::String *s) {
 }
 
 Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
-  std::ifstream is(path, std::ios::binary);
-  if (!is)
-    return Status::error("cannot open plan file '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(is)),
-                             std::istreambuf_iterator<char>());
-  auto p = fromBytes(bytes.data(), bytes.size());
+  // A regular file is mapped, not read into a buffer: the checksum and the
+  // FlatBuffers verifier read it in place, PlanData takes what it needs, and
+  // the mapping is dropped before returning (a plan's constants are the only
+  // bytes it keeps a copy of). Anything else (a pipe) is read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error("cannot open plan file '" + path +
+                         "': " + std::strerror(errno));
+  struct stat sb;
+  if (::fstat(fd, &sb) != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::error("cannot stat plan file '" + path +
+                         "': " + std::strerror(e));
+  }
+  Expected<std::shared_ptr<const Plan>> p =
+      Status::error("plan file '" + path + "' was not read");
+  if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
+    size_t size = size_t(sb.st_size);
+    void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int e = errno;
+      ::close(fd);
+      return Status::error("cannot map plan file '" + path +
+                           "': " + std::strerror(e));
+    }
+    ::close(fd);
+    p = fromBytes(static_cast<const uint8_t *>(map), size);
+    ::munmap(map, size);
+  } else {
+    std::vector<uint8_t> bytes;
+    uint8_t piece[1 << 16];
+    for (;;) {
+      ssize_t got = ::read(fd, piece, sizeof(piece));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0) {
+        int e = errno;
+        ::close(fd);
+        return Status::error("cannot read plan file '" + path +
+                             "': " + std::strerror(e));
+      }
+      if (got == 0)
+        break;
+      bytes.insert(bytes.end(), piece, piece + got);
+    }
+    ::close(fd);
+    p = fromBytes(bytes.data(), bytes.size());
+  }
   if (!p)
     return p.status().withContext("plan '" + path + "': ");
   return p;

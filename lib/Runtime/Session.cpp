@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 using namespace offload::rt;
 
@@ -208,6 +209,8 @@ Status Session::beginStep() {
                            typeString(t->dtype(), t->shape()));
   }
   stepStart_ = nowSeconds();
+  // Outputs left in the arena by the last step are overwritten from here.
+  inArena_.clear();
   if (Status s = backend_->beginStep(); !s.ok())
     return s;
   active_ = true;
@@ -282,65 +285,115 @@ Status Session::finishStep() {
   const PlanData &d = plan_->data();
   if (Status s = runTo(int(d.instructions.size())); !s.ok())
     return s;
+  auto failRead = [&](const Status &s, const BindingDesc &bd) {
+    abortStep();
+    return s.withContext("reading output '" + bd.name + "': ");
+  };
+  // Outputs that are not store values: copied into tensors of the session
+  // when retained, else left in the arena (readOutput reads them there).
   std::map<std::string, Tensor> outs;
+  std::set<std::string> inArena;
   for (const BindingDesc &bd : d.bindings) {
-    if (bd.direction != BindingDirection::Out)
+    if (bd.direction != BindingDirection::Out || isStoreRole(bd.role))
       continue;
+    const std::string &name = boundName(bd);
+    if (!options_.retainOutputs && name != "loss") {
+      inArena.insert(name);
+      continue;
+    }
     const BufferDesc &b = d.buffers[size_t(bd.buffer)];
-    if (!bd.sliceOf.empty()) {
-      // Slices are assembled into the whole tensor: the one the last
-      // commit replaced when the plan's slices cover all of it, else zeros.
-      auto it = outs.find(bd.sliceOf);
-      if (it == outs.end()) {
-        Tensor whole;
-        auto sp = spare_.find(bd.sliceOf);
-        if (isStoreRole(bd.role) && sp != spare_.end() &&
-            sp->second.sameTypeAndShape(b.dtype, bd.wholeShape) &&
-            sliceBytesOut(bd.sliceOf) == sp->second.byteSize())
-          whole = std::move(sp->second);
+    auto it = outs.find(name);
+    if (it == outs.end())
+      it = outs.emplace(name, Tensor(b.dtype, boundShape(d, bd))).first;
+    if (Status s = backend_->read(
+            bd.buffer, static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
+            b.dataBytes());
+        !s.ok())
+      return failRead(s, bd);
+  }
+  // New parameters, state and optimizer state.
+  std::set<std::string> committed;
+  if (backend_->outputReadsCannotFail()) {
+    // Straight into the store's tensors: check every read first, so that
+    // none of them can fail once the first byte of the store is written.
+    for (const BindingDesc &bd : d.bindings)
+      if (bd.direction == BindingDirection::Out && isStoreRole(bd.role))
+        if (Status s = backend_->read(bd.buffer, nullptr, 0); !s.ok())
+          return failRead(s, bd);
+    backend_->endStep();
+    active_ = false;
+    spare_.clear();
+    std::string internal;
+    for (const BindingDesc &bd : d.bindings) {
+      if (bd.direction != BindingDirection::Out || !isStoreRole(bd.role))
+        continue;
+      const std::string &name = boundName(bd);
+      const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+      Tensor *t = store_->mutableValue(name);
+      if (!t || !t->sameTypeAndShape(b.dtype, boundShape(d, bd))) {
+        // Another session rebound the name since this step began: the new
+        // value replaces it.
+        store_->set(name, Tensor(b.dtype, boundShape(d, bd)));
+        t = store_->mutableValue(name);
+      }
+      if (Status s = backend_->readAfterStep(
+              bd.buffer, 0, static_cast<uint8_t *>(t->data()) + bd.sliceOffset,
+              b.dataBytes());
+          !s.ok() && internal.empty())
+        internal = "reading output '" + bd.name + "': " + s.message();
+      committed.insert(name);
+    }
+    for (const std::string &name : committed)
+      store_->touch(name);
+    if (!internal.empty())
+      return Status::error("internal error after the step's reads were "
+                           "checked, the parameter store may be partly "
+                           "updated: " +
+                           internal);
+  } else {
+    // Backends whose reads may fail (CUDA): into spare tensors (those the
+    // last commit replaced), then swapped into the store.
+    std::map<std::string, Tensor> fresh;
+    for (const BindingDesc &bd : d.bindings) {
+      if (bd.direction != BindingDirection::Out || !isStoreRole(bd.role))
+        continue;
+      const std::string &name = boundName(bd);
+      const BufferDesc &b = d.buffers[size_t(bd.buffer)];
+      auto it = fresh.find(name);
+      if (it == fresh.end()) {
+        // Slices are assembled into the whole tensor: the one the last
+        // commit replaced when the plan's slices cover all of it, else
+        // zeros.
+        Tensor t;
+        auto sp = spare_.find(name);
+        if (sp != spare_.end() &&
+            sp->second.sameTypeAndShape(b.dtype, boundShape(d, bd)) &&
+            (bd.sliceOf.empty() ||
+             sliceBytesOut(name) == sp->second.byteSize()))
+          t = std::move(sp->second);
         else
-          whole = Tensor(b.dtype, bd.wholeShape);
-        it = outs.emplace(bd.sliceOf, std::move(whole)).first;
+          t = Tensor(b.dtype, boundShape(d, bd));
+        it = fresh.emplace(name, std::move(t)).first;
       }
       if (Status s = backend_->read(
-              bd.buffer, static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
+              bd.buffer,
+              static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
               b.dataBytes());
-          !s.ok()) {
-        abortStep();
-        return s.withContext("reading output '" + bd.name + "': ");
-      }
-      continue;
+          !s.ok())
+        return failRead(s, bd);
     }
-    // A store value's previous tensor is reused when it fits.
-    Tensor t;
-    auto sp = spare_.find(bd.name);
-    if (isStoreRole(bd.role) && sp != spare_.end() &&
-        sp->second.sameTypeAndShape(b.dtype, b.shape))
-      t = std::move(sp->second);
-    else
-      t = Tensor(b.dtype, b.shape);
-    if (Status s = backend_->read(bd.buffer, t.data(), t.byteSize()); !s.ok()) {
-      abortStep();
-      return s.withContext("reading output '" + bd.name + "': ");
+    backend_->endStep();
+    active_ = false;
+    // Commit: nothing below can fail. New values move into the store (no
+    // copy); output() reads them from there.
+    spare_.clear();
+    for (auto &e : fresh) {
+      spare_[e.first] = store_->exchange(e.first, std::move(e.second));
+      committed.insert(e.first);
     }
-    outs[bd.name] = std::move(t);
   }
-  backend_->endStep();
-  active_ = false;
-  // Commit: nothing above can fail any more.
-  // New parameters and state move into the store (no copy); output() reads
-  // them from there.
-  committed_.clear();
+  committed_ = std::move(committed);
   resident_.clear();
-  spare_.clear();
-  for (const BindingDesc &bd : d.bindings)
-    if (bd.direction == BindingDirection::Out && isStoreRole(bd.role) &&
-        outs.count(boundName(bd))) {
-      const std::string &name = boundName(bd);
-      spare_[name] = store_->exchange(name, std::move(outs[name]));
-      outs.erase(name);
-      committed_.insert(name);
-    }
   // Values (and slices) updated in place: their input buffer now holds what
   // was committed.
   for (const BindingDesc &bd : d.bindings) {
@@ -353,6 +406,8 @@ Status Session::finishStep() {
       resident_[in] = store_->version(boundName(bd));
   }
   outputs_ = std::move(outs);
+  inArena_ = std::move(inArena);
+  succeeded_ = true;
   lastStepSeconds_ = nowSeconds() - stepStart_;
   return Status::success();
 }
@@ -374,18 +429,96 @@ Status Session::step() {
 
 Expected<Tensor> Session::output(const std::string &name) const {
   auto it = outputs_.find(name);
-  if (it == outputs_.end()) {
-    if (committed_.count(name) && store_->get(name))
-      return *store_->get(name);
-    bool bound = false;
-    for (const BindingDesc &b : plan_->data().bindings)
-      bound |= b.direction == BindingDirection::Out && boundName(b) == name;
-    if (!bound)
-      return Status::error("no output binding named '" + name + "'");
+  if (it != outputs_.end())
+    return it->second;
+  if (committed_.count(name) && store_->get(name))
+    return *store_->get(name);
+  DType dt;
+  std::vector<int64_t> shape;
+  if (Status s = outputType(name, dt, shape); !s.ok())
+    return s;
+  Tensor t(dt, shape);
+  if (Status s = readOutput(name, 0, t.data(), t.byteSize()); !s.ok())
+    return s;
+  return t;
+}
+
+Status Session::outputType(const std::string &name, DType &dtype,
+                           std::vector<int64_t> &shape) const {
+  const PlanData &d = plan_->data();
+  for (const BindingDesc &b : d.bindings)
+    if (b.direction == BindingDirection::Out && boundName(b) == name) {
+      dtype = d.buffers[size_t(b.buffer)].dtype;
+      shape = boundShape(d, b);
+      return Status::success();
+    }
+  return Status::error("no output binding named '" + name + "'");
+}
+
+Status Session::readOutput(const std::string &name, uint64_t offset,
+                           void *dst, size_t bytes) const {
+  DType dt;
+  std::vector<int64_t> shape;
+  if (Status s = outputType(name, dt, shape); !s.ok())
+    return s;
+  uint64_t total = 1;
+  for (int64_t n : shape)
+    total *= uint64_t(n);
+  total *= dtypeSize(dt);
+  if (offset > total || bytes > total - offset)
+    return Status::error("output '" + name + "' has " + std::to_string(total) +
+                         " bytes; bytes [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + bytes) +
+                         ") are outside it");
+  const Tensor *held = nullptr;
+  auto it = outputs_.find(name);
+  if (it != outputs_.end())
+    held = &it->second;
+  else if (committed_.count(name))
+    held = store_->get(name);
+  if (held) {
+    if (bytes)
+      std::memcpy(dst, static_cast<const uint8_t *>(held->data()) + offset,
+                  bytes);
+    return Status::success();
+  }
+  if (!inArena_.count(name)) {
+    if (!options_.retainOutputs && succeeded_)
+      return Status::error(
+          "output '" + name +
+          "' of the last successful step is no longer available: the "
+          "session does not retain outputs (SessionOptions::retainOutputs "
+          "is false) and a step has started since");
     return Status::error("output '" + name +
                          "' has no value: no step has succeeded yet");
   }
-  return it->second;
+  // Where the step left it: the bytes of each binding (the whole tensor,
+  // or its slices) that overlap the range.
+  const PlanData &d = plan_->data();
+  uint8_t *out = static_cast<uint8_t *>(dst);
+  for (const BindingDesc &b : d.bindings) {
+    if (b.direction != BindingDirection::Out || boundName(b) != name)
+      continue;
+    uint64_t first = b.sliceOffset,
+             last = first + d.buffers[size_t(b.buffer)].dataBytes();
+    uint64_t lo = std::max(first, offset), hi = std::min(last, offset + bytes);
+    if (lo >= hi)
+      continue;
+    if (Status s = backend_->readAfterStep(b.buffer, lo - first,
+                                           out + (lo - offset), size_t(hi - lo));
+        !s.ok())
+      return s.withContext("reading output '" + name + "': ");
+  }
+  return Status::success();
+}
+
+uint64_t Session::heldTensorBytes() const {
+  uint64_t n = 0;
+  for (const auto &e : inputs_)
+    n += e.second.byteSize();
+  for (const auto &e : outputs_)
+    n += e.second.byteSize();
+  return n;
 }
 
 std::vector<std::string> Session::outputNames() const {

@@ -81,6 +81,11 @@ static const char *kHelp =
     "                       bytes, appended to its device arena: the scratch\n"
     "                       that the CUDA backend hands to cuDNN and cuBLAS\n"
     "                       (the planned and measured peaks count it)\n"
+    "  --report-host-memory  after the run, print the process's peak resident\n"
+    "                       memory (VmHWM), its resident memory at start and\n"
+    "                       what the run had to hold: the plan arenas kept in\n"
+    "                       host memory, the parameter store and the\n"
+    "                       session's own tensors, in bytes (Linux /proc)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --check              load the plan(s) and report, per backend, the ops\n"
     "                       it has no kernel for, without running a step\n"
@@ -93,6 +98,24 @@ static const char *kHelp =
 constexpr unsigned long long kMaxThreads = 1024;
 /// Largest --workspace-bytes: 2^48, the plan format's bound on a buffer.
 constexpr unsigned long long kMaxWorkspaceBytes = 1ull << 48;
+
+/// A field of /proc/self/status in bytes ("VmHWM", "VmRSS"), or -1 when
+/// it cannot be read (not Linux).
+static long long procStatusBytes(const char *field) {
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  long long kb = -1;
+  size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof(line), f))
+    if (std::strncmp(line, field, n) == 0 && line[n] == ':') {
+      kb = std::atoll(line + n + 1);
+      break;
+    }
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
 
 static int fail(const std::string &msg) {
   std::fprintf(stderr, "offload-run: error: %s\n", msg.c_str());
@@ -118,13 +141,19 @@ static std::string nonFinite(const std::string &name, const Tensor &t) {
 }
 
 int main(int argc, char **argv) {
+  // Resident memory before anything is loaded: the binary and its shared
+  // libraries (the CUDA libraries alone are ~200 MB when linked).
+  const long long startRss = procStatusBytes("VmRSS");
   std::vector<std::string> planPaths, inputsPaths;
   std::string backend = "host", paramsPath, dumpPath;
   int steps = 1;
   bool dumpPlan = false, strictParams = false, byPhase = false, check = false;
+  bool reportHostMemory = false;
   long long seed = 0;
   uint64_t workspaceBytes = 0;
   SessionOptions opts;
+  // Outputs stay in the arena; --dump streams the last step's from there.
+  opts.retainOutputs = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char *flag) -> const char * {
@@ -195,6 +224,8 @@ int main(int argc, char **argv) {
       }
     } else if (a == "--workspace-bytes") {
       workspaceBytes = number("--workspace-bytes", 0, kMaxWorkspaceBytes);
+    } else if (a == "--report-host-memory") {
+      reportHostMemory = true;
     } else if (a == "--dump-plan") {
       dumpPlan = true;
     } else if (a == "--check") {
@@ -314,57 +345,61 @@ int main(int argc, char **argv) {
       }
 
   // Parameters go to the shared store (through any plan that binds them).
+  // Each array is read straight into the tensor that the store keeps (no
+  // copy); one the plans do not bind is freed before the next is read.
   if (!paramsPath.empty()) {
-    auto arrays = readNpz(paramsPath);
-    if (!arrays)
-      return fail(arrays.message());
-    for (auto &a : *arrays) {
+    std::string error;
+    Status st = forEachNpzArray(paramsPath, [&](std::string name, Tensor t) {
       Session *owner = nullptr;
       DType dt;
       std::vector<int64_t> shape;
       for (auto &s : sessions)
-        if (s->inputType(a.first, dt, shape).ok()) {
+        if (s->inputType(name, dt, shape).ok()) {
           owner = s.get();
           break;
         }
       if (!owner) {
         if (strictParams)
-          return fail(paramsPath + ": '" + a.first +
-                      "' is not an input of " +
-                      (numPlans > 1 ? "any of the plans" : "this plan"));
+          return Status::error(paramsPath + ": '" + name +
+                               "' is not an input of " +
+                               (numPlans > 1 ? "any of the plans"
+                                             : "this plan"));
         std::printf("note: %s: '%s' is not an input of %s; skipped\n",
-                    paramsPath.c_str(), a.first.c_str(),
+                    paramsPath.c_str(), name.c_str(),
                     numPlans > 1 ? "any of the plans" : "this plan");
-        continue;
+        return Status::success();
       }
-      if (std::string nf = nonFinite(a.first, a.second); !nf.empty()) {
+      if (std::string nf = nonFinite(name, t); !nf.empty()) {
         if (opts.checkFinite)
-          return fail(paramsPath + ": " + nf + " (--check-finite)");
-        std::fprintf(stderr, "offload-run: warning: %s: %s\n", paramsPath.c_str(),
-                     nf.c_str());
+          return Status::error(paramsPath + ": " + nf + " (--check-finite)");
+        std::fprintf(stderr, "offload-run: warning: %s: %s\n",
+                     paramsPath.c_str(), nf.c_str());
       }
-      if (Status st = owner->bind(a.first, a.second); !st.ok())
-        return fail(paramsPath + ": " + st.message());
-    }
+      if (Status bs = owner->bind(name, std::move(t)); !bs.ok())
+        return Status::error(paramsPath + ": " + bs.message());
+      return Status::success();
+    });
+    if (!st.ok())
+      return fail(st.message());
   }
   for (size_t p = 0; p < numPlans; ++p) {
     Session &s = *sessions[p];
     if (!inputsPaths.empty()) {
       const std::string &path = inputsPaths[inputsPaths.size() == 1 ? 0 : p];
-      auto arrays = readNpz(path);
-      if (!arrays)
-        return fail(arrays.message());
-      for (auto &a : *arrays) {
-        if (std::string nf = nonFinite(a.first, a.second);
+      Status st = forEachNpzArray(path, [&](std::string name, Tensor t) {
+        if (std::string nf = nonFinite(name, t);
             !nf.empty() && (p == 0 || inputsPaths.size() > 1)) {
           if (opts.checkFinite)
-            return fail(path + ": " + nf + " (--check-finite)");
+            return Status::error(path + ": " + nf + " (--check-finite)");
           std::fprintf(stderr, "offload-run: warning: %s: %s\n", path.c_str(),
                        nf.c_str());
         }
-        if (Status st = s.bind(a.first, a.second); !st.ok())
-          return fail(planTag(p) + path + ": " + st.message());
-      }
+        if (Status bs = s.bind(name, std::move(t)); !bs.ok())
+          return Status::error(planTag(p) + path + ": " + bs.message());
+        return Status::success();
+      });
+      if (!st.ok())
+        return fail(st.message());
     }
     // The dropout seed, unless the inputs gave one.
     for (const std::string &name : s.missingBindings())
@@ -432,29 +467,58 @@ int main(int argc, char **argv) {
   }
   if (!dumpPath.empty()) {
     // One plan: its outputs by name. Several: each plan's outputs as
-    // "planP/NAME" (plans that ran), then every store entry by name.
-    NamedTensors outs;
+    // "planP/NAME" (plans that ran), then every store entry by name. Each
+    // array is streamed from where it lives (the arena, the store) into the
+    // file: nothing is copied whole.
+    std::vector<NpzSource> outs;
     for (size_t p = 0; p < numPlans; ++p) {
       if (numPlans > 1 && size_t(steps) <= p)
         continue;
-      Session &s = *sessions[p];
-      for (const std::string &name : s.outputNames()) {
-        auto t = s.output(name);
-        if (!t)
-          return fail(planTag(p) + t.message());
-        outs.emplace_back(numPlans > 1 ? "plan" + std::to_string(p) + "/" + name
-                                       : name,
-                          t.take());
+      Session *s = sessions[p].get();
+      for (const std::string &name : s->outputNames()) {
+        NpzSource src;
+        src.name = numPlans > 1 ? "plan" + std::to_string(p) + "/" + name : name;
+        if (Status st = s->outputType(name, src.dtype, src.shape); !st.ok())
+          return fail(planTag(p) + st.message());
+        // An output with no value (no successful step) fails here, before
+        // the file is written, as output() used to.
+        if (Status st = s->readOutput(name, 0, nullptr, 0); !st.ok())
+          return fail(planTag(p) + st.message());
+        src.read = [s, name](uint64_t off, void *dst, size_t n) {
+          return s->readOutput(name, off, dst, n);
+        };
+        outs.push_back(std::move(src));
       }
     }
     if (numPlans > 1)
       for (const std::string &name : store->names())
-        outs.emplace_back(name, *store->get(name));
-    if (Status st = writeNpz(dumpTmp, outs); !st.ok())
+        outs.push_back(npzSource(name, *store->get(name)));
+    if (Status st = writeNpzSources(dumpTmp, outs); !st.ok())
       return fail(dumpPath + ": " + st.message());
     if (std::string e = outputs.commit(); !e.empty())
       return fail(e);
     std::printf("wrote %zu arrays to %s\n", outs.size(), dumpPath.c_str());
+  }
+  if (reportHostMemory) {
+    // What the run had to hold: the arenas that live in host memory (both
+    // on the host backend; the pinned host arena on cuda), the store, and
+    // the sessions' own tensors (inputs, the loss).
+    uint64_t arenas = 0, held = 0;
+    for (size_t p = 0; p < numPlans; ++p) {
+      const PlanData &d = plans[p]->data();
+      arenas += d.hostCapacity + (backend == "host" ? d.deviceCapacity : 0);
+      held += sessions[p]->heldTensorBytes();
+    }
+    long long peak = procStatusBytes("VmHWM");
+    if (peak < 0 || startRss < 0)
+      std::printf("host memory: unavailable (no /proc/self/status)\n");
+    else
+      std::printf("host memory: peak resident %lld bytes, at start %lld "
+                  "bytes, growth %lld bytes; held: plan arenas %llu bytes, "
+                  "parameter store %llu bytes, session tensors %llu bytes\n",
+                  peak, startRss, peak - startRss, (unsigned long long)arenas,
+                  (unsigned long long)store->totalBytes(),
+                  (unsigned long long)held);
   }
   return 0;
 }

@@ -174,4 +174,63 @@ TEST(NpzTest, CorruptFilesAreErrors) {
   }
 }
 
+TEST(NpzTest, StreamedSourcesAreReadInPiecesAndTheirErrorsNamed) {
+  // A 3 MiB array pulled through a callback in pieces of at most 1 MiB,
+  // consecutive and covering it exactly once.
+  const int64_t n = 3 * (1 << 20) / 4 + 5;
+  std::vector<uint64_t> pieces;
+  NpzSource big;
+  big.name = "big";
+  big.dtype = DType::F32;
+  big.shape = {n};
+  uint64_t next = 0;
+  big.read = [&](uint64_t off, void *dst, size_t bytes) {
+    EXPECT_EQ(off, next);
+    EXPECT_LE(bytes, size_t(1) << 20);
+    next = off + bytes;
+    pieces.push_back(bytes);
+    for (size_t k = 0; k < bytes; ++k)
+      static_cast<uint8_t *>(dst)[k] = uint8_t((off + k) * 7);
+    return Status::success();
+  };
+  std::string path = tempPath("streamed.npz");
+  ASSERT_TRUE(writeNpzSources(path, {big}).ok());
+  EXPECT_EQ(next, uint64_t(n) * 4);
+  EXPECT_GE(pieces.size(), 3u);
+  size_t seen = 0;
+  Status st = forEachNpzArray(path, [&](std::string name, Tensor t) {
+    ++seen;
+    EXPECT_EQ(name, "big");
+    EXPECT_TRUE(t.sameTypeAndShape(DType::F32, {n}));
+    const uint8_t *b = static_cast<const uint8_t *>(t.data());
+    for (size_t k = 0; k < t.byteSize(); k += 4099)
+      EXPECT_EQ(b[k], uint8_t(k * 7)) << k;
+    return Status::success();
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(seen, 1u);
+  // A failing source fails the write with its message and the array name.
+  NpzSource bad = npzSource("ok", sampleArrays()[0].second);
+  NpzSource broken = big;
+  broken.name = "broken";
+  broken.read = [](uint64_t, void *, size_t) {
+    return Status::error("the device is gone");
+  };
+  Status w = writeNpzSources(tempPath("broken.npz"), {bad, broken});
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.message().find("reading array 'broken': the device is gone"),
+            std::string::npos)
+      << w.message();
+  // The callback's error stops the reading and is returned.
+  ASSERT_TRUE(writeNpz(path, sampleArrays()).ok());
+  size_t calls = 0;
+  st = forEachNpzArray(path, [&](std::string, Tensor) {
+    ++calls;
+    return Status::error("enough");
+  });
+  EXPECT_EQ(calls, 1u);
+  EXPECT_EQ(st.message(), "enough");
+  std::remove(path.c_str());
+}
+
 } // namespace

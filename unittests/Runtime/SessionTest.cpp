@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 using namespace offload::rt;
 using namespace offload::rt::test;
 
@@ -489,6 +491,85 @@ TEST_F(SessionTest, SharedStoreBetweenSessions) {
   referenceStep(w, x, 0.125f, g, nw);
   referenceStep(nw, x, 0.125f, g, nw2);
   expectFloatsEq(*store->get("w"), nw2, 1e-6f);
+}
+
+TEST_F(SessionTest, OutputsNotRetainedAreReadFromTheArenaUntilTheNextStep) {
+  // Issue 16: with retainOutputs false the session holds no copy of the
+  // gradient; it is read where the step left it, and only until the next
+  // step starts.
+  StepPlanOptions o;
+  o.switchableFail = true;
+  auto kept = make(buildStepPlan(o));
+  SessionOptions lean;
+  lean.retainOutputs = false;
+  auto s = make(buildStepPlan(o), lean);
+  ASSERT_TRUE(kept && s);
+  bindDefaults(*kept);
+  bindDefaults(*s);
+  Expected<Tensor> before = s->output("grad:w");
+  ASSERT_FALSE(before.ok());
+  EXPECT_NE(before.message().find("no step has succeeded yet"), std::string::npos)
+      << before.message();
+  ASSERT_TRUE(kept->step().ok());
+  ASSERT_TRUE(s->step().ok());
+  EXPECT_EQ(s->heldTensorBytes(), 64u * 4 + 4); // x and the loss
+  EXPECT_EQ(kept->heldTensorBytes(), 64u * 4 + 4 + 64 * 4);
+  EXPECT_TRUE(s->output("grad:w")->bitEqual(*kept->output("grad:w")));
+  EXPECT_TRUE(s->output("w")->bitEqual(*kept->output("w")));
+  EXPECT_EQ(*s->loss(), *kept->loss());
+  // readOutput: any byte range, from the arena, the store or the session.
+  for (const char *name : {"grad:w", "w", "loss"}) {
+    Tensor ref = *kept->output(name);
+    std::vector<uint8_t> got(ref.byteSize(), 0);
+    size_t half = got.size() / 2;
+    ASSERT_TRUE(s->readOutput(name, 0, got.data(), half).ok()) << name;
+    ASSERT_TRUE(s->readOutput(name, half, got.data() + half, got.size() - half).ok())
+        << name;
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size()), 0) << name;
+    Status out = s->readOutput(name, 1, got.data(), got.size());
+    EXPECT_NE(out.message().find("are outside it"), std::string::npos)
+        << out.message();
+  }
+  EXPECT_NE(s->readOutput("nope", 0, nullptr, 0).message().find(
+                "no output binding named 'nope'"),
+            std::string::npos);
+  // A failed step: the gradient is gone (the arena was overwritten), the
+  // loss and the parameters are those of the last successful step.
+  Tensor w1 = *s->store().get("w");
+  double loss1 = *s->loss();
+  failSwitch() = true;
+  Status st = s->step();
+  failSwitch() = false;
+  ASSERT_FALSE(st.ok());
+  Expected<Tensor> gone = s->output("grad:w");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.message().find("no longer available"), std::string::npos)
+      << gone.message();
+  EXPECT_TRUE(s->store().get("w")->bitEqual(w1));
+  EXPECT_EQ(*s->loss(), loss1);
+  ASSERT_TRUE(s->step().ok());
+  ASSERT_TRUE(kept->step().ok());
+  EXPECT_TRUE(s->output("grad:w")->bitEqual(*kept->output("grad:w")));
+}
+
+TEST_F(SessionTest, HostCommitWritesTheStoreInPlace) {
+  // Issue 16: the host backend commits new values into the store's own
+  // tensors (one copy of the store), and still bumps their versions.
+  auto s = make(buildStepPlan());
+  ASSERT_TRUE(s);
+  bindDefaults(*s);
+  const void *storage = s->store().get("w")->data();
+  uint64_t version = s->store().version("w");
+  std::vector<float> w = w0(64), x = x0(64), g, nw;
+  for (int step = 0; step < 3; ++step) {
+    referenceStep(w, x, 0.125f, g, nw);
+    ASSERT_TRUE(s->step().ok());
+    EXPECT_EQ(s->store().get("w")->data(), storage) << "step " << step;
+    EXPECT_GT(s->store().version("w"), version);
+    version = s->store().version("w");
+    expectFloatsEq(*s->store().get("w"), nw, 1e-6f);
+    w = nw;
+  }
 }
 
 } // namespace

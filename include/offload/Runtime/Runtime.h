@@ -63,6 +63,13 @@ public:
     return it == values_.end() ? nullptr : &it->second;
   }
   bool has(const std::string &name) const { return values_.count(name) != 0; }
+  /// Bytes of every value held (the sum of their byteSize()).
+  uint64_t totalBytes() const {
+    uint64_t n = 0;
+    for (auto &e : values_)
+      n += e.second.byteSize();
+    return n;
+  }
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (auto &e : values_)
@@ -71,6 +78,16 @@ public:
   }
 
 private:
+  friend class Session;
+  /// The value of `name` for a session's commit to overwrite in place
+  /// (nullptr when absent); the session calls touch() afterwards.
+  Tensor *mutableValue(const std::string &name) {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  /// Marks `name` as changed (a new version).
+  void touch(const std::string &name) { versions_[name] = ++counter_; }
+
   std::map<std::string, Tensor> values_;
   std::map<std::string, uint64_t> versions_;
   uint64_t counter_ = 0;
@@ -100,6 +117,17 @@ struct SessionOptions {
   int failAtInstruction = -1;
   /// CUDA device ordinal.
   int cudaDevice = 0;
+  /// Whether a step copies its outputs that are not parameter-store values
+  /// (gradients, the loss, other outputs) out of the device arena into
+  /// tensors the session holds (true, the default): output() then returns
+  /// them until the next successful step, even after a failed one.
+  /// false: only the output "loss" is copied; the others stay where the
+  /// step left them (the device arena), and output() / readOutput() read
+  /// them from there until the next step starts (beginStep, runPhase,
+  /// step), after which they are an error. Saves host memory of the size
+  /// of those outputs (e.g. every gradient); offload-run uses it and streams
+  /// the outputs of the last step to its --dump file with readOutput().
+  bool retainOutputs = true;
 };
 
 class Backend;
@@ -159,6 +187,24 @@ public:
   /// read from the parameter store they were committed to.
   Expected<Tensor> output(const std::string &name) const;
   std::vector<std::string> outputNames() const;
+  /// The dtype and shape of output `name` (the whole tensor's for slices).
+  /// Errors: no output binding of that name.
+  Status outputType(const std::string &name, DType &dtype,
+                    std::vector<int64_t> &shape) const;
+  /// Copies bytes [offset, offset + bytes) of output `name` of the last
+  /// successful step (row-major data, as output() would hold it) to `dst`,
+  /// from wherever the value lives: the session's copy, the parameter store
+  /// (new parameters and state), or the device arena (outputs not retained,
+  /// SessionOptions::retainOutputs); no tensor is allocated. For streaming
+  /// large outputs to a file. Errors: no such output, no successful step,
+  /// a range beyond the output's bytes, an output no longer available
+  /// (not retained and a step has started since), a backend read error.
+  Status readOutput(const std::string &name, uint64_t offset, void *dst,
+                    size_t bytes) const;
+  /// Host bytes the session holds in tensors of its own: bound inputs and
+  /// retained outputs (the parameter store is counted by the store, the
+  /// arenas by the plan's capacities).
+  uint64_t heldTensorBytes() const;
   /// The "loss" output of the last successful step as a double.
   Expected<double> loss() const;
 
@@ -204,9 +250,16 @@ private:
   /// on the device between steps).
   std::map<int, uint64_t> resident_;
   /// Tensors of the values replaced at the last commit, reused to read the
-  /// next step's outputs (no allocation or page faults per step).
+  /// next step's outputs (no allocation or page faults per step). Only on
+  /// backends whose output reads may fail (Backend::outputReadsCannotFail);
+  /// the others commit into the store's tensors in place.
   std::map<std::string, Tensor> spare_;
+  /// Outputs of the last successful step left in the device arena
+  /// (retainOutputs false); cleared when a step starts.
+  std::set<std::string> inArena_;
   bool active_ = false;
+  /// Whether a step has succeeded (for output()'s messages).
+  bool succeeded_ = false;
   int next_ = 0;
   double stepStart_ = 0, lastStepSeconds_ = 0;
 };

@@ -51,6 +51,8 @@ public:
   Status beginStep() override;
   Status write(int id, const void *src, size_t bytes) override;
   Status read(int id, void *dst, size_t bytes) override;
+  Status readAfterStep(int id, uint64_t offset, void *dst,
+                       size_t bytes) override;
   Status run(int first, int last) override;
   void endStep() override {}
   uint64_t peakDeviceBytes() const override { return peak_; }
@@ -356,6 +358,20 @@ Status CudaBackend::read(int id, void *dst, size_t bytes) {
     return Status::success();
   }
   OFFLOAD_CUDA_TRY(cudaMemcpy(dst, ptr(id), bytes, cudaMemcpyDeviceToHost));
+  return Status::success();
+}
+
+Status CudaBackend::readAfterStep(int id, uint64_t offset, void *dst,
+                                  size_t bytes) {
+  const BufferDesc &b = plan_->data().buffers[size_t(id)];
+  if (offset > b.size || bytes > b.size - offset)
+    return Status::error("buffer '" + b.name + "': range outside it");
+  if (b.space == MemorySpace::Host) {
+    std::memcpy(dst, ptr(id) + offset, bytes);
+    return Status::success();
+  }
+  OFFLOAD_CUDA_TRY(
+      cudaMemcpy(dst, ptr(id) + offset, bytes, cudaMemcpyDeviceToHost));
   return Status::success();
 }
 
