@@ -23,6 +23,7 @@
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Transforms/Recompute.h"
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -286,13 +287,11 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   if (anyRecompute) {
     RecomputeOptions o;
     o.policy = RecomputePolicy::Marked;
-    o.report = false;
     pm.addPass(createRecompute(o));
   }
   if (anyOffload) {
     HostOffloadOptions o;
     o.policy = HostOffloadPolicy::Marked;
-    o.report = false;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
     o.deviceFlops = spec.flopsPerSecond;
@@ -302,7 +301,6 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   if (anyHost) {
     HostParametersOptions o;
     o.policy = HostParametersPolicy::Marked;
-    o.report = false;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
     o.deviceFlops = spec.flopsPerSecond;
@@ -358,21 +356,11 @@ void PlanMemoryPass::runOnOperation() {
                                   << " bytes is more than " << spec->name << "'s "
                                   << spec->memoryBytes << " bytes of memory";
 
-  // The report: stderr, a file, or nothing.
-  std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *report = nullptr;
-  if (reportFile == "-") {
-    report = &llvm::errs();
-  } else if (reportFile != "none" && !reportFile.empty()) {
-    std::error_code ec;
-    file = std::make_unique<llvm::raw_fd_ostream>(reportFile, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      mlir::emitError(m.getLoc()) << "offload-plan-memory: cannot write the report '"
-                                  << reportFile << "': " << ec.message();
-      return signalPassFailure();
-    }
-    report = file.get();
-  }
+  // The decision table: off, stderr or a file (report=, PassReport.h).
+  PassReport out;
+  if (failed(out.open(report, "offload-plan-memory", m.getLoc())))
+    return signalPassFailure();
+  llvm::raw_ostream *reportOS = out.stream();
 
   SmallVector<func::FuncOp> steps;
   m.walk([&](func::FuncOp fn) {
@@ -385,8 +373,10 @@ void PlanMemoryPass::runOnOperation() {
     return signalPassFailure();
   }
   for (func::FuncOp fn : steps)
-    if (failed(planStep(fn, budgetBytes, *spec, report)))
+    if (failed(planStep(fn, budgetBytes, *spec, reportOS)))
       return signalPassFailure();
+  if (failed(out.close(m.getLoc())))
+    return signalPassFailure();
 }
 
 LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
