@@ -60,7 +60,7 @@ def main():
         run(imp)
         run([os.path.join(a.bin, "offload-opt"), prefix + ".mlir",
              "--offload-autodiff=optimizer=sgd lr=0.01 momentum=0.9",
-             f"--convert-offload-to-plan=output={prefix}.oflp quiet=true", "-o", os.devnull])
+             f"--convert-offload-to-plan=output={prefix}.oflp", "-o", os.devnull])
         ours, ref = [], []
         module = torch.jit.load(prefix + ".pt")
         em.load_state_arrays(module, em.load_params(prefix))

@@ -80,7 +80,8 @@ def main(argv=None):
                       [f"--offload-autodiff={ad} return-gradients={'true' if grads else 'false'}"]
                       + extra + [f"--convert-offload-to-plan=output={plan}", "-o", w(f"{m}.{tag}.mlir")])
             if label == "rewritten" and grads:
-                for line in out.strip().splitlines()[:-1]:
+                # The reports the pipeline asked for (report=-).
+                for line in out.strip().splitlines():
                     print(line)
             runner = [os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),
                       "--params", w(m + ".params.npz"), "--inputs", w(m + ".inputs.npz"),

@@ -71,7 +71,7 @@ def main(argv=None):
                    "--eps", str(args.adamw_eps)]
     opt = [os.path.join(args.bin, "offload-opt"), w(m + ".mlir"), f"--offload-autodiff={ad}"]
     opt += args.opt_pipeline.split()
-    opt += [f"--convert-offload-to-plan=output={w(m + '.oflp')}", "-o", w(m + ".step.mlir")]
+    opt += [f"--convert-offload-to-plan=output={w(m + '.oflp')} report=-", "-o", w(m + ".step.mlir")]
     print(run(opt).strip().splitlines()[-1])
 
     runner = [os.path.join(args.bin, "offload-run"), w(m + ".oflp"), "--threads", str(args.threads),

@@ -102,7 +102,7 @@ def main(argv=None):
                    for k in range(args.points)]
         for b in budgets:
             plan = w(f"{tag}.{b}.oflp")
-            out = run([opt, step, f"--offload-plan-memory=budget={b} target={args.target}",
+            out = run([opt, step, f"--offload-plan-memory=budget={b} target={args.target} report=-",
                        f"--convert-offload-to-plan=output={plan}", "-o", w(f"{tag}.{b}.mlir")])
             decisions = re.search(r"decisions: (.*)", out).group(1)
             overhead = re.search(r"simulated step time on \S+: .*\(([-+0-9.]+%)\)", out)

@@ -50,7 +50,7 @@ def main(argv=None):
            "--offload-autodiff=optimizer=none"]
     if args.split:
         opt.append("--offload-split-weight-grad=report=false")
-    run(opt + [f"--convert-offload-to-plan=output={w('stage.oflp')} quiet=true", "-o",
+    run(opt + [f"--convert-offload-to-plan=output={w('stage.oflp')}", "-o",
                w(m + ".stage.step.mlir")])
 
     module = torch.jit.load(w(m + ".pt"))

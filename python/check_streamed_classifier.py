@@ -86,7 +86,7 @@ def main(argv=None):
          "--input", f"x={a.batch}x{a.features}xf32", "--input", f"y={a.batch}xi64",
          "--loss", "cross_entropy"])
     out = run([os.path.join(a.bin, "offload-opt"), w("classifier.mlir"),
-               f"--offload-slice-parameters=slice-bytes={a.slice_mib << 20}",
+               f"--offload-slice-parameters=slice-bytes={a.slice_mib << 20} report=-",
                f"--offload-autodiff=optimizer=sgd lr={lr} momentum={momentum}",
                "--offload-host-parameters",
                f"--convert-offload-to-plan=output={w('classifier.oflp')}", "-o", w("step.mlir")])

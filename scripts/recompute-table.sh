@@ -10,7 +10,7 @@ for m in ${MODELS:-mlp resnet18 transformer gpt}; do
   for p in "policy=ops ops=relu,gelu,add,layer_norm,batch_norm,dropout" "policy=every-k k=2" "policy=sqrt" "policy=all"; do
     out=$(/usr/bin/python3 "$ROOT/python/check_memory_pass.py" --model "$m" --bin "$BIN" \
           --work "$WORK/$m" --threads "${THREADS:-2}" --dropout "${DROPOUT:-0}" \
-          "--pipeline=--offload-recompute=\"$p\"" 2>&1)
+          "--pipeline=--offload-recompute=\"$p report=-\"" 2>&1)
     rc=$?
     rec=$(echo "$out" | sed -n 's/^recompute @forward (policy [a-z-]*): \(.*\)/\1/p')
     peak=$(echo "$out" | sed -n "s/^$m: peak \(.*\)/\1/p")

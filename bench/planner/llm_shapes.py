@@ -236,7 +236,7 @@ def main():
               f"device arena {arena / 1e9:.1f} GB", flush=True)
         for budget in budgets:
             out, wall, cpu = run([opt, w(".step.mlir"),
-                                  f"--offload-plan-memory=budget={budget} target={args.target}",
+                                  f"--offload-plan-memory=budget={budget} target={args.target} report=-",
                                   "-o", w(f".{budget}.mlir")])
             dec = re.search(r"decisions: (.*)", out).group(1)
             ar = re.search(r"device arena: (\d+) -> (\d+) bytes", out)

@@ -88,8 +88,8 @@ def measure(name, forward, work, bin_dir, pct, rows):
     budget = arena * pct // 100
     t0 = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = run([opt, step, f"--offload-plan-memory=budget={budget} target=h100-sxm",
-               f"--convert-offload-to-plan=output={os.path.join(work, name + '.oflp')} quiet=true",
+    out = run([opt, step, f"--offload-plan-memory=budget={budget} target=h100-sxm report=-",
+               f"--convert-offload-to-plan=output={os.path.join(work, name + '.oflp')}",
                "-o", os.path.join(work, name + ".planned.mlir")])
     whole = time.perf_counter() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -196,7 +196,7 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
   kernels_.assign(d.instructions.size(), nullptr);
   for (size_t i = 0; i < d.instructions.size(); ++i)
     if (!isRuntimeOp(d.instructions[i].op))
-      kernels_[i] = KernelRegistry::host().lookup(d.instructions[i].op);
+      kernels_[i] = KernelRegistry::host().lookup(d.instructions[i].op).unchecked();
   // Exactly the plan's capacities (at least one byte so pointers are valid).
   device_.reset(new (std::nothrow)
                     uint8_t[std::max<uint64_t>(d.deviceCapacity, 1)]);

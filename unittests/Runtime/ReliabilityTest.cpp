@@ -11,6 +11,7 @@
 #include "TestPlans.h"
 
 #include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Npz.h"
 
 #include <gtest/gtest.h>
@@ -118,7 +119,7 @@ std::string runKernel(const std::string &op, std::vector<TensorView> in,
                       std::vector<TensorView> out, const AttrMap &attrs,
                       int threads = 1) {
   registerAllHostKernels();
-  KernelFn fn = KernelRegistry::host().lookup(op);
+  Kernel fn = KernelRegistry::host().lookup(op);
   if (!fn)
     return "no kernel for " + op;
   KernelArgs args{in, out, attrs, threads};
@@ -231,3 +232,64 @@ TEST(NpyTest, HugeShapeInATinyFileIsRefusedBeforeAllocating) {
 }
 
 } // namespace
+
+// Kernels no longer check their own operand counts: the registry's Kernel
+// does, once per direct call, from the op-signature table (and a plan's
+// instructions are checked when it is loaded).
+TEST(KernelCallCheckTest, CountsComeFromTheOpSignatureTable) {
+  std::vector<float> x(4, 1.f), y(4, 0.f), z(4, 0.f);
+  AttrMap none;
+  // relu: one input, one output.
+  EXPECT_EQ(runKernel("offload.relu", {view(x, {4})}, {view(y, {4})}, none), "");
+  EXPECT_EQ(runKernel("offload.relu", {view(x, {4}), view(x, {4})}, {view(y, {4})}, none),
+            "offload.relu: expected 1 inputs and 1 outputs, got 2 and 1");
+  EXPECT_EQ(runKernel("offload.relu", {view(x, {4})}, {}, none),
+            "offload.relu: expected 1 inputs and 1 outputs, got 1 and 0");
+  // linear: an optional bias (2 to 3 inputs).
+  EXPECT_EQ(runKernel("offload.linear", {view(x, {1, 4})}, {view(y, {1, 1})}, none),
+            "offload.linear: expected between 2 and 3 inputs and 1 outputs, got 1 and 1");
+  // cat: variadic (the table allows no value; the kernel itself needs one).
+  EXPECT_EQ(runKernel("offload.cat", {view(x, {4})}, {}, none),
+            "offload.cat: expected at least 0 inputs and 1 outputs, got 1 and 0");
+  EXPECT_EQ(runKernel("offload.cat", {}, {view(y, {4})}, none),
+            "cat: expected at least one input and one output");
+}
+
+TEST(KernelCallCheckTest, ViewsAreCheckedBeforeTheKernelRuns) {
+  std::vector<float> x(4, 1.f), y(4, 0.f);
+  AttrMap none;
+  TensorView neg = view(x, {4});
+  neg.shape = {-4};
+  EXPECT_EQ(runKernel("offload.relu", {neg}, {view(y, {4})}, none),
+            "offload.relu: input 0 has a negative dimension [-4]");
+  TensorView null = view(y, {4});
+  null.data = nullptr;
+  EXPECT_EQ(runKernel("offload.relu", {view(x, {4})}, {null}, none),
+            "offload.relu: output 0 is null");
+  // An empty view needs no data.
+  TensorView empty = view(x, {0});
+  empty.data = nullptr;
+  TensorView emptyOut = empty;
+  EXPECT_EQ(runKernel("offload.relu", {empty}, {emptyOut}, none), "");
+  // Kernels registered with Absent::Allowed take an absent optional operand
+  // (linear without bias) and check the rest themselves.
+  std::vector<float> w(4, 1.f), out(1, 0.f);
+  TensorView noBias;
+  EXPECT_EQ(runKernel("offload.linear", {view(x, {1, 4}), view(w, {1, 4}), noBias},
+                      {view(out, {1, 1})}, none),
+            "");
+  EXPECT_EQ(out[0], 4.f);
+}
+
+TEST(KernelCallCheckTest, BackendsCallTheBareFunction) {
+  registerAllHostKernels();
+  Kernel k = KernelRegistry::host().lookup("offload.relu");
+  ASSERT_TRUE(k);
+  EXPECT_NE(k.unchecked(), nullptr);
+  EXPECT_EQ(KernelRegistry::host().lookup("offload.no_such_op"), nullptr);
+  // Every host kernel of the dialect has a signature, so every direct call
+  // has its counts checked.
+  for (const std::string &n : KernelRegistry::host().names())
+    if (n.rfind("offload.", 0) == 0)
+      EXPECT_NE(findOpSignature(n), nullptr) << n;
+}

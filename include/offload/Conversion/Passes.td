@@ -28,9 +28,9 @@ def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
     * arguments bind as inputs by `offload.name`; results bind as outputs
       (`loss`, updated parameters and state under the parameter's name,
       gradients as `grad:<name>`);
-    * the predicted peak device bytes are stored in the plan and, unless
-      `quiet`, printed with the plan summary to stderr (never to the IR
-      output stream).
+    * the predicted peak device bytes are stored in the plan and, with
+      `report=-` (stderr) or `report=FILE`, written with the plan summary
+      (never to the IR output stream; off by default).
 
     IR is unchanged. Example:
     `offload-opt step.mlir --convert-offload-to-plan="output=step.plan"`
@@ -38,8 +38,11 @@ def ConvertOffloadToPlan : Pass<"convert-offload-to-plan", "::mlir::ModuleOp"> {
   let options = [
     Option<"output", "output", "std::string", /*default=*/"\"\"",
            "Path of the plan file to write (required)">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Where the report goes: - or true (stderr), FILE, or false (none)">,
     Option<"quiet", "quiet", "bool", /*default=*/"false",
-           "Do not print the plan summary">,
+           "Deprecated, no effect: the plan summary is off unless report= "
+           "asks for it">,
     Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
            "Lower a step that has parameters but no backward phase (an "
            "inference plan); without it such a step is refused, since the "

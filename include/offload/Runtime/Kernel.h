@@ -128,19 +128,68 @@ struct KernelArgs {
 /// throw and must not write outside its outputs.
 using KernelFn = std::string (*)(const KernelArgs &args);
 
+/// Whether a kernel accepts an absent operand or result (a view with
+/// data == nullptr) in place of a tensor.
+enum class Absent : uint8_t {
+  /// Every input and output must have data unless it has no elements.
+  Rejected,
+  /// The kernel checks presence itself (optional bias, running statistics,
+  /// gradients it may skip).
+  Allowed,
+};
+
+/// The checks every kernel call needs, done once here instead of in each
+/// kernel: the operand and result counts of the op's signature (the
+/// op-signature table, OpSignatures.h; ops outside the dialect have none),
+/// no negative dimension and, with Absent::Rejected, data for every
+/// non-empty view. A plan gets these guarantees when it is loaded
+/// (validatePlan), so the backends call kernels unchecked; direct callers
+/// (unit tests, embedders) get them through Kernel::operator(). Returns ""
+/// or one line that names the op and the offending operand.
+std::string checkKernelArgs(const std::string &op, const KernelArgs &args,
+                            Absent absent);
+
+/// A registered kernel: calling it checks the arguments (checkKernelArgs)
+/// and then runs it; `unchecked()` is the bare function, for a backend that
+/// runs instructions of a validated plan.
+class Kernel {
+public:
+  Kernel() = default;
+  Kernel(std::string op, KernelFn fn, Absent absent)
+      : op_(std::move(op)), fn_(fn), absent_(absent) {}
+  std::string operator()(const KernelArgs &args) const;
+  KernelFn unchecked() const { return fn_; }
+  explicit operator bool() const { return fn_ != nullptr; }
+  friend bool operator==(const Kernel &k, std::nullptr_t) { return !k.fn_; }
+  friend bool operator!=(const Kernel &k, std::nullptr_t) { return k.fn_ != nullptr; }
+
+private:
+  std::string op_;
+  KernelFn fn_ = nullptr;
+  Absent absent_ = Absent::Rejected;
+};
+
 /// Process-wide registry of host kernels, keyed by op name
 /// ("offload.linear"). Registration happens from static initializers in the
 /// kernel library (see OFFLOAD_REGISTER_KERNEL) and from registerAllKernels().
 class KernelRegistry {
 public:
   static KernelRegistry &host();
-  void add(const std::string &opName, KernelFn fn);
-  /// nullptr when no kernel is registered for `opName`.
-  KernelFn lookup(const std::string &opName) const;
+  /// Registers `fn` for `opName`; `absent` says whether it takes views
+  /// without data (checkKernelArgs).
+  void add(const std::string &opName, KernelFn fn,
+           Absent absent = Absent::Rejected);
+  /// The kernel of `opName` (an empty Kernel, == nullptr, when none).
+  Kernel lookup(const std::string &opName) const;
   std::vector<std::string> names() const;
 
 private:
-  std::vector<std::pair<std::string, KernelFn>> table_;
+  struct Entry {
+    std::string name;
+    KernelFn fn;
+    Absent absent;
+  };
+  std::vector<Entry> table_;
 };
 
 /// Registers every host kernel of the kernel library. Call once before use;

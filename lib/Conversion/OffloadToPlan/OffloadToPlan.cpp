@@ -8,6 +8,7 @@
 #include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Runtime/OpSignatures.h"
 #include "offload/Support/OutputFiles.h"
 #include "offload/Runtime/Plan.h"
@@ -236,6 +237,8 @@ struct ConvertOffloadToPlanPass
       getOperation().emitError() << "convert-offload-to-plan: " << e;
       return signalPassFailure();
     }
+    if (failed(out.open(report, "convert-offload-to-plan", getOperation().getLoc())))
+      return signalPassFailure();
     FailureOr<func::FuncOp> step = findStep(getOperation());
     if (failed(step) || failed(checkStepTrains(*step, forwardOnly)) || failed(lower(*step)))
       return signalPassFailure();
@@ -244,6 +247,8 @@ struct ConvertOffloadToPlanPass
   }
 
   LogicalResult lower(func::FuncOp fn);
+  /// The plan summary (report=, PassReport.h).
+  PassReport out;
 };
 } // namespace
 
@@ -261,14 +266,14 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   if (std::string e = ::offload::OutputFiles::process().write(output, bytes.data(), bytes.size());
       !e.empty())
     return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << e;
-  if (!quiet)
-    llvm::errs() << llvm::format(
+  if (out)
+    *out.stream() << llvm::format(
         "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
         "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
         output.c_str(), data->instructions.size(), data->buffers.size(),
         (unsigned long long)data->predictedPeakDeviceBytes, (long long)memoryPlanPeak,
         (unsigned long long)data->deviceCapacity, (unsigned long long)data->hostCapacity);
-  return success();
+  return out.close(fn.getLoc());
 }
 
 FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,

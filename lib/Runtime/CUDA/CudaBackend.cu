@@ -174,7 +174,7 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
     if (isRuntimeOp(in.op))
       continue;
     if (onHost(d, in))
-      hostKernels_[i] = KernelRegistry::host().lookup(in.op);
+      hostKernels_[i] = KernelRegistry::host().lookup(in.op).unchecked();
     else
       kernels_[i] = lookupKernel(in.op);
   }

@@ -95,9 +95,6 @@ std::string needSame(const TensorView &a, const TensorView &b, const char *op,
 /// Error unless `t` has dtype `d`.
 std::string needDType(const TensorView &t, DType d, const char *op,
                       const char *what);
-/// Error unless there are nIn inputs and nOut outputs.
-std::string needArity(const CudaKernelArgs &a, const char *op, size_t nIn,
-                      size_t nOut);
 /// True when the optional operand i is present.
 inline bool present(const std::vector<TensorView> &v, size_t i) {
   return i < v.size() && v[i].data != nullptr;

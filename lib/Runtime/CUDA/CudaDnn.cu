@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
+#include "Kernels/Geometry.h"
 #include "CudaNormPool.h"
 
 #include <algorithm>
@@ -176,8 +177,6 @@ std::string zeroFill(void *p, size_t bytes, cudaStream_t s) {
 /// linear: x[*,K], w[M,K], b[M]? -> y[*,M]; y = x w^T + b.
 std::string kLinear(const CudaKernelArgs &a) {
   const char *op = "offload.linear";
-  if (a.inputs.size() < 2 || a.inputs.size() > 3 || a.outputs.size() != 1)
-    return std::string(op) + ": expected 2 or 3 inputs and 1 output";
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
   if (!isFloatType(x.dtype))
     return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
@@ -226,8 +225,6 @@ std::string kLinear(const CudaKernelArgs &a) {
 /// dims (LinAlg.cpp's planMatmul).
 std::string kMatmul(const CudaKernelArgs &a) {
   const char *op = "offload.matmul";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &A = a.inputs[0], &B = a.inputs[1], &C = a.outputs[0];
   if (!isFloatType(A.dtype))
     return std::string(op) + ": unsupported dtype " + dtypeName(A.dtype);
@@ -331,78 +328,15 @@ std::string kMatmul(const CudaKernelArgs &a) {
 //===----------------------------------------------------------------------===//
 
 /// Geometry of a 2-D convolution (Conv.cpp's makeGeom checks).
-struct ConvGeom {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, g;
+struct ConvGeom : geom::ConvWindow {
   bool empty() const { return n == 0 || o == 0 || oh == 0 || ow == 0; }
 };
-
-std::string get2(const char *op, const AttrMap &attrs, const char *name,
-                 int64_t dflt, int64_t &a, int64_t &b) {
-  std::vector<int64_t> v = attrs.getInts(name);
-  if (v.empty()) {
-    a = b = dflt;
-    return "";
-  }
-  if (v.size() == 1) {
-    a = b = v[0];
-    return "";
-  }
-  if (v.size() != 2)
-    return std::string(op) + ": attribute " + name +
-           " must have 1 or 2 values, got " + std::to_string(v.size());
-  a = v[0];
-  b = v[1];
-  return "";
-}
 
 std::string convGeom(const char *op, const AttrMap &attrs,
                      const std::vector<int64_t> &xs,
                      const std::vector<int64_t> &ws, ConvGeom &g) {
-  if (xs.size() != 4)
-    return std::string(op) + ": input must be [N,C,H,W], got " + shapeStr(xs);
-  if (ws.size() != 4)
-    return std::string(op) + ": weight must be [O,C/groups,KH,KW], got " +
-           shapeStr(ws);
-  g.n = xs[0];
-  g.c = xs[1];
-  g.h = xs[2];
-  g.w = xs[3];
-  g.o = ws[0];
-  g.kh = ws[2];
-  g.kw = ws[3];
-  if (auto e = get2(op, attrs, "stride", 1, g.sh, g.sw); !e.empty())
+  if (auto e = geom::convWindow(op, attrs, xs, ws, g); !e.empty())
     return e;
-  if (auto e = get2(op, attrs, "padding", 0, g.ph, g.pw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "dilation", 1, g.dh, g.dw); !e.empty())
-    return e;
-  g.g = attrs.getInt("groups", 1);
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
-    return std::string(op) +
-           ": stride and dilation must be >= 1 and padding >= 0";
-  for (int64_t v : {g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
-    if (v > em::kMaxWindowAttr)
-      return std::string(op) + ": stride, padding or dilation value " +
-             std::to_string(v) + " exceeds the supported maximum " +
-             std::to_string(em::kMaxWindowAttr);
-  if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0)
-    return std::string(op) + ": groups=" + std::to_string(g.g) +
-           " must divide input channels " + std::to_string(g.c) +
-           " and output channels " + std::to_string(g.o);
-  if (ws[1] != g.c / g.g)
-    return std::string(op) + ": weight " + shapeStr(ws) + " expects " +
-           std::to_string(ws[1] * g.g) + " input channels with groups=" +
-           std::to_string(g.g) + ", input has " + std::to_string(g.c);
-  if (g.kh < 1 || g.kw < 1 || g.c < 1)
-    return std::string(op) + ": empty kernel or channel dimension in weight " +
-           shapeStr(ws);
-  int64_t nh = g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-  int64_t nw = g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-  if (nh < 0 || nw < 0)
-    return std::string(op) + ": kernel " + std::to_string(g.kh) + "x" +
-           std::to_string(g.kw) + " is larger than the padded input";
-  g.oh = nh / g.sh + 1;
-  g.ow = nw / g.sw + 1;
   for (int64_t v : {g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.oh, g.ow, g.sh,
                     g.sw, g.ph, g.pw, g.dh, g.dw, g.g})
     if (!fitsInt(v))
@@ -711,8 +645,6 @@ std::string softmaxLines(const CudaKernelArgs &a, const char *op,
 
 std::string softmaxForward(const CudaKernelArgs &a, const char *op,
                            bool isLog) {
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   if (auto e = needFloat(x, op, "x"); !e.empty())
     return e;
@@ -737,8 +669,6 @@ std::string softmaxForward(const CudaKernelArgs &a, const char *op,
 
 std::string softmaxBackward(const CudaKernelArgs &a, const char *op,
                             bool isLog) {
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &y = a.inputs[1], &dx = a.outputs[0];
   if (auto e = needFloat(dy, op, "dy"); !e.empty())
     return e;

@@ -31,8 +31,6 @@ __global__ void backwardKernel(const T *g, const T *s, T *dx, int64_t n,
 /// y = f(x): one float input and an output of the same dtype and shape.
 template <typename F>
 std::string unaryFloat(const CudaKernelArgs &a, const char *op, F f) {
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   if (auto e = needFloat(x, op, "x"); !e.empty())
     return e;
@@ -54,8 +52,6 @@ std::string unaryFloat(const CudaKernelArgs &a, const char *op, F f) {
 template <typename F>
 std::string backwardFloat(const CudaKernelArgs &a, const char *op,
                           const char *savedName, F f) {
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &s = a.inputs[1], &dx = a.outputs[0];
   if (auto e = needFloat(dy, op, "dy"); !e.empty())
     return e;
@@ -192,8 +188,6 @@ void launchBinary(const CudaKernelArgs &a, int64_t n, const Strided &s,
 /// ops; add/sub/mul also for i64/i32 (div is true division).
 template <typename F>
 std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.inputs[1], &c = a.outputs[0];
   if (x.dtype != y.dtype || x.dtype != c.dtype)
     return std::string(op) + ": dtypes differ: " + dtypeName(x.dtype) + ", " +
@@ -319,8 +313,6 @@ __global__ void maskedFillKernel(const W *x, const uint8_t *mask, W *y,
 
 std::string kMaskedFill(const CudaKernelArgs &a) {
   const char *op = "masked_fill";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &m = a.inputs[1], &y = a.outputs[0];
   if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
     return e;
@@ -369,8 +361,6 @@ __global__ void whereKernel(const uint8_t *cnd, const W *x, const W *y, W *z,
 
 std::string kWhere(const CudaKernelArgs &a) {
   const char *op = "where";
-  if (auto e = needArity(a, op, 3, 1); !e.empty())
-    return e;
   const TensorView &cnd = a.inputs[0], &x = a.inputs[1], &y = a.inputs[2],
                    &c = a.outputs[0];
   if (auto e = needDType(cnd, DType::Bool, op, "cond"); !e.empty())
@@ -415,8 +405,6 @@ template <typename W> __global__ void fillKernel(W *y, int64_t n, W v) {
 }
 
 std::string kFill(const CudaKernelArgs &a) {
-  if (auto e = needArity(a, "fill", 0, 1); !e.empty())
-    return e;
   const TensorView &y = a.outputs[0];
   int64_t n = y.numel();
   if (n == 0)
@@ -469,8 +457,6 @@ void castFrom(const TensorView &x, const TensorView &y, int64_t n,
 
 std::string kCopy(const CudaKernelArgs &a) {
   const char *op = "copy";
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   if (x.shape != y.shape)
     return std::string(op) + ": x has shape " + shapeStr(x.shape) +
@@ -507,8 +493,6 @@ __global__ void dropoutKernel(const T *x, const int64_t *seed, T *y,
 }
 
 std::string dropoutImpl(const CudaKernelArgs &a, const char *op) {
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &seed = a.inputs[1], &y = a.outputs[0];
   if (auto e = needFloat(x, op, "input"); !e.empty())
     return e;

@@ -70,16 +70,6 @@ std::string needDType(const TensorView &t, DType d, const char *op,
   return "";
 }
 
-std::string needArity(const CudaKernelArgs &a, const char *op, size_t nIn,
-                      size_t nOut) {
-  if (a.inputs.size() != nIn || a.outputs.size() != nOut)
-    return std::string(op) + ": expected " + std::to_string(nIn) +
-           " inputs and " + std::to_string(nOut) + " outputs, got " +
-           std::to_string(a.inputs.size()) + " and " +
-           std::to_string(a.outputs.size());
-  return "";
-}
-
 bool broadcastStrides(const std::vector<int64_t> &in,
                       const std::vector<int64_t> &out, int64_t *strides) {
   int r = int(out.size()), ri = int(in.size());

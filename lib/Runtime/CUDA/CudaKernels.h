@@ -83,7 +83,9 @@ struct CudaKernelArgs {
 
 using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 
-/// nullptr when the CUDA backend has no kernel for `op`.
+/// nullptr when the CUDA backend has no kernel for `op`. Kernels do not
+/// check operand and result counts: the backend runs only instructions of a
+/// plan validated against the op-signature table when it was loaded.
 CudaKernelFn lookupKernel(const std::string &op);
 /// Every op name of the table.
 std::vector<std::string> kernelNames();

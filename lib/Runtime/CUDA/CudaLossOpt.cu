@@ -165,8 +165,6 @@ __global__ void crossEntropyBackwardKernel(const T *dloss, const T *x,
 
 std::string kCrossEntropy(const CudaKernelArgs &a) {
   const char *op = "cross_entropy";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   CeParams p;
   if (auto e = ceParams(a, op, p); !e.empty())
     return e;
@@ -188,8 +186,6 @@ std::string kCrossEntropy(const CudaKernelArgs &a) {
 
 std::string kCrossEntropyBackward(const CudaKernelArgs &a) {
   const char *op = "cross_entropy_backward";
-  if (auto e = needArity(a, op, 3, 1); !e.empty())
-    return e;
   CeParams p;
   if (auto e = ceParams(a, op, p); !e.empty())
     return e;
@@ -260,8 +256,6 @@ __global__ void nllBackwardKernel(const T *dloss, const int64_t *t, T *dx,
 
 std::string kNllLoss(const CudaKernelArgs &a) {
   const char *op = "nll_loss";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   bool mean = true;
   if (auto e = reductionMode(a, op, mean); !e.empty())
     return e;
@@ -283,8 +277,6 @@ std::string kNllLoss(const CudaKernelArgs &a) {
 
 std::string kNllLossBackward(const CudaKernelArgs &a) {
   const char *op = "nll_loss_backward";
-  if (auto e = needArity(a, op, 3, 1); !e.empty())
-    return e;
   bool mean = true;
   if (auto e = reductionMode(a, op, mean); !e.empty())
     return e;
@@ -336,8 +328,6 @@ __global__ void mseBackwardKernel(const T *dloss, const T *x, const T *t,
 
 std::string kMseLoss(const CudaKernelArgs &a) {
   const char *op = "mse_loss";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   bool mean = true;
   if (auto e = reductionMode(a, op, mean); !e.empty())
     return e;
@@ -361,8 +351,6 @@ std::string kMseLoss(const CudaKernelArgs &a) {
 
 std::string kMseLossBackward(const CudaKernelArgs &a) {
   const char *op = "mse_loss_backward";
-  if (auto e = needArity(a, op, 3, 1); !e.empty())
-    return e;
   bool mean = true;
   if (auto e = reductionMode(a, op, mean); !e.empty())
     return e;
@@ -428,8 +416,6 @@ __global__ void sgdKernel(const T *p, const T *g, const T *b,
 // new_momentum_buffer, new_step.
 std::string kSgdUpdate(const CudaKernelArgs &a) {
   const char *op = "sgd_update";
-  if (auto e = needArity(a, op, 4, 3); !e.empty())
-    return e;
   const TensorView &p = a.inputs[0], &g = a.inputs[1], &buf = a.inputs[2],
                    &step = a.inputs[3];
   const TensorView &np = a.outputs[0], &nbuf = a.outputs[1],
@@ -486,8 +472,6 @@ __global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
 // new_exp_avg, new_exp_avg_sq, new_step.
 std::string kAdamwUpdate(const CudaKernelArgs &a) {
   const char *op = "adamw_update";
-  if (auto e = needArity(a, op, 5, 4); !e.empty())
-    return e;
   const TensorView &p = a.inputs[0], &g = a.inputs[1], &m = a.inputs[2],
                    &v = a.inputs[3], &step = a.inputs[4];
   const TensorView &np = a.outputs[0], &nm = a.outputs[1], &nv = a.outputs[2],

@@ -24,6 +24,7 @@
 
 #include "CudaCommon.cuh"
 #include "CudaNormPool.h"
+#include "Kernels/Geometry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,8 +170,6 @@ int channelBlocks(int64_t c) {
 
 std::string checkBatchNorm(const CudaKernelArgs &a, BnShape &g) {
   const char *op = "offload.batch_norm";
-  if (auto e = needArity(a, op, 5, 5); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0];
   if (auto e = bnShape(op, x, g); !e.empty())
     return e;
@@ -206,8 +205,6 @@ std::string checkBatchNorm(const CudaKernelArgs &a, BnShape &g) {
 
 std::string checkBatchNormBackward(const CudaKernelArgs &a, BnShape &g) {
   const char *op = "offload.batch_norm_backward";
-  if (auto e = needArity(a, op, 5, 3); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   if (auto e = bnShape(op, x, g); !e.empty())
     return e;
@@ -403,8 +400,6 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
 
 std::string kLayerNorm(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm";
-  if (a.inputs.size() < 1 || a.inputs.size() > 3 || a.outputs.size() != 3)
-    return std::string(op) + ": expected 1 to 3 inputs and 3 outputs";
   const TensorView &x = a.inputs[0];
   if (auto e = needFloat(x, op, "x"); !e.empty())
     return e;
@@ -452,8 +447,6 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
 
 std::string kLayerNormBackward(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm_backward";
-  if (auto e = needArity(a, op, 5, 3); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   if (auto e = needFloat(x, op, "x"); !e.empty())
     return e;
@@ -509,70 +502,6 @@ std::string kLayerNormBackward(const CudaKernelArgs &a) {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-std::string get2(const char *op, const AttrMap &attrs, const char *name,
-                 int64_t dfltA, int64_t dfltB, int64_t &a, int64_t &b) {
-  std::vector<int64_t> v = attrs.getInts(name);
-  if (v.empty()) {
-    a = dfltA;
-    b = dfltB;
-  } else if (v.size() == 1) {
-    a = b = v[0];
-  } else if (v.size() == 2) {
-    a = v[0];
-    b = v[1];
-  } else {
-    return std::string(op) + ": attribute " + name +
-           " must have 1 or 2 values, got " + std::to_string(v.size());
-  }
-  return "";
-}
-
-std::string planesOf(const char *op, const char *name, const TensorView &t,
-                     int64_t &planes) {
-  if (t.rank() != 3 && t.rank() != 4)
-    return std::string(op) + ": " + name +
-           " must be [N,C,H,W] or [C,H,W], got " + shapeStr(t.shape);
-  planes = 1;
-  for (int64_t i = 0; i + 2 < t.rank(); ++i)
-    planes *= t.shape[size_t(i)];
-  return "";
-}
-
-/// kernel_size, stride, padding, dilation (max pool), ceil_mode,
-/// count_include_pad and the output size of a g.h x g.w plane (Pool.cpp).
-std::string windowAttrs(const char *op, const AttrMap &attrs,
-                        bool withDilation, PoolGeom &g) {
-  if (!attrs.has("kernel_size"))
-    return std::string(op) + ": missing attribute kernel_size";
-  if (auto e = get2(op, attrs, "kernel_size", 1, 1, g.kh, g.kw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "stride", g.kh, g.kw, g.sh, g.sw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "padding", 0, 0, g.ph, g.pw); !e.empty())
-    return e;
-  if (withDilation)
-    if (auto e = get2(op, attrs, "dilation", 1, 1, g.dh, g.dw); !e.empty())
-      return e;
-  g.ceil = attrs.getInt("ceil_mode", 0) != 0;
-  g.countPad = attrs.getInt("count_include_pad", 1) != 0;
-  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
-    return std::string(op) + ": kernel_size, stride and dilation must be >= 1";
-  for (int64_t v : {g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
-    if (v > em::kMaxWindowAttr)
-      return std::string(op) + ": window attribute value " + std::to_string(v) +
-             " (kernel_size, stride, padding or dilation) exceeds the supported "
-             "maximum " + std::to_string(em::kMaxWindowAttr);
-  if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
-    return std::string(op) +
-           ": padding must be >= 0 and at most half the kernel size";
-  g.oh = em::poolOutSize(g.h, g.kh, g.ph, g.sh, g.dh, g.ceil);
-  g.ow = em::poolOutSize(g.w, g.kw, g.pw, g.sw, g.dw, g.ceil);
-  if (g.oh < 1 || g.ow < 1)
-    return std::string(op) + ": input plane " + std::to_string(g.h) + "x" +
-           std::to_string(g.w) + " is too small for the pooling window";
-  return "";
-}
-
 std::vector<int64_t> withPlane(const std::vector<int64_t> &s, int64_t a,
                                int64_t b) {
   std::vector<int64_t> r(s.begin(), s.end() - 2);
@@ -586,7 +515,7 @@ std::vector<int64_t> withPlane(const std::vector<int64_t> &s, int64_t a,
 std::string planeOf(const char *op, const TensorView &x, PoolGeom &g) {
   if (auto e = needFloat(x, op, "x"); !e.empty())
     return e;
-  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+  if (auto e = geom::planesOf(op, "x", x.shape, g.planes); !e.empty())
     return e;
   g.h = x.shape[size_t(x.rank() - 2)];
   g.w = x.shape[size_t(x.rank() - 1)];
@@ -737,13 +666,11 @@ __global__ void adaptiveBackwardKernel(const T *dy, T *dx, PoolGeom g) {
 
 std::string kMaxPool(const CudaKernelArgs &a) {
   const char *op = "offload.max_pool2d";
-  if (auto e = needArity(a, op, 1, 2); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0], &ind = a.outputs[1];
   PoolGeom g;
   if (auto e = planeOf(op, x, g); !e.empty())
     return e;
-  if (auto e = windowAttrs(op, a.attrs, true, g); !e.empty())
+  if (auto e = geom::poolWindow(op, a.attrs, true, g); !e.empty())
     return e;
   std::vector<int64_t> ys = withPlane(x.shape, g.oh, g.ow);
   if (y.dtype != x.dtype || y.shape != ys)
@@ -765,8 +692,6 @@ std::string kMaxPool(const CudaKernelArgs &a) {
 
 std::string kMaxPoolBackward(const CudaKernelArgs &a) {
   const char *op = "offload.max_pool2d_backward";
-  if (auto e = needArity(a, op, 2, 1); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &ind = a.inputs[1], &dx = a.outputs[0];
   PoolGeom g;
   if (auto e = planeOf(op, dx, g); !e.empty())
@@ -805,13 +730,11 @@ std::string kMaxPoolBackward(const CudaKernelArgs &a) {
 
 std::string kAvgPool(const CudaKernelArgs &a) {
   const char *op = "offload.avg_pool2d";
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   PoolGeom g;
   if (auto e = planeOf(op, x, g); !e.empty())
     return e;
-  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+  if (auto e = geom::poolWindow(op, a.attrs, false, g); !e.empty())
     return e;
   std::vector<int64_t> ys = withPlane(x.shape, g.oh, g.ow);
   if (y.dtype != x.dtype || y.shape != ys)
@@ -831,13 +754,11 @@ std::string kAvgPool(const CudaKernelArgs &a) {
 
 std::string kAvgPoolBackward(const CudaKernelArgs &a) {
   const char *op = "offload.avg_pool2d_backward";
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   PoolGeom g;
   if (auto e = planeOf(op, dx, g); !e.empty())
     return e;
-  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+  if (auto e = geom::poolWindow(op, a.attrs, false, g); !e.empty())
     return e;
   std::vector<int64_t> ys = withPlane(dx.shape, g.oh, g.ow);
   if (dy.dtype != dx.dtype || dy.shape != ys)
@@ -857,8 +778,6 @@ std::string kAvgPoolBackward(const CudaKernelArgs &a) {
 
 std::string kAdaptive(const CudaKernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d";
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   PoolGeom g;
   if (auto e = planeOf(op, x, g); !e.empty())
@@ -870,7 +789,7 @@ std::string kAdaptive(const CudaKernelArgs &a) {
   g.ow = y.shape[size_t(y.rank() - 1)];
   if (a.attrs.has("output_size")) {
     int64_t oh, ow;
-    if (auto e = get2(op, a.attrs, "output_size", g.oh, g.ow, oh, ow);
+    if (auto e = geom::get2(op, a.attrs, "output_size", g.oh, g.ow, oh, ow);
         !e.empty())
       return e;
     if (oh != g.oh || ow != g.ow)
@@ -899,8 +818,6 @@ std::string kAdaptive(const CudaKernelArgs &a) {
 
 std::string kAdaptiveBackward(const CudaKernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d_backward";
-  if (auto e = needArity(a, op, 1, 1); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   PoolGeom g;
   if (auto e = planeOf(op, dx, g); !e.empty())

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
+#include "Geometry.h"
 #include "KernelSupport.h"
 
 #include <algorithm>
@@ -34,15 +35,7 @@ namespace {
 constexpr int64_t kColsBudget = int64_t(1) << 24;
 
 /// Geometry of a 2-D convolution, all sizes in elements.
-struct ConvGeom {
-  int64_t n, c, h, w;     // input
-  int64_t o, kh, kw;      // weight [o, c/g, kh, kw]
-  int64_t oh, ow;         // output spatial
-  int64_t sh, sw, ph, pw, dh, dw, g;
-  int64_t cg() const { return c / g; }
-  int64_t og() const { return o / g; }
-  int64_t kk() const { return kh * kw; }
-  int64_t l() const { return oh * ow; }
+struct ConvGeom : offload::rt::geom::ConvWindow {
   /// Kernel positions kh*KW+kw that read the input at some output position.
   /// The others only ever meet padding (a 3x3 kernel with padding 1 on a
   /// 1x1 map, as in ResNet's last stage on 32x32 images, reads the input
@@ -52,26 +45,6 @@ struct ConvGeom {
   int64_t nk() const { return int64_t(kpos.size()); }
   bool allLive() const { return nk() == kk(); }
 };
-
-/// Reads a 2-element int attribute (a single value is used for both).
-std::string get2(const char *op, const AttrMap &attrs, const char *name,
-                 int64_t dflt, int64_t &a, int64_t &b) {
-  std::vector<int64_t> v = attrs.getInts(name);
-  if (v.empty()) {
-    a = b = dflt;
-    return "";
-  }
-  if (v.size() == 1) {
-    a = b = v[0];
-    return "";
-  }
-  if (v.size() != 2)
-    return cat(op, ": attribute ", name, " must have 1 or 2 values, got ",
-               v.size());
-  a = v[0];
-  b = v[1];
-  return "";
-}
 
 /// Whether kernel tap `k` (stride s, padding p, dilation d) reads the input
 /// [0, in) at some output position o in [0, out): some o with
@@ -92,48 +65,8 @@ std::string makeGeom(const char *op, const AttrMap &attrs,
                      const std::vector<int64_t> &ws,
                      const TensorView &y, const char *yName,
                      ConvGeom &g) {
-  if (xs.size() != 4)
-    return cat(op, ": input must be [N,C,H,W], got ", shapeStr(xs));
-  if (ws.size() != 4)
-    return cat(op, ": weight must be [O,C/groups,KH,KW], got ", shapeStr(ws));
-  g.n = xs[0];
-  g.c = xs[1];
-  g.h = xs[2];
-  g.w = xs[3];
-  g.o = ws[0];
-  g.kh = ws[2];
-  g.kw = ws[3];
-  if (auto e = get2(op, attrs, "stride", 1, g.sh, g.sw); !e.empty())
+  if (auto e = offload::rt::geom::convWindow(op, attrs, xs, ws, g); !e.empty())
     return e;
-  if (auto e = get2(op, attrs, "padding", 0, g.ph, g.pw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "dilation", 1, g.dh, g.dw); !e.empty())
-    return e;
-  g.g = attrs.getInt("groups", 1);
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
-    return cat(op, ": stride and dilation must be >= 1 and padding >= 0");
-  for (int64_t v : {g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
-    if (v > offload::rt::em::kMaxWindowAttr)
-      return cat(op, ": stride, padding or dilation value ", v,
-                 " exceeds the supported maximum ",
-                 offload::rt::em::kMaxWindowAttr);
-  if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0)
-    return cat(op, ": groups=", g.g, " must divide input channels ", g.c,
-               " and output channels ", g.o);
-  if (ws[1] != g.c / g.g)
-    return cat(op, ": weight ", shapeStr(ws), " expects ", ws[1] * g.g,
-               " input channels with groups=", g.g, ", input has ", g.c);
-  if (g.kh < 1 || g.kw < 1 || g.c < 1)
-    return cat(op, ": empty kernel or channel dimension in weight ",
-               shapeStr(ws));
-  int64_t nh = g.h + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-  int64_t nw = g.w + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-  if (nh < 0 || nw < 0)
-    return cat(op, ": kernel ", g.kh, "x", g.kw, " (dilation ", g.dh, ",",
-               g.dw, ") is larger than padded input ", g.h + 2 * g.ph, "x",
-               g.w + 2 * g.pw);
-  g.oh = nh / g.sh + 1;
-  g.ow = nw / g.sw + 1;
   if (auto e = checkShape(op, yName, y, {g.n, g.o, g.oh, g.ow}); !e.empty())
     return e;
   g.kpos.clear();
@@ -536,8 +469,6 @@ void runForward(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d";
-  if (auto e = checkArity(a, op, 2, 3, 1, Absent::Allowed); !e.empty())
-    return e;
   DType dt;
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
   if (auto e = checkFloat3(op, x, "x", w, "w", y, "y", dt); !e.empty())
@@ -577,8 +508,6 @@ void runBackwardInput(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dBackwardInputKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d_backward_input";
-  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
-    return e;
   DType dt;
   const TensorView &dy = a.inputs[0], &w = a.inputs[1], &dx = a.outputs[0];
   if (auto e = checkFloat3(op, dy, "dy", w, "w", dx, "dx", dt); !e.empty())
@@ -608,8 +537,6 @@ void runBackwardWeight(const ConvGeom &g, const KernelArgs &a) {
 
 std::string conv2dBackwardWeightKernel(const KernelArgs &a) {
   const char *op = "offload.conv2d_backward_weight";
-  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
-    return e;
   DType dt;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1], &dw = a.outputs[0];
   if (auto e = checkFloat3(op, dy, "dy", x, "x", dw, "dw", dt); !e.empty())
@@ -628,7 +555,7 @@ std::string conv2dBackwardWeightKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerConvKernels(KernelRegistry &r) {
-  r.add("offload.conv2d", conv2dKernel);
-  r.add("offload.conv2d_backward_input", conv2dBackwardInputKernel);
-  r.add("offload.conv2d_backward_weight", conv2dBackwardWeightKernel);
+  r.add("offload.conv2d", conv2dKernel, Absent::Allowed);
+  r.add("offload.conv2d_backward_input", conv2dBackwardInputKernel, Absent::Allowed);
+  r.add("offload.conv2d_backward_weight", conv2dBackwardWeightKernel, Absent::Allowed);
 }

@@ -24,7 +24,6 @@ namespace {
 /// y = f(x) for one float input and one output of the same dtype and shape.
 template <typename F>
 std::string unaryFloat(const KernelArgs &args, const char *op, F f) {
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (auto e = checkFloat(x, op, "x"); !e.empty()) return e;
   if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
@@ -46,7 +45,6 @@ std::string unaryFloat(const KernelArgs &args, const char *op, F f) {
 template <typename F>
 std::string backwardFloat(const KernelArgs &args, const char *op,
                           const char *savedName, F f) {
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &dy = args.inputs[0], &s = args.inputs[1],
                    &dx = args.outputs[0];
   if (auto e = checkFloat(dy, op, "dy"); !e.empty()) return e;
@@ -167,7 +165,6 @@ template <typename T> T applyBin(BinOp k, T x, T y) {
 /// c = a (op) b with numpy broadcasting to c's shape. Float ops for all four;
 /// add/sub/mul also for i64/i32 (div is true division: floats only).
 std::string binary(const KernelArgs &args, const char *op, BinOp k) {
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.inputs[1],
                    &c = args.outputs[0];
   if (x.dtype != y.dtype || x.dtype != c.dtype)
@@ -252,7 +249,6 @@ void storeAs(DType d, void *p, int64_t i, double v) {
 
 std::string maskedFill(const KernelArgs &args) {
   const char *op = "masked_fill";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &m = args.inputs[1],
                    &y = args.outputs[0];
   if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
@@ -279,7 +275,6 @@ std::string maskedFill(const KernelArgs &args) {
 
 std::string whereK(const KernelArgs &args) {
   const char *op = "where";
-  if (auto e = checkArity(args, op, 3, 1); !e.empty()) return e;
   const TensorView &cnd = args.inputs[0], &x = args.inputs[1],
                    &y = args.inputs[2], &c = args.outputs[0];
   if (auto e = checkDType(cnd, DType::Bool, op, "cond"); !e.empty()) return e;
@@ -307,7 +302,6 @@ std::string whereK(const KernelArgs &args) {
 }
 
 std::string fill(const KernelArgs &args) {
-  if (auto e = checkArity(args, "fill", 0, 1); !e.empty()) return e;
   const TensorView &y = args.outputs[0];
   double v = args.attrs.getFloat("value", 0.0);
   parallelFor(y.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
@@ -334,7 +328,6 @@ void castFrom(const From *x, const TensorView &y, int64_t b, int64_t e) {
 
 std::string copy(const KernelArgs &args) {
   const char *op = "copy";
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (x.shape != y.shape)
     return std::string(op) + ": x has shape " + shapeStr(x.shape) +

@@ -32,7 +32,6 @@ std::vector<int64_t> withRow(std::vector<int64_t> s, int64_t d) {
 
 std::string embedding(const KernelArgs &args) {
   const char *op = "embedding";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &w = args.inputs[0], &idx = args.inputs[1],
                    &y = args.outputs[0];
   if (auto e = checkFloat(w, op, "weight"); !e.empty()) return e;
@@ -59,7 +58,6 @@ std::string embedding(const KernelArgs &args) {
 
 std::string embeddingBackward(const KernelArgs &args) {
   const char *op = "embedding_backward";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &dy = args.inputs[0], &idx = args.inputs[1],
                    &dw = args.outputs[0];
   if (auto e = checkFloat(dw, op, "dweight"); !e.empty()) return e;

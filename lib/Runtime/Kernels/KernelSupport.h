@@ -5,10 +5,11 @@
 // broadcast index helpers, typed OpenBLAS GEMM wrappers and fixed-order
 // floating-point sums.
 //
-// Operand and result counts and attribute presence are checked once per plan
-// instruction when a plan is loaded (the op-signature table, OpSignatures.h);
-// checkArity below guards kernels that are called directly (unit tests,
-// embedders) against counts and views a plan can never produce.
+// Operand and result counts, attribute presence, dimensions and data are
+// checked once per plan instruction when a plan is loaded (the op-signature
+// table, OpSignatures.h), and once per direct call (unit tests, embedders) by
+// the registry's Kernel (checkKernelArgs, Kernel.h): kernels check only what
+// neither covers (dtypes, shapes against each other, attribute values).
 //
 // Determinism: parallelFor splits [0, n) into fixed contiguous chunks that
 // depend only on n, the thread count and the grain; every kernel makes each
@@ -53,51 +54,6 @@ template <typename... Ts> std::string cat(const Ts &...xs) {
   std::ostringstream os;
   (void)std::initializer_list<int>{((os << xs), 0)...};
   return os.str();
-}
-
-/// Whether a kernel accepts an absent operand or result (a view with
-/// data == nullptr, KernelArgs) in place of a tensor.
-enum class Absent {
-  /// Every input and output must have data unless it has no elements.
-  Rejected,
-  /// The kernel checks presence itself (optional bias, running statistics,
-  /// gradients it may skip).
-  Allowed,
-};
-
-/// Checks that `a` has between `minIn` and `maxIn` inputs and exactly `nOut`
-/// outputs, that no view has a negative dimension and, with
-/// Absent::Rejected, that every non-empty view has data. Returns "" or a
-/// one-line error prefixed by `op` that names the offending operand.
-inline std::string checkArity(const KernelArgs &a, const char *op, size_t minIn,
-                              size_t maxIn, size_t nOut,
-                              Absent absent = Absent::Rejected) {
-  if (a.inputs.size() < minIn || a.inputs.size() > maxIn)
-    return cat(op, ": expected ", minIn == maxIn ? "" : "between ", minIn,
-               minIn == maxIn ? "" : cat(" and ", maxIn), " inputs, got ",
-               a.inputs.size());
-  if (a.outputs.size() != nOut)
-    return cat(op, ": expected ", nOut, " outputs, got ", a.outputs.size());
-  auto check = [&](const std::vector<TensorView> &v,
-                   const char *what) -> std::string {
-    for (size_t i = 0; i < v.size(); ++i) {
-      for (int64_t d : v[i].shape)
-        if (d < 0)
-          return cat(op, ": ", what, " ", i, " has a negative dimension ",
-                     shapeStr(v[i].shape));
-      if (absent == Absent::Rejected && !v[i].data && v[i].numel() != 0)
-        return cat(op, ": ", what, " ", i, " is null");
-    }
-    return "";
-  };
-  if (auto e = check(a.inputs, "input"); !e.empty()) return e;
-  return check(a.outputs, "output");
-}
-
-/// checkArity with exactly `nIn` inputs.
-inline std::string checkArity(const KernelArgs &a, const char *op, size_t nIn,
-                              size_t nOut, Absent absent = Absent::Rejected) {
-  return checkArity(a, op, nIn, nIn, nOut, absent);
 }
 
 /// True when the optional operand `i` is present.

@@ -57,8 +57,6 @@ template <typename T> std::string linearImpl(const KernelArgs &a) {
 
 std::string linearKernel(const KernelArgs &a) {
   const char *op = "offload.linear";
-  if (auto e = checkArity(a, op, 2, 3, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
   if (!isFloat(x.dtype))
     return cat(op, ": unsupported dtype ", dtypeName(x.dtype));
@@ -222,8 +220,6 @@ std::string matmulImpl(const KernelArgs &a, const MatmulPlan &p) {
 
 std::string matmulKernel(const KernelArgs &a) {
   const char *op = "offload.matmul";
-  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
-    return e;
   DType dt = a.inputs[0].dtype;
   if (!isFloat(dt))
     return cat(op, ": unsupported dtype ", dtypeName(dt));
@@ -242,6 +238,6 @@ std::string matmulKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerLinAlgKernels(KernelRegistry &r) {
-  r.add("offload.linear", linearKernel);
-  r.add("offload.matmul", matmulKernel);
+  r.add("offload.linear", linearKernel, Absent::Allowed);
+  r.add("offload.matmul", matmulKernel, Absent::Allowed);
 }

@@ -94,7 +94,6 @@ std::string ceParams(const KernelArgs &args, const char *op, CEParams &p) {
 
 std::string crossEntropy(const KernelArgs &args) {
   const char *op = "cross_entropy";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   CEParams p;
   if (auto e = ceParams(args, op, p); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &t = args.inputs[1], &y = args.outputs[0];
@@ -138,7 +137,6 @@ std::string crossEntropy(const KernelArgs &args) {
 
 std::string crossEntropyBackward(const KernelArgs &args) {
   const char *op = "cross_entropy_backward";
-  if (auto e = checkArity(args, op, 3, 1); !e.empty()) return e;
   CEParams p;
   if (auto e = ceParams(args, op, p); !e.empty()) return e;
   const TensorView &dl = args.inputs[0], &x = args.inputs[1],
@@ -177,7 +175,6 @@ std::string crossEntropyBackward(const KernelArgs &args) {
 
 std::string nllLoss(const KernelArgs &args) {
   const char *op = "nll_loss";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   Red red;
   if (auto e = reduction(args, op, red); !e.empty()) return e;
   int64_t ignore = args.attrs.getInt("ignore_index", -100);
@@ -205,7 +202,6 @@ std::string nllLoss(const KernelArgs &args) {
 
 std::string nllLossBackward(const KernelArgs &args) {
   const char *op = "nll_loss_backward";
-  if (auto e = checkArity(args, op, 3, 1); !e.empty()) return e;
   Red red;
   if (auto e = reduction(args, op, red); !e.empty()) return e;
   int64_t ignore = args.attrs.getInt("ignore_index", -100);
@@ -233,7 +229,6 @@ std::string nllLossBackward(const KernelArgs &args) {
 
 std::string mseLoss(const KernelArgs &args) {
   const char *op = "mse_loss";
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   Red red;
   if (auto e = reduction(args, op, red); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &t = args.inputs[1], &y = args.outputs[0];
@@ -268,7 +263,6 @@ std::string mseLoss(const KernelArgs &args) {
 
 std::string mseLossBackward(const KernelArgs &args) {
   const char *op = "mse_loss_backward";
-  if (auto e = checkArity(args, op, 3, 1); !e.empty()) return e;
   Red red;
   if (auto e = reduction(args, op, red); !e.empty()) return e;
   const TensorView &dl = args.inputs[0], &x = args.inputs[1],

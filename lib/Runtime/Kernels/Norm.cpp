@@ -104,8 +104,6 @@ template <typename T> void bnForward(const BnGeom &g, const KernelArgs &a) {
 
 std::string batchNormKernel(const KernelArgs &a) {
   const char *op = "offload.batch_norm";
-  if (auto e = checkArity(a, op, 5, 5, 5, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0];
   DType dt = x.dtype;
   if (!isFloat(dt))
@@ -193,8 +191,6 @@ template <typename T> void bnBackward(const BnGeom &g, const KernelArgs &a) {
 
 std::string batchNormBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.batch_norm_backward";
-  if (auto e = checkArity(a, op, 5, 5, 3, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   DType dt = x.dtype;
   if (!isFloat(dt))
@@ -316,8 +312,6 @@ template <typename T> void lnForward(const LnGeom &g, const KernelArgs &a) {
 
 std::string layerNormKernel(const KernelArgs &a) {
   const char *op = "offload.layer_norm";
-  if (auto e = checkArity(a, op, 1, 3, 3, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0];
   DType dt = x.dtype;
   if (!isFloat(dt))
@@ -434,8 +428,6 @@ template <typename T> void lnBackward(const LnGeom &g, const KernelArgs &a) {
 
 std::string layerNormBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.layer_norm_backward";
-  if (auto e = checkArity(a, op, 5, 5, 3, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
   DType dt = x.dtype;
   if (!isFloat(dt))
@@ -473,8 +465,8 @@ std::string layerNormBackwardKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerNormKernels(KernelRegistry &r) {
-  r.add("offload.batch_norm", batchNormKernel);
-  r.add("offload.batch_norm_backward", batchNormBackwardKernel);
-  r.add("offload.layer_norm", layerNormKernel);
-  r.add("offload.layer_norm_backward", layerNormBackwardKernel);
+  r.add("offload.batch_norm", batchNormKernel, Absent::Allowed);
+  r.add("offload.batch_norm_backward", batchNormBackwardKernel, Absent::Allowed);
+  r.add("offload.layer_norm", layerNormKernel, Absent::Allowed);
+  r.add("offload.layer_norm_backward", layerNormBackwardKernel, Absent::Allowed);
 }

@@ -134,7 +134,6 @@ std::string checkStep(const char *op, const TensorView &s, const TensorView &ns)
 // new_momentum_buffer, new_step.
 std::string sgdUpdate(const KernelArgs &args) {
   const char *op = "sgd_update";
-  if (auto e = checkArity(args, op, 4, 3); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &buf = args.inputs[2], &step = args.inputs[3];
   const TensorView &np = args.outputs[0], &nbuf = args.outputs[1],
@@ -185,7 +184,6 @@ std::string sgdUpdate(const KernelArgs &args) {
 // new_exp_avg, new_exp_avg_sq, new_step.
 std::string adamwUpdate(const KernelArgs &args) {
   const char *op = "adamw_update";
-  if (auto e = checkArity(args, op, 5, 4); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &m = args.inputs[2], &v = args.inputs[3], &step = args.inputs[4];
   const TensorView &np = args.outputs[0], &nm = args.outputs[1],

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
+#include "Geometry.h"
 #include "KernelSupport.h"
 
 #include <algorithm>
@@ -26,79 +27,12 @@ using namespace offload::rt::kernels;
 namespace {
 
 using offload::rt::em::PoolGeom;
-
-std::string get2(const char *op, const AttrMap &attrs, const char *name,
-                 int64_t dfltA, int64_t dfltB, int64_t &a, int64_t &b) {
-  std::vector<int64_t> v = attrs.getInts(name);
-  if (v.empty()) {
-    a = dfltA;
-    b = dfltB;
-  } else if (v.size() == 1) {
-    a = b = v[0];
-  } else if (v.size() == 2) {
-    a = v[0];
-    b = v[1];
-  } else {
-    return cat(op, ": attribute ", name, " must have 1 or 2 values, got ",
-               v.size());
-  }
-  return "";
-}
+using offload::rt::geom::get2;
 
 /// ATen pooling_output_shape (Pool.h, PyTorch 1.13): em::poolOutSize.
 inline int64_t poolOut(int64_t in, int64_t k, int64_t pad, int64_t stride,
                        int64_t dil, bool ceil) {
   return offload::rt::em::poolOutSize(in, k, pad, stride, dil, ceil);
-}
-
-/// Leading dims and plane count of a [N,C,H,W] or [C,H,W] tensor.
-std::string planesOf(const char *op, const char *name, const TensorView &t,
-                     int64_t &planes) {
-  if (t.rank() != 3 && t.rank() != 4)
-    return cat(op, ": ", name, " must be [N,C,H,W] or [C,H,W], got ",
-               shapeStr(t.shape));
-  planes = 1;
-  for (int64_t i = 0; i + 2 < t.rank(); ++i)
-    planes *= t.shape[size_t(i)];
-  return "";
-}
-
-/// Reads kernel_size, stride, padding, dilation (when `withDilation`),
-/// ceil_mode, count_include_pad, and computes the output size of an input
-/// plane g.h x g.w.
-std::string windowAttrs(const char *op, const AttrMap &attrs,
-                        bool withDilation, PoolGeom &g) {
-  if (!attrs.has("kernel_size"))
-    return cat(op, ": missing attribute kernel_size");
-  if (auto e = get2(op, attrs, "kernel_size", 1, 1, g.kh, g.kw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "stride", g.kh, g.kw, g.sh, g.sw); !e.empty())
-    return e;
-  if (auto e = get2(op, attrs, "padding", 0, 0, g.ph, g.pw); !e.empty())
-    return e;
-  if (withDilation)
-    if (auto e = get2(op, attrs, "dilation", 1, 1, g.dh, g.dw); !e.empty())
-      return e;
-  g.ceil = attrs.getInt("ceil_mode", 0) != 0;
-  g.countPad = attrs.getInt("count_include_pad", 1) != 0;
-  if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
-    return cat(op, ": kernel_size, stride and dilation must be >= 1");
-  for (int64_t v : {g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw})
-    if (v > offload::rt::em::kMaxWindowAttr)
-      return cat(op, ": window attribute value ", v,
-                 " (kernel_size, stride, padding or dilation) exceeds the "
-                 "supported maximum ", offload::rt::em::kMaxWindowAttr);
-  if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
-    return cat(op, ": padding (", g.ph, ",", g.pw,
-               ") must be >= 0 and at most half the kernel size (", g.kh, ",",
-               g.kw, ")");
-  g.oh = poolOut(g.h, g.kh, g.ph, g.sh, g.dh, g.ceil);
-  g.ow = poolOut(g.w, g.kw, g.pw, g.sw, g.dw, g.ceil);
-  if (g.oh < 1 || g.ow < 1)
-    return cat(op, ": input plane ", g.h, "x", g.w,
-               " is too small for the pooling window (output ", g.oh, "x",
-               g.ow, ")");
-  return "";
 }
 
 std::vector<int64_t> withPlane(const std::vector<int64_t> &s, int64_t a,
@@ -161,8 +95,6 @@ void maxPoolImpl(const PoolGeom &g, const T *x, T *y, int64_t *ind,
 
 std::string maxPoolKernel(const KernelArgs &a) {
   const char *op = "offload.max_pool2d";
-  if (auto e = checkArity(a, op, 1, 1, 2, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0], &ind = a.outputs[1];
   DType dt;
   if (auto e = checkF(op, "x", x, dt, true); !e.empty())
@@ -172,11 +104,11 @@ std::string maxPoolKernel(const KernelArgs &a) {
   if (auto e = checkTensor(op, "indices", ind, DType::I64); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "x", x.shape, g.planes); !e.empty())
     return e;
   g.h = x.shape[size_t(x.rank() - 2)];
   g.w = x.shape[size_t(x.rank() - 1)];
-  if (auto e = windowAttrs(op, a.attrs, true, g); !e.empty())
+  if (auto e = offload::rt::geom::poolWindow(op, a.attrs, true, g); !e.empty())
     return e;
   auto ys = withPlane(x.shape, g.oh, g.ow);
   if (auto e = checkShape(op, "y", y, ys); !e.empty())
@@ -216,8 +148,6 @@ std::string maxPoolBackwardImpl(const PoolGeom &g, const T *dy,
 
 std::string maxPoolBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.max_pool2d_backward";
-  if (auto e = checkArity(a, op, 2, 2, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &ind = a.inputs[1], &dx = a.outputs[0];
   DType dt;
   if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
@@ -227,7 +157,7 @@ std::string maxPoolBackwardKernel(const KernelArgs &a) {
   if (auto e = checkTensor(op, "indices", ind, DType::I64); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "dx", dx.shape, g.planes); !e.empty())
     return e;
   g.h = dx.shape[size_t(dx.rank() - 2)];
   g.w = dx.shape[size_t(dx.rank() - 1)];
@@ -309,8 +239,6 @@ void avgPoolBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
 
 std::string avgPoolKernel(const KernelArgs &a) {
   const char *op = "offload.avg_pool2d";
-  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   DType dt;
   if (auto e = checkF(op, "x", x, dt, true); !e.empty())
@@ -318,11 +246,11 @@ std::string avgPoolKernel(const KernelArgs &a) {
   if (auto e = checkF(op, "y", y, dt, false); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "x", x.shape, g.planes); !e.empty())
     return e;
   g.h = x.shape[size_t(x.rank() - 2)];
   g.w = x.shape[size_t(x.rank() - 1)];
-  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+  if (auto e = offload::rt::geom::poolWindow(op, a.attrs, false, g); !e.empty())
     return e;
   if (auto e = checkShape(op, "y", y, withPlane(x.shape, g.oh, g.ow));
       !e.empty())
@@ -336,8 +264,6 @@ std::string avgPoolKernel(const KernelArgs &a) {
 
 std::string avgPoolBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.avg_pool2d_backward";
-  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   DType dt;
   if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
@@ -345,11 +271,11 @@ std::string avgPoolBackwardKernel(const KernelArgs &a) {
   if (auto e = checkF(op, "dx", dx, dt, false); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "dx", dx.shape, g.planes); !e.empty())
     return e;
   g.h = dx.shape[size_t(dx.rank() - 2)];
   g.w = dx.shape[size_t(dx.rank() - 1)];
-  if (auto e = windowAttrs(op, a.attrs, false, g); !e.empty())
+  if (auto e = offload::rt::geom::poolWindow(op, a.attrs, false, g); !e.empty())
     return e;
   if (auto e = checkShape(op, "dy", dy, withPlane(dx.shape, g.oh, g.ow));
       !e.empty())
@@ -421,8 +347,6 @@ void adaptiveBackwardImpl(const PoolGeom &g, const T *dy, T *dx, int threads) {
 
 std::string adaptiveKernel(const KernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d";
-  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   DType dt;
   if (auto e = checkF(op, "x", x, dt, true); !e.empty())
@@ -430,7 +354,7 @@ std::string adaptiveKernel(const KernelArgs &a) {
   if (auto e = checkF(op, "y", y, dt, false); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "x", x, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "x", x.shape, g.planes); !e.empty())
     return e;
   g.h = x.shape[size_t(x.rank() - 2)];
   g.w = x.shape[size_t(x.rank() - 1)];
@@ -464,8 +388,6 @@ std::string adaptiveKernel(const KernelArgs &a) {
 
 std::string adaptiveBackwardKernel(const KernelArgs &a) {
   const char *op = "offload.adaptive_avg_pool2d_backward";
-  if (auto e = checkArity(a, op, 1, 1, 1, Absent::Allowed); !e.empty())
-    return e;
   const TensorView &dy = a.inputs[0], &dx = a.outputs[0];
   DType dt;
   if (auto e = checkF(op, "dy", dy, dt, true); !e.empty())
@@ -473,7 +395,7 @@ std::string adaptiveBackwardKernel(const KernelArgs &a) {
   if (auto e = checkF(op, "dx", dx, dt, false); !e.empty())
     return e;
   PoolGeom g;
-  if (auto e = planesOf(op, "dx", dx, g.planes); !e.empty())
+  if (auto e = offload::rt::geom::planesOf(op, "dx", dx.shape, g.planes); !e.empty())
     return e;
   if (dy.rank() != dx.rank())
     return cat(op, ": dy ", shapeStr(dy.shape), " and dx ", shapeStr(dx.shape),
@@ -499,10 +421,10 @@ std::string adaptiveBackwardKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerPoolKernels(KernelRegistry &r) {
-  r.add("offload.max_pool2d", maxPoolKernel);
-  r.add("offload.max_pool2d_backward", maxPoolBackwardKernel);
-  r.add("offload.avg_pool2d", avgPoolKernel);
-  r.add("offload.avg_pool2d_backward", avgPoolBackwardKernel);
-  r.add("offload.adaptive_avg_pool2d", adaptiveKernel);
-  r.add("offload.adaptive_avg_pool2d_backward", adaptiveBackwardKernel);
+  r.add("offload.max_pool2d", maxPoolKernel, Absent::Allowed);
+  r.add("offload.max_pool2d_backward", maxPoolBackwardKernel, Absent::Allowed);
+  r.add("offload.avg_pool2d", avgPoolKernel, Absent::Allowed);
+  r.add("offload.avg_pool2d_backward", avgPoolBackwardKernel, Absent::Allowed);
+  r.add("offload.adaptive_avg_pool2d", adaptiveKernel, Absent::Allowed);
+  r.add("offload.adaptive_avg_pool2d_backward", adaptiveBackwardKernel, Absent::Allowed);
 }

@@ -43,7 +43,6 @@ namespace {
 
 /// Shared by dropout and dropout_backward: y = x * mask / (1 - p).
 std::string dropoutImpl(const KernelArgs &args, const char *op) {
-  if (auto e = checkArity(args, op, 2, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &seed = args.inputs[1],
                    &y = args.outputs[0];
   if (auto e = checkFloat(x, op, "input"); !e.empty()) return e;

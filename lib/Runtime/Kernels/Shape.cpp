@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Geometry.h"
 #include "KernelSupport.h"
 
 namespace offload {
@@ -17,7 +18,6 @@ namespace {
 
 std::string reshape(const KernelArgs &args) {
   const char *op = "reshape";
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
   if (x.numel() != y.numel())
@@ -29,7 +29,6 @@ std::string reshape(const KernelArgs &args) {
 
 std::string transpose(const KernelArgs &args) {
   const char *op = "transpose";
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
   std::vector<int64_t> perm = args.attrs.getInts("perm");
@@ -84,9 +83,9 @@ std::string transpose(const KernelArgs &args) {
 
 std::string cat(const KernelArgs &args) {
   const char *op = "cat";
-  if (args.outputs.size() != 1 || args.inputs.empty())
+  // The table allows a variadic operand with no values; cat needs one.
+  if (args.inputs.empty())
     return "cat: expected at least one input and one output";
-  if (auto e = checkArity(args, op, args.inputs.size(), 1); !e.empty()) return e;
   const TensorView &y = args.outputs[0];
   int64_t rank = y.rank();
   int64_t dim = args.attrs.getInt("dim", 0);
@@ -133,32 +132,7 @@ std::string cat(const KernelArgs &args) {
   return "";
 }
 
-/// Normalized slice parameters (ATen `slice` rules: negative start/end wrap,
-/// then clamp to [0, size]; step >= 1).
-struct SliceSpec {
-  int64_t dim, start, step, len;
-};
-
-std::string sliceSpec(const KernelArgs &args, const char *op,
-                      const std::vector<int64_t> &full, SliceSpec &s) {
-  int64_t rank = int64_t(full.size());
-  s.dim = args.attrs.getInt("dim", 0);
-  if (!normDim(s.dim, rank))
-    return std::string(op) + ": dim out of range for rank " + std::to_string(rank);
-  int64_t size = full[size_t(s.dim)];
-  int64_t start = args.attrs.getInt("start", 0);
-  int64_t end = args.attrs.getInt("end", INT64_MAX);
-  s.step = args.attrs.getInt("step", 1);
-  if (s.step < 1) return std::string(op) + ": step must be >= 1";
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::min(std::max<int64_t>(start, 0), size);
-  end = std::min(std::max<int64_t>(end, 0), size);
-  if (end < start) end = start;
-  s.start = start;
-  s.len = (end - start + s.step - 1) / s.step;
-  return "";
-}
+using offload::rt::geom::SliceSpec;
 
 /// Copies between the full tensor and its slice; `toFull` scatters the slice
 /// into the full tensor (which the caller zeroed).
@@ -192,11 +166,10 @@ std::vector<int64_t> slicedShape(std::vector<int64_t> s, const SliceSpec &sp) {
 
 std::string slice(const KernelArgs &args) {
   const char *op = "slice";
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
   SliceSpec s;
-  if (auto e = sliceSpec(args, op, x.shape, s); !e.empty()) return e;
+  if (auto e = offload::rt::geom::sliceSpec(op, args.attrs, x.shape, s); !e.empty()) return e;
   if (y.shape != slicedShape(x.shape, s))
     return std::string(op) + ": y has shape " + shapeStr(y.shape) +
            ", expected " + shapeStr(slicedShape(x.shape, s));
@@ -206,11 +179,10 @@ std::string slice(const KernelArgs &args) {
 
 std::string sliceBackward(const KernelArgs &args) {
   const char *op = "slice_backward";
-  if (auto e = checkArity(args, op, 1, 1); !e.empty()) return e;
   const TensorView &dy = args.inputs[0], &dx = args.outputs[0];
   if (auto e = checkDType(dx, dy.dtype, op, "dx"); !e.empty()) return e;
   SliceSpec s;
-  if (auto e = sliceSpec(args, op, dx.shape, s); !e.empty()) return e;
+  if (auto e = offload::rt::geom::sliceSpec(op, args.attrs, dx.shape, s); !e.empty()) return e;
   if (dy.shape != slicedShape(dx.shape, s))
     return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
            ", expected " + shapeStr(slicedShape(dx.shape, s));

@@ -1,6 +1,6 @@
 // Lower the MLP training step to a plan and read it back with offload-run.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true" \
-// RUN:   --offload-memory-report --convert-offload-to-plan="output=%t.oflp" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPILE
+// RUN:   --offload-memory-report --convert-offload-to-plan="output=%t.oflp report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPILE
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s
 // REQUIRES: offload-run
 

@@ -3,7 +3,7 @@
 // refuses a module without exactly one step.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd lr=0.1 momentum=0.9" -o %t.step.mlir
 // RUN: offload-translate --offload-to-plan %t.step.mlir -o %t.plan
-// RUN: offload-opt %t.step.mlir --convert-offload-to-plan="output=%t.pass.plan quiet=true" -o /dev/null
+// RUN: offload-opt %t.step.mlir --convert-offload-to-plan="output=%t.pass.plan" -o /dev/null
 // RUN: cmp %t.plan %t.pass.plan
 // RUN: offload-run --dump-plan %t.plan | FileCheck %s
 // RUN: not offload-translate --offload-to-plan %S/Inputs/no-step.mlir -o %t.none 2>&1 | FileCheck %s --check-prefix=NOSTEP

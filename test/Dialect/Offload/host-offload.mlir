@@ -1,15 +1,15 @@
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
-// RUN:   --offload-host-offload="policy=all prefetch-distance=2 wait-distance=1" 2>&1 | FileCheck %s
+// RUN:   --offload-host-offload="policy=all prefetch-distance=2 wait-distance=1 report=-" 2>&1 | FileCheck %s
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
-// RUN:   --offload-host-offload="policy=size min-bytes=1024" 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN:   --offload-host-offload="policy=size min-bytes=1024 report=-" 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
 // RUN:   --offload-host-offload="policy=all" --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-host-offload 2>&1 | FileCheck %s --check-prefix=NOBWD
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
-// RUN:   --offload-host-offload="policy=all link-bandwidth=1e30" 2>&1 | FileCheck %s --check-prefix=FAST
+// RUN:   --offload-host-offload="policy=all link-bandwidth=1e30 report=-" 2>&1 | FileCheck %s --check-prefix=FAST
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff \
-// RUN:   --offload-host-offload="policy=all link-bandwidth=1" 2>&1 | FileCheck %s --check-prefix=SLOW
+// RUN:   --offload-host-offload="policy=all link-bandwidth=1 report=-" 2>&1 | FileCheck %s --check-prefix=SLOW
 
 // Placement from the cost model (no prefetch-distance): over an infinitely
 // fast link each prefetch stays at its use; over a 1 byte/s link each rises

@@ -1,11 +1,11 @@
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="prefetch-distance=1 refetch=always" 2>&1 | FileCheck %s
+// RUN:   --offload-host-parameters="prefetch-distance=1 refetch=always report=-" 2>&1 | FileCheck %s
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1e30" 2>&1 | FileCheck %s --check-prefix=FAST
+// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1e30 report=-" 2>&1 | FileCheck %s --check-prefix=FAST
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1" 2>&1 | FileCheck %s --check-prefix=SLOW
+// RUN:   --offload-host-parameters="refetch=never link-bandwidth=1 report=-" 2>&1 | FileCheck %s --check-prefix=SLOW
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adamw return-gradients=true" \
-// RUN:   --offload-host-parameters="policy=names names=fc2.*" 2>&1 | FileCheck %s --check-prefix=NAMES
+// RUN:   --offload-host-parameters="policy=names names=fc2.* report=-" 2>&1 | FileCheck %s --check-prefix=NAMES
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-host-parameters --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN

@@ -20,7 +20,7 @@
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1GiB target=%t.negative.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGRATE
 // NEGRATE: error: offload-plan-memory: target file '{{.*}}negative.json': 'flops_per_second' must be a number > 0
 // A good target file works, and its memory is the default budget.
-// RUN: offload-opt %t.step.mlir --offload-plan-memory="target=%t.good.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GOODFILE
+// RUN: offload-opt %t.step.mlir --offload-plan-memory="target=%t.good.json report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GOODFILE
 // GOODFILE: the step fits unplanned: device arena 10756 bytes (10.50 KiB) <= budget 100000 bytes (97.66 KiB) on tiny-gpu
 //
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
@@ -34,10 +34,10 @@
 // Units: binary and decimal suffixes, fractions.
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1.5KiB" -o /dev/null 2>&1 | FileCheck %s --check-prefix=KIB
 // KIB: no plan fits the budget of 1536 bytes
-// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=0.02MB" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MB
+// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=0.02MB report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MB
 // MB: budget 20000 bytes
 // A budget above the target's memory is a warning.
-// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=1TB target=l4" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BIG
+// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=1TB target=l4 report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BIG
 // BIG: warning: offload-plan-memory: the budget of 1000000000000 bytes is more than l4's 24000000000 bytes of memory
 //
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-plan-memory="budget=1GiB" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOAD
@@ -47,4 +47,4 @@
 // RUN: not offload-opt %t.step.mlir --offload-recompute="policy=all report=false" --offload-plan-memory="budget=8000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MANUAL
 // MANUAL: error: offload-plan-memory: the step already has a memory rewrite ('offload.recompute'); the planner decides recompute and offload itself
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=8000 report=%t.nodir/x.txt" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
-// REPORT: error: offload-plan-memory: cannot write the report '{{.*}}nodir/x.txt'
+// REPORT: error: offload-plan-memory: the report: cannot write '{{.*}}nodir/x.txt': directory '{{.*}}nodir' does not exist

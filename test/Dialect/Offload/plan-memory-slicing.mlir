@@ -10,7 +10,7 @@
 //
 // Below the unsliced smallest arena: sliced, planned, reported. The largest
 // slice size that fits is taken (128 KiB: 8 slices; 64 KiB would also fit).
-// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=400000 report-kept=false" -o %t.planned.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=400000 report=-" -o %t.planned.mlir 2>&1 | FileCheck %s --check-prefix=REPORT
 // REPORT: plan-memory @forward: budget 400000 bytes
 // REPORT-NEXT: slicing: no plan fits without slicing (smallest arena [[UNSLICED:[0-9]+]] bytes); parameters above 131072 bytes sliced into rows: 'fc2.weight' (1048576 bytes) in 8 slices; 'fc2.bias' (16384 bytes) in 8 slices
 // REPORT: parameter fc2.weight[0:512]

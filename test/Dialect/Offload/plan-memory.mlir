@@ -4,7 +4,7 @@
 //
 // A budget the step meets unplanned: nothing changes.
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=30000 target=h100-sxm" 2>%t.fits | FileCheck %s --check-prefix=FITS \
+// RUN:   --offload-plan-memory="budget=30000 target=h100-sxm report=-" 2>%t.fits | FileCheck %s --check-prefix=FITS \
 // RUN:   --implicit-check-not=offload.recompute --implicit-check-not=offload.to_host
 // RUN: FileCheck %s --check-prefix=FITS-REPORT < %t.fits
 // FITS: offload.planned = "budget=30000 target=h100-sxm"
@@ -14,7 +14,7 @@
 // each update runs right after its gradient, before the next layer's
 // backward ops.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=10500" 2>%t.early | FileCheck %s --check-prefix=EARLY
+// RUN:   --offload-plan-memory="budget=10500 report=-" 2>%t.early | FileCheck %s --check-prefix=EARLY
 // RUN: FileCheck %s --check-prefix=EARLY-REPORT < %t.early
 // EARLY: offload.phase backward
 // EARLY: offload.sgd_update
@@ -33,7 +33,7 @@
 // copying it, and one value is enough (earlier decisions the aim no longer
 // needs are given back).
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=18000" 2>%t.saved | FileCheck %s --check-prefix=SAVED
+// RUN:   --offload-plan-memory="budget=18000 report=-" 2>%t.saved | FileCheck %s --check-prefix=SAVED
 // RUN: FileCheck %s --check-prefix=SAVED-REPORT < %t.saved
 // SAVED: offload.phase backward
 // SAVED: offload.recompute
@@ -44,7 +44,7 @@
 // compute, copying the same value is the cheaper way.
 // RUN: echo '{"name": "slow-compute", "memory_bytes": 100000, "memory_bytes_per_second": 1e9, "flops_per_second": 1e9, "host_to_device_bytes_per_second": 1e13, "device_to_host_bytes_per_second": 1e13}' > %t.slow.json
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=18000 target=%t.slow.json" 2>%t.offload | FileCheck %s --check-prefix=OFFLOAD
+// RUN:   --offload-plan-memory="budget=18000 target=%t.slow.json report=-" 2>%t.offload | FileCheck %s --check-prefix=OFFLOAD
 // RUN: FileCheck %s --check-prefix=OFFLOAD-REPORT < %t.offload
 // OFFLOAD: offload.to_host async
 // OFFLOAD: offload.phase backward
@@ -55,7 +55,7 @@
 // A parameter on the host: its argument, optimizer state and update move
 // there.
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=16000" 2>%t.host | FileCheck %s --check-prefix=HOST
+// RUN:   --offload-plan-memory="budget=16000 report=-" 2>%t.host | FileCheck %s --check-prefix=HOST
 // RUN: FileCheck %s --check-prefix=HOST-REPORT < %t.host
 // HOST: %arg0: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight"
 // HOST: offload.sgd_update {{.*}} : !offload.host<tensor<16x8xf32>>
@@ -84,7 +84,7 @@
 // RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=10000" 2>&1 | sed -n 's/.*Ask for budget=\([0-9]*\).*/\1/p' > %t.min
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
-// RUN:   --offload-plan-memory="budget=$(cat %t.min)" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIN
+// RUN:   --offload-plan-memory="budget=$(cat %t.min) report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIN
 // MIN: decisions:
 // MIN: device arena: 19204 -> {{[0-9]+}} bytes
 //
@@ -94,7 +94,7 @@
 // RUN: echo '{"name": "ws-gpu", "memory_bytes": 100000, "memory_bytes_per_second": 1e12, "flops_per_second": 1e13, "host_to_device_bytes_per_second": 2e10, "device_to_host_bytes_per_second": 2e10, "workspace_bytes": 4096}' > %t.ws.json
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=20000 target=%t.ws.json report=none" \
-// RUN:   --convert-offload-to-plan="output=%t.ws.oflp" -o %t.ws.mlir 2>&1 | FileCheck %s --check-prefix=WS-LOWER
+// RUN:   --convert-offload-to-plan="output=%t.ws.oflp report=-" -o %t.ws.mlir 2>&1 | FileCheck %s --check-prefix=WS-LOWER
 // RUN: FileCheck %s --check-prefix=WS-IR < %t.ws.mlir
 // RUN: offload-run --dump-plan %t.ws.oflp | FileCheck %s --check-prefix=WS-PLAN
 // WS-LOWER: plan {{.*}} peak device bytes [[PEAK:[0-9]+]] (memory plan: {{[0-9]+}}), device arena {{1[0-9][0-9][0-9][0-9]}} bytes

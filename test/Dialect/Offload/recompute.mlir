@@ -1,17 +1,17 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=ops ops=relu,batch_norm" 2>&1 | FileCheck %s --check-prefix=OPS
+// RUN:   --offload-recompute="policy=ops ops=relu,batch_norm report=-" 2>&1 | FileCheck %s --check-prefix=OPS
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=ops ops=relu" 2>&1 | FileCheck %s --check-prefix=OPSNONE
+// RUN:   --offload-recompute="policy=ops ops=relu report=-" 2>&1 | FileCheck %s --check-prefix=OPSNONE
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=every-k k=2" 2>&1 | FileCheck %s --check-prefix=EVERYK
+// RUN:   --offload-recompute="policy=every-k k=2 report=-" 2>&1 | FileCheck %s --check-prefix=EVERYK
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=sqrt" 2>&1 | FileCheck %s --check-prefix=SQRT
+// RUN:   --offload-recompute="policy=sqrt report=-" 2>&1 | FileCheck %s --check-prefix=SQRT
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=names names=block2.*" 2>&1 | FileCheck %s --check-prefix=NAMES
+// RUN:   --offload-recompute="policy=names names=block2.* report=-" 2>&1 | FileCheck %s --check-prefix=NAMES
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=all" 2>&1 | FileCheck %s --check-prefix=ALL
+// RUN:   --offload-recompute="policy=all report=-" 2>&1 | FileCheck %s --check-prefix=ALL
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff \
-// RUN:   --offload-recompute="policy=every-k k=3" --offload-recompute="policy=names names=block2.fc2" 2>&1 | FileCheck %s --check-prefix=NESTED
+// RUN:   --offload-recompute="policy=every-k k=3 report=-" --offload-recompute="policy=names names=block2.fc2 report=-" 2>&1 | FileCheck %s --check-prefix=NESTED
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff --offload-recompute="policy=all" \
 // RUN:   --offload-inline-recompute 2>&1 | FileCheck %s --check-prefix=INLINE
 // RUN: not offload-opt %S/../../Inputs/chain-forward.mlir --offload-recompute="policy=bogus" 2>&1 | FileCheck %s --check-prefix=BAD

@@ -15,7 +15,7 @@
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-recompute=policy=all -o /dev/null 2>&1 | FileCheck %s --check-prefix=BEFORE
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-host-offload=policy=all -o /dev/null 2>&1 | FileCheck %s --check-prefix=HOBEFORE
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --convert-offload-to-plan="output=%t.oflp" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOWER
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --convert-offload-to-plan="output=%t.oflp quiet=true forward-only=true" -o /dev/null
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --convert-offload-to-plan="output=%t.oflp forward-only=true" -o /dev/null
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd lr=0.1" --offload-recompute="policy=names names=*" -o - | FileCheck %s --check-prefix=NAMESOK
 //
 // LRNAN: error: offload-autodiff: lr must be a finite number >= 0, got nan

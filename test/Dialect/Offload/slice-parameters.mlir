@@ -1,11 +1,11 @@
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 2>&1 | FileCheck %s
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 \
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters="slice-bytes=256 report=-" 2>&1 | FileCheck %s
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters="slice-bytes=256 report=-" \
 // RUN:   --offload-autodiff="optimizer=sgd momentum=0.9 return-gradients=true" 2>&1 | FileCheck %s --check-prefix=AD
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-slice-parameters=slice-bytes=256 \
 // RUN:   --offload-autodiff="optimizer=sgd momentum=0.9 return-gradients=true" --offload-host-parameters \
 // RUN:   --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
-// RUN: offload-opt %s --offload-slice-parameters=slice-bytes=64 2>&1 | FileCheck %s --check-prefix=WARN
+// RUN: offload-opt %s --offload-slice-parameters="slice-bytes=64 report=-" 2>&1 | FileCheck %s --check-prefix=WARN
 // RUN: not offload-opt %s --offload-slice-parameters=slice-bytes=0 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: error: offload-slice-parameters: slice-bytes must be > 0
 

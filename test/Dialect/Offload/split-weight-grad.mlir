@@ -1,5 +1,5 @@
-// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-split-weight-grad 2>&1 | FileCheck %s
-// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff --offload-split-weight-grad 2>&1 | FileCheck %s --check-prefix=CHAIN
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff --offload-split-weight-grad=report=- 2>&1 | FileCheck %s
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff --offload-split-weight-grad=report=- 2>&1 | FileCheck %s --check-prefix=CHAIN
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-split-weight-grad 2>&1 | FileCheck %s --check-prefix=NOBWD
 
 // MLP: B computes the activations' gradients (cross-entropy, the second

@@ -204,7 +204,7 @@ double kernelFlops(const char *op, std::vector<std::vector<int64_t>> shapes,
                    const ::offload::rt::AttrMap &attrs, double flops, int threads) {
   using namespace ::offload::rt;
   registerAllHostKernels();
-  KernelFn fn = KernelRegistry::host().lookup(op);
+  Kernel fn = KernelRegistry::host().lookup(op);
   if (!fn)
     return 0;
   std::vector<std::vector<float>> storage;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/Analysis/Timeline.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
@@ -35,7 +36,16 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
   using CostReportBase::CostReportBase;
 
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::errs();
+    if (failed(out.open(report, "offload-cost-report", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
+    llvm::raw_ostream &os = out ? *out.stream() : llvm::nulls();
     std::optional<TargetModel> model;
     if (!target.empty()) {
       std::string error;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/EarlyUpdate.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
@@ -117,13 +118,22 @@ namespace {
 struct EarlyUpdatePass : public offload::impl::EarlyUpdateBase<EarlyUpdatePass> {
   using EarlyUpdateBase::EarlyUpdateBase;
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-early-update", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     getOperation().walk([&](func::FuncOp fn) {
       if (!fn->hasAttr(OffloadDialect::kStepAttrName))
         return;
       unsigned moved = moveOptimizerUpdatesEarly(fn);
       numMoved += moved;
-      if (report)
-        llvm::errs() << "early update @" << fn.getName() << ": " << moved
+      if (out)
+        *out.stream() << "early update @" << fn.getName() << ": " << moved
                      << " optimizer updates moved into backward\n";
     });
   }

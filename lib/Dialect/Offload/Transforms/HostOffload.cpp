@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 
@@ -35,6 +36,15 @@ namespace {
 struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> {
   using HostOffloadBase::HostOffloadBase;
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-host-offload", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     // policy= is checked by the option parser (cl::values, Passes.td).
     if (failed(resolveTargetModel("offload-host-offload")))
       return signalPassFailure();
@@ -150,8 +160,8 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
   }
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
-  if (report)
-    llvm::errs() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
+  if (out)
+    *out.stream() << llvm::format("host offload @%s (policy %s): %zu saved values, %lld "
                                  "bytes to the host and back\n",
                                  fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),
                                  chosen.size(), (long long)bytesOffloaded);

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 
@@ -33,6 +34,15 @@ struct HostParametersPass
   using HostParametersBase::HostParametersBase;
 
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-host-parameters", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     ModuleOp m = getOperation();
     // policy= and refetch= are checked by the option parser (cl::values,
     // Passes.td).
@@ -288,8 +298,8 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       FunctionType::get(ctx, body.getArgumentTypes(), ret->getOperandTypes()));
   if (prefetchDistance < 0 && failed(placePrefetches(fn, requests, targetModel)))
     return failure();
-  if (report)
-    llvm::errs() << llvm::format(
+  if (out)
+    *out.stream() << llvm::format(
         "host parameters @%s (policy %s): %d parameters, %lld bytes of parameters and "
         "optimizer state on the host; %d prefetched again for backward, %d kept on the "
         "device from forward to backward\n",

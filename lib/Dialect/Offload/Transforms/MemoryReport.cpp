@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 
@@ -26,7 +27,16 @@ namespace {
 struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPass> {
   using MemoryReportBase::MemoryReportBase;
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::errs();
+    if (failed(out.open(report, "offload-memory-report", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
+    llvm::raw_ostream &os = out ? *out.stream() : llvm::nulls();
     bool failedAny = false;
     MemoryPlanAnalysis &plans = getAnalysis<MemoryPlanAnalysis>();
     getOperation().walk([&](func::FuncOp fn) {

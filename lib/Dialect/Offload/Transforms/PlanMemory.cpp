@@ -24,6 +24,7 @@
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Transforms/Recompute.h"
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -315,13 +316,11 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   if (anyRecompute) {
     RecomputeOptions o;
     o.policy = RecomputePolicy::Marked;
-    o.report = false;
     pm.addPass(createRecompute(o));
   }
   if (anyOffload) {
     HostOffloadOptions o;
     o.policy = HostOffloadPolicy::Marked;
-    o.report = false;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
     o.deviceFlops = spec.flopsPerSecond;
@@ -331,7 +330,6 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   if (anyHost) {
     HostParametersOptions o;
     o.policy = HostParametersPolicy::Marked;
-    o.report = false;
     o.refetch = refetch;
     o.waitDistance = waitDistance;
     o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
@@ -388,21 +386,11 @@ void PlanMemoryPass::runOnOperation() {
                                   << " bytes is more than " << spec->name << "'s "
                                   << spec->memoryBytes << " bytes of memory";
 
-  // The report: stderr, a file, or nothing.
-  std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *report = nullptr;
-  if (reportFile == "-") {
-    report = &llvm::errs();
-  } else if (reportFile != "none" && !reportFile.empty()) {
-    std::error_code ec;
-    file = std::make_unique<llvm::raw_fd_ostream>(reportFile, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      mlir::emitError(m.getLoc()) << "offload-plan-memory: cannot write the report '"
-                                  << reportFile << "': " << ec.message();
-      return signalPassFailure();
-    }
-    report = file.get();
-  }
+  // The decision table: off, stderr or a file (report=, PassReport.h).
+  PassReport out;
+  if (failed(out.open(report, "offload-plan-memory", m.getLoc())))
+    return signalPassFailure();
+  llvm::raw_ostream *reportOS = out.stream();
 
   SmallVector<func::FuncOp> steps;
   m.walk([&](func::FuncOp fn) {
@@ -417,12 +405,14 @@ void PlanMemoryPass::runOnOperation() {
   for (func::FuncOp fn : steps) {
     PlanAttempt attempt;
     attempt.quiet = slice == PlanSlicing::Auto;
-    if (succeeded(planStep(fn, budgetBytes, *spec, report, attempt)))
+    if (succeeded(planStep(fn, budgetBytes, *spec, reportOS, attempt)))
       continue;
     if (attempt.smallestArena < 0 ||
-        failed(planWithSlicing(fn, budgetBytes, *spec, report, attempt.smallestArena)))
+        failed(planWithSlicing(fn, budgetBytes, *spec, reportOS, attempt.smallestArena)))
       return signalPassFailure();
   }
+  if (failed(out.close(m.getLoc())))
+    return signalPassFailure();
 }
 
 /// Prints `fn` in generic form without locations (what two builds of one
@@ -507,7 +497,6 @@ LogicalResult PlanMemoryPass::planWithSlicing(func::FuncOp fn, int64_t budgetByt
     OpPassManager pm(ModuleOp::getOperationName());
     SliceParametersOptions so;
     so.sliceBytes = sliceBytes;
-    so.report = false;
     pm.addPass(createSliceParameters(so));
     if (failed(addRecordedAutodiff(fn, pm)))
       return failure();

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 #include "offload/Dialect/Offload/Transforms/Recompute.h"
 
@@ -74,6 +75,15 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
 
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-recompute", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     // policy= is checked by the option parser (cl::values, Passes.td).
     if (policy == RecomputePolicy::EveryK && k < 1) {
       mlir::emitError(getOperation().getLoc(), "offload-recompute: k must be >= 1");
@@ -161,8 +171,8 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       chosen.insert(s);
   }
   if (chosen.empty()) {
-    if (report)
-      llvm::errs() << "recompute @" << fn.getName() << " (policy " << stringifyOption(policy)
+    if (out)
+      *out.stream() << "recompute @" << fn.getName() << " (policy " << stringifyOption(policy)
                    << "): no saved value chosen\n";
     return false;
   }
@@ -278,8 +288,8 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   int64_t regions = 0;
   for (Operation &op : body)
     regions += isa<RecomputeOp>(op) && cast<RecomputeOp>(op).getPolicy() == stringifyOption(policy);
-  if (report)
-    llvm::errs() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
+  if (out)
+    *out.stream() << llvm::format("recompute @%s (policy %s): %lld of %zu saved values "
                                  "recomputed in %zu regions, %lld bytes no longer "
                                  "saved, %lld FLOPs added\n",
                                  fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -31,7 +32,16 @@ struct SavedValueReportPass
   using SavedValueReportBase::SavedValueReportBase;
 
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::errs();
+    if (failed(out.open(report, "offload-saved-value-report", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
+    llvm::raw_ostream &os = out ? *out.stream() : llvm::nulls();
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
         return;

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,6 +28,15 @@ struct SliceParametersPass
     : public offload::impl::SliceParametersBase<SliceParametersPass> {
   using SliceParametersBase::SliceParametersBase;
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-slice-parameters", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     if (sliceBytes <= 0) {
       mlir::emitError(getOperation().getLoc(), "offload-slice-parameters: slice-bytes must be > 0");
       return signalPassFailure();
@@ -152,8 +162,8 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
       toErase.push_back(biasArg.getArgNumber());
     ++slicedWeights;
     slices += int(wSlices.size());
-    if (report)
-      llvm::errs() << llvm::format("slice parameters @%s: '%s' (%lld bytes) in %zu slices "
+    if (out)
+      *out.stream() << llvm::format("slice parameters @%s: '%s' (%lld bytes) in %zu slices "
                                    "of up to %lld rows (%lld bytes)\n",
                                    fn.getName().str().c_str(), name.c_str(), (long long)bytes,
                                    wSlices.size(), (long long)rows,
@@ -169,8 +179,8 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
   fn.setFunctionType(FunctionType::get(ctx, body.getArgumentTypes(),
                                        fn.getFunctionType().getResults()));
   fn.setAllArgAttrs(argAttrs);
-  if (report && slicedWeights == 0)
-    llvm::errs() << "slice parameters @" << fn.getName() << ": no weight above "
+  if (out && slicedWeights == 0)
+    *out.stream() << "slice parameters @" << fn.getName() << ": no weight above "
                  << sliceBytes << " bytes to slice\n";
   return success();
 }

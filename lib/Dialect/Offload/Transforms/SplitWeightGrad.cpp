@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
@@ -31,6 +32,15 @@ struct SplitWeightGradPass
     : public offload::impl::SplitWeightGradBase<SplitWeightGradPass> {
   using SplitWeightGradBase::SplitWeightGradBase;
   void runOnOperation() override {
+    if (failed(out.open(report, "offload-split-weight-grad", getOperation().getLoc())))
+      return signalPassFailure();
+    runPass();
+    if (failed(out.close(getOperation().getLoc())))
+      signalPassFailure();
+  }
+  /// The report (report=, PassReport.h).
+  PassReport out;
+  void runPass() {
     changed = false;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName) && failed(split(fn)))
@@ -82,8 +92,8 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   }
   size_t numW = bwd.size() - inB.size();
   if (numW == 0) {
-    if (report)
-      llvm::errs() << "split @" << fn.getName() << ": no weight-gradient-only op\n";
+    if (out)
+      *out.stream() << "split @" << fn.getName() << ": no weight-gradient-only op\n";
     return success();
   }
 
@@ -97,7 +107,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
     if (!inB.count(op))
       op->moveBefore(end);
 
-  if (!report)
+  if (!out)
     return success();
   // What is alive between B and W: live device bytes just before the
   // marker, without the step's persistent buffers (arguments, results).
@@ -124,7 +134,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   for (Operation &op : plan->function.getBody().front())
     if (auto s = dyn_cast<SaveOp>(op))
       savedTotal += mlir::offload::detail::tensorBytes(s.getValue().getType());
-  llvm::errs() << llvm::format(
+  *out.stream() << llvm::format(
       "split @%s: %zu of %zu backward ops moved to W; alive between B and W: "
       "%lld bytes (saved values W reads: %lld of the step's %lld saved bytes; "
       "gradients W reads: %lld)\n",
@@ -132,7 +142,7 @@ LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
       (long long)(keptSaved + keptOther), (long long)keptSaved, (long long)savedTotal,
       (long long)keptOther);
   for (auto &[layer, bytes] : byLayer)
-    llvm::errs() << llvm::format("  W needs %12lld bytes from %s\n", (long long)bytes,
+    *out.stream() << llvm::format("  W needs %12lld bytes from %s\n", (long long)bytes,
                                  layer.c_str());
   return success();
 }

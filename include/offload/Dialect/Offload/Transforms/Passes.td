@@ -4,6 +4,15 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The one report option of every pass that can say what it did
+// (PassReport.h, docs/design.md "Reports"): off by default in transform
+// passes, stderr by default in the dedicated report passes.
+class ReportOption<string default>
+    : Option<"report", "report", "std::string", default,
+             "Where the report goes: - or true (stderr), FILE, or false (none)">;
+def TransformReportOption : ReportOption<"\"\"">;
+def AnalysisReportOption : ReportOption<"\"-\"">;
+
 def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   let summary = "Prints FLOPs and bytes of every op of each training step";
   let description = [{
@@ -24,6 +33,7 @@ def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Also print the step's simulated time on this target (h100-sxm, ..., "
            "host or FILE.json; Analysis/Timeline.h): compute, copies, stalls">,
+    AnalysisReportOption,
   ];
   let statistics = [
     Statistic<"numOps", "ops", "Compute ops counted">,
@@ -110,6 +120,7 @@ def SavedValueReport : Pass<"offload-saved-value-report", "::mlir::ModuleOp"> {
   let options = [
     Option<"perValue", "per-value", "bool", /*default=*/"true",
            "Print one row per saved value, not only the totals">,
+    AnalysisReportOption,
   ];
 }
 
@@ -125,6 +136,7 @@ def MemoryReport : Pass<"offload-memory-report", "::mlir::ModuleOp"> {
   let options = [
     Option<"top", "top", "unsigned", /*default=*/"10",
            "How many of the largest buffers live at the peak to list">,
+    AnalysisReportOption,
   ];
 }
 
@@ -159,7 +171,7 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
     running-statistics results are simply unused (state is updated once),
     and dropout regenerates its mask from its seed and offset. A value
     whose producers include a copy or an op with side effects is left
-    saved. Prints a report: values recomputed, bytes no longer kept, FLOPs
+    saved. With `report=`: values recomputed, bytes no longer kept, FLOPs
     added.
   }];
   let options = [
@@ -179,8 +191,7 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
            "Segment length for policy=every-k">,
     Option<"names", "names", "std::string", /*default=*/"\"\"",
            "Glob over layer names for policy=names (required with it)">,
-    Option<"report", "report", "bool", /*default=*/"true",
-           "Print what was recomputed">,
+    TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
@@ -214,11 +225,11 @@ def SplitWeightGrad : Pass<"offload-split-weight-grad", "::mlir::ModuleOp"> {
     pipeline schedule (zero-bubble) can run W later; a single-device plan
     runs W right after B, with bit-identical results.
 
-    Prints a report: live bytes at the end of B (what is kept for W, by
+    With `report=`, reports live bytes at the end of B (what is kept for W, by
     saved value and gradient), and per layer what W needs.
   }];
   let options = [
-    Option<"report", "report", "bool", /*default=*/"true", "Print the B/W report">,
+    TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -285,7 +296,7 @@ def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
            "Layer glob for policy=names (required with it)">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a device-to-host copy before its device buffer is released">,
-    Option<"report", "report", "bool", /*default=*/"true", "Print what was offloaded">,
+    TransformReportOption,
   ], TargetModelOptions);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -345,7 +356,7 @@ def HostParameters : Pass<"offload-host-parameters", "::mlir::ModuleOp"> {
              clEnumValN(::mlir::offload::RefetchMode::Never, "never", "keep it on the device from forward"))}]>,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a gradient's device-to-host copy before its device buffer is released">,
-    Option<"report", "report", "bool", /*default=*/"true", "Print what was moved">,
+    TransformReportOption,
   ], TargetModelOptions);
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -378,7 +389,7 @@ def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
   let options = [
     Option<"sliceBytes", "slice-bytes", "int64_t", /*default=*/"67108864",
            "Largest slice of a weight (bytes); weights above it are sliced">,
-    Option<"report", "report", "bool", /*default=*/"true", "Print what was sliced">,
+    TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
@@ -406,8 +417,7 @@ def EarlyUpdate : Pass<"offload-early-update", "::mlir::ModuleOp"> {
     Example: `offload-opt --offload-autodiff="optimizer=sgd momentum=0.9" --offload-early-update`
   }];
   let options = [
-    Option<"report", "report", "bool", /*default=*/"false",
-           "Print how many updates moved, to stderr">,
+    TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
@@ -456,7 +466,8 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
 
     Reports the decisions as one table (value or parameter, bytes,
     decision, added seconds, why) and a summary with the simulated step
-    time on the target (docs/planner.md), to stderr or `report=FILE`.
+    time on the target (docs/planner.md), with `report=-` (stderr) or
+    `report=FILE`; off by default.
 
     Example:
     `offload-opt step.mlir --offload-autodiff="optimizer=sgd momentum=0.9" --offload-plan-memory="budget=12GiB target=h100-sxm"`
@@ -469,8 +480,7 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"h100-sxm\"",
            "The GPU planned for: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, "
            "rtx-4090, host (this machine, measured) or FILE.json (docs/planner.md)">,
-    Option<"reportFile", "report", "std::string", /*default=*/"\"-\"",
-           "Where the decision table goes: - (stderr), none, or a file">,
+    TransformReportOption,
     Option<"timelineFile", "timeline", "std::string", /*default=*/"\"\"",
            "Also write the memory timeline (live device bytes per program point "
            "by category, unplanned and planned, with the budget) as JSON to this "

@@ -1,0 +1,69 @@
+//===- PassReport.h - Where a pass's report goes (report=) ------*- C++ -*-===//
+//
+// Part of offload. Every pass that can say what it did takes one option,
+// `report=`, read by PassReport (docs/design.md, "Reports"):
+//
+//   report=  (empty), false, none, off  no report (the default of every
+//                                       transform pass)
+//   report=-, true, stderr              to stderr (the default of the
+//                                       dedicated report passes)
+//   report=FILE                         to FILE, written through the tool's
+//                                       OutputFiles (committed only when the
+//                                       whole command succeeds, never over a
+//                                       non-regular file); ./true names a
+//                                       file called "true"
+//
+// A pass never writes to the IR output stream, so `offload-opt a.mlir
+// --offload-recompute | offload-opt ...` works whatever report= says.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PASSREPORT_H
+#define OFFLOAD_DIALECT_OFFLOAD_TRANSFORMS_PASSREPORT_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir {
+namespace offload {
+
+class PassReport {
+public:
+  enum class Kind { Off, Stderr, File };
+
+  PassReport() = default;
+  /// A copy is closed: passes are cloned (MLIR's clonePass) before they run,
+  /// and each clone opens its own report.
+  PassReport(const PassReport &) {}
+  PassReport &operator=(const PassReport &) = delete;
+
+  /// What `value` (the option's text) asks for, without opening anything.
+  static Kind classify(StringRef value);
+
+  /// Opens the report `value` asks for. Fails, with an error at `loc` that
+  /// names `passName`, when FILE can not be an output file.
+  LogicalResult open(StringRef value, StringRef passName, Location loc);
+
+  /// The stream to write the report to, or nullptr when it is off.
+  llvm::raw_ostream *stream() const { return os_; }
+  explicit operator bool() const { return os_ != nullptr; }
+
+  /// Writes FILE (nothing to do for stderr or off). Fails with an error at
+  /// `loc` when the file cannot be written.
+  LogicalResult close(Location loc);
+
+private:
+  std::string passName_;
+  std::string path_;
+  std::string text_;
+  std::unique_ptr<llvm::raw_string_ostream> buffer_;
+  llvm::raw_ostream *os_ = nullptr;
+};
+
+} // namespace offload
+} // namespace mlir
+
+#endif

@@ -1,0 +1,56 @@
+//===- PassReport.cpp - Where a pass's report goes (report=) --------------===//
+//
+// Part of offload. See PassReport.h.
+//
+//===----------------------------------------------------------------------===//
+#include "offload/Dialect/Offload/Transforms/PassReport.h"
+#include "offload/Support/OutputFiles.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+
+PassReport::Kind PassReport::classify(StringRef value) {
+  return llvm::StringSwitch<Kind>(value)
+      .Cases({"", "false", "none", "off"}, Kind::Off)
+      .Cases({"-", "true", "stderr"}, Kind::Stderr)
+      .Default(Kind::File);
+}
+
+LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc) {
+  passName_ = passName.str();
+  path_.clear();
+  text_.clear();
+  buffer_.reset();
+  os_ = nullptr;
+  switch (classify(value)) {
+  case Kind::Off:
+    return success();
+  case Kind::Stderr:
+    os_ = &llvm::errs();
+    return success();
+  case Kind::File:
+    break;
+  }
+  path_ = value.str();
+  // Checked before the pass does any work, so a bad path costs nothing.
+  if (std::string e = ::offload::checkOutputPath(path_); !e.empty())
+    return mlir::emitError(loc) << passName_ << ": the report: " << e;
+  buffer_ = std::make_unique<llvm::raw_string_ostream>(text_);
+  os_ = buffer_.get();
+  return success();
+}
+
+LogicalResult PassReport::close(Location loc) {
+  if (!buffer_)
+    return success();
+  buffer_->flush();
+  std::string e = ::offload::OutputFiles::process().write(path_, text_.data(), text_.size());
+  buffer_.reset();
+  os_ = nullptr;
+  if (!e.empty())
+    return mlir::emitError(loc) << passName_ << ": the report: " << e;
+  return success();
+}
