@@ -129,3 +129,33 @@ TEST(GeometryTest, SliceFollowsATensRules) {
             "slice: dim out of range for rank 2");
   EXPECT_EQ(sliceSpec("slice", ints({{"step", {0}}}), {4, 10}, s), "slice: step must be >= 1");
 }
+
+TEST(GeometryTest, BroadcastStridesFollowNumpy) {
+  int64_t st[4] = {-1, -1, -1, -1};
+  // [3,1] against [2,3,4]: a missing leading dim and a size-1 dim read 0.
+  ASSERT_TRUE(broadcastStrides({3, 1}, {2, 3, 4}, st));
+  EXPECT_EQ(st[0], 0);
+  EXPECT_EQ(st[1], 1);
+  EXPECT_EQ(st[2], 0);
+  ASSERT_TRUE(broadcastStrides({2, 3, 4}, {2, 3, 4}, st));
+  EXPECT_EQ(st[0], 12);
+  EXPECT_EQ(st[1], 4);
+  EXPECT_EQ(st[2], 1);
+  EXPECT_FALSE(broadcastStrides({3, 2}, {2, 3, 4}, st));
+  EXPECT_FALSE(broadcastStrides({1, 2, 3, 4}, {2, 3, 4}, st));
+}
+
+TEST(GeometryTest, PermutationGivesTheInputStridesInOutputOrder) {
+  std::vector<int64_t> st;
+  // y = x.permute(2, 0, 1) of x [2,3,4]: y [4,2,3], y[i,j,k] = x[j,k,i].
+  ASSERT_EQ(permutation("transpose", {2, 0, 1}, {2, 3, 4}, {4, 2, 3}, st), "");
+  EXPECT_EQ(st, (std::vector<int64_t>{1, 12, 4}));
+  ASSERT_EQ(permutation("transpose", {-1, 0, 1}, {2, 3, 4}, {4, 2, 3}, st), "");
+  EXPECT_EQ(st, (std::vector<int64_t>{1, 12, 4}));
+  EXPECT_EQ(permutation("transpose", {0, 0, 1}, {2, 3, 4}, {2, 2, 3}, st),
+            "transpose: perm is not a permutation");
+  EXPECT_EQ(permutation("transpose", {1, 0}, {2, 3, 4}, {3, 2, 4}, st),
+            "transpose: perm has 2 entries for rank 3");
+  EXPECT_EQ(permutation("transpose", {1, 0, 2}, {2, 3, 4}, {2, 3, 4}, st),
+            "transpose: y has shape [2,3,4], expected [3,2,4]");
+}

@@ -11,6 +11,7 @@
 
 #include "CudaKernels.h"
 #include "Kernels/ElementMath.h"
+#include "Kernels/Geometry.h"
 
 #include <cstdint>
 #include <cstring>
@@ -100,11 +101,8 @@ inline bool present(const std::vector<TensorView> &v, size_t i) {
   return i < v.size() && v[i].data != nullptr;
 }
 
-/// Element strides of `in` broadcast to `out` (numpy rules, right-aligned;
-/// 0 for broadcast dims), written to strides[0..out.size()). False when
-/// `in` does not broadcast to `out`.
-bool broadcastStrides(const std::vector<int64_t> &in,
-                      const std::vector<int64_t> &out, int64_t *strides);
+/// Broadcast strides: the same formula as the host kernels' (Kernels/Geometry.h).
+using geom::broadcastStrides;
 
 /// Shape and up to three operand stride sets of a strided gather.
 struct Strided {

@@ -253,37 +253,18 @@ std::string kTranspose(const CudaKernelArgs &a) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
     return e;
-  std::vector<int64_t> perm = a.attrs.getInts("perm");
   int64_t rank = x.rank();
-  if (int64_t(perm.size()) != rank)
-    return std::string(op) + ": perm has " + std::to_string(perm.size()) +
-           " entries for rank " + std::to_string(rank);
   if (rank > kMaxRank)
     return std::string(op) + ": rank above 8 is not supported";
-  std::vector<char> seen(size_t(rank), 0);
-  std::vector<int64_t> expect(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) {
-    int64_t p = perm[size_t(i)];
-    if (!normDim(p, rank) || seen[size_t(p)])
-      return std::string(op) + ": perm is not a permutation";
-    seen[size_t(p)] = 1;
-    perm[size_t(i)] = p;
-    expect[size_t(i)] = x.shape[size_t(p)];
-  }
-  if (y.shape != expect)
-    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
-           ", expected " + shapeStr(expect);
-  std::vector<int64_t> xs(static_cast<size_t>(rank));
-  int64_t st = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    xs[size_t(d)] = st;
-    st *= x.shape[size_t(d)];
-  }
+  std::vector<int64_t> ps;
+  if (auto e = geom::permutation(op, a.attrs.getInts("perm"), x.shape, y.shape, ps);
+      !e.empty())
+    return e;
   Strided s;
   s.rank = int(rank);
   for (int d = 0; d < s.rank; ++d) {
     s.shape[d] = y.shape[size_t(d)];
-    s.st[0][d] = xs[size_t(perm[size_t(d)])];
+    s.st[0][d] = ps[size_t(d)];
   }
   return gather(a, op, s, dtypeSize(x.dtype));
 }

@@ -70,29 +70,6 @@ std::string needDType(const TensorView &t, DType d, const char *op,
   return "";
 }
 
-bool broadcastStrides(const std::vector<int64_t> &in,
-                      const std::vector<int64_t> &out, int64_t *strides) {
-  int r = int(out.size()), ri = int(in.size());
-  if (ri > r)
-    return false;
-  int64_t s = 1;
-  for (int d = r - 1; d >= 0; --d) {
-    int di = d - (r - ri);
-    if (di < 0) {
-      strides[d] = 0;
-      continue;
-    }
-    if (in[size_t(di)] == out[size_t(d)] && in[size_t(di)] != 1)
-      strides[d] = s;
-    else if (in[size_t(di)] == 1)
-      strides[d] = 0;
-    else
-      return false;
-    s *= in[size_t(di)];
-  }
-  return true;
-}
-
 namespace {
 const std::vector<Entry> &table() {
   static const std::vector<Entry> t = [] {

@@ -213,6 +213,64 @@ inline std::string sliceSpec(const char *op, const AttrMap &attrs,
   return "";
 }
 
+/// Strides (in elements) of `in` viewed as broadcast to `out` (numpy rules:
+/// right-aligned; size-1 or missing dimensions get stride 0), written to
+/// strides[0, out.size()). False when `in` does not broadcast to `out`.
+inline bool broadcastStrides(const std::vector<int64_t> &in,
+                             const std::vector<int64_t> &out, int64_t *strides) {
+  if (in.size() > out.size())
+    return false;
+  size_t off = out.size() - in.size();
+  for (size_t d = 0; d < off; ++d)
+    strides[d] = 0;
+  int64_t s = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    if (in[i] != out[i + off] && in[i] != 1)
+      return false;
+    strides[i + off] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  return true;
+}
+
+/// Checks `perm` (negative entries wrap) as a permutation of x's dimensions
+/// and y's shape as x's permuted, and gives the strides (in elements) of x
+/// in y's dimension order: y[i...] = x[sum(i_d * strides[d])].
+inline std::string permutation(const char *op, std::vector<int64_t> perm,
+                               const std::vector<int64_t> &x,
+                               const std::vector<int64_t> &y,
+                               std::vector<int64_t> &strides) {
+  int64_t rank = int64_t(x.size());
+  if (int64_t(perm.size()) != rank)
+    return std::string(op) + ": perm has " + std::to_string(perm.size()) +
+           " entries for rank " + std::to_string(rank);
+  std::vector<char> seen(size_t(rank), 0);
+  std::vector<int64_t> expect(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t p = perm[size_t(i)];
+    if (p < 0)
+      p += rank;
+    if (p < 0 || p >= rank || seen[size_t(p)])
+      return std::string(op) + ": perm is not a permutation";
+    seen[size_t(p)] = 1;
+    perm[size_t(i)] = p;
+    expect[size_t(i)] = x[size_t(p)];
+  }
+  if (y != expect)
+    return std::string(op) + ": y has shape " + shapeText(y) + ", expected " +
+           shapeText(expect);
+  std::vector<int64_t> xs(static_cast<size_t>(rank));
+  int64_t s = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    xs[size_t(d)] = s;
+    s *= x[size_t(d)];
+  }
+  strides.assign(size_t(rank), 0);
+  for (int64_t i = 0; i < rank; ++i)
+    strides[size_t(i)] = xs[size_t(perm[size_t(i)])];
+  return "";
+}
+
 } // namespace geom
 } // namespace rt
 } // namespace offload

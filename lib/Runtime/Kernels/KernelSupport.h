@@ -22,6 +22,7 @@
 #ifndef OFFLOAD_LIB_RUNTIME_KERNELS_KERNELSUPPORT_H
 #define OFFLOAD_LIB_RUNTIME_KERNELS_KERNELSUPPORT_H
 
+#include "Geometry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
 
@@ -152,16 +153,8 @@ void parallelFor(int64_t n, int threads, int64_t grain, Fn &&fn) {
 inline bool broadcastStrides(const std::vector<int64_t> &in,
                              const std::vector<int64_t> &out,
                              std::vector<int64_t> &strides) {
-  if (in.size() > out.size()) return false;
-  size_t off = out.size() - in.size();
   strides.assign(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = in.size(); i-- > 0;) {
-    if (in[i] != out[i + off] && in[i] != 1) return false;
-    strides[i + off] = in[i] == 1 ? 0 : s;
-    s *= in[i];
-  }
-  return true;
+  return geom::broadcastStrides(in, out, strides.data());
 }
 
 /// Walks output linear indices [begin, end) of `shape` and keeps the matching

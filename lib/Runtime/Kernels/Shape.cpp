@@ -31,32 +31,11 @@ std::string transpose(const KernelArgs &args) {
   const char *op = "transpose";
   const TensorView &x = args.inputs[0], &y = args.outputs[0];
   if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
-  std::vector<int64_t> perm = args.attrs.getInts("perm");
-  int64_t rank = x.rank();
-  if (int64_t(perm.size()) != rank)
-    return std::string(op) + ": perm has " + std::to_string(perm.size()) +
-           " entries for rank " + std::to_string(rank);
-  std::vector<char> seen(static_cast<size_t>(rank), 0);
-  std::vector<int64_t> expect(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) {
-    int64_t p = perm[size_t(i)];
-    if (!normDim(p, rank) || seen[size_t(p)])
-      return std::string(op) + ": perm is not a permutation";
-    seen[size_t(p)] = 1;
-    perm[size_t(i)] = p;
-    expect[size_t(i)] = x.shape[size_t(p)];
-  }
-  if (y.shape != expect)
-    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
-           ", expected " + shapeStr(expect);
   // Input strides, permuted into output order.
-  std::vector<int64_t> xs(static_cast<size_t>(rank)), ps(static_cast<size_t>(rank));
-  int64_t s = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    xs[size_t(d)] = s;
-    s *= x.shape[size_t(d)];
-  }
-  for (int64_t i = 0; i < rank; ++i) ps[size_t(i)] = xs[size_t(perm[size_t(i)])];
+  std::vector<int64_t> ps;
+  if (auto e = geom::permutation(op, args.attrs.getInts("perm"), x.shape, y.shape, ps);
+      !e.empty())
+    return e;
   size_t es = dtypeSize(x.dtype);
   const char *xp = static_cast<const char *>(x.data);
   char *yp = static_cast<char *>(y.data);
