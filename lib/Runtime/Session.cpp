@@ -157,10 +157,14 @@ Status Session::bind(const std::string &name, Tensor value) {
     return Status::error("binding '" + name + "' expects " +
                          typeString(dt, shape) + ", got " +
                          typeString(value.dtype(), value.shape()));
-  if (isStoreRole(bd.role))
+  if (isStoreRole(bd.role)) {
+    // The store owns its values (a commit may write them in place).
+    if (value.borrowed())
+      value = Tensor(static_cast<const Tensor &>(value));
     store_->set(name, std::move(value));
-  else
+  } else {
     inputs_[name] = std::move(value);
+  }
   return Status::success();
 }
 
@@ -512,10 +516,22 @@ Status Session::readOutput(const std::string &name, uint64_t offset,
   return Status::success();
 }
 
+const Tensor *Session::outputTensor(const std::string &name) const {
+  auto it = outputs_.find(name);
+  if (it != outputs_.end())
+    return &it->second;
+  return committed_.count(name) ? store_->get(name) : nullptr;
+}
+
+const Tensor *Session::input(const std::string &name) const {
+  auto it = inputs_.find(name);
+  return it == inputs_.end() ? nullptr : &it->second;
+}
+
 uint64_t Session::heldTensorBytes() const {
   uint64_t n = 0;
   for (const auto &e : inputs_)
-    n += e.second.byteSize();
+    n += e.second.borrowed() ? 0 : e.second.byteSize();
   for (const auto &e : outputs_)
     n += e.second.byteSize();
   return n;

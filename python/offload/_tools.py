@@ -2,7 +2,8 @@
 
 The build puts the extension `_offload_runtime` in BUILD/python/ and the tools
 in BUILD/bin/ (scripts/setup.sh); BUILD/python/offload is a link to this
-package. OFFLOAD_BIN overrides the tools' folder.
+package. `pip install .` (pyproject.toml) puts the extension beside the package
+and the tools in offload/bin/. OFFLOAD_BIN overrides the tools' folder.
 """
 import os
 import shutil
@@ -13,10 +14,14 @@ from .errors import _offload_runtime as runtime
 
 def bin_dir():
     """The folder of offload-import and offload-opt: $OFFLOAD_BIN, else the
+    package's bin/ (a pip-installed package, pyproject.toml), else the
     build's bin/ next to the extension's python/ folder."""
     env = os.environ.get("OFFLOAD_BIN")
     if env:
         return env
+    installed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin")
+    if os.path.isdir(installed):
+        return installed
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(runtime.__file__))),
                         "bin")
 

@@ -30,6 +30,16 @@ def _numpy(value, what):
     raise InputError(f"{what}: expected a torch.Tensor or numpy array, got {type(value).__name__}")
 
 
+def _torch_view(arr):
+    """A torch tensor sharing the memory of a read-only runtime view (torch
+    warns about non-writable arrays; the view is documented as read-only)."""
+    import torch
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(arr)
+
+
 class Step:
     """One compiled training step (made by offload.compile).
 
@@ -119,15 +129,26 @@ class Step:
         return self.plan.predicted_peak_device_bytes
 
     # -- parameters ---------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self, copy=True):
         """An OrderedDict of torch tensors in the model's state_dict order and
         names: the store's committed values for what the step trains or
-        updates, the model's values (as at compile) for the rest."""
+        updates, the model's values (as at compile) for the rest.
+
+        copy=False: the store's values are not copied; each tensor views the
+        runtime's parameter store (read-only memory: do not write to it).
+        Lifetime rule: a view is valid memory for as long as it exists, but
+        its values are those of the store only until the next step() or
+        load_state_dict(); on the host backend the next step writes the new
+        values into the same memory (the view follows them), a
+        load_state_dict replaces it (the view keeps the old bytes). Clone a
+        tensor to keep a snapshot."""
         import torch
         out = collections.OrderedDict()
         store = set(self._store_names)
         for k in self._model_keys:
-            if k in store:
+            if k in store and not copy:
+                out[k] = _torch_view(self.session.get_view(k))
+            elif k in store:
                 out[k] = torch.from_numpy(self.session.get(k))
             else:
                 out[k] = self._initial[k].clone()
@@ -154,17 +175,25 @@ class Step:
             else:
                 self._initial[k] = v.clone() if hasattr(v, "clone") else v
 
-    def gradients(self):
+    def gradients(self, copy=True):
         """The parameter gradients of the last step as torch tensors by
         parameter name (float32, the parameter's shape): the gradient of the
         mean loss, before the optimizer used it. Needs
-        compile(..., return_gradients=True); InputError otherwise."""
+        compile(..., return_gradients=True); InputError otherwise.
+
+        copy=False: the tensors view the runtime's copies of the gradients
+        (read-only; no copy); each step reads its gradients into new memory,
+        so a view keeps the values of the step it came from for as long as
+        it exists."""
         import torch
         names = [n for n in self.session.output_names() if n.startswith("grad:")]
         if not names:
             raise InputError("gradients(): compile with return_gradients=True to get them")
         if not self.steps_run:
             raise InputError("gradients(): no step has run yet")
+        if not copy:
+            return collections.OrderedDict(
+                (n[len("grad:"):], _torch_view(self.session.output_view(n))) for n in names)
         return collections.OrderedDict(
             (n[len("grad:"):], torch.from_numpy(self.session.output(n))) for n in names)
 

@@ -455,3 +455,65 @@ def test_session_used_from_two_threads_raises_instead_of_racing():
     assert not worker_errors, worker_errors
     assert busy > 0
     assert isinstance(step(x, y), float)
+
+
+def test_zero_copy_inputs_and_views():
+    """Issue 17: contiguous inputs are borrowed (the runtime uploads from the
+    caller's memory), views share the runtime's memory, copies do not."""
+    model = mlp(seed=3)
+    x, y = batch(5)
+    step = offload.compile(model, (x, y), loss="cross_entropy", optimizer=offload.SGD(lr=0.1),
+                           return_gradients=True)
+    s = step.session
+    # Inputs: a contiguous torch tensor reaches the runtime without a copy
+    # (torch -> numpy shares memory; the binding borrows the array).
+    loss0 = step(x, y)
+    assert s.input_data_ptr("input") == x.data_ptr()
+    assert s.input_data_ptr("target") == y.data_ptr()
+    # The borrowed array is read at each step: changed in place, the next
+    # step sees it (the same as binding the new values).
+    x2 = x * 0.5
+    x.mul_(0.5)
+    ref = offload.runtime.Session(step.plan, "host")
+    for name, role in s.input_bindings():
+        if role != "input":
+            ref.bind(name, s.get(name))
+    ref.bind("input", x2.numpy().copy())
+    ref.bind("target", y.numpy().copy())
+    s.step()
+    ref.step()
+    assert s.loss == ref.loss and s.loss != loss0
+    # A non-contiguous input is copied (the runtime needs C order).
+    xt = np.asfortranarray(x2.numpy())
+    s.bind("input", xt)
+    assert s.input_data_ptr("input") != xt.ctypes.data
+    # A parameter is copied into the store (the store owns its values).
+    w = s.get("0.weight")
+    s.bind("0.weight", w)
+    assert not np.shares_memory(s.get_view("0.weight"), w)
+    # Views: no copy; get() is a copy.
+    v = s.get_view("0.weight")
+    assert np.shares_memory(v, s.get_view("0.weight"))
+    assert not np.shares_memory(v, s.get("0.weight"))
+    assert not v.flags["WRITEABLE"]
+    sd = step.state_dict(copy=False)
+    assert sd["0.weight"].data_ptr() == v.ctypes.data
+    sd_copy = step.state_dict()
+    assert sd_copy["0.weight"].data_ptr() != v.ctypes.data
+    # The view follows the store: the next step commits in place (host).
+    before = np.array(v)
+    s.bind("input", x2.numpy())
+    s.step()
+    assert np.array_equal(v, s.get("0.weight")) and not np.array_equal(v, before)
+    # Gradient views keep their step's values; they stay valid after the
+    # session is gone.
+    g = step.gradients(copy=False)["0.weight"]
+    g_copy = step.gradients()["0.weight"]
+    assert g.data_ptr() == s.output_view("grad:0.weight").ctypes.data
+    assert torch.equal(g, g_copy)
+    s.step()
+    assert torch.equal(g, g_copy)
+    del step, s, sd
+    import gc
+    gc.collect()
+    assert torch.equal(g, g_copy) and np.isfinite(v).all()

@@ -572,4 +572,43 @@ TEST_F(SessionTest, HostCommitWritesTheStoreInPlace) {
   }
 }
 
+TEST_F(SessionTest, BorrowedInputsAreUsedWithoutACopy) {
+  // A borrowed input is bound by reference: each step uploads the bytes as
+  // they are then. A borrowed parameter is copied (the store owns it).
+  auto s = make(buildStepPlan());
+  auto ref = make(buildStepPlan());
+  ASSERT_TRUE(s && ref);
+  auto xs = std::make_shared<std::vector<float>>(x0(64));
+  auto ws = std::make_shared<std::vector<float>>(w0(64));
+  ASSERT_TRUE(s->bind("x", Tensor::borrow(DType::F32, {64}, xs->data(), xs)).ok());
+  ASSERT_TRUE(s->bind("w", Tensor::borrow(DType::F32, {64}, ws->data(), ws)).ok());
+  EXPECT_EQ(s->input("x")->data(), static_cast<void *>(xs->data()));
+  EXPECT_TRUE(s->input("x")->borrowed());
+  EXPECT_NE(s->store().get("w")->data(), static_cast<void *>(ws->data()));
+  EXPECT_FALSE(s->store().get("w")->borrowed());
+  EXPECT_EQ(s->heldTensorBytes(), 0u);
+  bindDefaults(*ref);
+  ASSERT_TRUE(s->step().ok());
+  ASSERT_TRUE(ref->step().ok());
+  EXPECT_EQ(*s->loss(), *ref->loss());
+  EXPECT_EQ((*ws)[3], w0(64)[3]); // the commit did not write the caller's array
+  // Changed in place: the next step sees it.
+  for (float &v : *xs)
+    v *= 2;
+  std::vector<float> x2 = *xs;
+  ASSERT_TRUE(ref->bind("x", Tensor::fromVector(DType::F32, {64}, x2)).ok());
+  ASSERT_TRUE(s->step().ok());
+  ASSERT_TRUE(ref->step().ok());
+  EXPECT_EQ(*s->loss(), *ref->loss());
+  // The session keeps the owner alive; a copy of a borrowed tensor owns.
+  std::weak_ptr<std::vector<float>> weak = xs;
+  Tensor copy = *s->input("x");
+  EXPECT_FALSE(copy.borrowed());
+  EXPECT_NE(copy.data(), static_cast<void *>(xs->data()));
+  xs.reset();
+  EXPECT_FALSE(weak.expired());
+  ASSERT_TRUE(s->bind("x", copy).ok());
+  EXPECT_TRUE(weak.expired());
+}
+
 } // namespace

@@ -150,7 +150,10 @@ public:
   std::shared_ptr<ParameterStore> sharedStore() { return store_; }
 
   /// Binds a value to the input binding `name`. Parameters, state and
-  /// optimizer state go to the store; inputs stay bound until rebound.
+  /// optimizer state go to the store (a borrowed tensor is copied once: the
+  /// store owns its values); inputs stay bound until rebound, a borrowed
+  /// one without a copy (Tensor::borrow: each step uploads its bytes as they
+  /// are then).
   /// Errors: no such input binding; dtype or shape differ from the buffer.
   /// A plan whose bindings are slices of a tensor (offload-slice-parameters)
   /// is bound with the whole tensor under its own name.
@@ -201,7 +204,15 @@ public:
   /// (not retained and a step has started since), a backend read error.
   Status readOutput(const std::string &name, uint64_t offset, void *dst,
                     size_t bytes) const;
-  /// Host bytes the session holds in tensors of its own: bound inputs and
+  /// The tensor holding output `name` of the last successful step (the
+  /// session's copy, or the store's tensor of a committed value), nullptr
+  /// when there is none (no step, an unknown name, or an output left in the
+  /// arena by retainOutputs false). Valid until the next step or bind.
+  const Tensor *outputTensor(const std::string &name) const;
+  /// The tensor bound to input `name` (role input), nullptr when none.
+  const Tensor *input(const std::string &name) const;
+  /// Host bytes the session holds in tensors of its own: bound inputs (not
+  /// borrowed ones) and
   /// retained outputs (the parameter store is counted by the store, the
   /// arenas by the plan's capacities).
   uint64_t heldTensorBytes() const;

@@ -11,11 +11,14 @@
 // wrong argument types are TypeError/ValueError. Nothing here aborts the
 // interpreter: the runtime itself never throws and returns errors.
 //
-// Copies: an array bound to a session is copied once into the runtime's own
-// Tensor (the runtime owns the bytes it uploads; the caller may reuse its
-// array right away). Values read back (outputs, store) are copied once into
-// a fresh numpy array that the caller owns, so a later step or bind never
-// changes an array already returned.
+// Copies (docs/python.md, "Copies and views"): an array bound to an *input*
+// that is C-contiguous, aligned and of a runtime dtype is borrowed, not
+// copied (the session keeps a reference to it and each step uploads its
+// bytes as they are then); any other array, and every parameter, state or
+// optimizer-state value (the store owns those), is copied once into the
+// runtime's own Tensor. output()/get() return fresh copies; output_view()/
+// get_view() return read-only numpy arrays viewing the runtime's tensors,
+// which keep those bytes alive for as long as the view exists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +98,49 @@ Tensor toTensor(const py::handle &obj, const std::string &what) {
   if (t.byteSize())
     std::memcpy(t.data(), arr.data(), t.byteSize());
   return t;
+}
+
+/// A Tensor borrowing a C-contiguous, aligned numpy array of a runtime dtype
+/// (the tensor keeps a reference to the array), or an empty optional when
+/// the array does not qualify (then it is copied).
+bool borrowable(const py::handle &obj) {
+  if (!py::isinstance<py::array>(obj))
+    return false;
+  py::array arr = py::reinterpret_borrow<py::array>(obj);
+  int flags = py::detail::array_proxy(arr.ptr())->flags;
+  const int need = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
+                   py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  return (flags & need) == need;
+}
+
+Tensor borrowTensor(const py::handle &obj, const std::string &what) {
+  py::array arr = py::reinterpret_borrow<py::array>(obj);
+  DType dt = dtypeOf(arr, what);
+  std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
+  // The owner holds a reference to the array; it may be released on a
+  // thread without the GIL (a session destroyed by C++), so it takes it.
+  auto *ref = new py::object(arr);
+  std::shared_ptr<void> owner(ref, [](void *p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object *>(p);
+  });
+  return Tensor::borrow(dt, shape, const_cast<void *>(arr.data()),
+                        std::move(owner));
+}
+
+/// A read-only numpy array viewing the bytes of `t`, which it keeps alive
+/// (not the tensor: a view of a store value whose tensor is later replaced
+/// still shows the bytes it was made of).
+py::array viewArray(const Tensor &t) {
+  py::dtype d(numpyDtype(t.dtype()));
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  auto *keep = new std::shared_ptr<void>(t.keepAlive());
+  py::capsule base(keep, [](void *p) {
+    delete static_cast<std::shared_ptr<void> *>(p);
+  });
+  py::array out(d, shape, {}, t.data(), base);
+  out.attr("flags").attr("writeable") = false;
+  return out;
 }
 
 /// A fresh numpy array holding a copy of `t`.
@@ -280,15 +326,35 @@ PYBIND11_MODULE(_offload_runtime, m) {
       .def(
           "bind",
           [](PySession &s, const std::string &name, const py::handle &value) {
-            Tensor t = toTensor(value, "bind('" + name + "')");
+            std::string what = "bind('" + name + "')";
+            bool input = false;
+            for (auto &b : s.session->inputBindings())
+              input |= b.first == name && b.second == BufferRole::Input;
+            Tensor t = input && borrowable(value) ? borrowTensor(value, what)
+                                                  : toTensor(value, what);
             BusyGuard guard(s);
             check(s.session->bind(name, std::move(t)));
           },
           py::arg("name"), py::arg("value"),
-          "Binds a numpy array (copied once) to the input binding `name`: "
-          "parameters, state and optimizer state go to the store, inputs "
-          "stay bound until rebound. OffloadError: no such binding, or its "
-          "dtype/shape differ (the message gives both).")
+          "Binds a numpy array to the input binding `name`. Parameters, "
+          "state and optimizer state are copied once into the store. An "
+          "input (role input) that is a C-contiguous, aligned array of a "
+          "runtime dtype is borrowed without a copy: the session keeps a "
+          "reference to it until rebound, and each step() uploads its bytes "
+          "as they are then; any other array is copied. OffloadError: no "
+          "such binding, or its dtype/shape differ (the message gives "
+          "both).")
+      .def(
+          "input_data_ptr",
+          [](const PySession &s, const std::string &name) -> uintptr_t {
+            const Tensor *t = s.session->input(name);
+            if (!t)
+              raise("no input bound as '" + name + "'");
+            return reinterpret_cast<uintptr_t>(t->data());
+          },
+          py::arg("name"),
+          "Address of the bytes the session will upload for input `name` "
+          "(equal to the array's data pointer when it was borrowed).")
       .def(
           "bind_zeros",
           [](PySession &s, const std::string &name) {
@@ -354,6 +420,41 @@ PYBIND11_MODULE(_offload_runtime, m) {
           py::arg("name"),
           "A copy of output `name` of the last successful step ('loss', "
           "'grad:NAME', new parameter values).")
+      .def(
+          "output_view",
+          [](PySession &s, const std::string &name) {
+            BusyGuard guard(s);
+            auto t = s.session->output(name); // to check the name and step
+            if (!t)
+              raise(t.message());
+            const Tensor *held = s.session->outputTensor(name);
+            if (!held)
+              raise("output '" + name + "' is not held by the session");
+            return viewArray(*held);
+          },
+          py::arg("name"),
+          "A read-only numpy array viewing output `name` of the last "
+          "successful step where the runtime holds it (no copy). A gradient "
+          "or the loss: that step's value for as long as the view lives (the "
+          "next step reads into new tensors). A new parameter value: the "
+          "store's tensor (see get_view).")
+      .def(
+          "get_view",
+          [](PySession &s, const std::string &name) -> py::object {
+            BusyGuard guard(s);
+            const Tensor *t = s.session->store().get(name);
+            if (!t)
+              raise("the parameter store has no value named '" + name + "'");
+            return viewArray(*t);
+          },
+          py::arg("name"),
+          "A read-only numpy array viewing the store's tensor of `name` (no "
+          "copy). It stays valid memory for as long as it exists, but its "
+          "values are defined only until the next step() or bind of `name`: "
+          "on the host backend a step commits the new value into the same "
+          "tensor in place (the view then shows it), a bind replaces the "
+          "tensor (the view keeps the old bytes). np.array(view) keeps a "
+          "snapshot.")
       .def("output_names",
            [](const PySession &s) { return s.session->outputNames(); })
       .def(
