@@ -159,3 +159,28 @@ TEST(GeometryTest, PermutationGivesTheInputStridesInOutputOrder) {
   EXPECT_EQ(permutation("transpose", {1, 0, 2}, {2, 3, 4}, {2, 3, 4}, st),
             "transpose: y has shape [2,3,4], expected [3,2,4]");
 }
+
+TEST(GeometryTest, CatChecksEveryInputAgainstTheResult) {
+  auto v = [](std::vector<int64_t> s, DType t = DType::F32) {
+    TensorView x;
+    x.shape = std::move(s);
+    x.dtype = t;
+    return x;
+  };
+  int64_t dim = -1;
+  EXPECT_EQ(catGeometry("cat", {v({2, 3}), v({2, 5})}, v({2, 8}), dim), "");
+  EXPECT_EQ(dim, 1);
+  dim = 0;
+  EXPECT_EQ(catGeometry("cat", {v({2, 3}), v({2, 5})}, v({2, 8}), dim),
+            "cat: input 0 shape [2,3] does not match result [2,8]");
+  dim = 1;
+  EXPECT_EQ(catGeometry("cat", {v({2, 3}), v({2, 4})}, v({2, 8}), dim),
+            "cat: inputs sum to 7 along dim 1, result has 8");
+  EXPECT_EQ(catGeometry("cat", {v({2, 3}), v({2, 5}, DType::F64)}, v({2, 8}), dim),
+            "cat: input 1 is f64, result is f32");
+  EXPECT_EQ(catGeometry("cat", {v({2, 3, 1})}, v({2, 8}), dim),
+            "cat: input 0 has rank 3, result has rank 2");
+  dim = 2;
+  EXPECT_EQ(catGeometry("cat", {v({2, 8})}, v({2, 8}), dim),
+            "cat: dim out of range for rank 2");
+}

@@ -213,6 +213,38 @@ inline std::string sliceSpec(const char *op, const AttrMap &attrs,
   return "";
 }
 
+/// Checks the inputs of a concatenation against its result: dim (negative
+/// wraps) in range, one dtype, one rank, equal sizes off `dim`, sizes along
+/// `dim` summing to the result's. Sets `dim` to the normalized dimension.
+inline std::string catGeometry(const char *op, const std::vector<TensorView> &xs,
+                               const TensorView &y, int64_t &dim) {
+  std::string o(op);
+  int64_t rank = y.rank();
+  if (dim < 0)
+    dim += rank;
+  if (dim < 0 || dim >= rank)
+    return o + ": dim out of range for rank " + std::to_string(rank);
+  int64_t total = 0;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const TensorView &x = xs[k];
+    if (x.dtype != y.dtype)
+      return o + ": input " + std::to_string(k) + " is " + dtypeName(x.dtype) +
+             ", result is " + dtypeName(y.dtype);
+    if (x.rank() != rank)
+      return o + ": input " + std::to_string(k) + " has rank " +
+             std::to_string(x.rank()) + ", result has rank " + std::to_string(rank);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && x.shape[size_t(d)] != y.shape[size_t(d)])
+        return o + ": input " + std::to_string(k) + " shape " + shapeText(x.shape) +
+               " does not match result " + shapeText(y.shape);
+    total += x.shape[size_t(dim)];
+  }
+  if (total != y.shape[size_t(dim)])
+    return o + ": inputs sum to " + std::to_string(total) + " along dim " +
+           std::to_string(dim) + ", result has " + std::to_string(y.shape[size_t(dim)]);
+  return "";
+}
+
 /// Strides (in elements) of `in` viewed as broadcast to `out` (numpy rules:
 /// right-aligned; size-1 or missing dimensions get stride 0), written to
 /// strides[0, out.size()). False when `in` does not broadcast to `out`.

@@ -68,27 +68,8 @@ std::string cat(const KernelArgs &args) {
   const TensorView &y = args.outputs[0];
   int64_t rank = y.rank();
   int64_t dim = args.attrs.getInt("dim", 0);
-  if (!normDim(dim, rank))
-    return std::string(op) + ": dim out of range for rank " + std::to_string(rank);
-  int64_t total = 0;
-  for (size_t k = 0; k < args.inputs.size(); ++k) {
-    const TensorView &x = args.inputs[k];
-    if (x.dtype != y.dtype)
-      return std::string(op) + ": input " + std::to_string(k) + " is " +
-             dtypeName(x.dtype) + ", result is " + dtypeName(y.dtype);
-    if (x.rank() != rank)
-      return std::string(op) + ": input " + std::to_string(k) + " has rank " +
-             std::to_string(x.rank()) + ", result has rank " + std::to_string(rank);
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != dim && x.shape[size_t(d)] != y.shape[size_t(d)])
-        return std::string(op) + ": input " + std::to_string(k) + " shape " +
-               shapeStr(x.shape) + " does not match result " + shapeStr(y.shape);
-    total += x.shape[size_t(dim)];
-  }
-  if (total != y.shape[size_t(dim)])
-    return std::string(op) + ": inputs sum to " + std::to_string(total) +
-           " along dim " + std::to_string(dim) + ", result has " +
-           std::to_string(y.shape[size_t(dim)]);
+  if (auto e = geom::catGeometry(op, args.inputs, y, dim); !e.empty())
+    return e;
   size_t es = dtypeSize(y.dtype);
   int64_t outer = prodRange(y.shape, 0, size_t(dim));
   int64_t inner = prodRange(y.shape, size_t(dim) + 1, size_t(rank));
