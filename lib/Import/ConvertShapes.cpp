@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "Importer.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::offload;
 using namespace ::offload::import;
@@ -174,6 +176,37 @@ void convertIdentity(Importer &im, tj::Node *n) {
   im.setOut(n, 0, im.in(n, 0));
 }
 
+/// Whether `v` or a view of it (slice, select, view, reshape, ...) is the
+/// target of an in-place op later in the graph.
+bool writtenInPlace(tj::Value *v, int depth = 0) {
+  static const std::set<std::string> views = {
+      "aten::slice", "aten::select", "aten::view", "aten::reshape", "aten::narrow",
+      "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::transpose", "aten::permute"};
+  if (depth > 8)
+    return false;
+  for (const tj::Use &u : v->uses()) {
+    std::string k = u.user->kind().toQualString();
+    if (u.offset == 0 && k.size() > 1 && k.back() == '_')
+      return true;
+    if (u.offset == 0 && views.count(k) && writtenInPlace(u.user->output(0), depth + 1))
+      return true;
+  }
+  return false;
+}
+
+/// clone is the identity, except when the clone (or a view of it) is later
+/// written in place: then it is a copy, so that the importer's in-place
+/// functionalization updates the clone and not the tensor it was cloned from
+/// (Swin v2: `qkv_bias.clone()[n:2n].zero_()` on a parameter).
+void convertClone(Importer &im, tj::Node *n) {
+  if (!writtenInPlace(n->output(0)) || im.in(n, 0).kind != Val::Tensor) {
+    im.setOut(n, 0, im.in(n, 0));
+    return;
+  }
+  mlir::Value x = im.tensorIn(n, 0);
+  im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {x.getType()}));
+}
+
 void convertExpand(Importer &im, tj::Node *n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -261,6 +294,20 @@ void convertChunk(Importer &im, tj::Node *n) {
   im.setOut(n, 0, list);
 }
 
+/// unbind(x, dim): the list of x.select(dim, i) for every i.
+void convertUnbind(Importer &im, tj::Node *n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t dim = normDim(im, n, n->inputs().size() > 1 ? im.getInt(n, 1) : 0, t.getRank());
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  shape.erase(shape.begin() + dim);
+  Val list;
+  list.kind = Val::List;
+  for (int64_t i = 0; i < t.getDimSize(dim); ++i)
+    list.elems.push_back(Val::tensor(im.reshape(n, emitSlice(im, n, x, dim, i, i + 1, 1), shape)));
+  im.setOut(n, 0, list);
+}
+
 /// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
 void convertSplit(Importer &im, tj::Node *n) {
   mlir::Value x = im.tensorIn(n, 0);
@@ -327,12 +374,13 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::t"] = convertT;
   t["aten::permute"] = convertPermute;
   t["aten::contiguous"] = convertIdentity;
-  t["aten::clone"] = convertIdentity;
+  t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::cat"] = convertCat;
   t["aten::slice"] = convertSlice;
   t["aten::select"] = convertSelect;
   t["aten::chunk"] = convertChunk;
+  t["aten::unbind"] = convertUnbind;
   t["aten::split"] = convertSplit;
   t["aten::split_with_sizes"] = convertSplit;
   t["aten::mean"] = convertReduce<true>;

@@ -12,6 +12,9 @@
 //   Convert*.cpp           op conversions by family (elementwise, neural
 //                          network layers, shapes and data movement);
 //   ConvertDecomposed.cpp  ATen ops composed of existing offload ops;
+//   ConvertComposite.cpp   more of them: einsum, vector norm, expand_as,
+//                          bilinear upsampling;
+//   ConvertRecurrent.cpp   LSTM/GRU/RNN unrolled over the sequence;
 //   StepSignature.cpp      the step's arguments, inputs, loss and results.
 // Compiled with -fexceptions: a user error is thrown as ConvError and caught
 // at the library boundary (importModel); nothing throws through MLIR.
@@ -179,6 +182,7 @@ private:
   /// Converts `n` through the op table entry `convert` (`inplace`: `aten::X_`).
   void convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplace);
   void functionalizeView(tj::Node *n, ReshapeOp view, mlir::Value result);
+  void functionalizeSlice(tj::Node *n, SliceOp view, mlir::Value result);
   bool tryFold(tj::Node *n);
   void convertGetAttr(tj::Node *n);
   /// Records `n` as unsupported (an op kind without a conversion, or one
@@ -264,6 +268,8 @@ void registerElementwiseConversions(OpTable &t);
 void registerNNConversions(OpTable &t);
 void registerShapeConversions(OpTable &t);
 void registerDecomposedConversions(OpTable &t);
+void registerRecurrentConversions(OpTable &t);
+void registerCompositeConversions(OpTable &t);
 /// All of them (built once).
 const OpTable &opTable();
 

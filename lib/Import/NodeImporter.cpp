@@ -32,6 +32,8 @@ const OpTable &ts::opTable() {
     registerNNConversions(t);
     registerShapeConversions(t);
     registerDecomposedConversions(t);
+    registerRecurrentConversions(t);
+    registerCompositeConversions(t);
     return t;
   }();
   return table;
@@ -170,7 +172,7 @@ void Importer::convertNode(tj::Node *n) {
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
       static const std::set<std::string> metaOnly = {
           "aten::size", "aten::dim", "aten::Int", "aten::Float", "aten::Bool",
-          "aten::ScalarImplicit", "aten::len", "aten::__getitem__"};
+          "aten::ScalarImplicit", "aten::len", "aten::__getitem__", "aten::numel"};
       if (onTensors && !metaOnly.count(name))
         recordUnsupported(n);
     }
@@ -223,12 +225,14 @@ void Importer::convertNode(tj::Node *n) {
     fail(n, "the model raises an exception for these inputs");
   // Metadata of tensors known at import time.
   if (name == "aten::size" || name == "aten::dim" || name == "prim::dtype" ||
-      name == "prim::device" || name == "aten::len") {
+      name == "prim::device" || name == "aten::len" || name == "aten::numel") {
     Val &x = in(n, 0);
     if (x.kind == Val::Tensor) {
       auto t = tt(x.value);
       if (name == "aten::dim") {
         setOut(n, 0, Val::constant(c10::IValue(t.getRank())));
+      } else if (name == "aten::numel") {
+        setOut(n, 0, Val::constant(c10::IValue(t.getNumElements())));
       } else if (name == "prim::device") {
         setOut(n, 0, Val::constant(c10::IValue(c10::Device(c10::kCPU))));
       } else if (name == "prim::dtype") {
@@ -420,13 +424,52 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
     Val res = vals[n->output(0)];
     if (res.kind != Val::Tensor)
       fail(n, "in-place op on a value that is not a tensor of the step");
-    if (target.kind == Val::Tensor && target.path.empty())
+    if (target.kind == Val::Tensor && target.path.empty()) {
       if (auto view = target.value.getDefiningOp<ReshapeOp>())
         functionalizeView(n, view, res.value);
+      else if (auto slice = target.value.getDefiningOp<SliceOp>())
+        functionalizeSlice(n, slice, res.value);
+    }
     res.path = target.path;
     updateState(target, res.value);
     vals[n->input(0)] = res;
   }
+}
+
+/// An in-place op on a slice view (`x[a:b].zero_()`, Swin v2's qkv bias):
+/// every TorchScript value holding the slice's base now holds the base with
+/// the slice replaced, cat(base[:a], result, base[b:]) along the slice's dim
+/// (step 1 only). A base that is a parameter is refused (parameters are
+/// never updated by the step); `clone` gives a base of its own (a copy) when
+/// its result is written in place, so the cloned value is not touched.
+void Importer::functionalizeSlice(tj::Node *n, SliceOp view, mlir::Value result) {
+  if (view.getStep() != 1)
+    fail(n, "in-place op on a strided slice (step " + std::to_string(view.getStep()) +
+                ") is not supported");
+  mlir::Value base = view.getInput();
+  int64_t dim = view.getDim(), size = tt(base).getDimSize(dim);
+  int64_t start = view.getStart(), end = view.getEnd();
+  mlir::Value newBase;
+  for (auto &entry : vals) {
+    Val &v = entry.second;
+    if (v.kind != Val::Tensor || v.value != base)
+      continue;
+    if (!v.path.empty() && argNameRole[argIndex[v.path]].second == "parameter")
+      fail(n, "in-place update of parameter '" + v.path + "' through a slice is not supported");
+    if (!newBase) {
+      SmallVector<mlir::Value> parts;
+      if (start > 0)
+        parts.push_back(emitSlice(*this, n, base, dim, 0, start, 1));
+      parts.push_back(result);
+      if (end < size)
+        parts.push_back(emitSlice(*this, n, base, dim, end, size, 1));
+      newBase = parts.size() == 1 ? parts[0] : emit1<CatOp>(n, parts, {i64("dim", dim)});
+    }
+    updateState(v, newBase);
+    v.value = newBase;
+  }
+  if (!newBase)
+    fail(n, "in-place op on a slice of a value the importer cannot track is not supported");
 }
 
 /// An in-place op on a reshape view (view, flatten, unsqueeze, ...), e.g.
