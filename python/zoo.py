@@ -24,7 +24,9 @@ Verdict (column `grads`):
            model is traced, imported and run again in float64, and our float64
            gradients must meet PyTorch's float64 ones within PyTorch fp32's
            error x 2^-29 (the ratio of the machine epsilons) x 100, at least
-           1e-9 (column `ours in f64`); a wrong VJP or conversion gives ~1;
+           1e-6 (PyTorch 1.13's float64 hardsigmoid backward uses the float
+           1.0f/6.0f: see f64_bound) (column `ours in f64`); a wrong VJP or
+           conversion gives ~1;
   FAIL     otherwise.
 Columns import/train say `ok` or the first line of the error.
 
@@ -260,8 +262,13 @@ def f64_bound(torch32):
     """What our float64 step may differ from PyTorch's float64 step for a
     model whose fp32 error (PyTorch's own) is `torch32`: that error scaled by
     the ratio of the two machine epsilons (2^-52 / 2^-23 = 2^-29 ~ 1.9e-9),
-    times 100 slack, and at least 1e-9. A wrong VJP gives errors near 1."""
-    return max(1e-9, 100 * torch32 * 2.0 ** -29)
+    times 100 slack, and at least 1e-6. The floor is there because PyTorch
+    1.13's float64 reference is not float64 everywhere: hardsigmoid's
+    backward multiplies by the float constant 1.0f/6.0f (0.1666666716...,
+    relative error 3e-8; MobileNetV3's squeeze-excitation blocks then show
+    ~3e-8 in our float64 step, which uses 1/6 exactly). A wrong VJP gives
+    errors near 1."""
+    return max(1e-6, 100 * torch32 * 2.0 ** -29)
 
 
 def rel_err(a, b, floor):
