@@ -22,13 +22,14 @@ Verdict (column `grads`):
   ok(f64)  for ill-conditioned models, where PyTorch fp32's own worst error
            exceeds 1e-3 (batch norm over a handful of values makes fp32
            chaotic, so neither fp32 step has correct digits to compare and
-           their agreement would prove nothing): the
-           model is traced, imported and run again in float64, and our float64
-           gradients must meet PyTorch's float64 ones within PyTorch fp32's
-           error x 2^-29 (the ratio of the machine epsilons) x 100, at least
-           1e-6 (PyTorch 1.13's float64 hardsigmoid backward uses the float
-           1.0f/6.0f: see f64_bound) (column `ours in f64`); a wrong VJP or
-           conversion gives ~1;
+           their agreement would prove nothing): the model is traced,
+           imported and run again in float64, and each gradient tensor must
+           meet PyTorch's float64 one within max(1e-6, 100 x how far PyTorch's
+           own float64 gradient moves when parameters and input move by four
+           ulps); tensors PyTorch itself does not determine to 1e-4 (deep
+           behind chaotic batch norms) are left out, and the verdict says how
+           many were checked, `ok(f64, k/n tensors)`. A wrong VJP or
+           conversion gives errors near 1 (see f64_bound for the 1e-6);
   FAIL     otherwise.
 Columns import/train say `ok` or the first line of the error.
 
@@ -37,6 +38,7 @@ Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -260,17 +262,30 @@ def reference_grads(model, state, x, y, dtype):
             for n, p in m.named_parameters() if p.grad is not None}
 
 
-def f64_bound(torch32):
-    """What our float64 step may differ from PyTorch's float64 step for a
-    model whose fp32 error (PyTorch's own) is `torch32`: that error scaled by
-    the ratio of the two machine epsilons (2^-52 / 2^-23 = 2^-29 ~ 1.9e-9),
-    times 100 slack, and at least 1e-6. The floor is there because PyTorch
-    1.13's float64 reference is not float64 everywhere: hardsigmoid's
-    backward multiplies by the float constant 1.0f/6.0f (0.1666666716...,
-    relative error 3e-8; MobileNetV3's squeeze-excitation blocks then show
-    ~3e-8 in our float64 step, which uses 1/6 exactly). A wrong VJP gives
-    errors near 1."""
-    return max(1e-6, 100 * torch32 * 2.0 ** -29)
+def perturbed_grads(model, state, x, y, rel=2.0 ** -50, seed=7):
+    """PyTorch's float64 gradients after multiplying every parameter and input
+    element by (1 + u), u uniform in [-rel, rel] (rel = 2^-50: four ulps).
+    Their distance from the unperturbed float64 gradients is how much of
+    PyTorch's own float64 result is determined by the inputs at all."""
+    g = torch.Generator().manual_seed(seed)
+
+    def jitter(v):
+        v = v.double()
+        return v * (1 + rel * (2 * torch.rand(v.shape, generator=g, dtype=torch.float64) - 1))
+    st = state_like(state, lambda v: jitter(v) if v.is_floating_point() else v)
+    return reference_grads(model, st, jitter(x), y, torch.float64)
+
+
+def f64_bound(noise64):
+    """What our float64 gradient of one tensor may differ from PyTorch's when
+    PyTorch's own float64 gradient moves by `noise64` under four-ulp
+    perturbations of the inputs (perturbed_grads): 100 x that, at least 1e-6.
+    The floor is there because PyTorch 1.13's float64 reference is not
+    float64 everywhere: hardsigmoid's backward multiplies by the float
+    constant 1.0f/6.0f (0.1666666716..., relative error 3e-8; MobileNetV3's
+    squeeze-excitation blocks then show ~3e-8 in our float64 step, which uses
+    1/6 exactly). A wrong VJP gives errors near 1."""
+    return max(1e-6, 100 * noise64)
 
 
 def rel_err(a, b, floor):
@@ -379,10 +394,21 @@ def run_model(name, bin_dir, work, timeout):
                     row["grads"] = "FAIL (f64 step: %s)" % train64
                 else:
                     errs64, missing64 = grad_errors(ours64, g64, floor)
-                    row["ours64"] = max(errs64.values()) if errs64 else None
-                    bound = f64_bound(row["torch32"])
-                    good = not missing64 and errs64 and row["ours64"] <= bound
-                    row["grads"] = "ok(f64)" if good else "FAIL"
+                    gp = perturbed_grads(model, state, x, y)
+                    # Tensors whose float64 gradient PyTorch itself does not
+                    # determine to 1e-4 (deep behind chaotic batch norms)
+                    # cannot be checked; every other one must be within its
+                    # own bound.
+                    bounds = {n: f64_bound(rel_err(gp[n], g64[n], floor)) for n in errs64}
+                    checked = [n for n in errs64 if bounds[n] < 1e-2]
+                    bad = [n for n in checked if not errs64[n] <= bounds[n]]
+                    row["ours64"] = max((errs64[n] for n in checked), default=None)
+                    row["checked"] = f"{len(checked)}/{len(errs64)}"
+                    if missing64 or not checked or bad:
+                        row["grads"] = "FAIL" + (f" ({bad[0]})" if bad else "")
+                    else:
+                        row["grads"] = "ok(f64)" if len(checked) == len(errs64) else \
+                            f"ok(f64, {len(checked)}/{len(errs64)} tensors)"
     row["seconds"] = time.time() - t0
     return row
 
@@ -398,6 +424,8 @@ def main(argv=None):
     ap.add_argument("--set", default="smoke", choices=["smoke", "torchvision", "blocks", "all"])
     ap.add_argument("--models", default="")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per tool call")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep every model's files (default: only those of failed models)")
     ap.add_argument("--require-all", action="store_true",
                     help="exit 1 unless every model imports, trains and has ok gradients")
     args = ap.parse_args(argv)
@@ -420,6 +448,9 @@ def main(argv=None):
     for name in names:
         row = run_model(name, args.bin, args.work, args.timeout)
         rows.append(row)
+        if not args.keep and row["grads"].startswith("ok"):
+            for d in (name, name + "-f64"):  # large models write GBs
+                shutil.rmtree(os.path.join(args.work, d), ignore_errors=True)
         print(f"{row['model']}: import {row['import']}; train {row['train'] or '-'}; "
               f"grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
               f"pytorch fp32 {fmt(row['torch32'])}, ours in f64 {fmt(row['ours64'])}); "
