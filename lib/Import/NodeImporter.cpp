@@ -37,6 +37,25 @@ bool isRandom(const std::string &kind) {
   return r.count(kind) != 0;
 }
 
+/// Whether `v` or a view of it (slice, select, view, reshape, ...) is the
+/// target of an in-place op later in the graph (Call::resultWrittenInPlace:
+/// `clone` then copies).
+bool writtenInPlace(tj::Value *v, int depth = 0) {
+  static const std::set<std::string> views = {
+      "aten::slice", "aten::select", "aten::view", "aten::reshape", "aten::narrow",
+      "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::transpose", "aten::permute"};
+  if (depth > 8)
+    return false;
+  for (const tj::Use &u : v->uses()) {
+    std::string k = u.user->kind().toQualString();
+    if (u.offset == 0 && k.size() > 1 && k.back() == '_')
+      return true;
+    if (u.offset == 0 && views.count(k) && writtenInPlace(u.user->output(0), depth + 1))
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 
@@ -150,7 +169,7 @@ void Importer::convertNode(tj::Node *n) {
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
       static const std::set<std::string> metaOnly = {
           "aten::size", "aten::dim", "aten::Int", "aten::Float", "aten::Bool",
-          "aten::ScalarImplicit", "aten::len", "aten::__getitem__"};
+          "aten::ScalarImplicit", "aten::len", "aten::__getitem__", "aten::numel"};
       if (onTensors && !metaOnly.count(name))
         recordUnsupported(n);
     }
@@ -203,12 +222,14 @@ void Importer::convertNode(tj::Node *n) {
     fail(n, "the model raises an exception for these inputs");
   // Metadata of tensors known at import time.
   if (name == "aten::size" || name == "aten::dim" || name == "prim::dtype" ||
-      name == "prim::device" || name == "aten::len") {
+      name == "prim::device" || name == "aten::len" || name == "aten::numel") {
     Val &x = in(n, 0);
     if (x.kind == Val::Tensor) {
       auto t = tt(x.value);
       if (name == "aten::dim") {
         setOut(n, 0, Val::constant(c10::IValue(t.getRank())));
+      } else if (name == "aten::numel") {
+        setOut(n, 0, Val::constant(c10::IValue(t.getNumElements())));
       } else if (name == "prim::device") {
         setOut(n, 0, Val::constant(c10::IValue(c10::Device(c10::kCPU))));
       } else if (name == "prim::dtype") {
@@ -478,6 +499,7 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   if (inplace)
     name.pop_back();
   Call call(name, loc(n), where(n));
+  call.resultWrittenInPlace = n->outputs().size() == 1 && writtenInPlace(n->output(0));
   const c10::FunctionSchema *schema = n->maybeSchema();
   for (size_t i = 0; i < n->inputs().size(); ++i) {
     std::string argName;
@@ -499,11 +521,53 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   // statistics) did so through updateState on the Call's arguments.
   if (inplace) {
     Val res = vals[n->output(0)];
-    if (target.kind == Val::Tensor && target.path.empty())
+    if (target.kind == Val::Tensor && target.path.empty()) {
       if (auto view = target.value.getDefiningOp<ReshapeOp>())
         functionalizeView(n, call, view, res.value);
+      else if (auto slice = target.value.getDefiningOp<SliceOp>())
+        functionalizeSlice(n, call, slice, res.value);
+    }
     vals[n->input(0)] = res;
   }
+}
+
+/// An in-place op on a slice view (`x[a:b].zero_()`, Swin v2's qkv bias):
+/// every TorchScript value holding the slice's base now holds the base with
+/// the slice replaced, cat(base[:a], result, base[b:]) along the slice's dim
+/// (step 1 only). A base that is a parameter is refused (parameters are
+/// never updated by the step); `clone` gives a base of its own (a copy) when
+/// its result is written in place, so the cloned value is not touched.
+void Importer::functionalizeSlice(tj::Node *n, Call &call, SliceOp view,
+                                  mlir::Value result) {
+  if (view.getStep() != 1)
+    fail(n, "in-place op on a strided slice (step " + std::to_string(view.getStep()) +
+                ") is not supported");
+  mlir::Value base = view.getInput();
+  int64_t dim = view.getDim(), size = tt(base).getDimSize(dim);
+  int64_t start = view.getStart(), end = view.getEnd();
+  mlir::Value newBase;
+  for (auto &entry : vals) {
+    Val &v = entry.second;
+    if (v.kind != Val::Tensor || v.value != base)
+      continue;
+    if (!v.path.empty() && roleOf(v.path) == "parameter")
+      fail(n, "in-place update of parameter '" + v.path + "' through a slice is not supported");
+    if (!newBase) {
+      SmallVector<mlir::Value> parts;
+      if (start > 0)
+        parts.push_back(emitSlice(*this, call, base, dim, 0, start, 1));
+      parts.push_back(result);
+      if (end < size)
+        parts.push_back(emitSlice(*this, call, base, dim, end, size, 1));
+      newBase = parts.size() == 1 ? parts[0]
+                                  : emit1<CatOp>(call, parts, {i64("dim", dim)});
+    }
+    if (!v.path.empty() && current.count(v.path))
+      current[v.path] = newBase;
+    v.value = newBase;
+  }
+  if (!newBase)
+    fail(n, "in-place op on a slice of a value the importer cannot track is not supported");
 }
 
 /// An in-place op on a reshape view (view, flatten, unsqueeze, ...), e.g.

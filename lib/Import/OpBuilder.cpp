@@ -29,6 +29,8 @@ const OpTable &ts::opTable() {
     registerNNConversions(t);
     registerShapeConversions(t);
     registerDecomposedConversions(t);
+    registerRecurrentConversions(t);
+    registerCompositeConversions(t);
     return t;
   }();
   return table;
