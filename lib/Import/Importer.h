@@ -133,8 +133,9 @@ private:
   /// `v` as an argument of a Call (`name`: its schema name, if known).
   Arg toArg(const Val &v, const std::string &name);
   Val fromArg(const Arg &a);
-  void functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result);
-  void functionalizeSlice(tj::Node *n, Call &call, SliceOp view, mlir::Value result);
+  /// After an in-place op whose target `view` is a view of another value:
+  /// every value holding that base holds its new value.
+  void functionalize(Call &call, mlir::Value view, mlir::Value result);
   bool tryFold(tj::Node *n);
   void convertGetAttr(tj::Node *n);
   /// Records `n` as unsupported (an op kind without a conversion, or one

@@ -510,6 +510,10 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   Val target = in(n, 0);
   try {
     convertCall(call, convert, inplace);
+    // An in-place op on a view wrote through it into its base.
+    if (inplace && target.kind == Val::Tensor && target.path.empty() &&
+        call.results[0].kind == Arg::Tensor)
+      functionalize(call, target.value, call.results[0].value);
   } catch (ConvError &e) {
     if (e.origin == &call)
       e.origin = n;
@@ -519,76 +523,41 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
     setOut(n, i, fromArg(call.results[i]));
   // Conversions that update their operands (batch norm's running
   // statistics) did so through updateState on the Call's arguments.
-  if (inplace) {
-    Val res = vals[n->output(0)];
-    if (target.kind == Val::Tensor && target.path.empty()) {
-      if (auto view = target.value.getDefiningOp<ReshapeOp>())
-        functionalizeView(n, call, view, res.value);
-      else if (auto slice = target.value.getDefiningOp<SliceOp>())
-        functionalizeSlice(n, call, slice, res.value);
-    }
-    vals[n->input(0)] = res;
-  }
+  if (inplace)
+    vals[n->input(0)] = vals[n->output(0)];
 }
 
-/// An in-place op on a slice view (`x[a:b].zero_()`, Swin v2's qkv bias):
-/// every TorchScript value holding the slice's base now holds the base with
-/// the slice replaced, cat(base[:a], result, base[b:]) along the slice's dim
-/// (step 1 only). A base that is a parameter is refused (parameters are
-/// never updated by the step); `clone` gives a base of its own (a copy) when
-/// its result is written in place, so the cloned value is not touched.
-void Importer::functionalizeSlice(tj::Node *n, Call &call, SliceOp view,
-                                  mlir::Value result) {
-  if (view.getStep() != 1)
-    fail(n, "in-place op on a strided slice (step " + std::to_string(view.getStep()) +
-                ") is not supported");
-  mlir::Value base = view.getInput();
-  int64_t dim = view.getDim(), size = tt(base).getDimSize(dim);
-  int64_t start = view.getStart(), end = view.getEnd();
-  mlir::Value newBase;
+/// An in-place op on a view of another value (StepBuilder::writeThroughView):
+/// a reshape view (view, flatten, unsqueeze, ...; EfficientNet's `dropout_`
+/// after `flatten`) or a step-1 slice (`x[a:b].zero_()`, Swin v2's qkv
+/// bias). Every TorchScript value holding the base now holds its new value
+/// (and a buffer base is updated). A parameter written through a slice is
+/// refused (parameters are never updated by the step); `clone` gives a base
+/// of its own (a copy) when its result is written in place, so the cloned
+/// value is not touched.
+void Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
+  mlir::Value base;
+  mlir::Value newBase = writeThroughView(call, view, result, base);
+  if (!newBase)
+    return;
+  bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
+  bool found = false;
   for (auto &entry : vals) {
     Val &v = entry.second;
     if (v.kind != Val::Tensor || v.value != base)
       continue;
-    if (!v.path.empty() && roleOf(v.path) == "parameter")
-      fail(n, "in-place update of parameter '" + v.path + "' through a slice is not supported");
-    if (!newBase) {
-      SmallVector<mlir::Value> parts;
-      if (start > 0)
-        parts.push_back(emitSlice(*this, call, base, dim, 0, start, 1));
-      parts.push_back(result);
-      if (end < size)
-        parts.push_back(emitSlice(*this, call, base, dim, end, size, 1));
-      newBase = parts.size() == 1 ? parts[0]
-                                  : emit1<CatOp>(call, parts, {i64("dim", dim)});
-    }
+    if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
+      fail(call, "in-place update of parameter '" + v.path +
+                     "' through a slice is not supported");
     if (!v.path.empty() && current.count(v.path))
       current[v.path] = newBase;
     v.value = newBase;
+    found = true;
   }
-  if (!newBase)
-    fail(n, "in-place op on a slice of a value the importer cannot track is not supported");
-}
-
-/// An in-place op on a reshape view (view, flatten, unsqueeze, ...), e.g.
-/// EfficientNet's `dropout_` after `flatten`: the op wrote through the view
-/// into its base, so every TorchScript value holding the base now holds the
-/// result reshaped back to the base's shape (and a buffer base is updated).
-void Importer::functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result) {
-  mlir::Value base = view.getInput();
-  mlir::Value newBase;
-  for (auto &entry : vals) {
-    Val &v = entry.second;
-    if (v.kind != Val::Tensor || v.value != base)
-      continue;
-    if (!newBase)
-      newBase = reshape(call, result, tt(base).getShape());
-    if (!v.path.empty() && current.count(v.path))
-      current[v.path] = newBase;
-    v.value = newBase;
-  }
-  if (!newBase)
-    fail(n, "in-place op on a view of a value the importer cannot track (a view of a "
-            "slice or of an intermediate result) is not supported");
+  if (!found)
+    fail(call, isSlice ? "in-place op on a slice of a value the importer cannot track is not "
+                         "supported"
+                       : "in-place op on a view of a value the importer cannot track (a view "
+                         "of a slice or of an intermediate result) is not supported");
 }
 

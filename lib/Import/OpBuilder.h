@@ -260,6 +260,14 @@ public:
   }
   /// When `target` holds a buffer, its current value becomes `newValue`.
   void updateState(const Arg &target, mlir::Value newValue);
+  /// An in-place op `n` wrote `result` into `view`. When `view` is a reshape
+  /// (view, flatten, unsqueeze, ...) or a step-1 slice of another value, sets
+  /// `base` to that value and returns what it holds afterwards: `result`
+  /// reshaped back, or cat(base[:a], result, base[b:]) along the slice's dim.
+  /// Null for any other value; a strided slice is refused. The front end
+  /// then replaces `base` by the result in every value it tracks.
+  mlir::Value writeThroughView(Call &n, mlir::Value view, mlir::Value result,
+                               mlir::Value &base);
   /// The role of the parameter/buffer named `path` ("" when none).
   std::string roleOf(const std::string &path) const;
 
