@@ -1,8 +1,9 @@
 //===- ConvertNN.cpp - Neural-network layer ATen ops ----------------------===//
 //
 // Part of offload. Linear algebra (linear, matmul/bmm/mm, baddbmm),
-// convolution, pooling, normalization, softmax, dropout (seeded Philox, one
-// offset range per call site), embedding and the losses.
+// convolution (transposed convolution as conv2d_backward_input), pooling,
+// normalization, softmax, dropout (seeded Philox, one offset range per call
+// site), embedding and the losses.
 //
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
@@ -72,11 +73,61 @@ void convertConvCommon(StepBuilder &im, Call &n, std::vector<int64_t> stride,
                                    im.i64("groups", groups)}));
 }
 
+/// conv_transpose2d(x, w, bias, stride, padding, output_padding, groups,
+/// dilation) as conv2d_backward_input (the adjoint of conv2d; see the op's
+/// description) plus the bias. x [N, C_in, H, W], w [C_in, C_out/groups, KH,
+/// KW] -> [N, C_out, (H-1)s - 2p + d(KH-1) + output_padding + 1, ...]
+/// (torch.nn.ConvTranspose2d's formula).
+void convertConvTransposeCommon(StepBuilder &im, Call &n, std::vector<int64_t> stride,
+                                std::vector<int64_t> padding,
+                                std::vector<int64_t> outputPadding,
+                                std::vector<int64_t> dilation, int64_t groups) {
+  mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
+  auto xt = im.tt(x), wt = im.tt(w);
+  if (xt.getRank() != 4 || wt.getRank() != 4)
+    im.fail(n, "only 2-D transposed convolution is supported; the input has rank " +
+                   std::to_string(xt.getRank()) + " (expected 4: N, C, H, W)");
+  auto two = [&](std::vector<int64_t> v, const char *what) {
+    if (v.size() == 1)
+      v.push_back(v[0]);
+    if (v.size() != 2)
+      im.fail(n, std::string(what) + " must have 2 values");
+    return v;
+  };
+  stride = two(stride, "stride");
+  padding = two(padding, "padding");
+  outputPadding = two(outputPadding, "output_padding");
+  dilation = two(dilation, "dilation");
+  if (groups < 1 || wt.getDimSize(0) != xt.getDimSize(1))
+    im.fail(n, "transposed convolution: the input has " + std::to_string(xt.getDimSize(1)) +
+                   " channels, the weight expects " + std::to_string(wt.getDimSize(0)));
+  SmallVector<int64_t> shape = {xt.getDimSize(0), wt.getDimSize(1) * groups, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (outputPadding[i] < 0 || outputPadding[i] >= std::max(stride[i], dilation[i]))
+      im.fail(n, "output_padding must be smaller than stride or dilation");
+    shape[2 + i] = (xt.getDimSize(2 + i) - 1) * stride[i] - 2 * padding[i] +
+                   dilation[i] * (wt.getDimSize(2 + i) - 1) + outputPadding[i] + 1;
+    if (shape[2 + i] <= 0)
+      im.fail(n, "transposed convolution gives an empty output");
+  }
+  mlir::Value y = im.emit1<Conv2dBackwardInputOp>(
+      n, {x, w},
+      {im.i64s("stride", stride), im.i64s("padding", padding),
+       im.i64s("dilation", dilation), im.i64("groups", groups)},
+      {RankedTensorType::get(shape, xt.getElementType())});
+  if (mlir::Value bias = im.optTensorIn(n, 2))
+    y = im.emit1<AddOp>(n, {y, im.reshape(n, bias, {1, shape[1], 1, 1})});
+  im.setOut(n, y);
+}
+
 void convertConvolution(StepBuilder &im, Call &n) {
   // _convolution(input, weight, bias, stride, padding, dilation, transposed,
   //              output_padding, groups, ...)
-  if (im.getBool(n, 6))
-    im.fail(n, "transposed convolution is not supported");
+  if (im.getBool(n, 6)) {
+    convertConvTransposeCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 7),
+                               im.getInts(n, 5), im.getInt(n, 8));
+    return;
+  }
   convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
                     im.getInt(n, 8));
 }
@@ -87,6 +138,13 @@ void convertConv2d(StepBuilder &im, Call &n) {
     im.fail(n, "string padding is not supported");
   convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
                     im.getInt(n, 6));
+}
+
+void convertConvTranspose2d(StepBuilder &im, Call &n) {
+  // conv_transpose2d(input, weight, bias, stride, padding, output_padding,
+  //                  groups, dilation)
+  convertConvTransposeCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
+                             im.getInts(n, 7), im.getInt(n, 6));
 }
 
 void convertBatchNorm(StepBuilder &im, Call &n) {
@@ -321,6 +379,7 @@ void ts::registerNNConversions(OpTable &t) {
   // Convolution, pooling, normalization.
   t["aten::_convolution"] = convertConvolution;
   t["aten::conv2d"] = convertConv2d;
+  t["aten::conv_transpose2d"] = convertConvTranspose2d;
   t["aten::batch_norm"] = convertBatchNorm;
   t["aten::layer_norm"] = convertLayerNorm;
   t["aten::max_pool2d"] = convertMaxPool;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::offload;
 using namespace ::offload::import;
@@ -205,6 +207,20 @@ void convertIdentity(StepBuilder &im, Call &n) {
   im.setOut(n, 0, im.in(n, 0));
 }
 
+/// clone is the identity, except when the front end reports that the clone
+/// (or a view of it) is later written in place (Call::resultWrittenInPlace):
+/// then it is a copy, so that the in-place functionalization updates the
+/// clone and not the tensor it was cloned from (Swin v2:
+/// `qkv_bias.clone()[n:2n].zero_()` on a parameter).
+void convertClone(StepBuilder &im, Call &n) {
+  if (!n.resultWrittenInPlace || im.in(n, 0).kind != Arg::Tensor) {
+    im.setOut(n, 0, im.in(n, 0));
+    return;
+  }
+  mlir::Value x = im.tensorIn(n, 0);
+  im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {x.getType()}));
+}
+
 void convertExpand(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -292,6 +308,21 @@ void convertChunk(StepBuilder &im, Call &n) {
   im.setOut(n, 0, list);
 }
 
+/// unbind(x, dim): the list of x.select(dim, i) for every i.
+void convertUnbind(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  int64_t dim = normDim(im, n, n.numInputs() > 1 ? im.getInt(n, 1) : 0, t.getRank());
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  shape.erase(shape.begin() + dim);
+  Arg list;
+  list.kind = Arg::List;
+  for (int64_t i = 0; i < t.getDimSize(dim); ++i)
+    list.elems.push_back(
+        Arg::tensor(im.reshape(n, emitSlice(im, n, x, dim, i, i + 1, 1), shape)));
+  im.setOut(n, 0, list);
+}
+
 /// split(x, split_size, dim) and split_with_sizes(x, sizes, dim).
 void convertSplit(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
@@ -359,12 +390,13 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::t"] = convertT;
   t["aten::permute"] = convertPermute;
   t["aten::contiguous"] = convertIdentity;
-  t["aten::clone"] = convertIdentity;
+  t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::cat"] = convertCat;
   t["aten::slice"] = convertSlice;
   t["aten::select"] = convertSelect;
   t["aten::chunk"] = convertChunk;
+  t["aten::unbind"] = convertUnbind;
   t["aten::split"] = convertSplit;
   t["aten::split_with_sizes"] = convertSplit;
   t["aten::mean"] = convertReduce<true>;

@@ -13,6 +13,9 @@
 //   Convert*.cpp           op conversions by family (elementwise, neural
 //                          network layers, shapes and data movement);
 //   ConvertDecomposed.cpp  ATen ops composed of existing offload ops;
+//   ConvertComposite.cpp   more of them: einsum, vector norm, expand_as,
+//                          bilinear upsampling;
+//   ConvertRecurrent.cpp   LSTM/GRU/RNN unrolled over the sequence;
 //   StepSignature.cpp      the step's arguments, inputs, loss and results.
 // Compiled with -fexceptions: a user error is thrown as ConvError and caught
 // at the library boundary (importModel); nothing throws through MLIR.
@@ -130,7 +133,9 @@ private:
   /// `v` as an argument of a Call (`name`: its schema name, if known).
   Arg toArg(const Val &v, const std::string &name);
   Val fromArg(const Arg &a);
-  void functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result);
+  /// After an in-place op whose target `view` is a view of another value:
+  /// every value holding that base holds its new value.
+  void functionalize(Call &call, mlir::Value view, mlir::Value result);
   bool tryFold(tj::Node *n);
   void convertGetAttr(tj::Node *n);
   /// Records `n` as unsupported (an op kind without a conversion, or one

@@ -37,6 +37,25 @@ bool isRandom(const std::string &kind) {
   return r.count(kind) != 0;
 }
 
+/// Whether `v` or a view of it (slice, select, view, reshape, ...) is the
+/// target of an in-place op later in the graph (Call::resultWrittenInPlace:
+/// `clone` then copies).
+bool writtenInPlace(tj::Value *v, int depth = 0) {
+  static const std::set<std::string> views = {
+      "aten::slice", "aten::select", "aten::view", "aten::reshape", "aten::narrow",
+      "aten::unsqueeze", "aten::squeeze", "aten::flatten", "aten::transpose", "aten::permute"};
+  if (depth > 8)
+    return false;
+  for (const tj::Use &u : v->uses()) {
+    std::string k = u.user->kind().toQualString();
+    if (u.offset == 0 && k.size() > 1 && k.back() == '_')
+      return true;
+    if (u.offset == 0 && views.count(k) && writtenInPlace(u.user->output(0), depth + 1))
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 
@@ -150,7 +169,7 @@ void Importer::convertNode(tj::Node *n) {
         onTensors |= v->type()->kind() == c10::TypeKind::TensorType;
       static const std::set<std::string> metaOnly = {
           "aten::size", "aten::dim", "aten::Int", "aten::Float", "aten::Bool",
-          "aten::ScalarImplicit", "aten::len", "aten::__getitem__"};
+          "aten::ScalarImplicit", "aten::len", "aten::__getitem__", "aten::numel"};
       if (onTensors && !metaOnly.count(name))
         recordUnsupported(n);
     }
@@ -203,12 +222,14 @@ void Importer::convertNode(tj::Node *n) {
     fail(n, "the model raises an exception for these inputs");
   // Metadata of tensors known at import time.
   if (name == "aten::size" || name == "aten::dim" || name == "prim::dtype" ||
-      name == "prim::device" || name == "aten::len") {
+      name == "prim::device" || name == "aten::len" || name == "aten::numel") {
     Val &x = in(n, 0);
     if (x.kind == Val::Tensor) {
       auto t = tt(x.value);
       if (name == "aten::dim") {
         setOut(n, 0, Val::constant(c10::IValue(t.getRank())));
+      } else if (name == "aten::numel") {
+        setOut(n, 0, Val::constant(c10::IValue(t.getNumElements())));
       } else if (name == "prim::device") {
         setOut(n, 0, Val::constant(c10::IValue(c10::Device(c10::kCPU))));
       } else if (name == "prim::dtype") {
@@ -478,6 +499,7 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   if (inplace)
     name.pop_back();
   Call call(name, loc(n), where(n));
+  call.resultWrittenInPlace = n->outputs().size() == 1 && writtenInPlace(n->output(0));
   const c10::FunctionSchema *schema = n->maybeSchema();
   for (size_t i = 0; i < n->inputs().size(); ++i) {
     std::string argName;
@@ -488,6 +510,10 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
   Val target = in(n, 0);
   try {
     convertCall(call, convert, inplace);
+    // An in-place op on a view wrote through it into its base.
+    if (inplace && target.kind == Val::Tensor && target.path.empty() &&
+        call.results[0].kind == Arg::Tensor)
+      functionalize(call, target.value, call.results[0].value);
   } catch (ConvError &e) {
     if (e.origin == &call)
       e.origin = n;
@@ -497,34 +523,41 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
     setOut(n, i, fromArg(call.results[i]));
   // Conversions that update their operands (batch norm's running
   // statistics) did so through updateState on the Call's arguments.
-  if (inplace) {
-    Val res = vals[n->output(0)];
-    if (target.kind == Val::Tensor && target.path.empty())
-      if (auto view = target.value.getDefiningOp<ReshapeOp>())
-        functionalizeView(n, call, view, res.value);
-    vals[n->input(0)] = res;
-  }
+  if (inplace)
+    vals[n->input(0)] = vals[n->output(0)];
 }
 
-/// An in-place op on a reshape view (view, flatten, unsqueeze, ...), e.g.
-/// EfficientNet's `dropout_` after `flatten`: the op wrote through the view
-/// into its base, so every TorchScript value holding the base now holds the
-/// result reshaped back to the base's shape (and a buffer base is updated).
-void Importer::functionalizeView(tj::Node *n, Call &call, ReshapeOp view, mlir::Value result) {
-  mlir::Value base = view.getInput();
-  mlir::Value newBase;
+/// An in-place op on a view of another value (StepBuilder::writeThroughView):
+/// a reshape view (view, flatten, unsqueeze, ...; EfficientNet's `dropout_`
+/// after `flatten`) or a step-1 slice (`x[a:b].zero_()`, Swin v2's qkv
+/// bias). Every TorchScript value holding the base now holds its new value
+/// (and a buffer base is updated). A parameter written through a slice is
+/// refused (parameters are never updated by the step); `clone` gives a base
+/// of its own (a copy) when its result is written in place, so the cloned
+/// value is not touched.
+void Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
+  mlir::Value base;
+  mlir::Value newBase = writeThroughView(call, view, result, base);
+  if (!newBase)
+    return;
+  bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
+  bool found = false;
   for (auto &entry : vals) {
     Val &v = entry.second;
     if (v.kind != Val::Tensor || v.value != base)
       continue;
-    if (!newBase)
-      newBase = reshape(call, result, tt(base).getShape());
+    if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
+      fail(call, "in-place update of parameter '" + v.path +
+                     "' through a slice is not supported");
     if (!v.path.empty() && current.count(v.path))
       current[v.path] = newBase;
     v.value = newBase;
+    found = true;
   }
-  if (!newBase)
-    fail(n, "in-place op on a view of a value the importer cannot track (a view of a "
-            "slice or of an intermediate result) is not supported");
+  if (!found)
+    fail(call, isSlice ? "in-place op on a slice of a value the importer cannot track is not "
+                         "supported"
+                       : "in-place op on a view of a value the importer cannot track (a view "
+                         "of a slice or of an intermediate result) is not supported");
 }
 

@@ -29,6 +29,8 @@ const OpTable &ts::opTable() {
     registerNNConversions(t);
     registerShapeConversions(t);
     registerDecomposedConversions(t);
+    registerRecurrentConversions(t);
+    registerCompositeConversions(t);
     return t;
   }();
   return table;
@@ -198,6 +200,30 @@ mlir::Value StepBuilder::seed(Call &n) {
 void StepBuilder::updateState(const Arg &target, mlir::Value newValue) {
   if (!target.path.empty() && current.count(target.path))
     current[target.path] = newValue;
+}
+
+mlir::Value StepBuilder::writeThroughView(Call &n, mlir::Value view, mlir::Value result,
+                                          mlir::Value &base) {
+  if (auto r = view.getDefiningOp<ReshapeOp>()) {
+    base = r.getInput();
+    return reshape(n, result, tt(base).getShape());
+  }
+  auto s = view.getDefiningOp<SliceOp>();
+  if (!s)
+    return {};
+  if (s.getStep() != 1)
+    fail(n, "in-place op on a strided slice (step " + std::to_string(s.getStep()) +
+                ") is not supported");
+  base = s.getInput();
+  int64_t dim = s.getDim(), size = tt(base).getDimSize(dim);
+  int64_t start = s.getStart(), end = s.getEnd();
+  SmallVector<mlir::Value> parts;
+  if (start > 0)
+    parts.push_back(emitSlice(*this, n, base, dim, 0, start, 1));
+  parts.push_back(result);
+  if (end < size)
+    parts.push_back(emitSlice(*this, n, base, dim, end, size, 1));
+  return parts.size() == 1 ? parts[0] : emit1<CatOp>(n, parts, {i64("dim", dim)});
 }
 
 std::string StepBuilder::roleOf(const std::string &path) const {

@@ -11,7 +11,8 @@
 //                    helpers every conversion uses (typed argument reads, op
 //                    creation with inferred result types, reshape, fill);
 //   the op table     ATen name -> conversion, one entry per op, assembled
-//                    from the families in Convert*.cpp.
+//                    from the families in Convert*.cpp (elementwise, NN,
+//                    shapes, decomposed, composite, recurrent).
 // The TorchScript importer (NodeImporter.cpp) builds a Call from a
 // torch::jit::Node, the .pt2 importer (Pt2Importer.cpp) from a node of the
 // exported program's JSON graph; both then run the same conversion.
@@ -140,6 +141,10 @@ struct Call {
   mlir::Location loc;
   /// The error prefix: `file:line: aten::kind`.
   std::string where;
+  /// Set by the front end when the result (or a view of it) is later the
+  /// target of an in-place op, so `clone` must copy (TorchScript; a .pt2's
+  /// graph is functional).
+  bool resultWrittenInPlace = false;
 
   Call(std::string kind, mlir::Location loc, std::string where)
       : kind(std::move(kind)), loc(loc), where(std::move(where)) {}
@@ -255,6 +260,14 @@ public:
   }
   /// When `target` holds a buffer, its current value becomes `newValue`.
   void updateState(const Arg &target, mlir::Value newValue);
+  /// An in-place op `n` wrote `result` into `view`. When `view` is a reshape
+  /// (view, flatten, unsqueeze, ...) or a step-1 slice of another value, sets
+  /// `base` to that value and returns what it holds afterwards: `result`
+  /// reshaped back, or cat(base[:a], result, base[b:]) along the slice's dim.
+  /// Null for any other value; a strided slice is refused. The front end
+  /// then replaces `base` by the result in every value it tracks.
+  mlir::Value writeThroughView(Call &n, mlir::Value view, mlir::Value result,
+                               mlir::Value &base);
   /// The role of the parameter/buffer named `path` ("" when none).
   std::string roleOf(const std::string &path) const;
 
@@ -337,6 +350,8 @@ void registerElementwiseConversions(OpTable &t);
 void registerNNConversions(OpTable &t);
 void registerShapeConversions(OpTable &t);
 void registerDecomposedConversions(OpTable &t);
+void registerRecurrentConversions(OpTable &t);
+void registerCompositeConversions(OpTable &t);
 /// All of them (built once).
 const OpTable &opTable();
 

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -81,6 +82,13 @@ private:
   RankedTensorType tensorType(const std::string &name);
   Arg argOf(const json::Value &v, const std::string &what);
   void convertNode(const json::Object &node, size_t index);
+  /// Fills `writtenInPlace`: the tensors that an in-place op of the graph
+  /// (torch.export's training IR keeps `x[a:b].zero_()`) targets, directly
+  /// or through views.
+  void findInPlaceTargets(const json::Array &nodes);
+  /// After an in-place op whose target `view` is a view of another value:
+  /// every value holding that base holds its new value.
+  void functionalize(Call &call, mlir::Value view, mlir::Value result);
   bool foldConstant(Call &call, const std::string &op, const std::vector<std::string> &outs);
   Arg constArg(std::shared_ptr<ConstTensor> c);
   /// `file:line` from the innermost frame of a node's stack_trace, and the
@@ -91,7 +99,79 @@ private:
   const json::Object *graph = nullptr;
   std::map<std::string, Arg> vals;
   std::map<std::string, std::shared_ptr<ConstTensor>> consts;
+  std::set<std::string> writtenInPlace;
 };
+
+/// The name of a node's first input when it is a tensor, else "".
+std::string firstTensorInput(const json::Object &node) {
+  const json::Array *ins = node.getArray("inputs");
+  if (!ins || ins->empty())
+    return "";
+  const json::Object *io = (*ins)[0].getAsObject();
+  const json::Object *a = io ? io->getObject("arg") : nullptr;
+  const json::Object *tn = a ? a->getObject("as_tensor") : nullptr;
+  auto nm = tn ? tn->getString("name") : std::nullopt;
+  return nm ? nm->str() : "";
+}
+
+/// `op` of a `torch.ops.aten.<op>.<overload>` target, else "".
+std::string atenOp(const json::Object &node) {
+  auto t = node.getString("target");
+  llvm::StringRef r = t ? *t : llvm::StringRef();
+  if (!r.consume_front("torch.ops.aten."))
+    return "";
+  return r.rsplit('.').first.str();
+}
+
+void Pt2Importer::findInPlaceTargets(const json::Array &nodes) {
+  static const std::set<std::string> views = {
+      "slice", "select", "view", "reshape", "narrow", "unsqueeze", "squeeze",
+      "flatten", "transpose", "permute", "alias", "unflatten", "t"};
+  // Views come before the in-place ops that write through them: one pass
+  // from the end propagates a target to the value it views.
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const json::Object *node = nodes[i].getAsObject();
+    if (!node)
+      continue;
+    std::string op = atenOp(*node), self = firstTensorInput(*node);
+    if (op.empty() || self.empty())
+      continue;
+    bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
+    bool viewOfTarget = false;
+    if (views.count(op))
+      if (const json::Array *outs = node->getArray("outputs"))
+        for (const json::Value &o : *outs)
+          if (const json::Object *oo = o.getAsObject())
+            if (const json::Object *tn = oo->getObject("as_tensor"))
+              if (auto nm = tn->getString("name"))
+                viewOfTarget |= writtenInPlace.count(nm->str()) != 0;
+    if (inplace || viewOfTarget)
+      writtenInPlace.insert(self);
+  }
+}
+
+void Pt2Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
+  mlir::Value base;
+  mlir::Value newBase = writeThroughView(call, view, result, base);
+  if (!newBase)
+    return;
+  bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
+  bool found = false;
+  for (auto &entry : vals) {
+    Arg &v = entry.second;
+    if (v.kind != Arg::Tensor || v.value != base)
+      continue;
+    if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
+      fail(call, "in-place update of parameter '" + v.path +
+                     "' through a slice is not supported");
+    if (!v.path.empty() && current.count(v.path))
+      current[v.path] = newBase;
+    v.value = newBase;
+    found = true;
+  }
+  if (!found)
+    fail(call, "in-place op on a view of a value the importer cannot track is not supported");
+}
 
 Type Pt2Importer::elemType(int64_t code, const std::string &what) {
   switch (code) {
@@ -460,6 +540,7 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
     positional.push_back(a);
   }
   Call call(callKind, loc, where);
+  call.resultWrittenInPlace = outs.size() == 1 && writtenInPlace.count(outs[0]);
   bool poisoned = false;
   auto add = [&](const json::Value &a, const std::string &argName) {
     Arg v = argOf(a, what + " (" + kind + ") argument '" + argName + "'");
@@ -501,7 +582,11 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
     return;
   }
   try {
+    Arg self = call.args.empty() ? Arg() : call.args[0];
     convertCall(call, cit->second, inplace);
+    // An in-place op on a view wrote through it into its base.
+    if (inplace && self.kind == Arg::Tensor && self.path.empty())
+      functionalize(call, self.value, call.results[0].value);
   } catch (ConvError &e) {
     if (e.origin != &call)
       throw;
@@ -614,6 +699,7 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
     vals[name] = Arg::tensor(addInput(name, type));
 
   PhaseOp::create(b, fileLoc, Phase::forward);
+  findInPlaceTargets(arr(*graph, "nodes", "the graph"));
   size_t idx = 0;
   for (const json::Value &nv : arr(*graph, "nodes", "the graph"))
     convertNode(obj(&nv, "node " + std::to_string(idx)), idx), ++idx;

@@ -90,6 +90,30 @@ const char *const kSchemas[][2] = {
     {"constant_pad_nd.default", "self, pad, value=0"},
     {"pixel_shuffle.default", "self, upscale_factor"},
     {"roll.default", "self, shifts, dims=[]"},
+    // ConvertComposite.cpp, ConvertRecurrent.cpp, the transposed convolution,
+    // unbind, zero/fill.
+    {"conv_transpose2d.input",
+     "input, weight, bias=None, stride=[1, 1], padding=[0, 0], output_padding=[0, 0], "
+     "groups=1, dilation=[1, 1]"},
+    {"lstm.input",
+     "input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first"},
+    {"gru.input",
+     "input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first"},
+    {"rnn_tanh.input",
+     "input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first"},
+    {"rnn_relu.input",
+     "input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first"},
+    {"einsum.default", "equation, tensors, path=None"},
+    {"linalg_vector_norm.default", "self, ord=2, dim=None, keepdim=False, dtype=None"},
+    {"norm.Scalar", "self, p=2"},
+    {"norm.ScalarOpt_dim", "self, p, dim, keepdim=False"},
+    {"norm.ScalarOpt_dim_dtype", "self, p, dim, keepdim, dtype"},
+    {"expand_as.default", "self, other"},
+    {"upsample_bilinear2d.vec", "input, output_size, align_corners, scale_factors"},
+    {"upsample_bilinear2d.default",
+     "self, output_size, align_corners, scales_h=None, scales_w=None"},
+    {"zero.default", "self"}, {"fill.Scalar", "self, value"},
+    {"unbind.int", "self, dim=0"},
 };
 
 

@@ -278,6 +278,14 @@ std::vector<Case> cases() {
                 "  %y = offload.conv2d %x, %w, %b {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, "
                 "dilation = array<i64: 2, 2>, groups = 2 : i64} : tensor<2x4x7x7xf64>, tensor<6x2x3x3xf64>, tensor<6xf64>",
                 "tensor<2x6x3x3xf64>"});
+  // conv_transpose2d(x [2,4,3,3], w [4,3,3,3], stride 2, padding 1,
+  // output_padding 1, groups 2, dilation 1): 2*2 - 2 + 2 + 1 + 1 = 6.
+  cs.push_back({"conv2d_backward_input_as_conv_transpose",
+                {P("x", "tensor<2x4x3x3xf64>"), P("w", "tensor<4x3x3x3xf64>")},
+                "  %y = offload.conv2d_backward_input %x, %w {stride = array<i64: 2, 2>, "
+                "padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 2 : i64} "
+                ": tensor<2x4x3x3xf64>, tensor<4x3x3x3xf64> -> tensor<2x6x6x6xf64>",
+                "tensor<2x6x6x6xf64>"});
   cs.push_back({"max_pool2d", {P("x", "tensor<2x3x6x6xf64>")},
                 "  %y, %i = offload.max_pool2d %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, "
                 "padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : tensor<2x3x6x6xf64>",

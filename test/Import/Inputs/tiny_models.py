@@ -10,6 +10,12 @@ Usage: tiny_models.py NAME OUT.pt
   scripted_mlp torch.jit.script of Linear(16,8)-ReLU-Dropout(0.25)-Linear(8,3)
   mobilenet_v2, mobilenet_v3_small, squeezenet1_1, densenet121, vgg11
                torchvision classifiers (num_classes=10) traced on [2,3,32,32]
+  composite    traced; ConvTranspose2d, bilinear Upsample, GRU, einsum,
+               F.normalize and an in-place zero_ on a slice of a cloned bias
+               (the conversions of ConvertComposite/ConvertRecurrent);
+               x [2,3,4,4]
+  refused      traced; an einsum with an ellipsis (twice) and a 1-norm, which
+               those conversions refuse; x [2,3,4,4]
   decoder      nn.TransformerDecoder (2 layers, d_model 32, 4 heads, dropout
                0.1, batch_first) with a causal tgt_mask, forward(x [2,8,32],
                mem [2,5,32]) returns the sum of its output (a scalar loss)
@@ -18,6 +24,7 @@ import sys
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class Unsupported(nn.Module):
@@ -60,6 +67,38 @@ class Conv(nn.Module):
         return self.fc(h.mean(dim=(2, 3)))
 
 
+class Composite(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+        self.gru = nn.GRU(8, 6, batch_first=True)
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        h = self.up(x)                                           # [2, 4, 8, 8]
+        h = F.interpolate(h, scale_factor=2, mode="bilinear")    # [2, 4, 16, 16]
+        s = h.mean(dim=3).reshape(2, 8, 8)                       # [2, 8 steps, 8]
+        o = self.gru(s)[0]                                       # [2, 8, 6]
+        a = torch.einsum("bid,bjd->bij", F.normalize(o, dim=-1), o)
+        b = self.fc.bias.clone()
+        b[1:3].zero_()
+        return F.linear(torch.einsum("bij,bjd->bd", a, o), self.fc.weight, b)
+
+
+class Refused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        # unsupported.test checks the error against this comment's line:
+        # REFUSED: unsupported ops: aten::einsum: einsum with an ellipsis is not supported (2x at {{.*}}functional.py:{{[0-9]+}}); aten::linalg_vector_norm: vector norm with ord other than 2 is not supported (1x at {{.*}}tiny_models.py:[[@LINE+3]]){{$}}
+        a = torch.einsum("...ij,...jk->...ik", x, x)
+        b = torch.einsum("...ij,...kj->...ik", x, x)
+        n = torch.linalg.vector_norm(x, 1, dim=-1, keepdim=True)
+        return self.fc((a + b + n).mean(dim=(1, 2)))
+
+
 class Decoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,6 +132,10 @@ def main():
         warnings.simplefilter("ignore")
         model = getattr(torchvision.models, name)(num_classes=10).train()
         m = torch.jit.trace(model, torch.randn(2, 3, 32, 32), check_trace=False)
+    elif name == "composite":
+        m = torch.jit.trace(Composite().train(), torch.randn(2, 3, 4, 4))
+    elif name == "refused":
+        m = torch.jit.trace(Refused().train(), torch.randn(2, 3, 4, 4))
     elif name == "decoder":
         import warnings
         warnings.simplefilter("ignore")

@@ -288,6 +288,45 @@ LogicalResult Conv2dOp::verify() {
   return success();
 }
 
+// The result's spatial size is free within one stride (see the op's
+// description); everything else must match conv2d's geometry read backwards.
+LogicalResult Conv2dBackwardInputOp::verify() {
+  auto dy = getGradOutput().getType(), w = getWeight().getType();
+  auto dx = getGradInput().getType();
+  if (dy.getRank() != 4 || w.getRank() != 4 || dx.getRank() != 4)
+    return emitOpError("expects rank-4 grad_output [N, O, OH, OW], weight "
+                       "[O, C/groups, KH, KW] and result [N, C, H, W]");
+  if (getStride().size() != 2 || getPadding().size() != 2 || getDilation().size() != 2)
+    return emitOpError("stride, padding and dilation must have 2 values each");
+  int64_t groups = getGroups();
+  if (groups < 1)
+    return emitOpError() << "groups must be >= 1, got " << groups;
+  if (!dy.hasStaticShape() || !w.hasStaticShape() || !dx.hasStaticShape())
+    return success();
+  if (dy.getDimSize(0) != dx.getDimSize(0))
+    return emitOpError() << "batch " << dx.getDimSize(0) << " of the result differs from "
+                         << dy.getDimSize(0) << " of grad_output";
+  if (dy.getDimSize(1) != w.getDimSize(0) || w.getDimSize(0) % groups != 0)
+    return emitOpError() << "grad_output has " << dy.getDimSize(1)
+                         << " channels, weight expects " << w.getDimSize(0)
+                         << " (divisible by groups " << groups << ")";
+  if (dx.getDimSize(1) != w.getDimSize(1) * groups)
+    return emitOpError() << "result has " << dx.getDimSize(1) << " channels, weight gives "
+                         << w.getDimSize(1) << " x " << groups << " groups";
+  for (int i = 0; i < 2; ++i) {
+    int64_t s = getStride()[i], p = getPadding()[i], d = getDilation()[i];
+    if (s < 1 || d < 1 || p < 0)
+      return emitOpError("stride and dilation must be >= 1 and padding >= 0");
+    int64_t span = dx.getDimSize(2 + i) + 2 * p - d * (w.getDimSize(2 + i) - 1) - 1;
+    if (span < 0 || span / s + 1 != dy.getDimSize(2 + i))
+      return emitOpError() << "result spatial size " << dx.getDimSize(2 + i)
+                           << " does not convolve back to grad_output's "
+                           << dy.getDimSize(2 + i) << " (stride " << s << ", padding " << p
+                           << ", dilation " << d << ")";
+  }
+  return success();
+}
+
 LogicalResult BatchNormOp::verify() {
   auto in = getInput().getType();
   if (in.getRank() < 2)

@@ -386,6 +386,29 @@ LogicalResult Conv2dOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, 
   return success();
 }
 
+// conv2d_backward_input as a forward op (conv_transpose2d): it is linear in
+// each operand, y = J(w)^T x with J(w) the Jacobian of conv2d(., w), so
+// <g, y> = <conv2d(g, w), x>: dx = conv2d(g, w) and
+// dw = conv2d_backward_weight(x, g) (x in the role of conv2d's output gradient,
+// g in the role of its input).
+void Conv2dBackwardInputOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  saveInputAndWeight(getGradOutput(), getWeight(), s);
+}
+LogicalResult Conv2dBackwardInputOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
+                                              Grads &og) {
+  Value g = rg[0];
+  if (noCotangent(g, false, og))
+    return success();
+  Location loc = getLoc();
+  og.push_back(Conv2dOp::create(b, loc, getGradOutput().getType(), g, saved[1], Value(),
+                                getStrideAttr(), getPaddingAttr(), getDilationAttr(),
+                                getGroupsAttr()));
+  og.push_back(Conv2dBackwardWeightOp::create(b, loc, getWeight().getType(), saved[0], g,
+                                              getStrideAttr(), getPaddingAttr(),
+                                              getDilationAttr(), getGroupsAttr()));
+  return success();
+}
+
 void MaxPool2dOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getIndices()); }
 LogicalResult MaxPool2dOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
                                     Grads &og) {

@@ -366,13 +366,38 @@ def Offload_Conv2dOp : Offload_DiffOp<"conv2d", [InferTypeOpAdaptor],
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?";
   let hasVerifier = 1;
 }
-def Offload_Conv2dBackwardInputOp : Offload_ComputeOp<"conv2d_backward_input", [], ["getFlops"]> {
-  let summary = "Gradient of conv2d with respect to its input";
+def Offload_Conv2dBackwardInputOp : Offload_DiffOp<"conv2d_backward_input", [], ["getFlops"]> {
+  let summary = "Gradient of conv2d with respect to its input; also `conv_transpose2d`";
+  let description = [{
+    `grad_output` [N, O, OH, OW], `weight` [O, C/groups, KH, KW] ->
+    `grad_input` [N, C, H, W], the adjoint of `conv2d` with the same stride,
+    padding, dilation and groups applied to `grad_output`. H and W are taken
+    from the result type: any H with floor((H + 2·pad - dil·(KH-1) - 1) / stride)
+    + 1 == OH is valid, so the rows a strided convolution never reads (and
+    `output_padding` of a transposed convolution) come out as zeros.
+
+    The same product is PyTorch's `conv_transpose2d(x, weight, stride, padding,
+    output_padding, groups, dilation)` without bias: a transposed
+    convolution's weight [C_in, C_out/groups, KH, KW] is this op's weight, and
+    H = (OH - 1)·stride - 2·pad + dil·(KH - 1) + output_padding + 1. The
+    importer converts `nn.ConvTranspose2d` to it, so the op is differentiable:
+    the VJP of `grad_input = J^T grad_output` (J the conv2d Jacobian) is
+    d grad_output = conv2d(g, weight) and d weight =
+    conv2d_backward_weight(grad_output, g). Saves `grad_output` and `weight`.
+    FLOPs: those of the forward conv2d, 2·N·O·OH·OW·(C/groups)·KH·KW.
+
+    ```mlir
+    %y = offload.conv2d_backward_input %x, %w {stride = array<i64: 2, 2>,
+        padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}
+        : tensor<2x8x4x4xf32>, tensor<8x6x3x3xf32> -> tensor<2x6x9x9xf32>
+    ```
+  }];
   let arguments = (ins Offload_FloatTensor:$grad_output, Offload_FloatTensor:$weight,
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups);
   let results = (outs Offload_FloatTensor:$grad_input);
   let assemblyFormat = "$grad_output `,` $weight attr-dict `:` type($grad_output) `,` type($weight) `->` type($grad_input)";
+  let hasVerifier = 1;
 }
 def Offload_Conv2dBackwardWeightOp : Offload_ComputeOp<"conv2d_backward_weight", [], ["getFlops"]> {
   let summary = "Gradient of conv2d with respect to its weight";
