@@ -30,10 +30,22 @@ PIP_NO_DEPS=(
   "nvidia-nvshmem-cu13==3.7.2"
   "nvidia-nccl-cu13==2.30.7"
 )
+# torchvision for resnet18 in bench/planner/pytorch_partitioner.py (its model
+# definitions only); 0.29.2 is the newest on PyPI, built against torch 2.14, and
+# its ops load against 2.15. Without deps: its torch pin would replace ours.
+PIP_EXTRAS_NO_DEPS=("torchvision==0.29.2" "pillow==13.0.0")
 PIP_DEPS=(filelock "typing-extensions>=4.13.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" numpy)
+
+ensure_extras() {
+  if ! "$ROOT/scripts/torch2-python" -c "import torchvision, PIL" 2>/dev/null; then
+    echo "setup-torch2: adding ${PIP_EXTRAS_NO_DEPS[*]} to $VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${PIP_EXTRAS_NO_DEPS[@]}"
+  fi
+}
 
 if "$ROOT/scripts/torch2-python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
   echo "setup-torch2: PyTorch $TORCH_VERSION present in $VENV"
+  ensure_extras
   exit 0
 fi
 
@@ -52,4 +64,5 @@ if ! "$VENV/bin/pip" install -q --disable-pip-version-check "${PIP_DEPS[@]}" >"$
   cat "$log" >&2; rm -f "$log"; exit 1
 fi
 rm -f "$log"
+ensure_extras
 "$ROOT/scripts/torch2-python" -c "import torch; print('setup-torch2: torch', torch.__version__, 'imports')"

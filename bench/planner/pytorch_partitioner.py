@@ -1,0 +1,429 @@
+#!/usr/bin/env -S scripts/torch2-python
+"""The planner against PyTorch's own partitioner at matched saved-activation bytes.
+
+    scripts/torch2-python bench/planner/pytorch_partitioner.py --bin build/bin
+        [--models mlp,transformer,gpt,resnet18] [--fractions 1.0,0.9,...,0.0]
+        [--target h100-sxm] [--work DIR] [--quick]
+
+Runs under the PyTorch 2.x virtual environment (scripts/setup-torch2.sh;
+`scripts/torch2-python`); the offload side shells out to Debian's
+/usr/bin/python3 (python/export_models.py, TorchScript for LibTorch 1.13) and
+to build/bin. --quick: mlp only, fractions 1.0, 0.5, 0.0.
+
+PyTorch's side. Every example model of python/export_models.py (its module
+definitions, batch sizes and loss, imported, not copied; dropout 0, train
+mode) is wrapped as forward(x, y) -> scalar loss and compiled with
+torch.compile(backend=aot_autograd(fw_compiler, bw_compiler,
+partition_fn=min_cut_rematerialization_partition)): AOTAutograd traces the
+joint forward-backward graph and the min-cut rematerialization partitioner
+splits it; the two "compilers" only record the partitioned FX graphs and
+return their Python callables (no Inductor, no C++ compiler). One step runs
+per fraction of torch._functorch.config.activation_memory_budget (default
+sweep 1.0, 0.9, ..., 0.0; the runtime estimator and solver stay at their
+defaults, "flops" and "dp"). From each partition:
+  saved bytes   the tensors the forward graph hands to the backward graph
+                (the backward graph's placeholders that are not tangents),
+                numel x element size from their fake-tensor metadata. Inputs
+                and parameters (primals) and views of them (aten.t of a
+                weight, ...) are saved by reference and are not activations:
+                they are excluded (and so are the model inputs x and y).
+  recomputed    the backward graph's ops that recompute forward values: the
+                partitioner copies a recomputed node from the joint graph
+                into the backward graph under its forward name, so a
+                call_function node of the backward graph whose name is also a
+                call_function node of the forward graph is a recomputation.
+With graph breaks the graphs of all compiled regions are summed.
+
+Our side. The same model is exported with python/export_models.py, imported,
+and its SGD-with-momentum step built (offload-autodiff); our saved values are
+the step's offload.save values (all activations: parameters and inputs are
+block arguments, never saved values). For each PyTorch point with S saved
+bytes, our planner is run by bisection on its budget for the LARGEST budget
+whose kept saved bytes are <= S ("kept": saved values left on the device;
+those it recomputes or offloads to the host are not kept), between the
+smallest reachable arena and the unplanned arena (resolution 0.2% of the
+unplanned arena). When S is at least all our saved bytes, the step is not
+planned (nothing recomputed). Our recomputed FLOPs are those of the ops in
+the planned step's offload.recompute regions (read with
+--offload-inline-recompute and the per-op --offload-cost-report, by the
+regions' source lines); offloaded bytes are those of saved values the plan
+moves to the host.
+
+Two targets: `h100-sxm` (the planner may offload saved values and place
+parameters on the host), and `h100-slowlink`, a target file equal to h100-sxm
+except for a 1 kB/s host link, so that every copy is priced out and the
+planner only recomputes where it can. --offload-plan-memory has no option to
+disable host offload; the slow link is how this bench switches it off.
+Parameters on the host, early optimizer updates and the optimizer's own
+memory belong to our step only; they change the budget, not the saved bytes
+compared.
+
+One FLOP convention on both sides: torch.utils.flop_counter's, i.e. matrix
+products and convolutions only, 2 FLOPs per multiply-add, bias additions and
+all other ops (elementwise, softmax, normalization, reductions) 0. PyTorch:
+torch.utils.flop_counter.flop_registry's formula for each recomputed node
+(aten.mm, addmm, bmm, convolution, scaled-dot-product attention, ...), from
+the nodes' fake-tensor shapes. Ours: our cost model (lib/Dialect/Offload/IR/
+OffloadCost.cpp) for offload.linear, offload.matmul and offload.conv2d, which
+is the same 2*M*N*K, minus the bias term it adds (result elements) when the
+op has a bias operand.
+
+Printed per model: PyTorch's budget fraction, saved bytes, recomputed FLOPs,
+what it recomputes; then for each target our matched budget, kept saved
+bytes, recomputed FLOPs and offloaded bytes, and who recomputes less ("=" when
+equal); a budget marked * is our planner's all-in plan of the smallest
+reachable arena (it recomputes, offloads and moves parameters to the host
+wherever that frees bytes, whatever the prices). Saved bytes that rise as the fraction falls are flagged "non-monotonic".
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+DEBIAN_PY = "/usr/bin/python3"
+# Operator kinds whose FLOPs count (torch.utils.flop_counter's convention).
+OUR_PRODUCTS = ("offload.linear", "offload.matmul", "offload.conv2d")
+SLOWLINK = {"name": "h100-slowlink", "memory_bytes": 80000000000,
+            "memory_bytes_per_second": 3.35e12, "flops_per_second": 6.69e13,
+            "host_to_device_bytes_per_second": 1e3, "device_to_host_bytes_per_second": 1e3}
+
+
+def run(cmd, ok=True):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if ok and r.returncode != 0:
+        sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
+    return r
+
+
+# --- PyTorch's partitioner ----------------------------------------------------
+
+_VIEW_OPS = {"t", "view", "_unsafe_view", "permute", "transpose", "expand", "alias", "slice",
+             "select", "unsqueeze", "squeeze", "reshape", "as_strided", "detach"}
+
+
+def _aliases_primal(node):
+    """True when NODE (forward graph) is a placeholder or a chain of views of one."""
+    while node.op == "call_function":
+        name = getattr(getattr(node.target, "overloadpacket", None), "__name__", "")
+        if name not in _VIEW_OPS or not node.args:
+            return False
+        node = node.args[0]
+    return node.op == "placeholder"
+
+
+def _node_flops(node):
+    """torch.utils.flop_counter FLOPs of one FX node (0 for ops it does not count)."""
+    import torch
+    from torch.utils._pytree import tree_map
+    from torch.utils.flop_counter import flop_registry
+    packet = getattr(node.target, "overloadpacket", None)
+    if packet not in flop_registry:
+        return 0
+    val = lambda a: a.meta["val"] if isinstance(a, torch.fx.Node) else a
+    args = tree_map(val, node.args)
+    kwargs = tree_map(val, node.kwargs)
+    return int(flop_registry[packet](*args, **kwargs, out_val=node.meta["val"]))
+
+
+def pytorch_partition(name, fraction):
+    """One training step of NAME partitioned at activation_memory_budget=FRACTION.
+
+    Returns {"saved": activation bytes handed to backward, "by_ref": bytes of
+    primals and their views also handed over (not counted), "flops":
+    recomputed matmul/conv FLOPs, "ops": Counter of recomputed op kinds,
+    "graphs": number of compiled regions}."""
+    import torch
+    import torch._functorch.config as fcfg
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    import export_models as em
+
+    graphs = []
+
+    def capture(kind):
+        def compiler(gm, example_inputs):
+            graphs.append((kind, gm))
+            return gm.forward
+        return compiler
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x, y):
+            return em.compute_loss(name, self.model(*em.forward_args(name, x, y)), y)
+
+    model = WithLoss(em.build_model(name, 0.0).train())
+    x, y = em.make_inputs(name)
+    torch._dynamo.reset()
+    fcfg.activation_memory_budget = fraction
+    compiled = torch.compile(model, dynamic=False, backend=aot_autograd(
+        fw_compiler=capture("fw"), bw_compiler=capture("bw"),
+        partition_fn=min_cut_rematerialization_partition))
+    compiled(x, y).backward()
+    fws = [g for k, g in graphs if k == "fw"]
+    bws = [g for k, g in graphs if k == "bw"]
+    if not fws or len(fws) != len(bws):
+        sys.exit(f"{name}: expected one backward graph per forward graph, got "
+                 f"{len(fws)} forward and {len(bws)} backward")
+    saved = by_ref = flops = 0
+    ops = Counter()
+    for fw, bw in zip(fws, bws):
+        fw_nodes = {n.name: n for n in fw.graph.nodes}
+        fw_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+        for n in bw.graph.nodes:
+            if n.op == "placeholder" and not n.name.startswith("tangents"):
+                v = n.meta.get("val")
+                if not isinstance(v, torch.Tensor):
+                    continue  # a saved symbolic int
+                b = v.numel() * v.element_size()
+                src = fw_nodes.get(n.name)
+                if src is None:
+                    sys.exit(f"{name}: backward input {n.name} is not a forward node")
+                if _aliases_primal(src):
+                    by_ref += b
+                else:
+                    saved += b
+            elif n.op == "call_function" and n.name in fw_calls:
+                f = _node_flops(n)
+                flops += f
+                packet = getattr(n.target, "overloadpacket", n.target)
+                kind = getattr(packet, "__name__", str(packet))
+                if kind not in _VIEW_OPS:
+                    ops[kind] += 1
+    return {"saved": saved, "by_ref": by_ref, "flops": flops, "ops": ops, "graphs": len(fws)}
+
+
+# --- Our planner ----------------------------------------------------------------
+
+def prepare(model, work, bin_dir):
+    """Exports, imports and builds the SGD-momentum step; returns (step, unplanned arena,
+    total saved bytes)."""
+    run([DEBIAN_PY, os.path.join(ROOT, "python", "export_models.py"), "--out", work,
+         "--models", model])
+    meta = json.load(open(os.path.join(work, model + ".json")))
+    args = []
+    for k, v in meta["inputs"].items():
+        args += ["--input", f"{k}={v}"]
+    if not meta.get("returns_loss"):
+        args += ["--loss", meta["loss"]]
+    fwd = os.path.join(work, model + ".mlir")
+    run([os.path.join(bin_dir, "offload-import"), os.path.join(work, model + ".pt")] + args +
+        ["-o", fwd])
+    step = os.path.join(work, model + ".step.mlir")
+    out = run([os.path.join(bin_dir, "offload-opt"), fwd,
+               "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9",
+               "--offload-memory-report", "--offload-saved-value-report=report=-",
+               "-o", step]).stdout
+    unplanned = int(re.search(r"device arena bytes: (\d+)", out).group(1))
+    total = int(re.search(r"total: (\d+) bytes in \d+ saved values", out).group(1))
+    return step, unplanned, total
+
+
+def recomputed_flops(bin_dir, planned):
+    """(matmul/conv FLOPs, Counter of op kinds) of the ops in PLANNED's recompute regions."""
+    lines = open(planned).read().splitlines()
+    ranges, depth, start = [], 0, None
+    for i, line in enumerate(lines, 1):
+        if start is None and "offload.recompute(" in line:
+            start, depth = i, 0
+        if start is not None:
+            depth += line.count("{") - line.count("}")
+            if depth <= 0 and i > start:
+                ranges.append((start, i))
+                start = None
+    if not ranges:
+        return 0, Counter()
+    out = run([os.path.join(bin_dir, "offload-opt"), planned, "--offload-inline-recompute",
+               "--offload-cost-report=per-op=true report=-", "-o", "/dev/null"]).stdout
+    flops, ops = 0, Counter()
+    for m in re.finditer(r"^\s+(offload\.\w+)\s+flops=(-?\d+)\s+read=\d+\s+written=(\d+)\s+"
+                         r"loc\(\"[^\"]*\":(\d+):\d+\)", out, re.M):
+        op, f, written, line = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        if not any(lo < line < hi for lo, hi in ranges):
+            continue
+        if op != "offload.reshape":
+            ops[op.split(".", 1)[1]] += 1
+        if op not in OUR_PRODUCTS:
+            continue
+        if f < 0:
+            sys.exit(f"{planned}:{line}: {op} has no static FLOP count")
+        src = lines[line - 1]
+        operands = src.split(op, 1)[1].split(":")[0].count("%")
+        if op in ("offload.linear", "offload.conv2d") and operands == 3:
+            elt = 8 if "xf64>" in src.split(":")[-1] else 4
+            f -= written // elt  # the bias term our cost model adds
+        flops += f
+    return flops, ops
+
+
+class Ours:
+    """Our planner on one step and target; plans are cached by budget."""
+
+    def __init__(self, bin_dir, step, unplanned, total, target, work, tag):
+        self.bin, self.step, self.unplanned, self.total = bin_dir, step, unplanned, total
+        self.target, self.work, self.tag = target, work, tag
+        self.cache = {}
+        probe = self._run(1)
+        m = re.search(r"Ask for budget=(\d+)", probe.stdout)
+        if probe.returncode == 0 or not m:
+            sys.exit(f"{tag}: the planner did not name its smallest reachable arena:\n"
+                     + probe.stdout[-2000:])
+        self.smallest = int(m.group(1))
+
+    def _run(self, budget):
+        return run([os.path.join(self.bin, "offload-opt"), self.step,
+                    f"--offload-plan-memory=budget={budget} target={self.target} report=-",
+                    "-o", os.path.join(self.work, f"{self.tag}.planned.mlir")], ok=False)
+
+    def plan(self, budget):
+        """{"budget", "kept", "recomputed_bytes", "offloaded", "flops", "ops"} at BUDGET."""
+        if budget in self.cache:
+            return self.cache[budget]
+        if budget >= self.unplanned:
+            res = {"budget": self.unplanned, "kept": self.total, "recomputed_bytes": 0,
+                   "offloaded": 0, "flops": 0, "ops": Counter(), "fallback": False}
+            self.cache[budget] = res
+            return res
+        r = self._run(budget)
+        if r.returncode != 0:
+            sys.exit(f"{self.tag}: planning at budget {budget} failed:\n" + r.stdout[-2000:])
+        rec = off = 0
+        for m in re.finditer(r"^\s+saved\s+.*?\s(\d+) (recompute|offload)\s", r.stdout, re.M):
+            if m.group(2) == "recompute":
+                rec += int(m.group(1))
+            else:
+                off += int(m.group(1))
+        flops, ops = (0, Counter()) if rec == 0 else recomputed_flops(
+            self.bin, os.path.join(self.work, f"{self.tag}.planned.mlir"))
+        res = {"budget": budget, "kept": self.total - rec - off, "recomputed_bytes": rec,
+               "offloaded": off, "flops": flops, "ops": ops,
+               "fallback": "(the smallest reachable arena's plan)" in r.stdout}
+        self.cache[budget] = res
+        return res
+
+    def match(self, saved):
+        """The plan at the largest budget (within 0.2% of the unplanned arena) whose kept
+        saved bytes are <= SAVED; None when even the smallest arena keeps more."""
+        if saved >= self.total:
+            return self.plan(self.unplanned)
+        lo = self.plan(self.smallest)
+        if lo["kept"] > saved:
+            return None
+        lo_b, hi_b = self.smallest, self.unplanned  # kept(lo_b) <= saved < kept(hi_b)
+        step = max(1, self.unplanned // 500)
+        while hi_b - lo_b > step:
+            mid = (lo_b + hi_b) // 2
+            if self.plan(mid)["kept"] <= saved:
+                lo_b = mid
+            else:
+                hi_b = mid
+        return self.plan(lo_b)
+
+
+# --- Report -----------------------------------------------------------------------
+
+def fmt_ops(ops, limit=4):
+    if not ops:
+        return "-"
+    items = sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))
+    s = " ".join(f"{k}x{v}" for k, v in items[:limit])
+    return s + (" ..." if len(items) > limit else "")
+
+
+def who(theirs, ours):
+    if ours is None:
+        return "unmatched"
+    if ours["flops"] < theirs:
+        return "ours"
+    if ours["flops"] > theirs:
+        return "PYTORCH"
+    return "="
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--models", default="mlp,transformer,gpt,resnet18")
+    ap.add_argument("--fractions", default=",".join(f"{k / 10:.1f}" for k in range(10, -1, -1)))
+    ap.add_argument("--target", default="h100-sxm")
+    ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner")
+    ap.add_argument("--quick", action="store_true", help="mlp only, fractions 1.0, 0.5, 0.0")
+    args = ap.parse_args()
+    if args.quick:
+        args.models, args.fractions = "mlp", "1.0,0.5,0.0"
+    try:
+        fractions = [float(f) for f in args.fractions.split(",")]
+    except ValueError:
+        ap.error(f"--fractions: not a comma-separated list of numbers: {args.fractions!r}")
+    if not fractions or any(not 0.0 <= f <= 1.0 for f in fractions):
+        ap.error("--fractions must lie in [0, 1]")
+    for tool in ("offload-import", "offload-opt"):
+        if not os.access(os.path.join(args.bin, tool), os.X_OK):
+            ap.error(f"--bin {args.bin}: no executable {tool}")
+    import torch
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    os.makedirs(args.work, exist_ok=True)
+    slow = os.path.join(args.work, "h100-slowlink.json")
+    with open(slow, "w") as f:
+        json.dump(SLOWLINK, f)
+    targets = [(args.target, args.target), ("h100-slowlink", slow)]
+
+    print(f"PyTorch {torch.__version__}: min-cut rematerialization partitioner, "
+          f"activation_memory_budget swept; FLOPs = matmul/conv only (torch.utils.flop_counter "
+          f"convention, 2 per multiply-add) on both sides; saved bytes exclude parameters and "
+          f"inputs (and views of them) saved by reference")
+    for model in args.models.split(","):
+        step, unplanned, total = prepare(model, args.work, args.bin)
+        ours = {t: Ours(args.bin, step, unplanned, total, spec, args.work, f"{model}.{t}")
+                for t, spec in targets}
+        print(f"\n{model}: our step saves {total} bytes of activations; unplanned arena "
+              f"{unplanned} bytes, smallest reachable "
+              + ", ".join(f"{o.smallest} ({t})" for t, o in ours.items()))
+        hdr = (f"  {'frac':>4} {'pt saved':>10} {'pt recomp FLOPs':>15} | "
+               + " | ".join(f"{t + ': budget':>22} {'kept':>10} {'recomp FLOPs':>13} "
+                            f"{'offloaded':>9} {'less':>9}" for t in ours))
+        print(hdr)
+        prev, rows = None, []
+        for frac in fractions:
+            pt = pytorch_partition(model, frac)
+            cells = []
+            for t, o in ours.items():
+                m = o.match(pt["saved"])
+                if m is None:
+                    cells.append(f"{'(our smallest keeps ' + str(o.plan(o.smallest)['kept']) + ')':>22} "
+                                 f"{'-':>10} {'-':>13} {'-':>9} {'unmatched':>9}")
+                else:
+                    b = f"{m['budget']}{'*' if m['fallback'] else ''}"
+                    cells.append(f"{b:>22} {m['kept']:>10} {m['flops']:>13} "
+                                 f"{m['offloaded']:>9} {who(pt['flops'], m):>9}")
+                rows.append((frac, t, pt, m))
+            note = ""
+            if prev is not None and pt["saved"] > prev:
+                note = "  non-monotonic: more saved than at the larger fraction"
+            prev = pt["saved"]
+            print(f"  {frac:>4.1f} {pt['saved']:>10} {pt['flops']:>15} | " + " | ".join(cells)
+                  + note)
+        print("  * our planner's all-in plan of the smallest reachable arena (recompute, "
+              "offload and host parameters wherever they free bytes)")
+        print("  what each side recomputes (op kinds x count; views omitted):")
+        seen = set()
+        for frac, t, pt, m in rows:
+            key = (frac,)
+            if key not in seen:
+                seen.add(key)
+                print(f"    {frac:.1f} PyTorch ({pt['graphs']} graph(s), {pt['by_ref']} bytes "
+                      f"saved by reference): {fmt_ops(pt['ops'], 6)}")
+            if m is not None:
+                print(f"        ours on {t} at {m['budget']}: {fmt_ops(m['ops'], 6)}; "
+                      f"{m['recomputed_bytes']} bytes recomputed, {m['offloaded']} offloaded")
+
+
+if __name__ == "__main__":
+    main()
