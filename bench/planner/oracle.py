@@ -35,9 +35,11 @@ Baselines (the hand policies a user has): recompute everything
 Each gives one device arena and simulated step time; the planner is then
 run at exactly that arena as its budget, and both times are printed.
 
-PyTorch's own partitioner (torch._functorch activation_memory_budget) needs
-PyTorch >= 2.4; Debian's python3-torch is 1.13, without it, so that baseline
-is not run here (docs/planner.md).
+PyTorch's own partitioner (AOTAutograd's min-cut rematerialization with
+torch._functorch.config.activation_memory_budget swept) is compared with the
+planner at matched saved-activation bytes by bench/planner/pytorch_partitioner.py,
+which runs under scripts/torch2-python (PyTorch 2.x from PyPI; Debian's 1.13
+lacks it); its tables are in docs/planner.md.
 """
 import argparse
 import json
