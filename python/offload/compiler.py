@@ -11,8 +11,10 @@ Stages (one progress line each, with its wall time):
   lower     offload-opt --convert-offload-to-plan -> step.oflp, loaded by the runtime
 The plan and the intermediate files stay in Step.workdir.
 """
+import contextlib
 import copy
 import inspect
+import logging
 import os
 import re
 import subprocess
@@ -120,7 +122,7 @@ def resolve_exporter(exporter):
                          f"got {exporter!r}")
     major = torch_version()[0]
     if exporter == "auto":
-        return "export" if major >= 2 else "torchscript"
+        exporter = "export" if major >= 2 else "torchscript"
     if exporter == "export" and (major < 2 or not hasattr(torch, "export")):
         raise CompileError(
             "export", f"exporter='export' needs torch.export (PyTorch 2.x); this is PyTorch "
@@ -165,6 +167,19 @@ def _export_torchscript(model, forward_inputs, path):
 _MAX_EXPORT_MESSAGE = 4000
 
 
+@contextlib.contextmanager
+def _quiet_logger(name):
+    """Silences logger `name` (and its children without their own level)
+    for the duration."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _export_pt2(model, forward_inputs, path):
     """torch.export.export of the train-mode model (PyTorch 2.x; the training
     IR: dropout and batch norm as in training, buffer updates in the graph),
@@ -173,8 +188,18 @@ def _export_pt2(model, forward_inputs, path):
     the parameters and buffers it lifted."""
     import warnings
     import torch
+    # torch.export stores non-persistent buffers as constants, which the
+    # .pt2 importer does not read; exported as persistent they are weights
+    # under their qualified names like any buffer (the Step binds them from
+    # the model's values). The modules' sets are restored afterwards.
+    non_persistent = [(m, set(m._non_persistent_buffers_set)) for m in model.modules()
+                      if getattr(m, "_non_persistent_buffers_set", None)]
     try:
-        with warnings.catch_warnings():
+        for m, _ in non_persistent:
+            m._non_persistent_buffers_set.clear()
+        # torch's loggers print warnings (with graph dumps) on the way to an
+        # export error; the error itself is what the CompileError reports.
+        with warnings.catch_warnings(), _quiet_logger("torch"):
             warnings.simplefilter("ignore")
             ep = torch.export.export(model, tuple(forward_inputs))
             torch.export.save(ep, path)
@@ -183,6 +208,9 @@ def _export_pt2(model, forward_inputs, path):
         if len(text) > _MAX_EXPORT_MESSAGE:
             text = text[:_MAX_EXPORT_MESSAGE] + " [...]"
         raise CompileError("export", f"torch.export.export failed: {text}") from e
+    finally:
+        for m, names in non_persistent:
+            m._non_persistent_buffers_set.update(names)
     sig = ep.graph_signature
     return {"user_inputs": list(sig.user_inputs),
             "parameters": list(sig.inputs_to_parameters.values()),
@@ -331,15 +359,27 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     for s in specs:
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
+    no_loss_hint = (" (offload.compile: the forward returns no scalar loss; give the target as "
+                    "the last example input and loss='cross_entropy', 'nll' or 'mse')")
+
     def do_import():
         try:
             _run("import", imp, log)
         except CompileError as e:
             if loss is None and "not a scalar loss" in e.message:
-                raise CompileError("import", e.message + " (offload.compile: the forward returns "
-                                   "no scalar loss; give the target as the last example input "
-                                   "and loss='cross_entropy', 'nll' or 'mse')") from None
+                raise CompileError("import", e.message + no_loss_hint) from None
             raise
+        if loss is None:
+            # The .pt2 importer adds a loss target input (and the loss) when
+            # the output is not a scalar, where TorchScript's refuses.
+            with open(mlir) as f:
+                step_inputs = re.findall(r'offload\.name = "([^"]*)", '
+                                         r'offload\.role = #offload\.role<input>', f.read())
+            added = [n for n in step_inputs if n not in names and n != "rng_seed"]
+            if added:
+                raise CompileError("import", "the forward's first output is not a scalar loss "
+                                   "(the importer added a loss target input " +
+                                   ", ".join(repr(n) for n in added) + ")" + no_loss_hint)
     stage("import", do_import)
 
     opt = _tools.tool("offload-opt")
