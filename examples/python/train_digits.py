@@ -187,7 +187,8 @@ def main():
     print(f"loss: first {ours[0]:.5f} (torch {theirs[0]:.5f}), last {ours[-1]:.5f} "
           f"(torch {theirs[-1]:.5f})")
     print(f"largest |ours - torch| / max(1, |torch|): {diff[worst]:.2e} at step {worst} "
-          f"(tolerance {args.tolerance:g})")
+          f"(tolerance {args.tolerance:g}); last step |ours - torch|: "
+          f"{abs(ours[-1] - theirs[-1]):.2e}")
     print(f"test accuracy: offload {accuracy(model, xte, yte):.4f}, "
           f"torch {accuracy(reference, xte, yte):.4f}")
     print(f"time for {len(data)} steps: offload host backend {t_ours:.2f} s, "
