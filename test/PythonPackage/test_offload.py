@@ -413,6 +413,29 @@ def test_torch_export_failure_is_a_compile_error():
     assert "data-dependent" in str(info.value)  # PyTorch's own message
 
 
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(8, 1, 3, 16).unbind(2)
+        return self.out(F.scaled_dot_product_attention(q, k, v).reshape(8, 16))
+
+
+@needs_torch2
+def test_torchscript_on_torch2_with_an_op_libtorch_113_lacks():
+    """TorchScript written by PyTorch 2.x loads in the importer's LibTorch
+    1.13 only when it uses 1.13's ops: otherwise a CompileError naming the op
+    (torch.export is the path for such models)."""
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError, match="cannot load .*model.pt' as TorchScript: "
+                       "Unknown builtin op: aten::scaled_dot_product_attention") as info:
+        offload.compile(Attention(), (x, y), exporter="torchscript", verbose=False)
+    assert info.value.stage == "import"
+
+
 @needs_torch2
 def test_auto_exports_a_pt2_on_torch2(tmp_path):
     x, y = batch(0)
