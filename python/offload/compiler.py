@@ -344,8 +344,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     extra = {k: v.detach().clone() for k, v in model.named_buffers() if k not in initial}
     signature = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
     if signature is not None:
-        # A .pt2 names its inputs itself (forward's argument names; *args
-        # become args_0, ...); the importer checks --input against them.
+        # A .pt2 names its inputs itself (the forward's argument names; a
+        # *rest parameter's become rest_0, rest_1, ...); the importer checks
+        # --input against them.
         names = list(signature["user_inputs"]) + (
             [] if loss is None else
             ["target" if "target" not in signature["user_inputs"] else "target_"])
