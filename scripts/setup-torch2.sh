@@ -9,7 +9,14 @@
 #   scripts/setup-torch2.sh            create or check $ROOT/.venv-torch2
 #   scripts/torch2-python ARGS...      run its python (sets the library path)
 #
-# Idempotent: an environment whose torch imports at the pinned version is kept.
+# Idempotent: an environment whose torch imports at the pinned version and
+# whose test packages import is kept as it is; one with the right torch but
+# without the test packages only gets those installed.
+#
+# Test packages (PIP_TEST): pytest for the Python package's tests under
+# PyTorch 2.x (ctest python-package.torch2) and matplotlib for Step.plot_memory
+# and examples/python/train_digits.py's figures. The digits data that example
+# reads is Debian's python3-sklearn's CSV file (no scikit-learn here).
 #
 # Only the CPU side of PyTorch is used, but PyPI's Linux wheel links against
 # CUDA 13 libraries. Most of them come from this machine's CUDA 13 toolkit
@@ -35,6 +42,17 @@ PIP_NO_DEPS=(
 # its ops load against 2.15. Without deps: its torch pin would replace ours.
 PIP_EXTRAS_NO_DEPS=("torchvision==0.29.2" "pillow==13.0.0")
 PIP_DEPS=(filelock "typing-extensions>=4.13.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" numpy)
+PIP_TEST=("pytest==9.2.0" "matplotlib==3.11.2")
+TEST_IMPORTS="import pytest, matplotlib"
+
+install_quietly() {  # pip install ARGS..., its output shown only on failure
+  local log
+  log="$(mktemp)"
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check "$@" >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"; exit 1
+  fi
+  rm -f "$log"
+}
 
 ensure_extras() {
   if ! "$ROOT/scripts/torch2-python" -c "import torchvision, PIL" 2>/dev/null; then
@@ -44,8 +62,14 @@ ensure_extras() {
 }
 
 if "$ROOT/scripts/torch2-python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-  echo "setup-torch2: PyTorch $TORCH_VERSION present in $VENV"
   ensure_extras
+  if "$ROOT/scripts/torch2-python" -c "$TEST_IMPORTS" 2>/dev/null; then
+    echo "setup-torch2: PyTorch $TORCH_VERSION, pytest and matplotlib present in $VENV"
+    exit 0
+  fi
+  echo "setup-torch2: PyTorch $TORCH_VERSION present in $VENV; adding ${PIP_TEST[*]}"
+  install_quietly "${PIP_TEST[@]}"
+  "$ROOT/scripts/torch2-python" -c "$TEST_IMPORTS"
   exit 0
 fi
 
@@ -59,10 +83,7 @@ rm -rf "$VENV"
 /usr/bin/python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${PIP_NO_DEPS[@]}"
 # pip's resolver then lists the CUDA packages deliberately left out above; show its output only on failure.
-log="$(mktemp)"
-if ! "$VENV/bin/pip" install -q --disable-pip-version-check "${PIP_DEPS[@]}" >"$log" 2>&1; then
-  cat "$log" >&2; rm -f "$log"; exit 1
-fi
-rm -f "$log"
+install_quietly "${PIP_DEPS[@]}" "${PIP_TEST[@]}"
 ensure_extras
 "$ROOT/scripts/torch2-python" -c "import torch; print('setup-torch2: torch', torch.__version__, 'imports')"
+"$ROOT/scripts/torch2-python" -c "$TEST_IMPORTS"

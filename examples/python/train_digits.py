@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Train a classifier of handwritten digits under a device-memory budget.
 
-The data: scikit-learn's digits (1,797 8x8 grey images of 0-9, shipped with
-python3-sklearn; no download). The model: an MLP 64-256-256-256-10 with ReLU.
+The data: scikit-learn's digits (1,797 8x8 grey images of 0-9; no download),
+read from the CSV file Debian's python3-sklearn ships (the file
+sklearn.datasets.load_digits reads), so the PyTorch 2.x environment, which
+has no scikit-learn, runs the example too. The model: an MLP 64-256-256-256-10 with ReLU.
 The step: cross-entropy, SGD (lr 0.05, momentum 0.9), batch 64, compiled by
 offload.compile for a budget of --budget-fraction (default 0.5) of the device
 arena the unplanned step needs, and run on the host backend with a simulated
@@ -21,9 +23,14 @@ and exits 1 otherwise:
 It writes loss_curves.png (both curves and their difference) and
 memory.png (step.plot_memory()) into --out.
 
+On PyTorch 1.13 the model is exported with torch.jit.trace (TorchScript), on
+PyTorch 2.x with torch.export (a .pt2); --exporter overrides offload.compile's
+choice ("auto").
+
 Usage (from the build directory, or with PYTHONPATH=BUILD/python):
   PYTHONPATH=python /usr/bin/python3 ../examples/python/train_digits.py \
       [--steps 300] [--budget-fraction 0.5] [--out digits-out] [--progress]
+  PYTHONPATH=python ../scripts/torch2-python ../examples/python/train_digits.py
 """
 import argparse
 import copy
@@ -39,13 +46,37 @@ import torch.nn.functional as F
 import offload
 
 
+# Where Debian's python3-sklearn keeps the digits (scikit-learn's own copy is
+# searched when it is importable and this file is not there).
+DIGITS_CSV = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+
+
+def digits_csv():
+    """The path of scikit-learn's digits.csv.gz: $OFFLOAD_DIGITS_CSV, Debian's
+    python3-sklearn's, else the importable scikit-learn's. FileNotFoundError
+    naming the places looked at."""
+    candidates = [os.environ.get("OFFLOAD_DIGITS_CSV"), DIGITS_CSV]
+    try:
+        import sklearn.datasets
+        candidates.append(os.path.join(os.path.dirname(sklearn.datasets.__file__), "data",
+                                       "digits.csv.gz"))
+    except ImportError:
+        pass
+    for path in candidates:
+        if path and os.path.isfile(path):
+            return path
+    raise FileNotFoundError("scikit-learn's digits.csv.gz not found (looked at " +
+                            ", ".join(p for p in candidates if p) + "); install Debian's "
+                            "python3-sklearn or set OFFLOAD_DIGITS_CSV")
+
+
 def digits(seed):
     """(x_train [N,64] f32, y_train [N] i64, x_test, y_test): pixels scaled to
-    [0, 1], a fixed 80/20 split."""
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    x = torch.tensor(d.data / 16.0, dtype=torch.float32)
-    y = torch.tensor(d.target, dtype=torch.int64)
+    [0, 1], a fixed 80/20 split. The rows of digits.csv.gz are 64 pixels
+    (0..16) and the class, as sklearn.datasets.load_digits reads them."""
+    data = np.loadtxt(digits_csv(), delimiter=",")
+    x = torch.tensor(data[:, :-1] / 16.0, dtype=torch.float32)
+    y = torch.tensor(data[:, -1].astype(np.int64), dtype=torch.int64)
     perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
     x, y = x[perm], y[perm]
     n = int(0.8 * len(x))
@@ -94,6 +125,9 @@ def main():
     ap.add_argument("--out", default="digits-out")
     ap.add_argument("--progress", action="store_true", help="a progress bar over the steps")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--exporter", default="auto", choices=["auto", "export", "torchscript"],
+                    help="offload.compile's exporter (auto: torch.export on PyTorch 2.x, "
+                    "TorchScript on 1.x)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
@@ -109,13 +143,21 @@ def main():
           f"batch {args.batch}, PyTorch {torch.__version__}")
 
     # The unplanned step's arena, then the step for a budget below it.
-    unplanned = offload.compile(copy.deepcopy(model), data[0], optimizer=opt,
-                                verbose=False).unplanned_arena_bytes
+    free = offload.compile(copy.deepcopy(model), data[0], optimizer=opt,
+                           exporter=args.exporter, verbose=False)
+    unplanned = free.unplanned_arena_bytes
+    print(f"compile without a budget ({free.exporter}, the process's first): " + ", ".join(
+        f"{k} {v:.2f} s" for k, v in free.stage_seconds.items()) +
+        f"; total {sum(free.stage_seconds.values()):.2f} s")
+    del free
     budget = int(unplanned * args.budget_fraction)
     print(f"unplanned device arena: {unplanned} bytes; budget: {budget} bytes "
           f"({args.budget_fraction:.0%})")
     step = offload.compile(model, data[0], loss="cross_entropy", optimizer=opt,
-                           budget=budget, target="h100-sxm", threads=1)
+                           budget=budget, target="h100-sxm", threads=1, exporter=args.exporter)
+    print(f"compile with the budget ({step.exporter}): " + ", ".join(
+        f"{k} {v:.2f} s" for k, v in step.stage_seconds.items()) +
+        f"; total {sum(step.stage_seconds.values()):.2f} s")
     print("the planner's decisions:")
     print("\n".join("  " + line for line in step.report.rstrip().splitlines()))
 
@@ -145,7 +187,8 @@ def main():
     print(f"loss: first {ours[0]:.5f} (torch {theirs[0]:.5f}), last {ours[-1]:.5f} "
           f"(torch {theirs[-1]:.5f})")
     print(f"largest |ours - torch| / max(1, |torch|): {diff[worst]:.2e} at step {worst} "
-          f"(tolerance {args.tolerance:g})")
+          f"(tolerance {args.tolerance:g}); last step |ours - torch|: "
+          f"{abs(ours[-1] - theirs[-1]):.2e}")
     print(f"test accuracy: offload {accuracy(model, xte, yte):.4f}, "
           f"torch {accuracy(reference, xte, yte):.4f}")
     print(f"time for {len(data)} steps: offload host backend {t_ours:.2f} s, "

@@ -26,7 +26,13 @@ using namespace ::offload::import::ts;
 void LoadedModelDeleter::operator()(LoadedModel *m) const { delete m; }
 
 std::string ts::firstLine(const std::string &s) {
-  std::string line = s.substr(0, s.find('\n'));
+  // The first line with text: some LibTorch messages start with a newline
+  // (a TorchScript file using an op LibTorch 1.13 lacks: "\nUnknown builtin
+  // op: ...").
+  size_t start = s.find_first_not_of(" \r\n");
+  if (start == std::string::npos)
+    return "";
+  std::string line = s.substr(start, s.find('\n', start) - start);
   while (!line.empty() && (line.back() == ' ' || line.back() == '\r'))
     line.pop_back();
   return line;

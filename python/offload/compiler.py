@@ -1,16 +1,20 @@
 """offload.compile: a torch.nn.Module and example inputs -> a training Step.
 
 Stages (one progress line each, with its wall time):
-  export    torch.jit.trace(model.train(), forward inputs) -> model.pt (PyTorch 1.x)
-  import    offload-import model.pt --input NAME=DIMSxDTYPE ... --loss LOSS
+  export    PyTorch 2.x: torch.export.export(model.train(), forward inputs) and
+            torch.export.save -> model.pt2; PyTorch 1.x (or exporter="torchscript"):
+            torch.jit.trace(model.train(), forward inputs) -> model.pt
+  import    offload-import model.pt2|model.pt --input NAME=DIMSxDTYPE ... --loss LOSS
   autodiff  offload-opt --offload-autodiff=OPTIMIZER --offload-memory-report
   plan      offload-opt --offload-plan-memory="budget=B target=T report=..."
             (only when a budget is given)
   lower     offload-opt --convert-offload-to-plan -> step.oflp, loaded by the runtime
 The plan and the intermediate files stay in Step.workdir.
 """
+import contextlib
 import copy
 import inspect
+import logging
 import os
 import re
 import subprocess
@@ -95,26 +99,57 @@ def _run(stage, cmd, log):
     return r.stdout, r.stderr
 
 
-def _export(model, forward_inputs, path, exporter):
-    """Traces `model` in train mode and saves TorchScript to `path`. The
-    model's parameters and buffers are left as they were (tracing a
-    train-mode batch norm updates running statistics; they are restored)."""
+EXPORTERS = ("auto", "torchscript", "export")
+
+
+def torch_version():
+    """(major, minor) of the running PyTorch, e.g. (1, 13) or (2, 15)."""
     import torch
-    major = int(torch.__version__.split(".")[0])
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def resolve_exporter(exporter):
+    """The exporter `exporter` means on the running PyTorch: "torchscript"
+    (torch.jit.trace -> .pt, the TorchScript importer) or "export"
+    (torch.export.export -> .pt2, the .pt2 importer). "auto" is "export" on
+    PyTorch >= 2 and "torchscript" on 1.x. InputError for another value;
+    CompileError (stage "export") for "export" on a PyTorch without
+    torch.export, naming its version."""
+    import torch
+    if exporter not in EXPORTERS:
+        raise InputError(f"exporter: expected one of {', '.join(map(repr, EXPORTERS))}, "
+                         f"got {exporter!r}")
+    major = torch_version()[0]
     if exporter == "auto":
-        if major >= 2:
-            raise CompileError(
-                "export",
-                f"PyTorch {torch.__version__}: offload.compile exports PyTorch 2.x models with "
-                "torch.export, whose .pt2 files need the .pt2 importer, which this build does "
-                "not have yet. Use PyTorch 1.13 (Debian's python3-torch, /usr/bin/python3), or "
-                "pass exporter='torchscript' to trace with the deprecated torch.jit.trace")
-        exporter = "torchscript"
-    if exporter != "torchscript":
-        raise InputError(f"exporter: expected 'auto' or 'torchscript', got {exporter!r}")
-    state = copy.deepcopy(model.state_dict())
-    was_training = model.training
-    model.train()
+        exporter = "export" if major >= 2 else "torchscript"
+    if exporter == "export" and (major < 2 or not hasattr(torch, "export")):
+        raise CompileError(
+            "export", f"exporter='export' needs torch.export (PyTorch 2.x); this is PyTorch "
+            f"{torch.__version__}: use exporter='torchscript' (or 'auto'), or run a PyTorch 2.x "
+            "(scripts/torch2-python)")
+    return exporter
+
+
+def _snapshot(model):
+    """Copies of every parameter and buffer tensor of `model` (persistent or
+    not), for _restore."""
+    import torch
+    with torch.no_grad():
+        return [(t, t.detach().clone()) for t in
+                list(model.parameters()) + list(model.buffers())]
+
+
+def _restore(saved):
+    import torch
+    with torch.no_grad():
+        for t, v in saved:
+            t.copy_(v)
+
+
+def _export_torchscript(model, forward_inputs, path):
+    """torch.jit.trace of the train-mode model, saved as TorchScript to `path`."""
+    import torch
     try:
         # With autograd on, as training runs (some modules take other paths
         # under no_grad); check_trace=False: the check would rerun dropout
@@ -123,10 +158,90 @@ def _export(model, forward_inputs, path, exporter):
         traced.save(path)
     except Exception as e:  # tracing runs the user's code: report, do not crash
         raise CompileError("export", f"torch.jit.trace failed: {type(e).__name__}: {e}") from e
+    return None
+
+
+# torch.export's messages run to pages of debugging advice; the exception
+# keeps this many characters of it (the whole text is in Step.log / the
+# exception's __cause__).
+_MAX_EXPORT_MESSAGE = 4000
+
+
+@contextlib.contextmanager
+def _quiet_logger(name):
+    """Silences logger `name` (and its children without their own level)
+    for the duration."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
     finally:
-        model.load_state_dict(state)
+        logger.setLevel(level)
+
+
+def _export_pt2(model, forward_inputs, path):
+    """torch.export.export of the train-mode model (PyTorch 2.x; the training
+    IR: dropout and batch norm as in training, buffer updates in the graph),
+    saved with torch.export.save to `path`. Returns the ExportedProgram's
+    graph signature: its user-input names and the fully qualified names of
+    the parameters and buffers it lifted."""
+    import warnings
+    import torch
+    # torch.export stores non-persistent buffers as constants, which the
+    # .pt2 importer does not read; exported as persistent they are weights
+    # under their qualified names like any buffer (the Step binds them from
+    # the model's values). The modules' sets are restored afterwards.
+    non_persistent = [(m, set(m._non_persistent_buffers_set)) for m in model.modules()
+                      if getattr(m, "_non_persistent_buffers_set", None)]
+    try:
+        for m, _ in non_persistent:
+            m._non_persistent_buffers_set.clear()
+        # torch's loggers print warnings (with graph dumps) on the way to an
+        # export error; the error itself is what the CompileError reports.
+        with warnings.catch_warnings(), _quiet_logger("torch"):
+            warnings.simplefilter("ignore")
+            ep = torch.export.export(model, tuple(forward_inputs))
+            torch.export.save(ep, path)
+    except Exception as e:  # export runs the user's code: report, do not crash
+        text = f"{type(e).__name__}: {e}".strip()
+        if len(text) > _MAX_EXPORT_MESSAGE:
+            text = text[:_MAX_EXPORT_MESSAGE] + " [...]"
+        raise CompileError("export", f"torch.export.export failed: {text}") from e
+    finally:
+        for m, names in non_persistent:
+            m._non_persistent_buffers_set.update(names)
+    sig = ep.graph_signature
+    return {"user_inputs": list(sig.user_inputs),
+            "parameters": list(sig.inputs_to_parameters.values()),
+            "buffers": list(sig.inputs_to_buffers.values())}
+
+
+def _export(model, forward_inputs, path, exporter):
+    """Exports `model` in train mode with `exporter` ("torchscript": a .pt,
+    "export": a .pt2) to `path`. The model's parameters and buffers are left
+    as they were (tracing a train-mode batch norm updates its running
+    statistics; every tensor is restored) and so is its train/eval mode.
+    Returns None (TorchScript) or the .pt2's signature (_export_pt2)."""
+    saved = _snapshot(model)
+    was_training = model.training
+    model.train()
+    try:
+        if exporter == "export":
+            return _export_pt2(model, forward_inputs, path)
+        return _export_torchscript(model, forward_inputs, path)
+    finally:
+        _restore(saved)
         model.train(was_training)
-    return state
+
+
+def _tied_names(model):
+    """{state_dict key: [every state_dict key of the same tensor]} for the
+    tensors a model holds under more than one name (tied weights)."""
+    groups = {}
+    for k, v in model.state_dict(keep_vars=True).items():
+        groups.setdefault(id(v), []).append(k)
+    return {k: g for g in groups.values() if len(g) > 1 for k in g}
 
 
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
@@ -153,8 +268,10 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     plan's arena.
     threads         kernel threads of the host backend (default: all cores).
     seed            the dropout seed (rng_seed input) when the model has dropout.
-    exporter        "auto": TorchScript on PyTorch 1.x, an error on 2.x (which
-                    needs the .pt2 importer); "torchscript" forces tracing.
+    exporter        "auto" (default): torch.export (.pt2) on PyTorch >= 2,
+                    torch.jit.trace (TorchScript .pt) on 1.x; "export" forces
+                    torch.export (CompileError on 1.x); "torchscript" forces
+                    tracing.
     workdir         folder for the intermediate files (default: a temporary one,
                     removed with the Step).
     verbose         print one line per stage with its time (to stderr).
@@ -186,6 +303,7 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if not isinstance(optimizer, Optimizer):
         raise InputError(f"optimizer: expected offload.SGD(...) or offload.AdamW(...), "
                          f"got {type(optimizer).__name__}")
+    exporter = resolve_exporter(exporter)
     budget_bytes = parse_bytes(budget) if budget is not None else None
     if device_bytes is not None:
         device_bytes = parse_bytes(device_bytes)
@@ -193,7 +311,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if loss is not None:
         target_name = "target" if "target" not in names else "target_"
         names = names + [target_name]
-    specs = [_type_spec(n, t) for n, t in zip(names, example_inputs)]
+    for n, t in zip(names, example_inputs):  # dtypes checked before exporting
+        _type_spec(n, t)
 
     tmp = None
     if workdir is None:
@@ -210,28 +329,58 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
             print(f"offload: {name:<8} {times[name]:7.2f} s", file=sys.stderr, flush=True)
         return out
 
-    pt = os.path.join(workdir, "model.pt")
+    pt = os.path.join(workdir, "model.pt2" if exporter == "export" else "model.pt")
     mlir = os.path.join(workdir, "model.mlir")
     step_mlir = os.path.join(workdir, "step.mlir")
     planned = os.path.join(workdir, "planned.mlir")
     plan_path = os.path.join(workdir, "step.oflp")
     plan_report = os.path.join(workdir, "plan-report.txt")
 
-    initial = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
+    # The values the step starts from, under the model's state_dict names
+    # (the importers name parameters and buffers by these fully qualified
+    # names on both paths), plus non-persistent buffers, which state_dict
+    # leaves out but the forward may read.
+    initial = copy.deepcopy(model.state_dict())
+    extra = {k: v.detach().clone() for k, v in model.named_buffers() if k not in initial}
+    signature = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
+    if signature is not None:
+        # A .pt2 names its inputs itself (the forward's argument names; a
+        # *rest parameter's become rest_0, rest_1, ...); the importer checks
+        # --input against them.
+        names = list(signature["user_inputs"]) + (
+            [] if loss is None else
+            ["target" if "target" not in signature["user_inputs"] else "target_"])
+        if len(names) != len(example_inputs):
+            raise CompileError("export", f"torch.export made {len(signature['user_inputs'])} "
+                               f"user inputs ({', '.join(signature['user_inputs'])}) of the "
+                               f"{n_forward} forward inputs given")
+    specs = [_type_spec(n, t) for n, t in zip(names, example_inputs)]
 
     imp = [_tools.tool("offload-import"), pt, "-o", mlir]
     for s in specs:
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
+    no_loss_hint = (" (offload.compile: the forward returns no scalar loss; give the target as "
+                    "the last example input and loss='cross_entropy', 'nll' or 'mse')")
+
     def do_import():
         try:
             _run("import", imp, log)
         except CompileError as e:
             if loss is None and "not a scalar loss" in e.message:
-                raise CompileError("import", e.message + " (offload.compile: the forward returns "
-                                   "no scalar loss; give the target as the last example input "
-                                   "and loss='cross_entropy', 'nll' or 'mse')") from None
+                raise CompileError("import", e.message + no_loss_hint) from None
             raise
+        if loss is None:
+            # The .pt2 importer adds a loss target input (and the loss) when
+            # the output is not a scalar, where TorchScript's refuses.
+            with open(mlir) as f:
+                step_inputs = re.findall(r'offload\.name = "([^"]*)", '
+                                         r'offload\.role = #offload\.role<input>', f.read())
+            added = [n for n in step_inputs if n not in names and n != "rng_seed"]
+            if added:
+                raise CompileError("import", "the forward's first output is not a scalar loss "
+                                   "(the importer added a loss target input " +
+                                   ", ".join(repr(n) for n in added) + ")" + no_loss_hint)
     stage("import", do_import)
 
     opt = _tools.tool("offload-opt")
@@ -276,7 +425,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes,
                                      threads=threads or os.cpu_count() or 1)
     return Step(model=model, session=session, plan=plan, input_names=names,
-                initial_state=initial, seed=seed, report=report, budget_bytes=budget_bytes,
+                initial_state=initial, extra_state=extra, tied=_tied_names(model),
+                exporter=exporter, seed=seed, report=report, budget_bytes=budget_bytes,
                 unplanned_arena_bytes=unplanned, device_bytes=device_bytes, times=times,
                 workdir=workdir, tmpdir=tmp, log=log, target=target, optimizer=optimizer,
                 loss=loss)

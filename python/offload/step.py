@@ -55,9 +55,15 @@ class Step:
 
     def __init__(self, model, session, plan, input_names, initial_state, seed, report,
                  budget_bytes, unplanned_arena_bytes, device_bytes, times, workdir, tmpdir,
-                 log, target, optimizer, loss):
+                 log, target, optimizer, loss, extra_state=None, tied=None, exporter=None):
+        """initial_state: the model's state_dict (its keys and order are
+        state_dict()'s); extra_state: non-persistent buffers (bound when the
+        step reads them, never in state_dict()); tied: {key: [keys of the
+        same tensor]} for tied weights (compiler._tied_names)."""
         self._model_keys = list(initial_state.keys())
         self._initial = initial_state
+        self._extra = dict(extra_state or {})
+        self.exporter = exporter
         self.session = session
         self.plan = plan
         self.input_names = list(input_names)
@@ -82,12 +88,30 @@ class Step:
             raise InputError("the compiled step has no input named " +
                              ", ".join(repr(n) for n in missing_inputs) +
                              f" (its inputs: {', '.join(self._inputs)})")
+        # Tied weights: one tensor under several state_dict keys. The step
+        # must hold it once (the importers keep one name); state_dict()
+        # gives its trained value under every key. Two step parameters of
+        # one tensor would train apart: refused rather than silently wrong.
+        tied = tied or {}
+        store = set(self._store_names)
+        self._alias = {}
+        for k, group in tied.items():
+            held = [g for g in group if g in store]
+            if len(held) > 1:
+                raise InputError("tied weights " + " and ".join(repr(g) for g in held) +
+                                 " (one tensor under several names) are separate parameters "
+                                 "of the compiled step, which would train them apart")
+            if held and k not in store:
+                self._alias[k] = held[0]
         for name, role in roles.items():
             if role in ("parameter", "state"):
-                if name not in initial_state:
+                if name in initial_state:
+                    self._bind_value(name, initial_state[name])
+                elif name in self._extra:
+                    self._bind_value(name, self._extra[name])
+                else:
                     raise InputError(f"the compiled step needs '{name}', which the model's "
-                                     "state_dict does not have")
-                self._bind_value(name, initial_state[name])
+                                     "state_dict and buffers do not have")
             elif role == "optimizer_state":
                 session.bind_zeros(name)
             elif name == "rng_seed":
@@ -131,8 +155,10 @@ class Step:
     # -- parameters ---------------------------------------------------------
     def state_dict(self, copy=True):
         """An OrderedDict of torch tensors in the model's state_dict order and
-        names: the store's committed values for what the step trains or
-        updates, the model's values (as at compile) for the rest.
+        names (PyTorch's fully qualified names, e.g. fc1.weight,
+        bn.running_mean, on both exporters): the store's committed values for
+        what the step trains or updates (under every name of a tied weight),
+        the model's values (as at compile) for the rest.
 
         copy=False: the store's values are not copied; each tensor views the
         runtime's parameter store (read-only memory: do not write to it).
@@ -146,10 +172,11 @@ class Step:
         out = collections.OrderedDict()
         store = set(self._store_names)
         for k in self._model_keys:
-            if k in store and not copy:
-                out[k] = _torch_view(self.session.get_view(k))
-            elif k in store:
-                out[k] = torch.from_numpy(self.session.get(k))
+            name = self._alias.get(k, k)
+            if name in store and not copy:
+                out[k] = _torch_view(self.session.get_view(name))
+            elif name in store:
+                out[k] = torch.from_numpy(self.session.get(name))
             else:
                 out[k] = self._initial[k].clone()
         return out
@@ -158,6 +185,7 @@ class Step:
         """Binds new values to the step's parameters and state (torch tensors
         or numpy arrays under the model's names). strict: the keys must be
         exactly the model's (InputError lists missing and unexpected ones).
+        A tied weight takes the value under the name the step holds it by.
         Optimizer state is kept."""
         keys = set(state_dict.keys())
         model = set(self._model_keys)
@@ -172,6 +200,9 @@ class Step:
         for k, v in state_dict.items():
             if k in store:
                 self._bind_value(k, v, what=f"load_state_dict['{k}']")
+            elif k in self._alias:
+                if self._alias[k] not in state_dict:  # else that value is bound
+                    self._bind_value(self._alias[k], v, what=f"load_state_dict['{k}']")
             else:
                 self._initial[k] = v.clone() if hasattr(v, "clone") else v
 

@@ -1,6 +1,11 @@
 """pytest tests of the Python package `offload` (python/offload) and its
 runtime bindings (_offload_runtime). Run by ctest (test/PythonPackage) with
-/usr/bin/python3 (PyTorch 1.13) and PYTHONPATH=BUILD/python.
+PYTHONPATH=BUILD/python under two interpreters: /usr/bin/python3 (Debian's
+PyTorch 1.13: ctest python-package) and scripts/torch2-python (PyTorch 2.15
+from PyPI: ctest python-package.torch2). The tests that compile a model run
+once per exporter the running PyTorch has (EXPORTERS: TorchScript on 1.13;
+torch.export and TorchScript on 2.x); a few are 2.x-only (torch.export's own
+errors, the .pt2 in the workdir).
 
 Reference: PyTorch's own eager training loop (torch.nn.functional losses,
 torch.optim) from the same initial weights. Tolerances (fp32, same math in a
@@ -18,8 +23,20 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import offload
+from offload.compiler import resolve_exporter, torch_version
 
 torch.set_num_threads(1)
+
+TORCH2 = torch_version()[0] >= 2
+# "export": torch.export -> .pt2 -> the .pt2 importer (PyTorch 2.x only);
+# "torchscript": torch.jit.trace -> .pt -> the TorchScript importer (both).
+EXPORTERS = ["export", "torchscript"] if TORCH2 else ["torchscript"]
+needs_torch2 = pytest.mark.skipif(not TORCH2, reason="torch.export needs PyTorch 2.x")
+
+
+@pytest.fixture(params=EXPORTERS)
+def exporter(request):
+    return request.param
 
 
 def mlp(seed=0, hidden=32):
@@ -52,14 +69,15 @@ def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy):
     return out
 
 
-@pytest.fixture(scope="module")
-def sgd_step():
+@pytest.fixture(scope="module", params=EXPORTERS)
+def sgd_step(request):
     model = mlp()
     ref = copy.deepcopy(model)
     x, y = batch(0)
     step = offload.compile(model, (x, y), loss="cross_entropy",
                            optimizer=offload.SGD(lr=0.1, momentum=0.9), return_gradients=True,
-                           verbose=False)
+                           exporter=request.param, verbose=False)
+    assert step.exporter == request.param
     return model, ref, step
 
 
@@ -89,12 +107,12 @@ def test_first_step_loss_and_gradients_match_torch(sgd_step):
         assert rel_err(sd[name], p) <= 1e-4, name
 
 
-def test_adamw_matches_torch():
+def test_adamw_matches_torch(exporter):
     model = mlp(seed=1)
     ref = copy.deepcopy(model)
     opt = offload.AdamW(lr=1e-2, weight_decay=0.05)
     batches = [batch(s) for s in range(4)]
-    step = offload.compile(model, batches[0], optimizer=opt, verbose=False)
+    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
     ours = [step(x, y) for x, y in batches]
     theirs = torch_losses(ref, opt, batches)
     assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
@@ -103,7 +121,7 @@ def test_adamw_matches_torch():
         assert rel_err(sd[name], p) <= 1e-4, name
 
 
-def test_batch_norm_state_and_mse_match_torch():
+def test_batch_norm_state_and_mse_match_torch(exporter):
     """Running statistics are state: the step updates them as PyTorch does."""
     torch.manual_seed(2)
     model = nn.Sequential(nn.Linear(16, 24), nn.BatchNorm1d(24), nn.ReLU(), nn.Linear(24, 3))
@@ -112,7 +130,8 @@ def test_batch_norm_state_and_mse_match_torch():
     batches = [(torch.randn(8, 16, generator=g), torch.randn(8, 3, generator=g))
                for _ in range(3)]
     opt = offload.SGD(lr=0.05)
-    step = offload.compile(model, batches[0], loss="mse", optimizer=opt, verbose=False)
+    step = offload.compile(model, batches[0], loss="mse", optimizer=opt, exporter=exporter,
+                           verbose=False)
     ours = [step(x, y) for x, y in batches]
     theirs = torch_losses(ref, opt, batches, loss_fn=F.mse_loss)
     assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
@@ -124,13 +143,15 @@ def test_batch_norm_state_and_mse_match_torch():
         else:  # num_batches_tracked counts the steps, as in PyTorch
             assert torch.equal(sd[name], p), (name, sd[name], p)
     assert int(sd["1.num_batches_tracked"]) == len(batches)
+    model.load_state_dict(sd)  # PyTorch's names, dtypes and shapes
 
 
-def test_state_dict_round_trip():
+def test_state_dict_round_trip(exporter):
     model = mlp(seed=4)
     initial = copy.deepcopy(model.state_dict())
     x, y = batch(7)
-    step = offload.compile(model, (x, y), optimizer=offload.SGD(lr=0.1), verbose=False)
+    step = offload.compile(model, (x, y), optimizer=offload.SGD(lr=0.1), exporter=exporter,
+                           verbose=False)
     first = step(x, y)
     for _ in range(3):
         step(x, y)
@@ -154,10 +175,10 @@ def test_state_dict_round_trip():
     assert torch.equal(snapshot, before)
 
 
-def test_load_state_dict_errors():
+def test_load_state_dict_errors(exporter):
     model = mlp(seed=5)
     x, y = batch(0)
-    step = offload.compile(model, (x, y), verbose=False)
+    step = offload.compile(model, (x, y), exporter=exporter, verbose=False)
     sd = model.state_dict()
     with pytest.raises(offload.InputError, match="missing keys: 0.bias"):
         step.load_state_dict({k: v for k, v in sd.items() if k != "0.bias"})
@@ -203,17 +224,18 @@ def test_budget_below_unplanned_holds_and_is_bit_identical():
         assert torch.equal(v, planned.state_dict()[k]), k
 
 
-def test_budget_error_names_smallest_reachable():
+def test_budget_error_names_smallest_reachable(exporter):
     x, y = batch(0)
     with pytest.raises(offload.BudgetError) as info:
-        offload.compile(mlp(), (x, y), budget="1000B", verbose=False)
+        offload.compile(mlp(), (x, y), budget="1000B", exporter=exporter, verbose=False)
     e = info.value
     assert isinstance(e, offload.CompileError) and e.stage == "plan"
     assert e.budget_bytes == 1000
     assert e.smallest_reachable_bytes > 1000
     assert "Ask for budget=%d" % e.smallest_reachable_bytes in str(e)
     # Asking for that number succeeds, and the budget holds.
-    step = offload.compile(mlp(), (x, y), budget=e.smallest_reachable_bytes, verbose=False)
+    step = offload.compile(mlp(), (x, y), budget=e.smallest_reachable_bytes, exporter=exporter,
+                           verbose=False)
     step(x, y)
     assert step.measured_peak_device_bytes <= e.smallest_reachable_bytes
 
@@ -227,13 +249,13 @@ class WithLoss(nn.Module):
         return F.cross_entropy(self.fc(x), y)
 
 
-def test_model_returning_its_loss():
+def test_model_returning_its_loss(exporter):
     torch.manual_seed(8)
     model = WithLoss()
     ref = copy.deepcopy(model)
     x, y = batch(8)
     step = offload.compile(model, (x, y), loss=None, optimizer=offload.SGD(lr=0.1),
-                           verbose=False)
+                           exporter=exporter, verbose=False)
     assert step.input_names == ["x", "y"]
     ours = [step(x, y) for _ in range(3)]
     opt = torch.optim.SGD(ref.parameters(), lr=0.1)
@@ -247,10 +269,10 @@ def test_model_returning_its_loss():
     assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-6), (ours, theirs)
     with pytest.raises(offload.CompileError, match="not a scalar loss.*give the target as the "
                        "last example input"):
-        offload.compile(nn.Linear(16, 4), (x,), loss=None, verbose=False)
+        offload.compile(nn.Linear(16, 4), (x,), loss=None, exporter=exporter, verbose=False)
 
 
-def test_conv_batchnorm_pool_matches_torch():
+def test_conv_batchnorm_pool_matches_torch(exporter):
     torch.manual_seed(9)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
                           nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
@@ -259,20 +281,29 @@ def test_conv_batchnorm_pool_matches_torch():
     batches = [(torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g))
                for _ in range(3)]
     opt = offload.SGD(lr=0.1, momentum=0.9)
-    step = offload.compile(model, batches[0], optimizer=opt, verbose=False)
+    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
     ours = [step(x, y) for x, y in batches]
     theirs = torch_losses(ref, opt, batches)
     assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
     sd = step.state_dict()
+    assert list(sd) == list(ref.state_dict())
     for name, p in ref.state_dict().items():
-        assert rel_err(sd[name], p) <= 1e-4, name
+        if p.dtype.is_floating_point:
+            assert rel_err(sd[name], p) <= 1e-4, name
+        else:
+            assert torch.equal(sd[name], p), name
+    model.load_state_dict(sd)
 
 
-def test_example_inputs_that_do_not_fit_the_model():
+def test_example_inputs_that_do_not_fit_the_model(exporter):
     x, y = batch(0)
-    with pytest.raises(offload.CompileError, match=r"export.*mat1 and mat2 shapes cannot be "
-                       r"multiplied \(8x5 and 16x32\)") as info:
-        offload.compile(mlp(), (torch.randn(8, 5), y), verbose=False)
+    # PyTorch's message: eager (tracing) or its shape propagation (export).
+    message = (r"torch.export.export failed: RuntimeError: a and b must have same reduction dim, "
+               r"but got \[8, 5\] X \[16, 32\]" if exporter == "export" else
+               r"torch.jit.trace failed: .*mat1 and mat2 shapes cannot be multiplied "
+               r"\(8x5 and 16x32\)")
+    with pytest.raises(offload.CompileError, match=message) as info:
+        offload.compile(mlp(), (torch.randn(8, 5), y), exporter=exporter, verbose=False)
     assert info.value.stage == "export"
 
 
@@ -285,24 +316,149 @@ class Cumsum(nn.Module):
         return torch.cumsum(self.fc(x), 1)  # CUMSUM-LINE
 
 
-def test_unsupported_op_names_op_and_source_line():
+def test_unsupported_op_names_op_and_source_line(exporter):
     line = next(i for i, text in enumerate(open(__file__), 1) if "# CUMSUM-LINE" in text
                 and "next(" not in text)
     x, y = batch(0)
     with pytest.raises(offload.CompileError) as info:
-        offload.compile(Cumsum(), (x, y), verbose=False)
+        offload.compile(Cumsum(), (x, y), exporter=exporter, verbose=False)
     assert info.value.stage == "import"
     assert "aten::cumsum" in str(info.value)
     assert f"{os.path.basename(__file__)}:{line}" in str(info.value)
 
 
-def test_pytorch2_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(torch, "__version__", "2.5.0")
+def test_exporter_choice(monkeypatch):
+    assert resolve_exporter("auto") == ("export" if TORCH2 else "torchscript")
+    assert resolve_exporter("torchscript") == "torchscript"
+    x, y = batch(0)
+    with pytest.raises(offload.InputError, match="exporter: expected one of 'auto', "
+                       "'torchscript', 'export', got 'onnx'"):
+        offload.compile(mlp(), (x, y), exporter="onnx", verbose=False)
+    # exporter="export" on PyTorch 1.x: an error naming the version.
+    monkeypatch.setattr(torch, "__version__", "1.13.1")
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(mlp(), (x, y), exporter="export", verbose=False)
+    assert info.value.stage == "export"
+    assert "needs torch.export (PyTorch 2.x); this is PyTorch 1.13.1" in str(info.value)
+
+
+def test_export_leaves_the_model_unchanged(exporter):
+    """Exporting runs the train-mode forward once (batch norm updates its
+    running statistics then); compile restores every parameter and buffer
+    and the module's mode."""
+    torch.manual_seed(11)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                          nn.Dropout(0.2), nn.Linear(4 * 6 * 6, 10)).eval()
+    before = copy.deepcopy(model.state_dict())
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 10, (8,))
+    step = offload.compile(model, (x, y), exporter=exporter, verbose=False)
+    assert not model.training
+    after = model.state_dict()
+    for k, v in before.items():
+        assert torch.equal(after[k], v), k
+    # The step itself trains in train mode: batch statistics, dropout on.
+    assert step(x, y) > 0 and int(step.state_dict()["1.num_batches_tracked"]) == 1
+
+
+class TiedAndScaled(nn.Module):
+    """Tied weights (b.weight is a.weight) and a non-persistent buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 16)
+        self.b.weight = self.a.weight
+        self.c = nn.Linear(16, 4)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 16), persistent=False)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)) * self.scale)))
+
+
+def test_tied_weights_and_non_persistent_buffers_match_torch(exporter):
+    torch.manual_seed(12)
+    model = TiedAndScaled()
+    ref = copy.deepcopy(model)
+    batches = [batch(s) for s in range(4)]
+    opt = offload.SGD(lr=0.1, momentum=0.9)
+    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    assert list(sd) == list(ref.state_dict())  # no "scale": not in state_dict
+    for name, p in ref.state_dict().items():
+        assert rel_err(sd[name], p) <= 1e-4, name
+    assert torch.equal(sd["a.weight"], sd["b.weight"])
+    model.load_state_dict(sd)
+
+
+@needs_torch2
+def test_torch_export_failure_is_a_compile_error():
+    class DataDependent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x):
+            if x.sum() > 0:  # control flow on a value: torch.export refuses it
+                return self.fc(x)
+            return -self.fc(x)
+
     x, y = batch(0)
     with pytest.raises(offload.CompileError) as info:
-        offload.compile(mlp(), (x, y), verbose=False)
+        offload.compile(DataDependent(), (x, y), exporter="export", verbose=False)
     assert info.value.stage == "export"
-    assert ".pt2 importer" in str(info.value) and "2.5.0" in str(info.value)
+    assert "torch.export.export failed: " in str(info.value)
+    assert "data-dependent" in str(info.value)  # PyTorch's own message
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(8, 1, 3, 16).unbind(2)
+        return self.out(F.scaled_dot_product_attention(q, k, v).reshape(8, 16))
+
+
+@needs_torch2
+def test_torchscript_on_torch2_with_an_op_libtorch_113_lacks():
+    """TorchScript written by PyTorch 2.x loads in the importer's LibTorch
+    1.13 only when it uses 1.13's ops: otherwise a CompileError naming the op
+    (torch.export is the path for such models)."""
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError, match="cannot load .*model.pt' as TorchScript: "
+                       "Unknown builtin op: aten::scaled_dot_product_attention") as info:
+        offload.compile(Attention(), (x, y), exporter="torchscript", verbose=False)
+    assert info.value.stage == "import"
+
+
+@needs_torch2
+def test_auto_exports_a_pt2_on_torch2(tmp_path):
+    x, y = batch(0)
+    step = offload.compile(mlp(), (x, y), workdir=str(tmp_path), verbose=False)
+    assert step.exporter == "export"
+    assert (tmp_path / "model.pt2").is_file() and not (tmp_path / "model.pt").exists()
+    assert any("offload-import" in line and "model.pt2" in line for line in step.log)
+    assert step.input_names == ["input", "target"]
+    assert set(step.stage_seconds) == {"export", "import", "autodiff", "lower"}
+
+
+def test_dropout_trains_in_train_mode(exporter):
+    """Dropout is on in the step (masks from `seed`, not PyTorch's
+    generator): the loss differs from the same model without dropout, and
+    two seeds give two losses."""
+    torch.manual_seed(13)
+    base = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 4))
+    x, y = batch(1)
+    losses = [offload.compile(copy.deepcopy(base), (x, y), seed=s, exporter=exporter,
+                              verbose=False)(x, y) for s in (1, 2)]
+    no_dropout = float(F.cross_entropy(base.eval()(x), y))
+    assert losses[0] != losses[1]
+    assert all(abs(v - no_dropout) > 1e-4 for v in losses), (losses, no_dropout)
 
 
 def test_wrong_inputs_raise_and_leave_parameters(sgd_step):

@@ -83,6 +83,26 @@ DType dtypeOf(const py::array &a, const std::string &what) {
                        "int32, bool)");
 }
 
+// NumPy 2 moved the element size in its dtype struct (PyArray_Descr);
+// pybind11 before 2.12 (Debian 12 has 2.10) reads it at NumPy 1's offset, so
+// py::array::itemsize()/nbytes() and the constructors that derive strides
+// from them are wrong under NumPy 2 (the PyTorch 2.x venv has NumPy 2). The
+// bindings therefore never use them: element sizes come from the runtime's
+// dtype (dtypeOf checked it) and new arrays get explicit strides. The array
+// struct itself (data, shape, strides, flags) is the same in both.
+
+/// C-order strides in bytes of `shape` with elements of `dt`.
+std::vector<py::ssize_t> cStrides(const std::vector<py::ssize_t> &shape,
+                                  DType dt) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = py::ssize_t(dtypeSize(dt));
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return strides;
+}
+
 /// Copies a numpy array (any strides; converted to C order) into a Tensor.
 Tensor toTensor(const py::handle &obj, const std::string &what) {
   py::array arr = py::array::ensure(obj, py::array::c_style);
@@ -92,8 +112,10 @@ Tensor toTensor(const py::handle &obj, const std::string &what) {
   DType dt = dtypeOf(arr, what);
   std::vector<int64_t> shape(arr.shape(), arr.shape() + arr.ndim());
   Tensor t(dt, shape);
-  if (size_t(arr.nbytes()) != t.byteSize())
-    raise(what + ": array has " + std::to_string(arr.nbytes()) +
+  // numpy's own count (its Python attribute is right under NumPy 1 and 2).
+  size_t nbytes = py::cast<size_t>(arr.attr("nbytes"));
+  if (nbytes != t.byteSize())
+    raise(what + ": array has " + std::to_string(nbytes) +
           " bytes, expected " + std::to_string(t.byteSize()));
   if (t.byteSize())
     std::memcpy(t.data(), arr.data(), t.byteSize());
@@ -138,7 +160,7 @@ py::array viewArray(const Tensor &t) {
   py::capsule base(keep, [](void *p) {
     delete static_cast<std::shared_ptr<void> *>(p);
   });
-  py::array out(d, shape, {}, t.data(), base);
+  py::array out(d, shape, cStrides(shape, t.dtype()), t.data(), base);
   out.attr("flags").attr("writeable") = false;
   return out;
 }
@@ -147,7 +169,7 @@ py::array viewArray(const Tensor &t) {
 py::array toArray(const Tensor &t) {
   py::dtype d(numpyDtype(t.dtype()));
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  py::array out(d, shape);
+  py::array out(d, shape, cStrides(shape, t.dtype()));
   if (t.byteSize())
     std::memcpy(out.mutable_data(), t.data(), t.byteSize());
   return out;
