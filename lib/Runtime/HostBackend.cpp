@@ -408,6 +408,14 @@ std::string HostBackend::execute(int i) {
     if (bytes)
       std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
                   size_t(bytes));
+    // An emulated link: the copy occupies its stream for at least
+    // bytes / rate seconds from its start (the memcpy counts towards it).
+    if (opts_.emulatedLinkBytesPerSecond > 0 && bytes > 0)
+      std::this_thread::sleep_until(
+          std::chrono::steady_clock::time_point(
+              std::chrono::ceil<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(
+                      t0 + double(bytes) / opts_.emulatedLinkBytesPerSecond))));
   } else if (in.op == kOpReshape) {
     uint8_t *s = ptr(in.inputs[0]), *t = ptr(in.outputs[0]);
     if (s != t)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 using namespace offload::rt;
@@ -87,6 +88,18 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
   if (!made)
     return made.status();
   std::unique_ptr<Backend> be = made.take();
+  if (!std::isfinite(options.emulatedLinkBytesPerSecond) ||
+      options.emulatedLinkBytesPerSecond < 0)
+    return Status::error(
+        "SessionOptions::emulatedLinkBytesPerSecond must be a finite number "
+        ">= 0 (bytes per second, 0 = off), got " +
+        std::to_string(options.emulatedLinkBytesPerSecond));
+  if (options.emulatedLinkBytesPerSecond > 0 &&
+      std::string(be->name()) != "host")
+    return Status::error("an emulated link (SessionOptions::"
+                         "emulatedLinkBytesPerSecond) is a host backend "
+                         "option; the " +
+                         std::string(be->name()) + " backend has a real one");
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;

@@ -115,6 +115,16 @@ struct SessionOptions {
   /// Testing: instruction index at which execution reports an injected
   /// failure, or -1.
   int failAtInstruction = -1;
+  /// Host backend: an emulated host<->device link, in bytes per second per
+  /// direction (0 = off, copies run at memcpy speed). A copy of N bytes on
+  /// a copy stream (or a synchronous one on the compute stream) then takes
+  /// at least N / emulatedLinkBytesPerSecond seconds: after its memcpy the
+  /// copy thread sleeps until that much time has passed since the copy
+  /// started. Each direction (host->device, device->host) has its own copy
+  /// thread, so the two directions overlap as on a full-duplex PCIe link.
+  /// Creation fails for a negative or non-finite value, and on a backend
+  /// other than host.
+  double emulatedLinkBytesPerSecond = 0;
   /// CUDA device ordinal.
   int cudaDevice = 0;
   /// Whether a step copies its outputs that are not parameter-store values

@@ -109,7 +109,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     return failure();
   };
   static const char *const known[] = {
-      "name", "source", "memory_bytes", "memory_bytes_per_second", "flops_per_second",
+      "name", "base", "calibration_threads", "source", "memory_bytes", "memory_bytes_per_second", "flops_per_second",
       "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
       "host_update_bytes_per_second", "gemm_efficiency", "conv_efficiency",
       "other_flops_efficiency", "memory_efficiency", "workspace_bytes"};
@@ -118,11 +118,50 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       return fail("unknown key '" + kv.first.str() + "'");
 
   TargetSpec spec;
+  // "base": start from a built-in target or the calibrated host; the other
+  // keys then only override what they name.
+  const llvm::json::Value *baseValue = obj->get("base");
+  std::optional<StringRef> base = baseValue ? baseValue->getAsString() : std::nullopt;
+  if (baseValue && !base)
+    return fail("'base' must be a string naming a built-in target or 'host'");
+  const llvm::json::Value *threadsValue = obj->get("calibration_threads");
+  int64_t threads = 0;
+  if (threadsValue) {
+    std::optional<int64_t> t = threadsValue->getAsInteger();
+    if (!base || *base != "host")
+      return fail("'calibration_threads' needs \"base\": \"host\" (it sets the threads the "
+                  "host calibration runs the kernels with)");
+    if (!t || *t < 1 || *t > 1024)
+      return fail("'calibration_threads' must be an integer in [1, 1024]");
+    threads = *t;
+  }
+  if (base) {
+    if (*base == "host") {
+      spec = calibrateHostTarget(int(threads));
+    } else {
+      bool found = false;
+      spec = builtin(*base, found);
+      if (!found) {
+        std::string choices;
+        for (const std::string &n : builtinTargetNames())
+          choices += " " + n + ",";
+        return fail("unknown base target '" + base->str() + "'; expected one of" + choices +
+                    " or host");
+      }
+    }
+  }
+  const bool required = !base;
   std::optional<StringRef> name = obj->getString("name");
-  if (!name)
+  if (!name && required)
     return fail("missing string 'name'");
-  spec.name = name->str();
-  spec.source = obj->getString("source").value_or(("target file " + path).str()).str();
+  if (name)
+    spec.name = name->str();
+  if (std::optional<StringRef> source = obj->getString("source"))
+    spec.source = source->str();
+  else if (base)
+    spec.source = "target file " + path.str() + " over " + base->str() + " (" + spec.source + ")";
+  else
+    spec.source = ("target file " + path).str();
 
   auto integer = [&](StringRef key, bool required, int64_t minimum,
                      int64_t &out) -> LogicalResult {
@@ -159,12 +198,12 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     return success();
   };
   constexpr double kAny = 1e308;
-  if (failed(integer("memory_bytes", true, 1, spec.memoryBytes)) ||
-      failed(number("memory_bytes_per_second", true, kAny, spec.memoryBytesPerSecond)) ||
-      failed(number("flops_per_second", true, kAny, spec.flopsPerSecond)) ||
-      failed(number("host_to_device_bytes_per_second", true, kAny,
+  if (failed(integer("memory_bytes", required, 1, spec.memoryBytes)) ||
+      failed(number("memory_bytes_per_second", required, kAny, spec.memoryBytesPerSecond)) ||
+      failed(number("flops_per_second", required, kAny, spec.flopsPerSecond)) ||
+      failed(number("host_to_device_bytes_per_second", required, kAny,
                     spec.hostToDeviceBytesPerSecond)) ||
-      failed(number("device_to_host_bytes_per_second", true, kAny,
+      failed(number("device_to_host_bytes_per_second", required, kAny,
                     spec.deviceToHostBytesPerSecond)) ||
       failed(number("host_update_bytes_per_second", false, kAny,
                     spec.hostUpdateBytesPerSecond)) ||
@@ -226,10 +265,11 @@ double kernelFlops(const char *op, std::vector<std::vector<int64_t>> shapes,
 }
 } // namespace
 
-TargetSpec mlir::offload::calibrateHostTarget() {
+TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   TargetSpec spec;
   spec.name = "host";
-  int threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 1)
+    threads = int(std::max(1u, std::thread::hardware_concurrency()));
   // Memory: a 64 MiB copy, read + written.
   constexpr size_t kBytes = 64u << 20;
   std::vector<char> a(kBytes, 1), b(kBytes, 0);

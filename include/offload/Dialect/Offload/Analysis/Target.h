@@ -72,10 +72,20 @@ FailureOr<TargetSpec> resolveTarget(StringRef target, std::string &error);
 ///   gemm_efficiency, conv_efficiency, other_flops_efficiency,
 ///   memory_efficiency (in (0, 1]), workspace_bytes (integer >= 0).
 /// Unknown keys are errors (a misspelt key would otherwise be ignored).
+/// With "base" (a built-in name, or "host" for this machine calibrated as
+/// `target=host` does) the file starts from that target and every other key,
+/// name included, is optional and overrides it: e.g. {"base": "host",
+/// "host_to_device_bytes_per_second": 2e9, "device_to_host_bytes_per_second":
+/// 2e9} is this machine behind the 2 GB/s link that `offload-run
+/// --emulate-link 2e9` emulates. "calibration_threads" (integer in [1, 1024],
+/// only with "base": "host") sets the threads the calibration runs the
+/// kernels with (default: every hardware thread); match `offload-run
+/// --threads`. Errors name the file and the key.
 FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error);
 
-/// Measures this machine as the `host` target (see resolveTarget).
-TargetSpec calibrateHostTarget();
+/// Measures this machine as the `host` target (see resolveTarget), running
+/// the host kernels with `threads` threads (< 1: every hardware thread).
+TargetSpec calibrateHostTarget(int threads = 0);
 
 /// The cost model the passes use: a roofline estimate of each op's seconds
 /// (Williams, Waterman, Patterson, "Roofline", CACM 2009) and copy times.
