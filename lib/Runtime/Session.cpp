@@ -226,6 +226,7 @@ Status Session::beginStep() {
                            typeString(t->dtype(), t->shape()));
   }
   stepStart_ = nowSeconds();
+  runSeconds_ = 0;
   // Outputs left in the arena by the last step are overwritten from here.
   inArena_.clear();
   if (Status s = backend_->beginStep(); !s.ok())
@@ -267,7 +268,9 @@ Status Session::beginStep() {
 Status Session::runTo(int end) {
   if (end <= next_)
     return Status::success();
+  double t0 = nowSeconds();
   Status s = backend_->run(next_, end);
+  runSeconds_ += nowSeconds() - t0;
   if (!s.ok()) {
     abortStep();
     return s.withContext("step failed, parameters and state unchanged: ");
@@ -426,6 +429,7 @@ Status Session::finishStep() {
   inArena_ = std::move(inArena);
   succeeded_ = true;
   lastStepSeconds_ = nowSeconds() - stepStart_;
+  lastRunSeconds_ = runSeconds_;
   return Status::success();
 }
 

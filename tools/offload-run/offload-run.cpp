@@ -473,7 +473,9 @@ int main(int argc, char **argv) {
     double overlap = s.copyComputeOverlapSeconds();
     if (overlap >= 0 && busy[1] + busy[2] > 0)
       std::printf("  copies overlapping compute %.6f s", overlap);
-    std::printf("\n");
+    // The plan's instructions alone (what the planner simulates), without
+    // the step's uploads at its start and its commit to the store.
+    std::printf("  instructions %.6f s\n", s.lastRunSeconds());
   }
   for (size_t p = 0; p < numPlans; ++p) {
     Session &s = *sessions[p];

@@ -240,6 +240,8 @@ TEST_F(SessionTest, EmulatedLinkSlowsCopiesAndKeepsResults) {
       // run one after the other.
       EXPECT_GE(wall, 2 * bytes / rate) << "poison " << poison;
       EXPECT_GE(s->lastStepSeconds(), 2 * bytes / rate);
+      EXPECT_GE(s->lastRunSeconds(), 2 * bytes / rate);
+      EXPECT_LE(s->lastRunSeconds(), s->lastStepSeconds());
       auto busy = s->streamBusySeconds();
       EXPECT_GE(busy[HostToDeviceStream], bytes / rate);
       EXPECT_GE(busy[DeviceToHostStream], bytes / rate);

@@ -244,6 +244,12 @@ public:
   double copyComputeOverlapSeconds() const;
   /// Wall seconds of the last step (beginStep to finishStep).
   double lastStepSeconds() const { return lastStepSeconds_; }
+  /// Wall seconds of the last step spent running the plan's instructions
+  /// (Backend::run, every stream drained), without beginStep's uploads of
+  /// inputs and store values and finishStep's reads of outputs and commit of
+  /// new parameters and state to the store: the part of the step that the
+  /// planner's simulated step time describes.
+  double lastRunSeconds() const { return lastRunSeconds_; }
   const char *backendName() const;
 
 private:
@@ -283,6 +289,8 @@ private:
   bool succeeded_ = false;
   int next_ = 0;
   double stepStart_ = 0, lastStepSeconds_ = 0;
+  /// Seconds inside Backend::run in the current step, and in the last one.
+  double runSeconds_ = 0, lastRunSeconds_ = 0;
 };
 
 /// Names of the backends compiled into this library ("host", "cuda").

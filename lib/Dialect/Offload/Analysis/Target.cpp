@@ -237,31 +237,61 @@ template <typename Fn> double bestOf(int reps, Fn fn) {
   return best;
 }
 
-/// FLOP/s of the host backend's kernel `op` on f32 tensors of `shapes`
-/// (inputs, then one output), doing `flops` FLOPs a call; 0 if it fails.
-double kernelFlops(const char *op, std::vector<std::vector<int64_t>> shapes,
-                   const ::offload::rt::AttrMap &attrs, double flops, int threads) {
+/// One tensor of a calibration call: its shape and dtype (f32 tensors hold
+/// 0.5; integer tensors 0, a valid class index; bool masks false).
+struct CalTensor {
+  std::vector<int64_t> shape;
+  ::offload::rt::DType dtype = ::offload::rt::DType::F32;
+  CalTensor(std::vector<int64_t> s) : shape(std::move(s)) {}
+  CalTensor(std::vector<int64_t> s, ::offload::rt::DType d) : shape(std::move(s)), dtype(d) {}
+};
+
+/// Best seconds of a call of the host backend's kernel `op` on `tensors`
+/// (the inputs, then `numOutputs` outputs); 0 if the kernel is missing or
+/// refuses the call. `bytes` receives the bytes of all the tensors (inputs
+/// plus outputs, as CostOpInterface counts them).
+double kernelSeconds(const char *op, const std::vector<CalTensor> &tensors,
+                     const ::offload::rt::AttrMap &attrs, int threads, double *bytes = nullptr,
+                     size_t numOutputs = 1) {
   using namespace ::offload::rt;
   registerAllHostKernels();
   Kernel fn = KernelRegistry::host().lookup(op);
-  if (!fn)
+  if (!fn || tensors.size() < numOutputs)
     return 0;
-  std::vector<std::vector<float>> storage;
+  std::vector<std::vector<uint8_t>> storage(tensors.size());
   std::vector<TensorView> inputs, outputs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  double total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
     TensorView v;
-    v.shape = shapes[i];
-    storage.emplace_back(size_t(v.numel()), 0.5f);
-    v.data = storage.back().data();
-    (i + 1 < shapes.size() ? inputs : outputs).push_back(v);
+    v.shape = tensors[i].shape;
+    v.dtype = tensors[i].dtype;
+    storage[i].assign(v.bytes(), 0);
+    if (v.dtype == DType::F32)
+      std::fill_n(reinterpret_cast<float *>(storage[i].data()), size_t(v.numel()), 0.5f);
+    v.data = storage[i].data();
+    total += double(v.bytes());
+    (i + numOutputs < tensors.size() ? inputs : outputs).push_back(v);
   }
-  // (Moving `storage`'s vectors as it grows keeps their heap buffers, so
-  // the views stay valid.)
+  if (bytes)
+    *bytes = total;
   KernelArgs args{inputs, outputs, attrs, threads};
   if (!fn(args).empty())
     return 0;
-  double t = bestOf(3, [&] { (void)fn(args); });
+  return bestOf(3, [&] { (void)fn(args); });
+}
+
+/// FLOP/s of `op` doing `flops` FLOPs a call (see kernelSeconds); 0 if it
+/// fails.
+double kernelFlops(const char *op, const std::vector<CalTensor> &tensors,
+                   const ::offload::rt::AttrMap &attrs, double flops, int threads) {
+  double t = kernelSeconds(op, tensors, attrs, threads);
   return t > 0 ? flops / t : 0;
+}
+
+::offload::rt::AttrValue ints(std::vector<int64_t> v) {
+  ::offload::rt::AttrValue a;
+  a.ints = std::move(v);
+  return a;
 }
 } // namespace
 
@@ -281,7 +311,7 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   spec.hostUpdateBytesPerSecond = 2 * copyRate;
   // GEMM: a [256 x 512] x [512 x 512]^T linear.
   ::offload::rt::AttrMap none;
-  double gemm = kernelFlops("offload.linear", {{256, 512}, {512, 512}, {256, 512}}, none,
+  double gemm = kernelFlops("offload.linear", {{{256, 512}}, {{512, 512}}, {{256, 512}}}, none,
                             2.0 * 256 * 512 * 512, threads);
   // Convolution: 3x3, 64 -> 64 channels, 16x16, batch 8, padding 1.
   ::offload::rt::AttrMap convAttrs;
@@ -291,7 +321,7 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   convAttrs.set("stride", one);
   convAttrs.set("padding", pad);
   convAttrs.set("dilation", one);
-  double conv = kernelFlops("offload.conv2d", {{8, 64, 16, 16}, {64, 64, 3, 3}, {8, 64, 16, 16}},
+  double conv = kernelFlops("offload.conv2d", {{{8, 64, 16, 16}}, {{64, 64, 3, 3}}, {{8, 64, 16, 16}}},
                             convAttrs, 2.0 * 8 * 64 * 16 * 16 * 64 * 9, threads);
   // The peak is the GEMM rate; efficiencies are measured relative to it.
   spec.flopsPerSecond = gemm > 0 ? gemm : 1e10;
@@ -299,10 +329,92 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   spec.convEfficiency = conv > 0 ? std::min(1.0, conv / spec.flopsPerSecond) : 0.5;
   spec.otherFlopsEfficiency = 0.1;
   spec.memoryEfficiency = 1;
+
+  // Kernels whose rate differs most from the roofline above (issue 13,
+  // bench/planner/sim_vs_measured.py): batched matmul with small matrices
+  // (attention), the convolution's backward kernels, and the memory-bound
+  // ops, whose loops reach a fraction of memcpy's bandwidth.
+  auto flopsOf = [&](const char *op, double r) {
+    if (r > 0)
+      spec.opFlopsPerSecond[op] = r;
+  };
+  flopsOf("offload.matmul", kernelFlops("offload.matmul", {{{128, 32, 32}}, {{128, 32, 32}}, {{128, 32, 32}}},
+                                        none, 2.0 * 128 * 32 * 32 * 32, threads));
+  double convFlops = 2.0 * 8 * 64 * 16 * 16 * 64 * 9;
+  flopsOf("offload.conv2d_backward_input",
+          kernelFlops("offload.conv2d_backward_input",
+                      {{{8, 64, 16, 16}}, {{64, 64, 3, 3}}, {{8, 64, 16, 16}}}, convAttrs, convFlops,
+                      threads));
+  flopsOf("offload.conv2d_backward_weight",
+          kernelFlops("offload.conv2d_backward_weight",
+                      {{{8, 64, 16, 16}}, {{8, 64, 16, 16}}, {{64, 64, 3, 3}}}, convAttrs, convFlops,
+                      threads));
+  auto bytesOf = [&](const char *op, const std::vector<CalTensor> &tensors,
+                     const ::offload::rt::AttrMap &attrs, size_t numOutputs = 1) {
+    double bytes = 0;
+    double t = kernelSeconds(op, tensors, attrs, threads, &bytes, numOutputs);
+    double r = t > 0 ? bytes / t : 0;
+    if (r > 0)
+      spec.opBytesPerSecond[op] = r;
+    return r;
+  };
+  using ::offload::rt::DType;
+  // Sizes of the example models' activations: 256 KiB to 1 MiB (the
+  // tensors of a step stay in the last-level cache, as here).
+  constexpr int64_t kN = 1 << 18;
+  const std::vector<int64_t> rows = {4096, 64};
+  double add = bytesOf("offload.add", {{{kN}}, {{kN}}, {{kN}}}, none);
+  bytesOf("offload.relu", {{{kN}}, {{kN}}}, none);
+  bytesOf("offload.gelu", {{{kN}}, {{kN}}}, none);
+  bytesOf("offload.gelu_backward", {{{kN}}, {{kN}}, {{kN}}}, none);
+  bytesOf("offload.div", {{{kN}}, {{}}, {{kN}}}, none);
+  ::offload::rt::AttrMap fill;
+  ::offload::rt::AttrValue minusInf;
+  minusInf.kind = ::offload::rt::AttrValue::Kind::Floats;
+  minusInf.floats = {-1e9};
+  fill.set("value", minusInf);
+  bytesOf("offload.masked_fill", {{{64, 64, 64}}, {{64, 64}, DType::Bool}, {{64, 64, 64}}}, fill);
+  ::offload::rt::AttrMap perm;
+  perm.set("perm", ints({0, 2, 1}));
+  bytesOf("offload.transpose", {{{64, 64, 64}}, {{64, 64, 64}}}, perm);
+  ::offload::rt::AttrMap slice;
+  slice.set("dim", ints({1}));
+  slice.set("start", ints({1024}));
+  slice.set("end", ints({2048}));
+  bytesOf("offload.slice", {{{256, 3072}}, {{256, 1024}}}, slice);
+  bytesOf("offload.slice_backward", {{{256, 1024}}, {{256, 3072}}}, slice);
+  ::offload::rt::AttrMap lastDim;
+  lastDim.set("dim", ints({-1}));
+  bytesOf("offload.softmax", {{rows}, {rows}}, lastDim);
+  // Cross-entropy over a vocabulary: logits [N, V], class indices [N].
+  const std::vector<int64_t> logits = {128, 2048};
+  bytesOf("offload.cross_entropy", {{logits}, {{128}, DType::I64}, {{}}}, none);
+  bytesOf("offload.cross_entropy_backward", {{{}}, {logits}, {{128}, DType::I64}, {logits}},
+          none);
+  ::offload::rt::AttrMap ln;
+  ln.set("normalized_ndim", ints({1}));
+  ::offload::rt::AttrValue eps;
+  eps.kind = ::offload::rt::AttrValue::Kind::Floats;
+  eps.floats = {1e-5};
+  ln.set("eps", eps);
+  bytesOf("offload.layer_norm", {{rows}, {{64}}, {{64}}, {rows}, {{4096}}, {{4096}}}, ln, 3);
+  bytesOf("offload.layer_norm_backward",
+          {{rows}, {rows}, {{64}}, {{4096}}, {{4096}}, {rows}, {{64}}, {{64}}}, ln, 3);
+  // Other memory-bound ops: at the elementwise add's rate.
+  if (add > 0)
+    spec.memoryEfficiency = std::min(1.0, add / spec.memoryBytesPerSecond);
+
+  std::string measured;
+  for (const auto &[op, r] : spec.opFlopsPerSecond)
+    measured += ", " + StringRef(op).drop_front(8).str() + " " +
+                std::to_string(int64_t(r / 1e9)) + " GFLOP/s";
+  for (const auto &[op, r] : spec.opBytesPerSecond)
+    measured += ", " + StringRef(op).drop_front(8).str() + " " +
+                std::to_string(int64_t(r / 1e6)) + " MB/s";
   spec.source = "measured on this machine with " + std::to_string(threads) +
                 " threads: GEMM " + std::to_string(int64_t(gemm / 1e9)) + " GFLOP/s, conv " +
                 std::to_string(int64_t(conv / 1e9)) + " GFLOP/s, copy " +
-                std::to_string(int64_t(copyRate / 1e9)) + " GB/s";
+                std::to_string(int64_t(copyRate / 1e9)) + " GB/s" + measured;
   return spec;
 }
 
@@ -321,6 +433,8 @@ TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   m.convEfficiency = spec.convEfficiency;
   m.otherFlopsEfficiency = spec.otherFlopsEfficiency;
   m.memoryEfficiency = spec.memoryEfficiency;
+  m.opFlopsPerSecond = spec.opFlopsPerSecond;
+  m.opBytesPerSecond = spec.opBytesPerSecond;
   return m;
 }
 
@@ -340,6 +454,13 @@ double TargetModel::opSeconds(Operation *op) const {
   if (isa<SgdUpdateOp, AdamWUpdateOp>(op) &&
       llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<HostType>(t); }))
     return bytes / hostUpdateBytesPerSecond;
+  if (!opFlopsPerSecond.empty() || !opBytesPerSecond.empty()) {
+    std::string full = op->getName().getStringRef().str();
+    if (auto it = opFlopsPerSecond.find(full); it != opFlopsPerSecond.end())
+      return flops / it->second;
+    if (auto it = opBytesPerSecond.find(full); it != opBytesPerSecond.end())
+      return bytes / it->second;
+  }
   StringRef name = op->getName().stripDialect();
   double efficiency = otherFlopsEfficiency;
   if (name.contains("linear") || name.contains("matmul"))

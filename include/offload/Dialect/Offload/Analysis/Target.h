@@ -14,6 +14,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@ struct TargetSpec {
   /// Device bytes reserved for cuBLAS/cuDNN workspace, counted in the
   /// plan's device memory (0: the backend picks algorithms without one).
   int64_t workspaceBytes = 0;
+  /// Measured rates of individual ops by full name ("offload.softmax"),
+  /// replacing the roofline for them: FLOP/s for compute-bound kernels
+  /// (batched matmul, convolution backward), bytes/s (inputs plus outputs,
+  /// as CostOpInterface counts them) for memory-bound ones. Empty on the
+  /// built-in GPU targets; the host calibration fills them.
+  std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
 };
 
 /// Names of the built-in targets, for --help and error messages.
@@ -102,14 +109,20 @@ struct TargetModel {
   double hostUpdateBytesPerSecond = 20e9;   ///< bytes/s of host-side updates
   double gemmEfficiency = 1, convEfficiency = 1, otherFlopsEfficiency = 1,
          memoryEfficiency = 1;
+  /// Measured per-op rates (TargetSpec::opFlopsPerSecond, opBytesPerSecond):
+  /// an op named here costs its FLOPs or bytes at that rate instead of the
+  /// roofline.
+  std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
 
   static TargetModel fromSpec(const TargetSpec &spec);
 
   /// Estimated seconds of `op` on the target: max(FLOPs / (peak x the op
   /// kind's efficiency), bytes moved / (bandwidth x memory efficiency)),
-  /// from the op's CostOpInterface; an optimizer update over host values
-  /// costs its bytes at hostUpdateBytesPerSecond; a recompute region costs
-  /// its ops; 0 for ops without a cost (copies, waits, markers, views).
+  /// from the op's CostOpInterface; an op with a measured rate
+  /// (opFlopsPerSecond, opBytesPerSecond) costs its FLOPs or bytes at that
+  /// rate; an optimizer update over host values costs its bytes at
+  /// hostUpdateBytesPerSecond; a recompute region costs its ops; 0 for ops
+  /// without a cost (copies, waits, markers, views).
   double opSeconds(Operation *op) const;
   /// Seconds of a host->device copy of `bytes` bytes.
   double copySeconds(int64_t bytes) const {
