@@ -82,17 +82,24 @@ def smallest_budget(bin_dir, step, target):
     return int(m.group(1))
 
 
-def lower(bin_dir, step, budget, target, plan):
-    """Plans at `budget` (None: unplanned) and lowers to `plan`; returns (simulated s, decisions)."""
+def simulate(bin_dir, module, target):
+    """The cost report's simulated step time of `module` on `target` (calibrated anew)."""
+    out = run([os.path.join(bin_dir, "offload-opt"), module,
+               f"--offload-cost-report=per-op=false target={target} report=-",
+               "-o", os.devnull]).stdout
+    return float(re.search(r"simulated step time on \S+: ([0-9.e+-]+) s", out).group(1))
+
+
+def lower(bin_dir, step, budget, target, plan, planned):
+    """Plans at `budget` (None: unplanned) into `planned` (MLIR) and lowers it to `plan`;
+    returns (the planner's simulated s or None, decisions, budget used)."""
     opt = os.path.join(bin_dir, "offload-opt")
     if budget is None:
-        out = run([opt, step, f"--offload-cost-report=per-op=false target={target} report=-",
-                   f"--convert-offload-to-plan=output={plan}", "-o", os.devnull]).stdout
-        t = float(re.search(r"simulated step time on \S+: ([0-9.e+-]+) s", out).group(1))
-        return t, "unplanned", None
+        run([opt, step, f"--convert-offload-to-plan=output={plan}", "-o", planned])
+        return None, "unplanned", None
     for _ in range(3):
         r = run([opt, step, f"--offload-plan-memory=budget={budget} target={target} report=-",
-                 f"--convert-offload-to-plan=output={plan}", "-o", os.devnull], ok=False)
+                 f"--convert-offload-to-plan=output={plan}", "-o", planned], ok=False)
         # The calibration is measured anew by every offload-opt, so the
         # smallest reachable arena moves a little between runs: take the
         # budget the planner asks for.
@@ -110,20 +117,17 @@ def lower(bin_dir, step, budget, target, plan):
     return float(m.group(2)), (d.group(1).strip() if d else "fits unplanned"), budget
 
 
-def measure(bin_dir, plan, model, work, args):
-    """(fastest, median) step time over --repeats runs of --steps steps, after two warm-up
-    steps per run. The fastest step is the one least disturbed by other load."""
-    times = []
-    for _ in range(args.repeats):
-        out = run([os.path.join(bin_dir, "offload-run"), plan, "--threads", str(args.threads),
-                   "--emulate-link", repr(args.link), "--steps", str(args.steps + 2),
-                   "--params", os.path.join(work, model + ".params.npz"),
-                   "--inputs", os.path.join(work, model + ".inputs.npz")]).stdout
-        got = [float(t) for t in re.findall(r"instructions ([0-9.]+) s", out)][2:]
-        if not got:
-            sys.exit("offload-run printed no step times:\n" + out[-2000:])
-        times += got
-    return min(times), statistics.median(times)
+def measure_once(bin_dir, plan, model, work, args):
+    """Step times (the plan's instructions) of one offload-run of --steps steps after two
+    warm-up steps."""
+    out = run([os.path.join(bin_dir, "offload-run"), plan, "--threads", str(args.threads),
+               "--emulate-link", repr(args.link), "--steps", str(args.steps + 2),
+               "--params", os.path.join(work, model + ".params.npz"),
+               "--inputs", os.path.join(work, model + ".inputs.npz")]).stdout
+    got = [float(t) for t in re.findall(r"instructions ([0-9.]+) s", out)][2:]
+    if not got:
+        sys.exit("offload-run printed no step times:\n" + out[-2000:])
+    return got
 
 
 def main():
@@ -164,9 +168,18 @@ def main():
         budgets = [None] + sorted({smallest + int(float(f) * (unplanned - 1 - smallest))
                                    for f in args.fractions.split(",")})
         for b in budgets:
-            plan = os.path.join(args.work, f"{model}.{b or 'unplanned'}.oflp")
-            sim, decisions, b = lower(args.bin, step, b, target, plan)
-            meas, med = measure(args.bin, plan, model, args.work, args)
+            tag = os.path.join(args.work, f"{model}.{b or 'unplanned'}")
+            plan, planned = tag + ".oflp", tag + ".planned.mlir"
+            _, decisions, b = lower(args.bin, step, b, target, plan, planned)
+            # Calibration and runs interleaved, so both sample the same spells of
+            # load; each keeps its least disturbed figure (other load only ever
+            # slows the kernels, making the calibration's rates lower and the
+            # simulated time longer, and the measured steps longer).
+            sims, times = [], []
+            for _ in range(args.repeats):
+                sims.append(simulate(args.bin, planned, target))
+                times += measure_once(args.bin, plan, model, args.work, args)
+            sim, meas, med = min(sims), min(times), statistics.median(times)
             err = 100.0 * (sim - meas) / meas
             worst = max(worst, abs(err))
             label = f"{unplanned} (unplanned)" if b is None else str(b)

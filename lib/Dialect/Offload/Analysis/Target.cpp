@@ -250,6 +250,12 @@ struct CalTensor {
 /// (the inputs, then `numOutputs` outputs); 0 if the kernel is missing or
 /// refuses the call. `bytes` receives the bytes of all the tensors (inputs
 /// plus outputs, as CostOpInterface counts them).
+///
+/// The calls cycle through copies of the tensors that together span at
+/// least 8 MiB (8 times this machine's L2), so that a call finds its operands where a step's kernel
+/// does (in the last-level cache or memory, not in L1/L2 from the previous
+/// call); timing one set over and over made memory-bound kernels look 1.5x
+/// faster than in the example models' steps (bench/planner/sim_vs_measured.py).
 double kernelSeconds(const char *op, const std::vector<CalTensor> &tensors,
                      const ::offload::rt::AttrMap &attrs, int threads, double *bytes = nullptr,
                      size_t numOutputs = 1) {
@@ -258,26 +264,44 @@ double kernelSeconds(const char *op, const std::vector<CalTensor> &tensors,
   Kernel fn = KernelRegistry::host().lookup(op);
   if (!fn || tensors.size() < numOutputs)
     return 0;
-  std::vector<std::vector<uint8_t>> storage(tensors.size());
-  std::vector<TensorView> inputs, outputs;
   double total = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
+  for (const CalTensor &t : tensors) {
     TensorView v;
-    v.shape = tensors[i].shape;
-    v.dtype = tensors[i].dtype;
-    storage[i].assign(v.bytes(), 0);
-    if (v.dtype == DType::F32)
-      std::fill_n(reinterpret_cast<float *>(storage[i].data()), size_t(v.numel()), 0.5f);
-    v.data = storage[i].data();
+    v.shape = t.shape;
+    v.dtype = t.dtype;
     total += double(v.bytes());
-    (i + numOutputs < tensors.size() ? inputs : outputs).push_back(v);
   }
   if (bytes)
     *bytes = total;
-  KernelArgs args{inputs, outputs, attrs, threads};
-  if (!fn(args).empty())
-    return 0;
-  return bestOf(3, [&] { (void)fn(args); });
+  constexpr double kSpanBytes = 8.0 * (1 << 20);
+  size_t copies = size_t(std::clamp(std::ceil(kSpanBytes / std::max(total, 1.0)), 1.0, 64.0));
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<KernelArgs> calls;
+  std::vector<std::vector<TensorView>> ins(copies), outs(copies);
+  storage.reserve(copies * tensors.size());
+  for (size_t c = 0; c < copies; ++c)
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      TensorView v;
+      v.shape = tensors[i].shape;
+      v.dtype = tensors[i].dtype;
+      storage.emplace_back(v.bytes(), 0);
+      if (v.dtype == DType::F32)
+        std::fill_n(reinterpret_cast<float *>(storage.back().data()), size_t(v.numel()), 0.5f);
+      v.data = storage.back().data();
+      (i + numOutputs < tensors.size() ? ins[c] : outs[c]).push_back(v);
+    }
+  for (size_t c = 0; c < copies; ++c) {
+    calls.push_back(KernelArgs{ins[c], outs[c], attrs, threads});
+    if (!fn(calls.back()).empty())
+      return 0;
+  }
+  // The fastest single call over three passes: other load on the machine
+  // can only lengthen a call.
+  double best = 1e30;
+  for (int pass = 0; pass < 3; ++pass)
+    for (const KernelArgs &a : calls)
+      best = std::min(best, bestOf(1, [&] { (void)fn(a); }));
+  return best;
 }
 
 /// FLOP/s of `op` doing `flops` FLOPs a call (see kernelSeconds); 0 if it
@@ -338,8 +362,16 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
     if (r > 0)
       spec.opFlopsPerSecond[op] = r;
   };
-  flopsOf("offload.matmul", kernelFlops("offload.matmul", {{{128, 32, 32}}, {{128, 32, 32}}, {{128, 32, 32}}},
-                                        none, 2.0 * 128 * 32 * 32 * 32, threads));
+  // Batched matmul: the rate on matrices large enough to hide the per-call
+  // cost, then that cost from many tiny products ([4096 x 4 x 4]).
+  double matmul = kernelFlops("offload.matmul",
+                              {{{8, 128, 128}}, {{8, 128, 128}}, {{8, 128, 128}}}, none,
+                              2.0 * 8 * 128 * 128 * 128, threads);
+  flopsOf("offload.matmul", matmul);
+  double tiny = kernelSeconds("offload.matmul", {{{4096, 4, 4}}, {{4096, 4, 4}}, {{4096, 4, 4}}},
+                              none, threads);
+  if (matmul > 0 && tiny > 0)
+    spec.gemmCallSeconds = std::max(0.0, (tiny - 2.0 * 4096 * 64 / matmul) / 4096);
   double convFlops = 2.0 * 8 * 64 * 16 * 16 * 64 * 9;
   flopsOf("offload.conv2d_backward_input",
           kernelFlops("offload.conv2d_backward_input",
@@ -411,6 +443,7 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   for (const auto &[op, r] : spec.opBytesPerSecond)
     measured += ", " + StringRef(op).drop_front(8).str() + " " +
                 std::to_string(int64_t(r / 1e6)) + " MB/s";
+  measured += ", " + std::to_string(int64_t(spec.gemmCallSeconds * 1e9)) + " ns per batched GEMM call";
   spec.source = "measured on this machine with " + std::to_string(threads) +
                 " threads: GEMM " + std::to_string(int64_t(gemm / 1e9)) + " GFLOP/s, conv " +
                 std::to_string(int64_t(conv / 1e9)) + " GFLOP/s, copy " +
@@ -435,6 +468,7 @@ TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   m.memoryEfficiency = spec.memoryEfficiency;
   m.opFlopsPerSecond = spec.opFlopsPerSecond;
   m.opBytesPerSecond = spec.opBytesPerSecond;
+  m.gemmCallSeconds = spec.gemmCallSeconds;
   return m;
 }
 
@@ -454,10 +488,27 @@ double TargetModel::opSeconds(Operation *op) const {
   if (isa<SgdUpdateOp, AdamWUpdateOp>(op) &&
       llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<HostType>(t); }))
     return bytes / hostUpdateBytesPerSecond;
+  // A batched matmul that the host backend runs as one GEMM call per batch
+  // element (its b is batched too, or a is transposed; else the batch folds
+  // into one call) pays gemmCallSeconds per call.
+  double calls = 0;
+  if (auto mm = dyn_cast<MatmulOp>(op); mm && gemmCallSeconds > 0) {
+    auto a = dyn_cast<RankedTensorType>(mm->getOperand(0).getType());
+    auto b = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
+    auto c = dyn_cast<RankedTensorType>(mm->getResult(0).getType());
+    if (a && b && c && a.hasStaticShape() && b.hasStaticShape() && c.hasStaticShape() &&
+        c.getRank() > 2) {
+      double batch = 1;
+      for (int64_t d : c.getShape().drop_back(2))
+        batch *= double(d);
+      bool folds = b.getRank() <= 2 && !mm.getTransposeA();
+      calls = folds ? 0 : batch;
+    }
+  }
   if (!opFlopsPerSecond.empty() || !opBytesPerSecond.empty()) {
     std::string full = op->getName().getStringRef().str();
     if (auto it = opFlopsPerSecond.find(full); it != opFlopsPerSecond.end())
-      return flops / it->second;
+      return flops / it->second + calls * gemmCallSeconds;
     if (auto it = opBytesPerSecond.find(full); it != opBytesPerSecond.end())
       return bytes / it->second;
   }

@@ -59,6 +59,10 @@ struct TargetSpec {
   /// as CostOpInterface counts them) for memory-bound ones. Empty on the
   /// built-in GPU targets; the host calibration fills them.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
+  /// Seconds of fixed cost per matrix product of a batched offload.matmul
+  /// that runs as one GEMM call per batch element (the host backend's BLAS
+  /// calls; 0 on GPU targets, where a batched matmul is one kernel).
+  double gemmCallSeconds = 0;
 };
 
 /// Names of the built-in targets, for --help and error messages.
@@ -113,6 +117,8 @@ struct TargetModel {
   /// an op named here costs its FLOPs or bytes at that rate instead of the
   /// roofline.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
+  /// TargetSpec::gemmCallSeconds.
+  double gemmCallSeconds = 0;
 
   static TargetModel fromSpec(const TargetSpec &spec);
 
