@@ -15,8 +15,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <thread>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -312,6 +319,59 @@ double kernelFlops(const char *op, const std::vector<CalTensor> &tensors,
   return t > 0 ? flops / t : 0;
 }
 
+/// Median seconds from one thread's notify to the wake-up of another that
+/// has been blocked on the condition variable for ~100 us (as the host
+/// backend's idle copy thread is when a copy is queued, and the compute
+/// thread is while it waits for a copy), over 50 hand-offs. A blocked
+/// thread's CPU may have gone idle, so this is much longer than a hot
+/// ping-pong (4 us against 15-30 us on a 2-vCPU VM).
+double handoffSeconds() {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  double notified = 0;
+  constexpr int kRounds = 50;
+  std::vector<double> lag;
+  std::thread peer([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::lock_guard<std::mutex> g(mu);
+      ready = true;
+      notified = seconds();
+      cv.notify_all();
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return ready; });
+    lag.push_back(seconds() - notified);
+    ready = false;
+  }
+  peer.join();
+  std::nth_element(lag.begin(), lag.begin() + kRounds / 2, lag.end());
+  return std::max(0.0, lag[kRounds / 2]);
+}
+
+/// Median seconds by which a 20 us sleep_until overshoots, on a thread with
+/// the host backend's copy-thread timer slack (1 ns, Linux).
+double sleepOvershootSeconds() {
+  std::vector<double> over;
+  std::thread t([&] {
+#ifdef __linux__
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+    for (int i = 0; i < 50; ++i) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      std::this_thread::sleep_until(until);
+      over.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - until).count());
+    }
+  });
+  t.join();
+  std::nth_element(over.begin(), over.begin() + 25, over.end());
+  return std::max(0.0, over[25]);
+}
+
 ::offload::rt::AttrValue ints(std::vector<int64_t> v) {
   ::offload::rt::AttrValue a;
   a.ints = std::move(v);
@@ -362,16 +422,15 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
     if (r > 0)
       spec.opFlopsPerSecond[op] = r;
   };
-  // Batched matmul: the rate on matrices large enough to hide the per-call
-  // cost, then that cost from many tiny products ([4096 x 4 x 4]).
-  double matmul = kernelFlops("offload.matmul",
-                              {{{8, 128, 128}}, {{8, 128, 128}}, {{8, 128, 128}}}, none,
-                              2.0 * 8 * 128 * 128 * 128, threads);
-  flopsOf("offload.matmul", matmul);
-  double tiny = kernelSeconds("offload.matmul", {{{4096, 4, 4}}, {{4096, 4, 4}}, {{4096, 4, 4}}},
-                              none, threads);
-  if (matmul > 0 && tiny > 0)
-    spec.gemmCallSeconds = std::max(0.0, (tiny - 2.0 * 4096 * 64 / matmul) / 4096);
+  // Batched matmul run as one BLAS call per product (attention's scores and
+  // context): small products reach a different rate than large ones.
+  for (int64_t d : {16, 128}) {
+    int64_t batch = d == 16 ? 256 : 8;
+    double r = kernelFlops("offload.matmul", {{{batch, d, d}}, {{batch, d, d}}, {{batch, d, d}}},
+                           none, 2.0 * double(batch * d * d * d), threads);
+    if (r > 0)
+      spec.batchedMatmulFlopsPerSecond.push_back({double(d * d * d), r});
+  }
   double convFlops = 2.0 * 8 * 64 * 16 * 16 * 64 * 9;
   flopsOf("offload.conv2d_backward_input",
           kernelFlops("offload.conv2d_backward_input",
@@ -443,7 +502,16 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   for (const auto &[op, r] : spec.opBytesPerSecond)
     measured += ", " + StringRef(op).drop_front(8).str() + " " +
                 std::to_string(int64_t(r / 1e6)) + " MB/s";
-  measured += ", " + std::to_string(int64_t(spec.gemmCallSeconds * 1e9)) + " ns per batched GEMM call";
+  for (const auto &[macs, r] : spec.batchedMatmulFlopsPerSecond)
+    measured += ", batched matmul of " + std::to_string(int64_t(std::cbrt(macs) + 0.5)) + "^3 " +
+                std::to_string(int64_t(r / 1e9)) + " GFLOP/s";
+  // Every copy: the copy thread is woken, the emulated link's sleep ends
+  // late by the timer's overshoot, and the thread waiting for it is woken.
+  double handoff = handoffSeconds(), overshoot = sleepOvershootSeconds();
+  spec.copyLatencySeconds = 2 * handoff + overshoot;
+  measured += ", copy latency " + std::to_string(int64_t(spec.copyLatencySeconds * 1e9)) +
+              " ns (hand-off " + std::to_string(int64_t(handoff * 1e9)) + " ns, sleep overshoot " +
+              std::to_string(int64_t(overshoot * 1e9)) + " ns)";
   spec.source = "measured on this machine with " + std::to_string(threads) +
                 " threads: GEMM " + std::to_string(int64_t(gemm / 1e9)) + " GFLOP/s, conv " +
                 std::to_string(int64_t(conv / 1e9)) + " GFLOP/s, copy " +
@@ -468,7 +536,8 @@ TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   m.memoryEfficiency = spec.memoryEfficiency;
   m.opFlopsPerSecond = spec.opFlopsPerSecond;
   m.opBytesPerSecond = spec.opBytesPerSecond;
-  m.gemmCallSeconds = spec.gemmCallSeconds;
+  m.batchedMatmulFlopsPerSecond = spec.batchedMatmulFlopsPerSecond;
+  m.copyLatencySeconds = spec.copyLatencySeconds;
   return m;
 }
 
@@ -489,26 +558,36 @@ double TargetModel::opSeconds(Operation *op) const {
       llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<HostType>(t); }))
     return bytes / hostUpdateBytesPerSecond;
   // A batched matmul that the host backend runs as one GEMM call per batch
-  // element (its b is batched too, or a is transposed; else the batch folds
-  // into one call) pays gemmCallSeconds per call.
-  double calls = 0;
-  if (auto mm = dyn_cast<MatmulOp>(op); mm && gemmCallSeconds > 0) {
+  // element (its b is batched too, or a is transposed; otherwise the batch
+  // folds into one GEMM, priced as one below): at the measured rate for
+  // products of its size.
+  if (auto mm = dyn_cast<MatmulOp>(op); mm && !batchedMatmulFlopsPerSecond.empty()) {
     auto a = dyn_cast<RankedTensorType>(mm->getOperand(0).getType());
     auto b = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
     auto c = dyn_cast<RankedTensorType>(mm->getResult(0).getType());
     if (a && b && c && a.hasStaticShape() && b.hasStaticShape() && c.hasStaticShape() &&
-        c.getRank() > 2) {
-      double batch = 1;
-      for (int64_t d : c.getShape().drop_back(2))
-        batch *= double(d);
-      bool folds = b.getRank() <= 2 && !mm.getTransposeA();
-      calls = folds ? 0 : batch;
+        c.getRank() > 2 && a.getRank() >= 2 && !(b.getRank() <= 2 && !mm.getTransposeA())) {
+      int64_t r = a.getRank();
+      double macs = double(c.getDimSize(c.getRank() - 2)) * double(c.getDimSize(c.getRank() - 1)) *
+                    double(mm.getTransposeA() ? a.getDimSize(r - 2) : a.getDimSize(r - 1));
+      const auto &pts = batchedMatmulFlopsPerSecond;
+      double rate = pts.front().second;
+      if (macs >= pts.back().first) {
+        rate = pts.back().second;
+      } else {
+        for (size_t i = 1; i < pts.size(); ++i)
+          if (macs > pts[i - 1].first && macs < pts[i].first) {
+            double f = std::log(macs / pts[i - 1].first) / std::log(pts[i].first / pts[i - 1].first);
+            rate = pts[i - 1].second + f * (pts[i].second - pts[i - 1].second);
+          }
+      }
+      return flops / rate;
     }
   }
   if (!opFlopsPerSecond.empty() || !opBytesPerSecond.empty()) {
     std::string full = op->getName().getStringRef().str();
     if (auto it = opFlopsPerSecond.find(full); it != opFlopsPerSecond.end())
-      return flops / it->second + calls * gemmCallSeconds;
+      return flops / it->second;
     if (auto it = opBytesPerSecond.find(full); it != opBytesPerSecond.end())
       return bytes / it->second;
   }

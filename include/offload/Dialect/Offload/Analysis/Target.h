@@ -55,14 +55,21 @@ struct TargetSpec {
   int64_t workspaceBytes = 0;
   /// Measured rates of individual ops by full name ("offload.softmax"),
   /// replacing the roofline for them: FLOP/s for compute-bound kernels
-  /// (batched matmul, convolution backward), bytes/s (inputs plus outputs,
+  /// (the convolution's backward kernels), bytes/s (inputs plus outputs,
   /// as CostOpInterface counts them) for memory-bound ones. Empty on the
   /// built-in GPU targets; the host calibration fills them.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
-  /// Seconds of fixed cost per matrix product of a batched offload.matmul
-  /// that runs as one GEMM call per batch element (the host backend's BLAS
-  /// calls; 0 on GPU targets, where a batched matmul is one kernel).
-  double gemmCallSeconds = 0;
+  /// Measured FLOP/s of a batched offload.matmul that runs as one GEMM call
+  /// per batch element, by the multiply-adds of one product (m*n*k), in
+  /// ascending order; interpolated on log(m*n*k), clamped at the ends.
+  /// Empty on the built-in GPU targets (a batched matmul is one kernel
+  /// there); the host calibration measures small and large products.
+  std::vector<std::pair<double, double>> batchedMatmulFlopsPerSecond;
+  /// Fixed seconds of every host<->device copy on top of its bytes / rate
+  /// (0 on the built-in GPU targets; the host calibration measures the host
+  /// backend's: waking a copy thread and the thread waiting for the copy,
+  /// and the overshoot of the emulated link's sleep).
+  double copyLatencySeconds = 0;
 };
 
 /// Names of the built-in targets, for --help and error messages.
@@ -117,8 +124,10 @@ struct TargetModel {
   /// an op named here costs its FLOPs or bytes at that rate instead of the
   /// roofline.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
-  /// TargetSpec::gemmCallSeconds.
-  double gemmCallSeconds = 0;
+  /// TargetSpec::batchedMatmulFlopsPerSecond.
+  std::vector<std::pair<double, double>> batchedMatmulFlopsPerSecond;
+  /// TargetSpec::copyLatencySeconds.
+  double copyLatencySeconds = 0;
 
   static TargetModel fromSpec(const TargetSpec &spec);
 
@@ -130,13 +139,14 @@ struct TargetModel {
   /// hostUpdateBytesPerSecond; a recompute region costs its ops; 0 for ops
   /// without a cost (copies, waits, markers, views).
   double opSeconds(Operation *op) const;
-  /// Seconds of a host->device copy of `bytes` bytes.
+  /// Seconds of a host->device copy of `bytes` bytes (copyLatencySeconds
+  /// plus bytes / linkBytesPerSecond).
   double copySeconds(int64_t bytes) const {
-    return double(bytes) / linkBytesPerSecond;
+    return copyLatencySeconds + double(bytes) / linkBytesPerSecond;
   }
   /// Seconds of a device->host copy of `bytes` bytes.
   double copyToHostSeconds(int64_t bytes) const {
-    return double(bytes) / deviceToHostBytesPerSecond;
+    return copyLatencySeconds + double(bytes) / deviceToHostBytesPerSecond;
   }
 };
 
