@@ -16,16 +16,23 @@ the planner plans for the same machine behind the same link: a target file
 
 (the host target calibrated with the thread count offload-run uses).
 
-For every model (python/export_models.py; resnet18 at batch 4 so a step takes
-tens of milliseconds): the unplanned step, then the planner at budgets from the
-smallest reachable device arena (budget=1 is refused naming it) up to the
-unplanned arena, which force host parameters, offload with prefetch and
-recompute. Each point is lowered (--convert-offload-to-plan) and run with
-offload-run --steps N --threads T --emulate-link LINK; the measured step time
-is the median of the steps after the first two (warm-up), and the reported one
-the smallest such median over --repeats runs (the run least disturbed by other
-load on a shared machine). The simulated time is the planner's report
-("simulated step time on T: A s -> B s", B) or, unplanned, the cost report's.
+For every model (python/export_models.py, at the batches in BATCH: steps of
+tens of milliseconds, so that microsecond overheads stay small): the unplanned
+step, then the planner at budgets from the smallest reachable device arena
+(budget=1 is refused naming it) towards the unplanned arena (--fractions),
+which force host parameters, offload with prefetch and recompute. Each point is
+lowered (--convert-offload-to-plan) and run with offload-run --steps N
+--threads T --emulate-link LINK.
+
+Measured: the step's `instructions` time (the plan's instructions, without the
+uploads at the step's start and the commit of new parameters to the store,
+which the simulator does not describe), after two warm-up steps per run.
+Simulated: the cost report's simulated step time of the planned module on the
+target (the same simulator and figures the planner reports), calibrated anew
+by each offload-opt. Calibrations and runs alternate --repeats times, so both
+sample the same spells of load on a shared machine, and each keeps its least
+disturbed figure: the smallest simulated time (load only slows the calibration
+kernels) and the fastest step. The median step is printed too.
 
 Prints per model and budget: decisions, simulated s, measured s, error %
 (simulated - measured, in percent of measured), and the largest |error|;

@@ -418,28 +418,39 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   // bench/planner/sim_vs_measured.py): batched matmul with small matrices
   // (attention), the convolution's backward kernels, and the memory-bound
   // ops, whose loops reach a fraction of memcpy's bandwidth.
-  auto flopsOf = [&](const char *op, double r) {
-    if (r > 0)
-      spec.opFlopsPerSecond[op] = r;
-  };
   // Batched matmul run as one BLAS call per product (attention's scores and
   // context): small products reach a different rate than large ones.
+  auto sized = [&](const char *op, double size, double rate) {
+    if (rate > 0)
+      spec.sizedFlopsPerSecond[op].push_back({size, rate});
+  };
   for (int64_t d : {16, 128}) {
     int64_t batch = d == 16 ? 256 : 8;
-    double r = kernelFlops("offload.matmul", {{{batch, d, d}}, {{batch, d, d}}, {{batch, d, d}}},
-                           none, 2.0 * double(batch * d * d * d), threads);
-    if (r > 0)
-      spec.batchedMatmulFlopsPerSecond.push_back({double(d * d * d), r});
+    sized("offload.matmul", double(d * d * d),
+          kernelFlops("offload.matmul", {{{batch, d, d}}, {{batch, d, d}}, {{batch, d, d}}}, none,
+                      2.0 * double(batch * d * d * d), threads));
   }
-  double convFlops = 2.0 * 8 * 64 * 16 * 16 * 64 * 9;
-  flopsOf("offload.conv2d_backward_input",
-          kernelFlops("offload.conv2d_backward_input",
-                      {{{8, 64, 16, 16}}, {{64, 64, 3, 3}}, {{8, 64, 16, 16}}}, convAttrs, convFlops,
+  // Convolutions, 3x3 with padding 1, forward and both backward kernels, at
+  // many output pixels (batch 8 of 16x16, 64 channels) and at few (batch 4
+  // of 2x2, 256 channels: resnet18's late layers on small images), where the
+  // im2col GEMMs are thin.
+  struct ConvShape {
+    int64_t n, c, hw;
+  };
+  for (ConvShape g : {ConvShape{4, 256, 2}, ConvShape{8, 64, 16}}) {
+    std::vector<int64_t> x = {g.n, g.c, g.hw, g.hw}, w = {g.c, g.c, 3, 3};
+    double flops = 2.0 * double(g.n * g.hw * g.hw) * double(g.c * g.c * 9);
+    double pixels = double(g.n * g.hw * g.hw);
+    sized("offload.conv2d", pixels,
+          kernelFlops("offload.conv2d", {{x}, {w}, {x}}, convAttrs, flops, threads));
+    sized("offload.conv2d_backward_input", pixels,
+          kernelFlops("offload.conv2d_backward_input", {{x}, {w}, {x}}, convAttrs, flops, threads));
+    sized("offload.conv2d_backward_weight", pixels,
+          kernelFlops("offload.conv2d_backward_weight", {{x}, {x}, {w}}, convAttrs, flops,
                       threads));
-  flopsOf("offload.conv2d_backward_weight",
-          kernelFlops("offload.conv2d_backward_weight",
-                      {{{8, 64, 16, 16}}, {{8, 64, 16, 16}}, {{64, 64, 3, 3}}}, convAttrs, convFlops,
-                      threads));
+  }
+  // (Sizes are measured in ascending order; an op whose other size failed
+  // keeps one point, used at every size.)
   auto bytesOf = [&](const char *op, const std::vector<CalTensor> &tensors,
                      const ::offload::rt::AttrMap &attrs, size_t numOutputs = 1) {
     double bytes = 0;
@@ -491,6 +502,29 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   bytesOf("offload.layer_norm", {{rows}, {{64}}, {{64}}, {rows}, {{4096}}, {{4096}}}, ln, 3);
   bytesOf("offload.layer_norm_backward",
           {{rows}, {rows}, {{64}}, {{4096}}, {{4096}}, {rows}, {{64}}, {{64}}}, ln, 3);
+  // The SGD update (momentum), on the device and for parameters on the host
+  // (the host backend's "host" memory is this machine's too).
+  ::offload::rt::AttrMap sgd;
+  ::offload::rt::AttrValue lr, momentum;
+  lr.kind = momentum.kind = ::offload::rt::AttrValue::Kind::Floats;
+  lr.floats = {0.1};
+  momentum.floats = {0.9};
+  sgd.set("lr", lr);
+  sgd.set("momentum", momentum);
+  // At 1 MiB and 16 MiB per tensor: in the last-level cache and from memory
+  // (resnet18's large layers).
+  double sgdLarge = 0;
+  for (int64_t n : {kN, 16 * kN}) {
+    double bytes = 0;
+    double t = kernelSeconds("offload.sgd_update",
+                             {{{n}}, {{n}}, {{n}}, {{}, DType::I64}, {{n}}, {{n}}, {{}, DType::I64}},
+                             sgd, threads, &bytes, 3);
+    if (t > 0)
+      spec.sizedBytesPerSecond["offload.sgd_update"].push_back({bytes, bytes / t});
+    sgdLarge = t > 0 ? bytes / t : sgdLarge;
+  }
+  if (sgdLarge > 0)
+    spec.hostUpdateBytesPerSecond = sgdLarge;
   // Other memory-bound ops: at the elementwise add's rate.
   if (add > 0)
     spec.memoryEfficiency = std::min(1.0, add / spec.memoryBytesPerSecond);
@@ -502,9 +536,16 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
   for (const auto &[op, r] : spec.opBytesPerSecond)
     measured += ", " + StringRef(op).drop_front(8).str() + " " +
                 std::to_string(int64_t(r / 1e6)) + " MB/s";
-  for (const auto &[macs, r] : spec.batchedMatmulFlopsPerSecond)
-    measured += ", batched matmul of " + std::to_string(int64_t(std::cbrt(macs) + 0.5)) + "^3 " +
-                std::to_string(int64_t(r / 1e9)) + " GFLOP/s";
+  for (const auto &[op, pts] : spec.sizedBytesPerSecond)
+    for (const auto &[size, r] : pts)
+      measured += ", " + StringRef(op).drop_front(8).str() + " at " +
+                  std::to_string(int64_t(size)) + " bytes " + std::to_string(int64_t(r / 1e6)) +
+                  " MB/s";
+  for (const auto &[op, pts] : spec.sizedFlopsPerSecond)
+    for (const auto &[size, r] : pts)
+      measured += ", " + StringRef(op).drop_front(8).str() + " at size " +
+                  std::to_string(int64_t(size)) + " " + std::to_string(int64_t(r / 1e9)) +
+                  " GFLOP/s";
   // Every copy: the copy thread is woken, the emulated link's sleep ends
   // late by the timer's overshoot, and the thread waiting for it is woken.
   double handoff = handoffSeconds(), overshoot = sleepOvershootSeconds();
@@ -523,6 +564,19 @@ TargetSpec mlir::offload::calibrateHostTarget(int threads) {
 // Cost model
 //===----------------------------------------------------------------------===//
 
+/// The rate at `size` from (size, rate) points in ascending size:
+/// interpolated on log(size), clamped to the end points.
+static double interpolateRate(const std::vector<std::pair<double, double>> &pts, double size) {
+  if (size <= pts.front().first)
+    return pts.front().second;
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (size < pts[i].first) {
+      double f = std::log(size / pts[i - 1].first) / std::log(pts[i].first / pts[i - 1].first);
+      return pts[i - 1].second + f * (pts[i].second - pts[i - 1].second);
+    }
+  return pts.back().second;
+}
+
 TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   TargetModel m;
   m.flopsPerSecond = spec.flopsPerSecond;
@@ -536,7 +590,8 @@ TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   m.memoryEfficiency = spec.memoryEfficiency;
   m.opFlopsPerSecond = spec.opFlopsPerSecond;
   m.opBytesPerSecond = spec.opBytesPerSecond;
-  m.batchedMatmulFlopsPerSecond = spec.batchedMatmulFlopsPerSecond;
+  m.sizedFlopsPerSecond = spec.sizedFlopsPerSecond;
+  m.sizedBytesPerSecond = spec.sizedBytesPerSecond;
   m.copyLatencySeconds = spec.copyLatencySeconds;
   return m;
 }
@@ -557,33 +612,14 @@ double TargetModel::opSeconds(Operation *op) const {
   if (isa<SgdUpdateOp, AdamWUpdateOp>(op) &&
       llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<HostType>(t); }))
     return bytes / hostUpdateBytesPerSecond;
-  // A batched matmul that the host backend runs as one GEMM call per batch
-  // element (its b is batched too, or a is transposed; otherwise the batch
-  // folds into one GEMM, priced as one below): at the measured rate for
-  // products of its size.
-  if (auto mm = dyn_cast<MatmulOp>(op); mm && !batchedMatmulFlopsPerSecond.empty()) {
-    auto a = dyn_cast<RankedTensorType>(mm->getOperand(0).getType());
-    auto b = dyn_cast<RankedTensorType>(mm->getOperand(1).getType());
-    auto c = dyn_cast<RankedTensorType>(mm->getResult(0).getType());
-    if (a && b && c && a.hasStaticShape() && b.hasStaticShape() && c.hasStaticShape() &&
-        c.getRank() > 2 && a.getRank() >= 2 && !(b.getRank() <= 2 && !mm.getTransposeA())) {
-      int64_t r = a.getRank();
-      double macs = double(c.getDimSize(c.getRank() - 2)) * double(c.getDimSize(c.getRank() - 1)) *
-                    double(mm.getTransposeA() ? a.getDimSize(r - 2) : a.getDimSize(r - 1));
-      const auto &pts = batchedMatmulFlopsPerSecond;
-      double rate = pts.front().second;
-      if (macs >= pts.back().first) {
-        rate = pts.back().second;
-      } else {
-        for (size_t i = 1; i < pts.size(); ++i)
-          if (macs > pts[i - 1].first && macs < pts[i].first) {
-            double f = std::log(macs / pts[i - 1].first) / std::log(pts[i].first / pts[i - 1].first);
-            rate = pts[i - 1].second + f * (pts[i].second - pts[i - 1].second);
-          }
-      }
-      return flops / rate;
-    }
-  }
+  // Ops whose measured rate depends on their size (host target).
+  if (auto it = sizedFlopsPerSecond.find(op->getName().getStringRef().str());
+      it != sizedFlopsPerSecond.end() && !it->second.empty())
+    if (double size = opSize(op); size > 0)
+      return flops / interpolateRate(it->second, size);
+  if (auto it = sizedBytesPerSecond.find(op->getName().getStringRef().str());
+      it != sizedBytesPerSecond.end() && !it->second.empty() && bytes > 0)
+    return bytes / interpolateRate(it->second, bytes);
   if (!opFlopsPerSecond.empty() || !opBytesPerSecond.empty()) {
     std::string full = op->getName().getStringRef().str();
     if (auto it = opFlopsPerSecond.find(full); it != opFlopsPerSecond.end())
@@ -599,4 +635,31 @@ double TargetModel::opSeconds(Operation *op) const {
     efficiency = convEfficiency;
   return std::max(flops / (flopsPerSecond * efficiency),
                   bytes / (memoryBytesPerSecond * memoryEfficiency));
+}
+
+double TargetModel::opSize(Operation *op) {
+  auto shapeOf = [](Value v) -> ArrayRef<int64_t> {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() ? t.getShape() : ArrayRef<int64_t>();
+  };
+  if (auto mm = dyn_cast<MatmulOp>(op)) {
+    ArrayRef<int64_t> a = shapeOf(mm->getOperand(0)), b = shapeOf(mm->getOperand(1)),
+                      c = shapeOf(mm->getResult(0));
+    // One GEMM for the whole batch when b is shared and a not transposed.
+    if (a.size() < 2 || b.empty() || c.size() <= 2 || (b.size() <= 2 && !mm.getTransposeA()))
+      return -1;
+    int64_t k = mm.getTransposeA() ? a[a.size() - 2] : a.back();
+    return double(c[c.size() - 2]) * double(c.back()) * double(k);
+  }
+  StringRef name = op->getName().getStringRef();
+  if (name == "offload.conv2d" || name == "offload.conv2d_backward_input" ||
+      name == "offload.conv2d_backward_weight") {
+    // The forward output: conv2d's result, the backward kernels' dy.
+    ArrayRef<int64_t> y =
+        name == "offload.conv2d" ? shapeOf(op->getResult(0)) : shapeOf(op->getOperand(0));
+    if (y.size() != 4)
+      return -1;
+    return double(y[0]) * double(y[2]) * double(y[3]);
+  }
+  return -1;
 }

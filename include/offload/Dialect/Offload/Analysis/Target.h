@@ -59,12 +59,20 @@ struct TargetSpec {
   /// as CostOpInterface counts them) for memory-bound ones. Empty on the
   /// built-in GPU targets; the host calibration fills them.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
-  /// Measured FLOP/s of a batched offload.matmul that runs as one GEMM call
-  /// per batch element, by the multiply-adds of one product (m*n*k), in
-  /// ascending order; interpolated on log(m*n*k), clamped at the ends.
-  /// Empty on the built-in GPU targets (a batched matmul is one kernel
-  /// there); the host calibration measures small and large products.
-  std::vector<std::pair<double, double>> batchedMatmulFlopsPerSecond;
+  /// Measured FLOP/s of ops whose rate depends on their size, by op name:
+  /// (size, FLOP/s) points in ascending size, interpolated on log(size) and
+  /// clamped at the ends (TargetModel::opSize says what the size is: the
+  /// multiply-adds of one product for offload.matmul run as one GEMM per
+  /// batch element, the output pixels N*Ho*Wo of the forward convolution
+  /// for offload.conv2d and its backward kernels). They take precedence
+  /// over opFlopsPerSecond. Empty on the built-in GPU targets; the host
+  /// calibration measures a small and a large size of each.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedFlopsPerSecond;
+  /// The same for memory-bound ops, by the bytes the op moves (inputs plus
+  /// outputs): (bytes, bytes/s) points, interpolated on log(bytes): small
+  /// operands stay in the last-level cache, large ones stream from memory.
+  /// The host calibration measures offload.sgd_update so.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedBytesPerSecond;
   /// Fixed seconds of every host<->device copy on top of its bytes / rate
   /// (0 on the built-in GPU targets; the host calibration measures the host
   /// backend's: waking a copy thread and the thread waiting for the copy,
@@ -124,8 +132,10 @@ struct TargetModel {
   /// an op named here costs its FLOPs or bytes at that rate instead of the
   /// roofline.
   std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
-  /// TargetSpec::batchedMatmulFlopsPerSecond.
-  std::vector<std::pair<double, double>> batchedMatmulFlopsPerSecond;
+  /// TargetSpec::sizedFlopsPerSecond.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedFlopsPerSecond;
+  /// TargetSpec::sizedBytesPerSecond.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedBytesPerSecond;
   /// TargetSpec::copyLatencySeconds.
   double copyLatencySeconds = 0;
 
@@ -139,6 +149,11 @@ struct TargetModel {
   /// hostUpdateBytesPerSecond; a recompute region costs its ops; 0 for ops
   /// without a cost (copies, waits, markers, views).
   double opSeconds(Operation *op) const;
+  /// The size that sizedFlopsPerSecond interpolates on for `op`: m*n*k of
+  /// one product of an offload.matmul that runs as one GEMM call per batch
+  /// element (b batched, or a transposed); N*Ho*Wo of offload.conv2d and
+  /// its backward kernels; -1 for other ops and dynamic shapes.
+  static double opSize(Operation *op);
   /// Seconds of a host->device copy of `bytes` bytes (copyLatencySeconds
   /// plus bytes / linkBytesPerSecond).
   double copySeconds(int64_t bytes) const {
