@@ -146,7 +146,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20, help="timed steps per run (after 2 warm-up)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fractions", default="0,0.5",
+    ap.add_argument("--fractions", default="0,0.25,0.5",
                     help="planned budgets: smallest + f * (unplanned - 1 - smallest) per f")
     ap.add_argument("--tolerance", type=float, default=20.0, help="percent")
     ap.add_argument("--work", default="/tmp/offload-sim-vs-measured")
