@@ -120,8 +120,11 @@ def lower(bin_dir, step, budget, target, plan, planned):
     m = re.search(r"simulated step time on \S+: ([0-9.e+-]+) s -> ([0-9.e+-]+) s", out)
     if not m:
         sys.exit("no simulated step time in the planner's report:\n" + out[-2000:])
-    d = re.search(r"decisions: (.*)", out)
-    return float(m.group(2)), (d.group(1).strip() if d else "fits unplanned"), budget
+    d = re.search(r"decisions: (\d+) saved values recomputed, (\d+) offloaded, \d+ kept; "
+                  r"(\d+) parameters on the host", out)
+    decisions = (f"recompute {d.group(1)}, offload {d.group(2)}, host params {d.group(3)}"
+                 if d else "fits unplanned")
+    return float(m.group(2)), decisions, budget
 
 
 def measure_once(bin_dir, plan, model, work, args):
