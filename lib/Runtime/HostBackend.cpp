@@ -25,6 +25,10 @@
 #include <mutex>
 #include <thread>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
 using namespace offload::rt;
 
 namespace {
@@ -408,6 +412,14 @@ std::string HostBackend::execute(int i) {
     if (bytes)
       std::memcpy(ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so,
                   size_t(bytes));
+    // An emulated link: the copy occupies its stream for at least
+    // bytes / rate seconds from its start (the memcpy counts towards it).
+    if (opts_.emulatedLinkBytesPerSecond > 0 && bytes > 0)
+      std::this_thread::sleep_until(
+          std::chrono::steady_clock::time_point(
+              std::chrono::ceil<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(
+                      t0 + double(bytes) / opts_.emulatedLinkBytesPerSecond))));
   } else if (in.op == kOpReshape) {
     uint8_t *s = ptr(in.inputs[0]), *t = ptr(in.outputs[0]);
     if (s != t)
@@ -473,6 +485,12 @@ std::string HostBackend::execute(int i) {
 }
 
 void HostBackend::worker(int stream) {
+#ifdef __linux__
+  // An emulated link sleeps for copy durations of microseconds; Linux's
+  // default timer slack (50 us) would lengthen each of them by up to that.
+  if (opts_.emulatedLinkBytesPerSecond > 0)
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     cv_.wait(lk, [&] {

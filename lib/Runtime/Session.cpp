@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 using namespace offload::rt;
@@ -87,6 +88,18 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
   if (!made)
     return made.status();
   std::unique_ptr<Backend> be = made.take();
+  if (!std::isfinite(options.emulatedLinkBytesPerSecond) ||
+      options.emulatedLinkBytesPerSecond < 0)
+    return Status::error(
+        "SessionOptions::emulatedLinkBytesPerSecond must be a finite number "
+        ">= 0 (bytes per second, 0 = off), got " +
+        std::to_string(options.emulatedLinkBytesPerSecond));
+  if (options.emulatedLinkBytesPerSecond > 0 &&
+      std::string(be->name()) != "host")
+    return Status::error("an emulated link (SessionOptions::"
+                         "emulatedLinkBytesPerSecond) is a host backend "
+                         "option; the " +
+                         std::string(be->name()) + " backend has a real one");
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;
@@ -213,6 +226,7 @@ Status Session::beginStep() {
                            typeString(t->dtype(), t->shape()));
   }
   stepStart_ = nowSeconds();
+  runSeconds_ = 0;
   // Outputs left in the arena by the last step are overwritten from here.
   inArena_.clear();
   if (Status s = backend_->beginStep(); !s.ok())
@@ -254,7 +268,9 @@ Status Session::beginStep() {
 Status Session::runTo(int end) {
   if (end <= next_)
     return Status::success();
+  double t0 = nowSeconds();
   Status s = backend_->run(next_, end);
+  runSeconds_ += nowSeconds() - t0;
   if (!s.ok()) {
     abortStep();
     return s.withContext("step failed, parameters and state unchanged: ");
@@ -413,6 +429,7 @@ Status Session::finishStep() {
   inArena_ = std::move(inArena);
   succeeded_ = true;
   lastStepSeconds_ = nowSeconds() - stepStart_;
+  lastRunSeconds_ = runSeconds_;
   return Status::success();
 }
 

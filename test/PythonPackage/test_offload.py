@@ -528,6 +528,27 @@ def test_runtime_errors_are_exceptions(sgd_step, tmp_path):
         s.loss  # no successful step yet
 
 
+def test_session_emulate_link(sgd_step):
+    """Session(emulate_link=B): bad rates are OffloadErrors; a valid one only delays (same loss)."""
+    rt = offload.runtime
+    _, _, step = sgd_step
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(offload.OffloadError, match="emulatedLinkBytesPerSecond"):
+            rt.Session(step.plan, "host", emulate_link=bad)
+    x, y = batch(0)
+    losses = []
+    for link in (0.0, 1e9):
+        s = rt.Session(step.plan, "host", emulate_link=link)
+        for name, role in step.session.input_bindings():
+            if role != "input":
+                s.bind(name, step.session.get(name))
+        s.bind("input", x.numpy())
+        s.bind("target", y.numpy())
+        s.step()
+        losses.append(s.loss)
+    assert losses[0] == losses[1]
+
+
 def test_bindings_non_contiguous_input_is_copied_correctly(sgd_step):
     """A transposed (non-C-contiguous) array binds with its logical values."""
     _, _, step = sgd_step

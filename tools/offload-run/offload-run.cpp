@@ -56,6 +56,12 @@ static const char *kHelp =
     "                       NaN, copies run only when waited for, so a\n"
     "                       missing wait fails the step\n"
     "  --no-race-check      skip the static check of the plan's events\n"
+    "  --emulate-link B     host backend: emulate a host<->device link of B\n"
+    "                       bytes per second per direction (a number >= 1,\n"
+    "                       e.g. 2e9 for 2 GB/s): every copy then takes at\n"
+    "                       least its bytes / B seconds on its copy thread,\n"
+    "                       the two directions overlapping (default: copies\n"
+    "                       run at memcpy speed)\n"
     "  --check-finite       stop at the first NaN or infinity: in a --params\n"
     "                       or --inputs array, or written by an instruction\n"
     "                       (named with its step, op and buffer; host backend,\n"
@@ -207,6 +213,18 @@ int main(int argc, char **argv) {
       opts.poison = true;
     } else if (a == "--check-finite") {
       opts.checkFinite = true;
+    } else if (a == "--emulate-link") {
+      // Bytes per second: a finite decimal number > 0 (2e9, 2000000000).
+      const char *v = value("--emulate-link");
+      char *end = nullptr;
+      errno = 0;
+      double rate = std::strtod(v, &end);
+      if (end == v || *end || errno == ERANGE || !std::isfinite(rate) ||
+          !(rate >= 1))
+        return fail(std::string("--emulate-link: '") + v +
+                    "' is not a link rate; give bytes per second as a "
+                    "number >= 1 (e.g. 2e9 for 2 GB/s)");
+      opts.emulatedLinkBytesPerSecond = rate;
     } else if (a == "--no-race-check") {
       opts.checkRaces = false;
     } else if (a == "--device-bytes") {
@@ -455,7 +473,9 @@ int main(int argc, char **argv) {
     double overlap = s.copyComputeOverlapSeconds();
     if (overlap >= 0 && busy[1] + busy[2] > 0)
       std::printf("  copies overlapping compute %.6f s", overlap);
-    std::printf("\n");
+    // The plan's instructions alone (what the planner simulates), without
+    // the step's uploads at its start and its commit to the store.
+    std::printf("  instructions %.6f s\n", s.lastRunSeconds());
   }
   for (size_t p = 0; p < numPlans; ++p) {
     Session &s = *sessions[p];

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstring>
 
 using namespace offload::rt;
@@ -207,6 +209,65 @@ TEST_F(SessionTest, MissingWaitFailsInPoisonMode) {
   ASSERT_TRUE(good->step().ok());
   ASSERT_TRUE(ref->step().ok());
   EXPECT_TRUE(good->output("w")->bitEqual(*ref->output("w")));
+}
+
+/// The emulated link: each copy of N bytes occupies its stream for at least
+/// N / rate seconds. Only lower bounds are checked (a loaded machine makes
+/// copies slower, never faster), so the test cannot flake.
+TEST_F(SessionTest, EmulatedLinkSlowsCopiesAndKeepsResults) {
+  StepPlanOptions o;
+  o.offload = true;
+  o.n = 1 << 16;                            // y: 256 KiB, copied out and back
+  const double bytes = double(o.n) * 4;
+  const double rate = 16e6;                 // 16 MB/s: 16.4 ms per copy
+  for (bool poison : {false, true}) {
+    SessionOptions slow, fast;
+    slow.emulatedLinkBytesPerSecond = rate;
+    slow.poison = fast.poison = poison;
+    auto s = make(buildStepPlan(o), slow);
+    auto ref = make(buildStepPlan(o), fast);
+    ASSERT_TRUE(s && ref);
+    bindDefaults(*s, o.n);
+    bindDefaults(*ref, o.n);
+    for (int step = 0; step < 2; ++step) {
+      auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(s->step().ok());
+      double wall = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+      ASSERT_TRUE(ref->step().ok());
+      // The device->host copy and the host->device copy that waits for it
+      // run one after the other.
+      EXPECT_GE(wall, 2 * bytes / rate) << "poison " << poison;
+      EXPECT_GE(s->lastStepSeconds(), 2 * bytes / rate);
+      EXPECT_GE(s->lastRunSeconds(), 2 * bytes / rate);
+      EXPECT_LE(s->lastRunSeconds(), s->lastStepSeconds());
+      auto busy = s->streamBusySeconds();
+      EXPECT_GE(busy[HostToDeviceStream], bytes / rate);
+      EXPECT_GE(busy[DeviceToHostStream], bytes / rate);
+      // Copies are accounted as busy copy time, not as compute, so they do
+      // not overlap compute here (compute waits for them).
+      EXPECT_GE(s->copyComputeOverlapSeconds(), 0.0);
+      EXPECT_LT(busy[ComputeStream], wall);
+      // The emulation only delays: the results are bit-identical.
+      EXPECT_TRUE(s->output("w")->bitEqual(*ref->output("w")));
+      EXPECT_TRUE(s->output("grad:w")->bitEqual(*ref->output("grad:w")));
+      EXPECT_TRUE(s->output("loss")->bitEqual(*ref->output("loss")));
+    }
+  }
+}
+
+TEST_F(SessionTest, EmulatedLinkRejectsBadRates) {
+  auto plan = Plan::fromData(buildStepPlan());
+  ASSERT_TRUE(plan.ok());
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    SessionOptions so;
+    so.emulatedLinkBytesPerSecond = bad;
+    auto s = Session::create(*plan, "host", so);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("emulatedLinkBytesPerSecond"), std::string::npos)
+        << s.message();
+  }
 }
 
 TEST_F(SessionTest, FailedStepLeavesStoreBitIdentical) {

@@ -115,6 +115,16 @@ struct SessionOptions {
   /// Testing: instruction index at which execution reports an injected
   /// failure, or -1.
   int failAtInstruction = -1;
+  /// Host backend: an emulated host<->device link, in bytes per second per
+  /// direction (0 = off, copies run at memcpy speed). A copy of N bytes on
+  /// a copy stream (or a synchronous one on the compute stream) then takes
+  /// at least N / emulatedLinkBytesPerSecond seconds: after its memcpy the
+  /// copy thread sleeps until that much time has passed since the copy
+  /// started. Each direction (host->device, device->host) has its own copy
+  /// thread, so the two directions overlap as on a full-duplex PCIe link.
+  /// Creation fails for a negative or non-finite value, and on a backend
+  /// other than host.
+  double emulatedLinkBytesPerSecond = 0;
   /// CUDA device ordinal.
   int cudaDevice = 0;
   /// Whether a step copies its outputs that are not parameter-store values
@@ -234,6 +244,12 @@ public:
   double copyComputeOverlapSeconds() const;
   /// Wall seconds of the last step (beginStep to finishStep).
   double lastStepSeconds() const { return lastStepSeconds_; }
+  /// Wall seconds of the last step spent running the plan's instructions
+  /// (Backend::run, every stream drained), without beginStep's uploads of
+  /// inputs and store values and finishStep's reads of outputs and commit of
+  /// new parameters and state to the store: the part of the step that the
+  /// planner's simulated step time describes.
+  double lastRunSeconds() const { return lastRunSeconds_; }
   const char *backendName() const;
 
 private:
@@ -273,6 +289,8 @@ private:
   bool succeeded_ = false;
   int next_ = 0;
   double stepStart_ = 0, lastStepSeconds_ = 0;
+  /// Seconds inside Backend::run in the current step, and in the last one.
+  double runSeconds_ = 0, lastRunSeconds_ = 0;
 };
 
 /// Names of the backends compiled into this library ("host", "cuda").

@@ -320,8 +320,10 @@ PYBIND11_MODULE(_offload_runtime, m) {
   py::class_<PySession>(m, "Session",
                         "One plan on one backend; one step at a time.")
       .def(py::init([](const PyPlan &plan, const std::string &backend,
-                       uint64_t deviceBytes, int threads, bool poison) {
+                       uint64_t deviceBytes, int threads, bool poison,
+                       double emulateLink) {
              SessionOptions opts;
+             opts.emulatedLinkBytesPerSecond = emulateLink;
              opts.deviceMemoryBytes = deviceBytes;
              opts.numThreads = threads < 1 ? 1 : threads;
              opts.poison = poison;
@@ -335,11 +337,15 @@ PYBIND11_MODULE(_offload_runtime, m) {
            }),
            py::arg("plan"), py::arg("backend") = "host",
            py::arg("device_bytes") = 0, py::arg("threads") = 1,
-           py::arg("poison") = false,
+           py::arg("poison") = false, py::arg("emulate_link") = 0.0,
            "Creates a session. device_bytes: bytes of device memory (host: "
            "simulated capacity; cuda: a limit), 0 = the plan's arena. "
+           "emulate_link: host backend only, an emulated host<->device link "
+           "in bytes per second per direction (each copy takes at least its "
+           "bytes / emulate_link seconds), 0 = off. "
            "OffloadError when the device is smaller than the plan's arena, "
-           "an op has no kernel, or the backend is unknown.")
+           "an op has no kernel, the backend is unknown, or emulate_link is "
+           "negative, not finite, or given for another backend.")
       .def_property_readonly(
           "plan", [](const PySession &s) { return s.plan; })
       .def_property_readonly(

@@ -47,6 +47,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
   void runPass() {
     llvm::raw_ostream &os = out ? *out.stream() : llvm::nulls();
     std::optional<TargetModel> model;
+    std::string source;
     if (!target.empty()) {
       std::string error;
       FailureOr<TargetSpec> spec = resolveTarget(target, error);
@@ -55,6 +56,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
         return signalPassFailure();
       }
       model = TargetModel::fromSpec(*spec);
+      source = spec->source;
     }
     getOperation().walk([&](FunctionOpInterface fn) {
       if (fn.isExternal())
@@ -81,11 +83,15 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
         }
         ++t.ops;
         ++numOps;
-        if (perOp)
+        if (perOp) {
           os << llvm::format("  %-28s flops=%-12lld read=%-10lld written=%-10lld",
                              op.getName().getStringRef().str().c_str(), (long long)f,
-                             (long long)r, (long long)w)
-             << " " << op.getLoc() << "\n";
+                             (long long)r, (long long)w);
+          // With a target: the op's modelled seconds on it.
+          if (model)
+            os << llvm::format(" seconds=%-11.4e", model->opSeconds(&op));
+          os << " " << op.getLoc() << "\n";
+        }
       }
       Totals all;
       for (auto &[name, t] : phases) {
@@ -111,6 +117,9 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
                            "hidden by compute %.6e s)\n",
                            target.c_str(), t.stepSeconds, t.computeSeconds,
                            t.hostToDeviceSeconds, t.deviceToHostSeconds, t.stallSeconds);
+        // Where the target's figures come from (datasheet, or what the host
+        // calibration measured just now).
+        os << "  target figures: " << source << "\n";
       }
     });
     markAllAnalysesPreserved();

@@ -14,6 +14,7 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,31 @@ struct TargetSpec {
   /// Device bytes reserved for cuBLAS/cuDNN workspace, counted in the
   /// plan's device memory (0: the backend picks algorithms without one).
   int64_t workspaceBytes = 0;
+  /// Measured rates of individual ops by full name ("offload.softmax"),
+  /// replacing the roofline for them: FLOP/s for compute-bound kernels
+  /// (the convolution's backward kernels), bytes/s (inputs plus outputs,
+  /// as CostOpInterface counts them) for memory-bound ones. Empty on the
+  /// built-in GPU targets; the host calibration fills them.
+  std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
+  /// Measured FLOP/s of ops whose rate depends on their size, by op name:
+  /// (size, FLOP/s) points in ascending size, interpolated on log(size) and
+  /// clamped at the ends (TargetModel::opSize says what the size is: the
+  /// multiply-adds of one product for offload.matmul run as one GEMM per
+  /// batch element, the output pixels N*Ho*Wo of the forward convolution
+  /// for offload.conv2d and its backward kernels). They take precedence
+  /// over opFlopsPerSecond. Empty on the built-in GPU targets; the host
+  /// calibration measures a small and a large size of each.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedFlopsPerSecond;
+  /// The same for memory-bound ops, by the bytes the op moves (inputs plus
+  /// outputs): (bytes, bytes/s) points, interpolated on log(bytes): small
+  /// operands stay in the last-level cache, large ones stream from memory.
+  /// The host calibration measures offload.sgd_update so.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedBytesPerSecond;
+  /// Fixed seconds of every host<->device copy on top of its bytes / rate
+  /// (0 on the built-in GPU targets; the host calibration measures the host
+  /// backend's: waking a copy thread and the thread waiting for the copy,
+  /// and the overshoot of the emulated link's sleep).
+  double copyLatencySeconds = 0;
 };
 
 /// Names of the built-in targets, for --help and error messages.
@@ -72,10 +98,20 @@ FailureOr<TargetSpec> resolveTarget(StringRef target, std::string &error);
 ///   gemm_efficiency, conv_efficiency, other_flops_efficiency,
 ///   memory_efficiency (in (0, 1]), workspace_bytes (integer >= 0).
 /// Unknown keys are errors (a misspelt key would otherwise be ignored).
+/// With "base" (a built-in name, or "host" for this machine calibrated as
+/// `target=host` does) the file starts from that target and every other key,
+/// name included, is optional and overrides it: e.g. {"base": "host",
+/// "host_to_device_bytes_per_second": 2e9, "device_to_host_bytes_per_second":
+/// 2e9} is this machine behind the 2 GB/s link that `offload-run
+/// --emulate-link 2e9` emulates. "calibration_threads" (integer in [1, 1024],
+/// only with "base": "host") sets the threads the calibration runs the
+/// kernels with (default: every hardware thread); match `offload-run
+/// --threads`. Errors name the file and the key.
 FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error);
 
-/// Measures this machine as the `host` target (see resolveTarget).
-TargetSpec calibrateHostTarget();
+/// Measures this machine as the `host` target (see resolveTarget), running
+/// the host kernels with `threads` threads (< 1: every hardware thread).
+TargetSpec calibrateHostTarget(int threads = 0);
 
 /// The cost model the passes use: a roofline estimate of each op's seconds
 /// (Williams, Waterman, Patterson, "Roofline", CACM 2009) and copy times.
@@ -92,22 +128,40 @@ struct TargetModel {
   double hostUpdateBytesPerSecond = 20e9;   ///< bytes/s of host-side updates
   double gemmEfficiency = 1, convEfficiency = 1, otherFlopsEfficiency = 1,
          memoryEfficiency = 1;
+  /// Measured per-op rates (TargetSpec::opFlopsPerSecond, opBytesPerSecond):
+  /// an op named here costs its FLOPs or bytes at that rate instead of the
+  /// roofline.
+  std::map<std::string, double> opFlopsPerSecond, opBytesPerSecond;
+  /// TargetSpec::sizedFlopsPerSecond.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedFlopsPerSecond;
+  /// TargetSpec::sizedBytesPerSecond.
+  std::map<std::string, std::vector<std::pair<double, double>>> sizedBytesPerSecond;
+  /// TargetSpec::copyLatencySeconds.
+  double copyLatencySeconds = 0;
 
   static TargetModel fromSpec(const TargetSpec &spec);
 
   /// Estimated seconds of `op` on the target: max(FLOPs / (peak x the op
   /// kind's efficiency), bytes moved / (bandwidth x memory efficiency)),
-  /// from the op's CostOpInterface; an optimizer update over host values
-  /// costs its bytes at hostUpdateBytesPerSecond; a recompute region costs
-  /// its ops; 0 for ops without a cost (copies, waits, markers, views).
+  /// from the op's CostOpInterface; an op with a measured rate
+  /// (opFlopsPerSecond, opBytesPerSecond) costs its FLOPs or bytes at that
+  /// rate; an optimizer update over host values costs its bytes at
+  /// hostUpdateBytesPerSecond; a recompute region costs its ops; 0 for ops
+  /// without a cost (copies, waits, markers, views).
   double opSeconds(Operation *op) const;
-  /// Seconds of a host->device copy of `bytes` bytes.
+  /// The size that sizedFlopsPerSecond interpolates on for `op`: m*n*k of
+  /// one product of an offload.matmul that runs as one GEMM call per batch
+  /// element (b batched, or a transposed); N*Ho*Wo of offload.conv2d and
+  /// its backward kernels; -1 for other ops and dynamic shapes.
+  static double opSize(Operation *op);
+  /// Seconds of a host->device copy of `bytes` bytes (copyLatencySeconds
+  /// plus bytes / linkBytesPerSecond).
   double copySeconds(int64_t bytes) const {
-    return double(bytes) / linkBytesPerSecond;
+    return copyLatencySeconds + double(bytes) / linkBytesPerSecond;
   }
   /// Seconds of a device->host copy of `bytes` bytes.
   double copyToHostSeconds(int64_t bytes) const {
-    return double(bytes) / deviceToHostBytesPerSecond;
+    return copyLatencySeconds + double(bytes) / deviceToHostBytesPerSecond;
   }
 };
 
