@@ -333,10 +333,15 @@ double handoffSeconds() {
   double notified = 0;
   constexpr int kRounds = 50;
   std::vector<double> lag;
+  // The peer hands off only after the previous hand-off was taken: on a
+  // loaded machine the waiting thread can miss 100 us, and two hand-offs
+  // merged into one left it waiting for a 51st that never came (offload-opt
+  // hung in calibration under a load of 7 on 2 cores).
   std::thread peer([&] {
     for (int i = 0; i < kRounds; ++i) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
-      std::lock_guard<std::mutex> g(mu);
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return !ready; });
       ready = true;
       notified = seconds();
       cv.notify_all();
@@ -347,6 +352,7 @@ double handoffSeconds() {
     cv.wait(lk, [&] { return ready; });
     lag.push_back(seconds() - notified);
     ready = false;
+    cv.notify_all();
   }
   peer.join();
   std::nth_element(lag.begin(), lag.begin() + kRounds / 2, lag.end());
