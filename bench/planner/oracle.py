@@ -45,7 +45,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -53,15 +52,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PY = "/usr/bin/python3"
-
-
-def run(cmd, ok=True):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if ok and r.returncode != 0:
-        sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
-    return r
+from example_steps import ROOT, build_step, run
 
 
 # --- The oracle -------------------------------------------------------------
@@ -189,25 +180,6 @@ def solve(problem, limit_bytes, time_limit):
 
 # --- The pipeline -------------------------------------------------------------
 
-def prepare(model, work, bin_dir):
-    run([PY, os.path.join(ROOT, "python", "export_models.py"), "--out", work, "--models", model])
-    meta = json.load(open(os.path.join(work, model + ".json")))
-    args = []
-    for k, v in meta["inputs"].items():
-        args += ["--input", f"{k}={v}"]
-    if not meta.get("returns_loss"):
-        args += ["--loss", meta["loss"]]
-    fwd = os.path.join(work, model + ".mlir")
-    run([os.path.join(bin_dir, "offload-import"), os.path.join(work, model + ".pt")] + args +
-        ["-o", fwd])
-    step = os.path.join(work, model + ".step.mlir")
-    out = run([os.path.join(bin_dir, "offload-opt"), fwd,
-               "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9",
-               "--offload-memory-report", "-o", step]).stdout
-    unplanned = int(re.search(r"device arena bytes: (\d+)", out).group(1))
-    return step, unplanned
-
-
 def plan(bin_dir, step, budget, target, work, tag):
     problem = os.path.join(work, tag + ".problem.json")
     r = run([os.path.join(bin_dir, "offload-opt"), step,
@@ -252,7 +224,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     worst_gap = 0.0
     for model in args.models.split(","):
-        step, unplanned = prepare(model, args.work, args.bin)
+        step, unplanned, _ = build_step(model, args.work, args.bin)
         probe = plan(args.bin, step, 1, args.target, args.work, model + ".probe")
         smallest = probe.get("ask")
         if smallest is None:

@@ -81,25 +81,17 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from example_steps import ROOT, build_step, run
 sys.path.insert(0, os.path.join(ROOT, "python"))
-DEBIAN_PY = "/usr/bin/python3"
 # Operator kinds whose FLOPs count (torch.utils.flop_counter's convention).
 OUR_PRODUCTS = ("offload.linear", "offload.matmul", "offload.conv2d")
 SLOWLINK = {"name": "h100-slowlink", "memory_bytes": 80000000000,
             "memory_bytes_per_second": 3.35e12, "flops_per_second": 6.69e13,
             "host_to_device_bytes_per_second": 1e3, "device_to_host_bytes_per_second": 1e3}
 
-
-def run(cmd, ok=True):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if ok and r.returncode != 0:
-        sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
-    return r
 
 
 # --- PyTorch's partitioner ----------------------------------------------------
@@ -214,23 +206,8 @@ def pytorch_partition(name, fraction):
 def prepare(model, work, bin_dir):
     """Exports, imports and builds the SGD-momentum step; returns (step, unplanned arena,
     total saved bytes)."""
-    run([DEBIAN_PY, os.path.join(ROOT, "python", "export_models.py"), "--out", work,
-         "--models", model])
-    meta = json.load(open(os.path.join(work, model + ".json")))
-    args = []
-    for k, v in meta["inputs"].items():
-        args += ["--input", f"{k}={v}"]
-    if not meta.get("returns_loss"):
-        args += ["--loss", meta["loss"]]
-    fwd = os.path.join(work, model + ".mlir")
-    run([os.path.join(bin_dir, "offload-import"), os.path.join(work, model + ".pt")] + args +
-        ["-o", fwd])
-    step = os.path.join(work, model + ".step.mlir")
-    out = run([os.path.join(bin_dir, "offload-opt"), fwd,
-               "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9",
-               "--offload-memory-report", "--offload-saved-value-report=report=-",
-               "-o", step]).stdout
-    unplanned = int(re.search(r"device arena bytes: (\d+)", out).group(1))
+    step, unplanned, out = build_step(model, work, bin_dir,
+                                      reports=["--offload-saved-value-report=report=-"])
     total = int(re.search(r"total: (\d+) bytes in \d+ saved values", out).group(1))
     return step, unplanned, total
 

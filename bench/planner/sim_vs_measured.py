@@ -43,41 +43,12 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PY = "/usr/bin/python3"
+from example_steps import ROOT, build_step, run
 # Batch per model: steps of tens of milliseconds, so that the runtime's
 # per-instruction overhead and thread hand-offs (microseconds) stay small.
 BATCH = {"mlp": 1024, "transformer": 64, "gpt": 32, "resnet18": 4}
-
-
-def run(cmd, ok=True):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if ok and r.returncode != 0:
-        sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
-    return r
-
-
-def prepare(model, work, bin_dir):
-    """Exports, imports and builds the SGD-momentum step; returns (step, unplanned arena)."""
-    run([PY, os.path.join(ROOT, "python", "export_models.py"), "--out", work, "--models", model,
-         "--batch", str(BATCH.get(model, 4))])
-    meta = json.load(open(os.path.join(work, model + ".json")))
-    args = []
-    for k, v in meta["inputs"].items():
-        args += ["--input", f"{k}={v}"]
-    if not meta.get("returns_loss"):
-        args += ["--loss", meta["loss"]]
-    fwd = os.path.join(work, model + ".mlir")
-    run([os.path.join(bin_dir, "offload-import"), os.path.join(work, model + ".pt")] + args +
-        ["-o", fwd])
-    step = os.path.join(work, model + ".step.mlir")
-    out = run([os.path.join(bin_dir, "offload-opt"), fwd,
-               "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9",
-               "--offload-memory-report", "-o", step]).stdout
-    return step, int(re.search(r"device arena bytes: (\d+)", out).group(1))
 
 
 def smallest_budget(bin_dir, step, target):
@@ -173,7 +144,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     worst = 0.0
     for model in args.models.split(","):
-        step, unplanned = prepare(model, args.work, args.bin)
+        step, unplanned, _ = build_step(model, args.work, args.bin, batch=BATCH.get(model, 4))
         smallest = smallest_budget(args.bin, step, target)
         budgets = [None] + sorted({smallest + int(float(f) * (unplanned - 1 - smallest))
                                    for f in args.fractions.split(",")})
