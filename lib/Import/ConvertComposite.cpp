@@ -25,6 +25,7 @@
 #include <cctype>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -187,8 +188,8 @@ void convertEinsum(StepBuilder &im, Call &n) {
 
 /// linalg_vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None) and
 /// norm(x, p=2, dim, keepdim=False[, dtype]) (torch.norm, F.normalize): the
-/// 2-norm sqrt(sum(x * x)) over `dim`. Its gradient x / norm is inf/NaN where
-/// the norm is 0 (PyTorch's gives 0 there).
+/// 2-norm sqrt(clamp_min(sum(x * x), 0)) over `dim`. The clamp changes no
+/// value; it makes the gradient 0 at a zero vector, as PyTorch's is.
 void convertVectorNorm(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -213,6 +214,14 @@ void convertVectorNorm(StepBuilder &im, Call &n) {
   mlir::Value sq = im.emit1<MulOp>(n, {x, x});
   mlir::Value s = im.emit1<ReduceSumOp>(
       n, {sq}, {im.i64s("dims", dims), im.attr("keepdim", im.b.getBoolAttr(keepdim))});
+  // sqrt's VJP at s == 0 is g / 0, and through x*x that is 0 * inf = NaN,
+  // where ATen's norm backward masks the zero norms to a zero gradient
+  // (aten/src/ATen/native/.../FunctionsManual.cpp, norm_backward). A
+  // clamp_min(s, 0) in front leaves every value unchanged (s >= 0 or NaN)
+  // and its backward, a select on 0 < s, drops the NaN exactly there.
+  const double inf = std::numeric_limits<double>::infinity();
+  s = im.emit1<HardtanhOp>(n, {s}, {im.f64("min_val", 0.0), im.f64("max_val", inf)},
+                           {s.getType()});
   im.setOut(n, im.emit1<SqrtOp>(n, {s}, {}, {s.getType()}));
 }
 

@@ -1,9 +1,13 @@
 """tiny_models.py's `composite` model exported with torch.export (PyTorch 2.x).
 
-Usage: pt2_composite.py OUT.pt2 [REFERENCE_DIR]   (run with scripts/torch2-python)
+Usage: pt2_composite.py OUT.pt2 [REFERENCE_DIR [MODEL]]   (scripts/torch2-python)
+
+MODEL is `composite` (the default; x [2, 3, 4, 4]) or `norm_at_zero`
+(tiny_models.NormAtZero; x [2, 4] with x[0] all zero, so every norm in the
+model sees a zero vector in row 0).
 
 With REFERENCE_DIR, also writes there the step's inputs (inputs.npz: x
-[2, 3, 4, 4] float32, y [2] int64 class indices) and PyTorch's own training
+float32, y [2] int64 class indices) and PyTorch's own training
 step on the exported parameters (reference.npz: `loss`, the mean
 cross-entropy of the model's [2, C] output against y, and `grad:NAME` for
 every parameter by its PyTorch name), for check_pt2_grads.py.
@@ -23,8 +27,16 @@ spec = importlib.util.spec_from_file_location(
 tiny = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tiny)
 torch.manual_seed(0)
-model = tiny.Composite().train()
-x = torch.randn(2, 3, 4, 4)
+which = sys.argv[3] if len(sys.argv) > 3 else "composite"
+if which == "composite":
+    model = tiny.Composite().train()
+    x = torch.randn(2, 3, 4, 4)
+elif which == "norm_at_zero":
+    model = tiny.NormAtZero().train()
+    x = torch.randn(2, 4)
+    x[0] = 0.0
+else:
+    raise SystemExit("unknown model " + which)
 ep = torch.export.export(model, (x,))
 torch.export.save(ep, sys.argv[1])
 if len(sys.argv) > 2:

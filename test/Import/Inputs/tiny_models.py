@@ -85,6 +85,23 @@ class Composite(nn.Module):
         return F.linear(torch.einsum("bij,bjd->bd", a, o), self.fc.weight, b)
 
 
+class NormAtZero(nn.Module):
+    """Norms of exact zero vectors: h's row b is zero where x[b, 0] == 0, and
+    torch.norm, linalg.vector_norm and F.normalize all see it. PyTorch's
+    gradient there is finite (norm's is 0); the step's must be too, or the
+    fc gradients turn NaN (NaN * 0 stays NaN)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.out = nn.Linear(6, 5)
+
+    def forward(self, x):
+        h = self.fc(x) * x[:, :1]
+        n = torch.linalg.vector_norm(h, dim=-1, keepdim=True)
+        return self.out(F.normalize(h, dim=-1) + n + h.norm(dim=-1, keepdim=True))
+
+
 class Refused(nn.Module):
     def __init__(self):
         super().__init__()
