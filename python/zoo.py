@@ -251,35 +251,82 @@ def state_like(state, fn=lambda v: v.clone()):
     return out
 
 
-def reference_grads(model, state, x, y, dtype):
-    """Parameter gradients of one cross-entropy step from `state`."""
+def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
+    """One cross-entropy step of PyTorch from `state`, in `dtype`. Calls
+    visit(name, gradient as a float64 array) for every parameter with a
+    gradient, then drops that gradient, so that a caller which keeps only
+    figures holds one tensor at a time (regnet_y_128gf's 644M parameters:
+    5.2 GB of float64 gradients).
+
+    `model` is converted in place; `state` (float32) is copied into it by
+    load_state_dict, which converts each tensor, so no converted copy of the
+    state is made. With jitter_rel, every floating-point parameter, buffer
+    and input element is multiplied by (1 + u), u uniform in
+    [-jitter_rel, jitter_rel] from a generator seeded with `seed`, in
+    state-dict order and then the input (see perturbed_errors)."""
     m = model.to(dtype)
-    m.load_state_dict(state_like(state, lambda v: v.to(dtype) if v.is_floating_point() else v))
-    m.zero_grad()
-    loss = F.cross_entropy(m(x.to(dtype)), y)
+    m.load_state_dict(state)
+    x = x.to(dtype)
+    if jitter_rel:
+        g = torch.Generator().manual_seed(seed)
+
+        def jitter(v):
+            return v.mul_(1 + jitter_rel * (2 * torch.rand(v.shape, generator=g,
+                                                          dtype=v.dtype) - 1))
+        with torch.no_grad():
+            for v in m.state_dict().values():
+                if v.is_floating_point():
+                    jitter(v)
+            x = jitter(x.clone())
+    for p in m.parameters():
+        p.grad = None
+    loss = F.cross_entropy(m(x), y)
     loss.backward()
-    return {n: p.grad.detach().to(torch.float64).numpy()
-            for n, p in m.named_parameters() if p.grad is not None}
+    del loss
+    for n, p in m.named_parameters():
+        if p.grad is not None:
+            visit(n, p.grad.detach().to(torch.float64).numpy())
+            p.grad = None
 
 
-def perturbed_grads(model, state, x, y, rel=2.0 ** -50, seed=7):
-    """PyTorch's float64 gradients after multiplying every parameter and input
-    element by (1 + u), u uniform in [-rel, rel] (rel = 2^-50: four ulps).
-    Their distance from the unperturbed float64 gradients is how much of
-    PyTorch's own float64 result is determined by the inputs at all."""
-    g = torch.Generator().manual_seed(seed)
+def stored_grads(model, state, x, y, dtype, d):
+    """reference_grads written to d/NAME.npy, returned as {name: read-only
+    memory map}: the float64 reference every other result is compared with,
+    kept on disk rather than in memory."""
+    os.makedirs(d, exist_ok=True)
+    paths = {}
 
-    def jitter(v):
-        v = v.double()
-        return v * (1 + rel * (2 * torch.rand(v.shape, generator=g, dtype=torch.float64) - 1))
-    st = state_like(state, lambda v: jitter(v) if v.is_floating_point() else v)
-    return reference_grads(model, st, jitter(x), y, torch.float64)
+    def save(n, g):
+        paths[n] = os.path.join(d, n + ".npy")
+        np.save(paths[n], g)
+    reference_grads(model, state, x, y, dtype, save)
+    return {n: np.load(path, mmap_mode="r") for n, path in paths.items()}
+
+
+def errors_against(model, state, x, y, dtype, g64, floor, **jitter):
+    """{name: rel_err(PyTorch's gradient in `dtype`, g64)}, one tensor held
+    at a time."""
+    errs = {}
+
+    def measure(n, g):
+        if n in g64:
+            errs[n] = rel_err(g, g64[n], floor)
+    reference_grads(model, state, x, y, dtype, measure, **jitter)
+    return errs
+
+
+def perturbed_errors(model, state, x, y, g64, floor, rel=2.0 ** -50):
+    """How far PyTorch's float64 gradients move (rel_err against g64) when
+    every parameter and input element is multiplied by (1 + u), u uniform in
+    [-rel, rel] (rel = 2^-50: four ulps): how much of PyTorch's own float64
+    result is determined by the inputs at all."""
+    return errors_against(model, state, x, y, torch.float64, g64, floor, jitter_rel=rel)
 
 
 def f64_bound(noise64):
     """What our float64 gradient of one tensor may differ from PyTorch's when
     PyTorch's own float64 gradient moves by `noise64` under four-ulp
-    perturbations of the inputs (perturbed_grads): 100 x that, at least 1e-6.
+    perturbations of the inputs (perturbed_errors): 100 x that, at least 1e-6.
     The floor is there because PyTorch 1.13's float64 reference is not
     float64 everywhere: hardsigmoid's backward multiplies by the float
     constant 1.0f/6.0f (0.1666666716..., relative error 3e-8; MobileNetV3's
@@ -309,16 +356,25 @@ def tool(cmd, timeout):
         return 124, f"timed out after {timeout} s"
 
 
-def our_step(model, x, y, d, bin_dir, timeout):
-    """Traces `model` on x, imports it, builds and runs one step on the host
-    backend. Returns (import status, train status, gradients npz or None)."""
-    os.makedirs(d, exist_ok=True)
+def save_trace(model, x, path):
+    """torch.jit.trace of `model` on x, saved to `path`; the model's state is
+    restored afterwards (tracing runs a forward, which updates batch-norm
+    running statistics)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         state = state_like(model.state_dict())
         traced = torch.jit.trace(model, (x,), check_trace=False)
-        model.load_state_dict(state)  # undo the trace's batch-norm update
-    traced.save(os.path.join(d, "model.pt"))
+        model.load_state_dict(state)
+    traced.save(path)
+
+
+def our_step(make_model, x, y, d, bin_dir, timeout):
+    """Traces make_model() on x, imports it, builds and runs one step on the
+    host backend. The model is made and dropped before the tools run, so a
+    large one is not held twice. Returns (import status, train status,
+    gradients npz or None)."""
+    os.makedirs(d, exist_ok=True)
+    save_trace(make_model(), x, os.path.join(d, "model.pt"))
     np.savez(os.path.join(d, "inputs.npz"), x=x.numpy(), y=y.numpy())
     rc, out = tool([os.path.join(bin_dir, "offload-import"), os.path.join(d, "model.pt"),
                     "--input", "x=" + type_string(x), "--input", "y=" + type_string(y),
@@ -362,19 +418,22 @@ def run_model(name, bin_dir, work, timeout):
     d = os.path.join(work, name)
     model, x, y = build(name)
     state = state_like(model.state_dict())
-    row["import"], row["train"], ours = our_step(model, x, y, d, bin_dir, timeout)
+    row["import"], row["train"], ours = our_step(lambda: model, x, y, d, bin_dir, timeout)
     if ours is not None:
-        g64 = reference_grads(model, state, x, y, torch.float64)
-        g32 = reference_grads(model, state, x, y, torch.float32)
+        # PyTorch's float64 gradients stay on disk (d/ref64/*.npy); every
+        # other step is reduced to per-tensor errors as it is computed.
+        g64 = stored_grads(model, state, x, y, torch.float64, os.path.join(d, "ref64"))
         # A gradient that is zero in exact arithmetic (a conv bias under batch
         # norm) is measured against 1e-3 of the model's largest gradient.
         floor = 1e-3 * max(float(np.max(np.abs(g))) for g in g64.values())
         errs, missing = grad_errors(ours, g64, floor)
+        del ours
         if missing or not errs:
             row["grads"] = "FAIL (no gradient for %s)" % (", ".join(missing[:3]) or "any")
         else:
             row["ours"] = max(errs.values())
-            row["torch32"] = max(rel_err(g32[n], g64[n], floor) for n in errs)
+            errs32 = errors_against(model, state, x, y, torch.float32, g64, floor)
+            row["torch32"] = max(errs32[n] for n in errs)
             if not np.isfinite(row["ours"]):
                 row["grads"] = "FAIL (non-finite gradient)"
             elif row["torch32"] <= 1e-3:
@@ -385,21 +444,23 @@ def run_model(name, bin_dir, work, timeout):
                 # PyTorch's own fp32 error says so). Run our step in float64:
                 # the same importer, VJPs and kernels, now with rounding
                 # 2^29 times smaller, must meet PyTorch's float64 step.
-                m64, x64, _ = build(name)
-                m64 = m64.double()
-                m64.load_state_dict(state_like(
-                    state, lambda v: v.double() if v.is_floating_point() else v))
-                _, train64, ours64 = our_step(m64, x64.double(), y, d + "-f64", bin_dir, timeout)
+                def model64():
+                    m64 = build(name)[0].double()
+                    m64.load_state_dict(state)  # copy_ converts to float64
+                    return m64
+                _, train64, ours64 = our_step(model64, x.double(), y, d + "-f64", bin_dir,
+                                              timeout)
                 if ours64 is None:
                     row["grads"] = "FAIL (f64 step: %s)" % train64
                 else:
                     errs64, missing64 = grad_errors(ours64, g64, floor)
-                    gp = perturbed_grads(model, state, x, y)
+                    del ours64
+                    noise = perturbed_errors(model, state, x, y, g64, floor)
                     # Tensors whose float64 gradient PyTorch itself does not
                     # determine to 1e-4 (deep behind chaotic batch norms)
                     # cannot be checked; every other one must be within its
                     # own bound.
-                    bounds = {n: f64_bound(rel_err(gp[n], g64[n], floor)) for n in errs64}
+                    bounds = {n: f64_bound(noise[n]) for n in errs64}
                     checked = [n for n in errs64 if bounds[n] < 1e-2]
                     bad = [n for n in checked if not errs64[n] <= bounds[n]]
                     row["ours64"] = max((errs64[n] for n in checked), default=None)
