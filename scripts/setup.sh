@@ -33,6 +33,7 @@ PACKAGES=(
   python3-pytest                        # tests of the Python package
   python3-matplotlib                    # step.plot_memory() and the example's loss curves
   python3-sklearn                       # the digits data set of examples/python
+  python3-scipy                         # the planner's exact oracle (bench/planner/oracle.py: milp, HiGHS)
   clang-22 libclang-rt-22-dev           # libFuzzer, ASan/UBSan/TSan (scripts/fuzz.sh, scripts/sanitize.sh)
 )
 
