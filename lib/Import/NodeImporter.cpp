@@ -536,28 +536,6 @@ void Importer::convertTableOp(tj::Node *n, const ConvertFn &convert, bool inplac
 /// of its own (a copy) when its result is written in place, so the cloned
 /// value is not touched.
 void Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
-  mlir::Value base;
-  mlir::Value newBase = writeThroughView(call, view, result, base);
-  if (!newBase)
-    return;
-  bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
-  bool found = false;
-  for (auto &entry : vals) {
-    Val &v = entry.second;
-    if (v.kind != Val::Tensor || v.value != base)
-      continue;
-    if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
-      fail(call, "in-place update of parameter '" + v.path +
-                     "' through a slice is not supported");
-    if (!v.path.empty() && current.count(v.path))
-      current[v.path] = newBase;
-    v.value = newBase;
-    found = true;
-  }
-  if (!found)
-    fail(call, isSlice ? "in-place op on a slice of a value the importer cannot track is not "
-                         "supported"
-                       : "in-place op on a view of a value the importer cannot track (a view "
-                         "of a slice or of an intermediate result) is not supported");
+  rebindThroughView(call, view, result, vals);
 }
 

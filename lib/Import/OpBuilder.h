@@ -268,6 +268,39 @@ public:
   /// then replaces `base` by the result in every value it tracks.
   mlir::Value writeThroughView(Call &n, mlir::Value view, mlir::Value result,
                                mlir::Value &base);
+  /// Functionalizes an in-place op `n` that wrote `result` into `view`:
+  /// writeThroughView, then every value the front end tracks that held the
+  /// view's base (`tracked`: its key -> a record with `kind`, `value` and
+  /// `path`, as Importer's Val and Pt2Importer's Arg) holds the base's new
+  /// value, and so does the parameter or buffer it names. Refuses, by
+  /// failing `n`, a parameter written through a slice (the step never
+  /// updates parameters) and a base no tracked value holds.
+  template <typename Map>
+  void rebindThroughView(Call &n, mlir::Value view, mlir::Value result, Map &tracked) {
+    mlir::Value base;
+    mlir::Value newBase = writeThroughView(n, view, result, base);
+    if (!newBase)
+      return;
+    bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
+    bool found = false;
+    for (auto &entry : tracked) {
+      auto &v = entry.second;
+      using Record = std::remove_reference_t<decltype(v)>;
+      if (v.kind != Record::Tensor || v.value != base)
+        continue;
+      if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
+        fail(n, "in-place update of parameter '" + v.path + "' through a slice is not supported");
+      if (!v.path.empty() && current.count(v.path))
+        current[v.path] = newBase;
+      v.value = newBase;
+      found = true;
+    }
+    if (!found)
+      fail(n, isSlice ? "in-place op on a slice of a value the importer cannot track is not "
+                        "supported"
+                      : "in-place op on a view of a value the importer cannot track (a view "
+                        "of a slice or of an intermediate result) is not supported");
+  }
   /// The role of the parameter/buffer named `path` ("" when none).
   std::string roleOf(const std::string &path) const;
 

@@ -151,26 +151,7 @@ void Pt2Importer::findInPlaceTargets(const json::Array &nodes) {
 }
 
 void Pt2Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
-  mlir::Value base;
-  mlir::Value newBase = writeThroughView(call, view, result, base);
-  if (!newBase)
-    return;
-  bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
-  bool found = false;
-  for (auto &entry : vals) {
-    Arg &v = entry.second;
-    if (v.kind != Arg::Tensor || v.value != base)
-      continue;
-    if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
-      fail(call, "in-place update of parameter '" + v.path +
-                     "' through a slice is not supported");
-    if (!v.path.empty() && current.count(v.path))
-      current[v.path] = newBase;
-    v.value = newBase;
-    found = true;
-  }
-  if (!found)
-    fail(call, "in-place op on a view of a value the importer cannot track is not supported");
+  rebindThroughView(call, view, result, vals);
 }
 
 Type Pt2Importer::elemType(int64_t code, const std::string &what) {

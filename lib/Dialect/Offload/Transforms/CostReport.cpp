@@ -36,10 +36,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
   using CostReportBase::CostReportBase;
 
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-cost-report", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-cost-report", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

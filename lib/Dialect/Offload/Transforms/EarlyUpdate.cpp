@@ -118,10 +118,7 @@ namespace {
 struct EarlyUpdatePass : public offload::impl::EarlyUpdateBase<EarlyUpdatePass> {
   using EarlyUpdateBase::EarlyUpdateBase;
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-early-update", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-early-update", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

@@ -36,10 +36,7 @@ namespace {
 struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> {
   using HostOffloadBase::HostOffloadBase;
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-host-offload", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-host-offload", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

@@ -34,10 +34,7 @@ struct HostParametersPass
   using HostParametersBase::HostParametersBase;
 
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-host-parameters", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-host-parameters", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

@@ -27,10 +27,7 @@ namespace {
 struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPass> {
   using MemoryReportBase::MemoryReportBase;
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-memory-report", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-memory-report", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

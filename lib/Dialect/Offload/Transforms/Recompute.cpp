@@ -75,10 +75,7 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
 
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-recompute", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-recompute", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

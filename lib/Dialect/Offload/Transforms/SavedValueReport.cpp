@@ -32,10 +32,7 @@ struct SavedValueReportPass
   using SavedValueReportBase::SavedValueReportBase;
 
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-saved-value-report", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-saved-value-report", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

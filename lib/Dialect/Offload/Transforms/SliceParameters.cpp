@@ -28,10 +28,7 @@ struct SliceParametersPass
     : public offload::impl::SliceParametersBase<SliceParametersPass> {
   using SliceParametersBase::SliceParametersBase;
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-slice-parameters", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-slice-parameters", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

@@ -32,10 +32,7 @@ struct SplitWeightGradPass
     : public offload::impl::SplitWeightGradBase<SplitWeightGradPass> {
   using SplitWeightGradBase::SplitWeightGradBase;
   void runOnOperation() override {
-    if (failed(out.open(report, "offload-split-weight-grad", getOperation().getLoc())))
-      return signalPassFailure();
-    runPass();
-    if (failed(out.close(getOperation().getLoc())))
+    if (failed(out.run(report, "offload-split-weight-grad", getOperation().getLoc(), [&] { runPass(); })))
       signalPassFailure();
   }
   /// The report (report=, PassReport.h).

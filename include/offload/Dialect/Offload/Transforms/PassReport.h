@@ -22,6 +22,7 @@
 
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -54,6 +55,18 @@ public:
   /// Writes FILE (nothing to do for stderr or off). Fails with an error at
   /// `loc` when the file cannot be written.
   LogicalResult close(Location loc);
+
+  /// open, then `body` (the pass's work, writing to stream()), then close:
+  /// a reporting pass's whole runOnOperation. Fails when opening or writing
+  /// the report fails (the error is at `loc`); the body signals its own
+  /// failures, and its report is written all the same.
+  LogicalResult run(StringRef value, StringRef passName, Location loc,
+                    llvm::function_ref<void()> body) {
+    if (failed(open(value, passName, loc)))
+      return failure();
+    body();
+    return close(loc);
+  }
 
 private:
   std::string passName_;
