@@ -328,8 +328,14 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
-  if (attr.getName() == kActivationGradAttrName || attr.getName() == kRecomputeAttrName ||
-      attr.getName() == kHostOffloadAttrName) {
+  if (attr.getName() == kRecomputeAttrName) {
+    auto group = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<UnitAttr>(attr.getValue()) && (!group || group.getValue().isNegative()))
+      return op->emitOpError() << "'" << attr.getName().getValue()
+                               << "' must be a unit attribute or an integer group id >= 0";
+    return success();
+  }
+  if (attr.getName() == kActivationGradAttrName || attr.getName() == kHostOffloadAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a unit attribute";

@@ -238,6 +238,10 @@ struct SavedCandidate {
   /// The other candidates a recompute's cone reruns (recomputed ones).
   SmallVector<unsigned> coneThrough;
   size_t coneOps = 0;
+  /// A recompute shared with a reader's region (shareRecomputes): the
+  /// region's group id (offload.recompute = id) and the point from which
+  /// the value is held to its own uses; -1 when it has a region of its own.
+  int64_t group = -1, holdFrom = -1;
   std::string why;
 };
 
@@ -318,7 +322,9 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
   for (const SavedCandidate &c : saved)
     for (unsigned i : c.saves) {
       if (c.decision == Decision::Recompute) {
-        saves[i]->setAttr(OffloadDialect::kRecomputeAttrName, b.getUnitAttr());
+        saves[i]->setAttr(OffloadDialect::kRecomputeAttrName,
+                          c.group >= 0 ? Attribute(b.getI64IntegerAttr(c.group))
+                                       : Attribute(b.getUnitAttr()));
         anyRecompute = true;
       } else if (c.decision == Decision::Offload) {
         saves[i]->setAttr(kHostOffloadAttrName, b.getUnitAttr());
@@ -1080,7 +1086,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     if (c.decision == Decision::Offload) {
       profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
     } else if (c.decision == Decision::Recompute) {
-      profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);
+      profile.add(c.lastForward + 1, (c.holdFrom >= 0 ? c.holdFrom : c.firstBackward) - 1,
+                  sign * c.bytes);
       profile.add(c.firstBackward, c.firstBackward, -sign * c.transientBytes);
     }
   };
@@ -1519,6 +1526,82 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     }
   };
 
+  // Shared recompute regions. A recomputed value u whose cone another
+  // recomputed region j already reruns (u in j's coneThrough, j used first
+  // in backward) can be taken from j's region and held until its own uses,
+  // instead of being recomputed again by a region of its own: one region
+  // for the group (offload-recompute policy=marked with a group id), each op
+  // once, as in Chen et al.'s segments. It saves u's cone seconds and costs
+  // u's bytes from j's region to u's first use. Merges are taken in order of
+  // seconds saved while the profile stays at or below the aim. Undone
+  // (unshareAll) before each round's greedy, which prices regions on their
+  // own; the merges are then made again.
+  auto unshareAll = [&]() {
+    for (SavedCandidate &c : saved)
+      if (c.group >= 0) {
+        if (c.holdFrom >= 0) {
+          profileOfSaved(c, +1);
+          c.holdFrom = -1;
+          profileOfSaved(c, -1);
+          if (std::optional<Cone> cone = coneOf(c))
+            c.seconds = cone->seconds;
+          c.why = "shared region undone";
+        }
+        c.group = -1;
+      }
+  };
+  auto shareRecomputes = [&](int64_t aimBytes) {
+    struct Merge {
+      unsigned u, j;
+      double saving;
+    };
+    SmallVector<Merge> merges;
+    for (auto [ui, u] : llvm::enumerate(saved)) {
+      if (u.decision != Decision::Recompute)
+        continue;
+      // The reader whose region comes last before u's first use.
+      std::optional<unsigned> best;
+      for (unsigned j : readers[ui]) {
+        const SavedCandidate &d = saved[j];
+        if (j == ui || d.decision != Decision::Recompute || d.firstBackward >= u.firstBackward ||
+            !llvm::is_contained(d.coneThrough, unsigned(ui)))
+          continue;
+        if (!best || d.firstBackward > saved[*best].firstBackward)
+          best = j;
+      }
+      if (!best)
+        continue;
+      if (std::optional<Cone> cone = coneOf(u))
+        merges.push_back({unsigned(ui), *best, cone->seconds});
+    }
+    llvm::stable_sort(merges, [](const Merge &a, const Merge &b) { return a.saving > b.saving; });
+    llvm::DenseMap<int64_t, int64_t> groupPoint;
+    for (const Merge &m : merges) {
+      SavedCandidate &u = saved[m.u], &j = saved[m.j];
+      if (u.group >= 0) // already an anchor of its own group
+        continue;
+      int64_t gid = j.group >= 0 ? j.group : int64_t(m.j);
+      int64_t point = j.group >= 0 ? groupPoint.lookup(gid) : j.firstBackward;
+      profileOfSaved(u, +1);
+      u.holdFrom = point;
+      profileOfSaved(u, -1);
+      if (profile.max().first > aimBytes) {
+        profileOfSaved(u, +1);
+        u.holdFrom = -1;
+        profileOfSaved(u, -1);
+        continue;
+      }
+      if (j.group < 0) {
+        j.group = gid;
+        groupPoint[gid] = point;
+      }
+      u.group = gid;
+      u.seconds = 0;
+      u.why = "held from the region of " + j.name.substr(0, j.name.find(' ')) +
+              " (recomputed there once)";
+    }
+  };
+
   // For problem=FILE: each saved candidate's recompute cost with every other
   // saved value kept (the exported model prices options independently).
   SmallVector<std::optional<Cone>> standaloneCone;
@@ -1556,6 +1639,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       int64_t roundAim = aim;
       for (int round = 1; round <= 8; ++round) {
         ++checks;
+        unshareAll();
         bool reached = greedy(roundAim);
         if (reached) {
           giveBack(roundAim);
@@ -1563,6 +1647,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
             exchangeHostParameters(roundAim);
             giveBack(roundAim);
           }
+          shareRecomputes(roundAim);
         }
         FailureOr<Materialized> mat = materialize(base, saved, params, spec);
         if (failed(mat))

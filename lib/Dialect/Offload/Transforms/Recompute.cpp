@@ -178,8 +178,26 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   // policies; one value per group otherwise.
   bool segments = segmentPolicy || policy == RecomputePolicy::All;
   SmallVector<Group> groups;
+  // policy=marked: saves with one integer group id share a region.
+  llvm::DenseMap<int64_t, unsigned> groupOfId;
   bool open = false;
   for (SaveOp s : saves) {
+    if (policy == RecomputePolicy::Marked) {
+      if (!chosen.count(s))
+        continue;
+      auto id = dyn_cast<IntegerAttr>(s->getAttr(OffloadDialect::kRecomputeAttrName));
+      if (!id) {
+        groups.emplace_back();
+      } else {
+        auto [it, inserted] = groupOfId.try_emplace(id.getInt(), groups.size());
+        if (inserted)
+          groups.emplace_back();
+        groups[it->second].saves.push_back(s);
+        continue;
+      }
+      groups.back().saves.push_back(s);
+      continue;
+    }
     if (!chosen.count(s)) {
       // A kept statistic does not end a segment; a kept activation does.
       if (!segmentPolicy || isActivation(s))

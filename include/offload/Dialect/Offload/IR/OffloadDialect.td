@@ -43,8 +43,9 @@ def Offload_Dialect : Dialect {
     /// (set by offload-autodiff, read by offload-split-weight-grad).
     static constexpr ::llvm::StringLiteral kActivationGradAttrName =
         "offload.activation_grad";
-    /// Unit attribute on an offload.save chosen for recompute by hand or by
-    /// the planner (offload-recompute policy=marked).
+    /// On an offload.save chosen for recompute by hand or by the planner
+    /// (offload-recompute policy=marked): a unit attribute, or an integer
+    /// group id >= 0 (saves with one id are recomputed by one region).
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
     /// Unit attribute on an offload.save chosen for host offload by hand or
     /// by the planner (offload-host-offload policy=marked).

@@ -162,8 +162,11 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
     * `names`: saved values whose layer (the importer's module path, or
       file:line) matches the glob `names` (e.g. `layer2.*`);
     * `all`: every saved value (the forward is recomputed from its inputs);
-    * `marked`: saves carrying the unit attribute `offload.recompute` (set
-      by the planner, or by hand).
+    * `marked`: saves carrying the attribute `offload.recompute` (set by
+      the planner, or by hand): a unit attribute, one region per value; an
+      integer group id, one region for all saves with that id (placed
+      before the first backward use of any of them, each op of their cones
+      run once, every value held from there to its own uses).
     Running the pass again on its output applies a second policy on top of
     the first (nested checkpointing): saves that remain are candidates.
 
