@@ -69,6 +69,30 @@ def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy):
     return out
 
 
+def train_like_torch(model, batches, opt, exporter, loss="cross_entropy",
+                     loss_fn=F.cross_entropy):
+    """Compiles `model` on batches[0], trains it on `batches` beside PyTorch's
+    own loop on a copy, and checks that the losses agree (rtol 1e-4, atol
+    1e-6) and that state_dict() has PyTorch's names in PyTorch's order, its
+    floating-point tensors within rel_err 1e-4 and the others (batch norm's
+    num_batches_tracked) equal. Returns (step, its state_dict, PyTorch's
+    trained copy)."""
+    ref = copy.deepcopy(model)
+    step = offload.compile(model, batches[0], loss=loss, optimizer=opt, exporter=exporter,
+                           verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    theirs = torch_losses(ref, opt, batches, loss_fn=loss_fn)
+    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
+    sd = step.state_dict()
+    assert list(sd) == list(ref.state_dict())
+    for name, p in ref.state_dict().items():
+        if p.dtype.is_floating_point:
+            assert rel_err(sd[name], p) <= 1e-4, name
+        else:
+            assert torch.equal(sd[name], p), (name, sd[name], p)
+    return step, sd, ref
+
+
 @pytest.fixture(scope="module", params=EXPORTERS)
 def sgd_step(request):
     model = mlp()
@@ -108,40 +132,20 @@ def test_first_step_loss_and_gradients_match_torch(sgd_step):
 
 
 def test_adamw_matches_torch(exporter):
-    model = mlp(seed=1)
-    ref = copy.deepcopy(model)
-    opt = offload.AdamW(lr=1e-2, weight_decay=0.05)
-    batches = [batch(s) for s in range(4)]
-    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
-    ours = [step(x, y) for x, y in batches]
-    theirs = torch_losses(ref, opt, batches)
-    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
-    sd = step.state_dict()
-    for name, p in ref.state_dict().items():
-        assert rel_err(sd[name], p) <= 1e-4, name
+    train_like_torch(mlp(seed=1), [batch(s) for s in range(4)],
+                     offload.AdamW(lr=1e-2, weight_decay=0.05), exporter)
 
 
 def test_batch_norm_state_and_mse_match_torch(exporter):
     """Running statistics are state: the step updates them as PyTorch does."""
     torch.manual_seed(2)
     model = nn.Sequential(nn.Linear(16, 24), nn.BatchNorm1d(24), nn.ReLU(), nn.Linear(24, 3))
-    ref = copy.deepcopy(model)
     g = torch.Generator().manual_seed(3)
     batches = [(torch.randn(8, 16, generator=g), torch.randn(8, 3, generator=g))
                for _ in range(3)]
-    opt = offload.SGD(lr=0.05)
-    step = offload.compile(model, batches[0], loss="mse", optimizer=opt, exporter=exporter,
-                           verbose=False)
-    ours = [step(x, y) for x, y in batches]
-    theirs = torch_losses(ref, opt, batches, loss_fn=F.mse_loss)
-    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
-    sd = step.state_dict()
-    assert list(sd) == list(ref.state_dict())
-    for name, p in ref.state_dict().items():
-        if p.dtype.is_floating_point:
-            assert rel_err(sd[name], p) <= 1e-4, name
-        else:  # num_batches_tracked counts the steps, as in PyTorch
-            assert torch.equal(sd[name], p), (name, sd[name], p)
+    # num_batches_tracked counts the steps, as in PyTorch (compared exactly).
+    _, sd, _ = train_like_torch(model, batches, offload.SGD(lr=0.05), exporter, loss="mse",
+                                loss_fn=F.mse_loss)
     assert int(sd["1.num_batches_tracked"]) == len(batches)
     model.load_state_dict(sd)  # PyTorch's names, dtypes and shapes
 
@@ -276,22 +280,10 @@ def test_conv_batchnorm_pool_matches_torch(exporter):
     torch.manual_seed(9)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
                           nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 10))
-    ref = copy.deepcopy(model)
     g = torch.Generator().manual_seed(9)
     batches = [(torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g))
                for _ in range(3)]
-    opt = offload.SGD(lr=0.1, momentum=0.9)
-    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
-    ours = [step(x, y) for x, y in batches]
-    theirs = torch_losses(ref, opt, batches)
-    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
-    sd = step.state_dict()
-    assert list(sd) == list(ref.state_dict())
-    for name, p in ref.state_dict().items():
-        if p.dtype.is_floating_point:
-            assert rel_err(sd[name], p) <= 1e-4, name
-        else:
-            assert torch.equal(sd[name], p), name
+    _, sd, _ = train_like_torch(model, batches, offload.SGD(lr=0.1, momentum=0.9), exporter)
     model.load_state_dict(sd)
 
 
@@ -378,17 +370,9 @@ class TiedAndScaled(nn.Module):
 def test_tied_weights_and_non_persistent_buffers_match_torch(exporter):
     torch.manual_seed(12)
     model = TiedAndScaled()
-    ref = copy.deepcopy(model)
-    batches = [batch(s) for s in range(4)]
-    opt = offload.SGD(lr=0.1, momentum=0.9)
-    step = offload.compile(model, batches[0], optimizer=opt, exporter=exporter, verbose=False)
-    ours = [step(x, y) for x, y in batches]
-    theirs = torch_losses(ref, opt, batches)
-    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
-    sd = step.state_dict()
-    assert list(sd) == list(ref.state_dict())  # no "scale": not in state_dict
-    for name, p in ref.state_dict().items():
-        assert rel_err(sd[name], p) <= 1e-4, name
+    # The names checked include no "scale": it is not in state_dict.
+    _, sd, _ = train_like_torch(model, [batch(s) for s in range(4)],
+                                offload.SGD(lr=0.1, momentum=0.9), exporter)
     assert torch.equal(sd["a.weight"], sd["b.weight"])
     model.load_state_dict(sd)
 
