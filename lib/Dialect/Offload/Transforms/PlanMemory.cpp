@@ -1195,11 +1195,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         return double(std::min<int64_t>(bytes, std::max<int64_t>(0, liveNow[at] + bytes -
                                                                          aimBytes)));
       };
-      // What recomputing candidate i adds to the regions that read it: each
-      // reruns i's cone, and holds i's value among its intermediates.
-      auto chainSeconds = [&](unsigned i, const Cone &cone) {
-        return double(dependentsOf(i).size()) * cone.seconds;
-      };
       // A recompute that would grow a reading region's cone past
       // kMaxConeOps is not offered, and a recompute is priced again when it
       // is taken (below): chains stay bounded and priced as they will run.
@@ -1208,16 +1203,37 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       // reran 45,629 ops where the planner believed 9,104, +3717% instead
       // of +2235% simulated, and the 128-layer encoder planned for over 11
       // minutes.)
-      auto chainTooLong = [&](unsigned i, const Cone &cone) {
-        return llvm::any_of(dependentsOf(i), [&](unsigned j) {
+      auto chainTooLong = [&](ArrayRef<unsigned> deps, const Cone &cone) {
+        return llvm::any_of(deps, [&](unsigned j) {
           return saved[j].coneOps + cone.numOps > kMaxConeOps;
         });
       };
-      auto chainTransientCost = [&](unsigned i) {
-        double cost = 0;
-        for (unsigned j : dependentsOf(i))
-          cost += transientCost(saved[j].firstBackward, saved[i].bytes);
-        return cost;
+      // The recompute choice for candidate i against the current decisions.
+      // Recomputing it adds to the recomputed regions that read it
+      // (dependentsOf) a rerun of its cone each, and its value among their
+      // intermediates; switching from an offload gives the offload's seconds
+      // back and frees only the points the offload did not. None when the
+      // cone or a reader's chain would be too long.
+      auto recomputeChoice = [&](unsigned i) -> std::optional<Choice> {
+        const SavedCandidate &c = saved[i];
+        std::optional<Cone> cone = coneOf(c);
+        if (!cone)
+          return std::nullopt;
+        SmallVector<unsigned, 2> deps = dependentsOf(i);
+        if (chainTooLong(deps, *cone))
+          return std::nullopt;
+        bool switching = c.decision == Decision::Offload;
+        Choice r{0, i, Decision::Recompute, 0,
+                 cone->seconds * double(1 + deps.size()) - (switching ? c.seconds : 0.0),
+                 c.bytes, *cone};
+        r.benefit = switching
+                        ? coverage(c.lastForward + 1, c.offloadFreed.lo - 1, c.bytes) +
+                              coverage(c.offloadFreed.hi + 1, c.firstBackward - 1, c.bytes)
+                        : coverage(c.lastForward + 1, c.firstBackward - 1, c.bytes);
+        r.benefit -= transientCost(c.firstBackward, cone->transientBytes);
+        for (unsigned j : deps)
+          r.benefit -= transientCost(saved[j].firstBackward, c.bytes);
+        return r;
       };
       SmallVector<Choice, 0> choices;
       auto scoreOf = [](const Choice &c) { return c.seconds / std::max(1.0, c.benefit); };
@@ -1234,16 +1250,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           // prefetch. Switching prices the difference.
           bool offloadFrees = c.offloadFreed.lo <= peakAt && peakAt <= c.offloadFreed.hi;
           if (recomputeFrees && !offloadFrees)
-            if (std::optional<Cone> cone = coneOf(c); cone && !chainTooLong(unsigned(i), *cone)) {
-              Choice ch{0, unsigned(i), Decision::Recompute, 0,
-                        cone->seconds + chainSeconds(unsigned(i), *cone) - c.seconds, c.bytes,
-                        *cone};
-              ch.benefit = coverage(c.lastForward + 1, c.offloadFreed.lo - 1, c.bytes) +
-                           coverage(c.offloadFreed.hi + 1, c.firstBackward - 1, c.bytes) -
-                           transientCost(c.firstBackward, cone->transientBytes) -
-                           chainTransientCost(unsigned(i));
-              consider(ch);
-            }
+            if (std::optional<Choice> ch = recomputeChoice(unsigned(i)))
+              consider(*ch);
           continue;
         }
         if (c.decision != Decision::Keep)
@@ -1255,15 +1263,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           best->benefit = coverage(c.offloadFreed.lo, c.offloadFreed.hi, c.bytes);
         }
         if (recomputeFrees)
-          if (std::optional<Cone> cone = coneOf(c); cone && !chainTooLong(unsigned(i), *cone)) {
-            Choice r{0, unsigned(i), Decision::Recompute, 0,
-                     cone->seconds + chainSeconds(unsigned(i), *cone), c.bytes, *cone};
-            r.benefit = coverage(c.lastForward + 1, c.firstBackward - 1, c.bytes) -
-                        transientCost(c.firstBackward, cone->transientBytes) -
-                        chainTransientCost(unsigned(i));
-            if (!best || scoreOf(r) < scoreOf(*best))
-              best = r;
-          }
+          if (std::optional<Choice> r = recomputeChoice(unsigned(i)))
+            if (!best || scoreOf(*r) < scoreOf(*best))
+              best = *r;
         if (best)
           consider(*best);
       }
@@ -1317,13 +1319,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           // Recomputes taken before it in this round may have lengthened its
           // cone or the cones that read it: price it again, and drop it when
           // a chain would grow past kMaxConeOps.
-          const SavedCandidate &c = saved[best.index];
-          std::optional<Cone> cone = coneOf(c);
-          if (!cone || chainTooLong(best.index, *cone))
+          std::optional<Choice> again = recomputeChoice(best.index);
+          if (!again)
             continue;
-          double now = cone->seconds + chainSeconds(best.index, *cone) -
-                       (c.decision == Decision::Offload ? c.seconds : 0.0);
-          best.cone = *cone;
+          double now = again->seconds;
+          best.cone = again->cone;
           if (now > best.seconds * (1 + 1e-12) + 1e-18) {
             best.seconds = now;
             best.score = scoreOf(best);
@@ -1543,9 +1543,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           profileOfSaved(c, +1);
           c.holdFrom = -1;
           profileOfSaved(c, -1);
-          if (std::optional<Cone> cone = coneOf(c))
-            c.seconds = cone->seconds;
-          c.why = "shared region undone";
         }
         c.group = -1;
       }
@@ -1596,9 +1593,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         groupPoint[gid] = point;
       }
       u.group = gid;
-      u.seconds = 0;
-      u.why = "held from the region of " + j.name.substr(0, j.name.find(' ')) +
-              " (recomputed there once)";
     }
   };
 
@@ -1968,11 +1962,20 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                          (std::to_string(movedUpdates) +
                           " updates run as soon as their gradient is final")
                              .c_str());
-    for (const SavedCandidate &c : saved)
-      if (c.decision != Decision::Keep || reportKept)
-        os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "saved",
-                           c.name.substr(0, 44).c_str(), (long long)c.bytes,
-                           decisionName(c.decision), c.seconds, c.why.c_str());
+    for (const SavedCandidate &c : saved) {
+      if (c.decision == Decision::Keep && !reportKept)
+        continue;
+      // A value held from its group's region costs nothing of its own: the
+      // region (the group's anchor, saved[c.group]) computes it once.
+      bool held = c.decision == Decision::Recompute && c.holdFrom >= 0;
+      std::string why = held ? "held from the region of " +
+                                   saved[c.group].name.substr(0, saved[c.group].name.find(' ')) +
+                                   " (recomputed there once)"
+                             : c.why;
+      os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "saved",
+                         c.name.substr(0, 44).c_str(), (long long)c.bytes,
+                         decisionName(c.decision), held ? 0.0 : c.seconds, why.c_str());
+    }
     for (const ParamCandidate &p : params)
       if (p.decision != Decision::Keep || reportKept)
         os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "parameter",
