@@ -100,7 +100,6 @@ def chain_terms(problem):
     plus its own cone's intermediates (m_w) as a bound on v's transient
     bytes at its use."""
     rec = recompute_options(problem)
-    cands = problem["candidates"]
     opts = options_of(problem)
     reads = {ci: [u for u in opts[k][1].get("reads", []) if u in rec] for ci, k in rec.items()}
     terms = []
@@ -125,6 +124,7 @@ def chain_extra(problem, chosen):
     reads = {ci: [u for u in opts[k][1].get("reads", []) if u in chosen_rec]
              for ci, k in rec.items() if ci in chosen_rec}
     secs, at_bytes = 0.0, {}
+    m = member_bytes(problem)
     for v in chosen_rec:
         seen, stack = set(), [v]
         while stack:
@@ -134,17 +134,18 @@ def chain_extra(problem, chosen):
                     seen.add(w)
                     stack.append(w)
         ov = opts[rec[v]][1]
-        peak = max((member_bytes(problem, w) for w in seen), default=0)
+        peak = max((m[w] for w in seen), default=0)
         secs += sum(opts[rec[w]][1]["seconds"] for w in seen)
         at_bytes[ov["at"]] = at_bytes.get(ov["at"], 0) + peak
     return secs, at_bytes
 
 
-def member_bytes(problem, w):
-    """m_w: w's value and its own cone's intermediates, held while a chained
-    region computes it."""
-    o = options_of(problem)[recompute_options(problem)[w]][1]
-    return problem["candidates"][w]["bytes"] + sum(b for _, _, b in o["added"])
+def member_bytes(problem):
+    """{w: m_w} for every candidate with a recompute option: w's value and
+    its own cone's intermediates, held while a chained region computes it."""
+    opts = options_of(problem)
+    return {w: problem["candidates"][w]["bytes"] + sum(b for _, _, b in opts[k][1]["added"])
+            for w, k in recompute_options(problem).items()}
 
 
 def price(problem, chosen):
@@ -212,9 +213,10 @@ def solve(problem, limit_bytes, time_limit):
     for _, o in opts:
         for lo, hi, b in o["added"]:
             added[lo:hi + 1] += b
+    m = member_bytes(problem)
     t_bound = {}
     for v, w in z_index:
-        t_bound[v] = max(t_bound.get(v, 0), member_bytes(problem, w))
+        t_bound[v] = max(t_bound.get(v, 0), m[w])
     for v, b in t_bound.items():
         added[opts[rec[v]][1]["at"]] += b
     hot = np.nonzero(base + added > limit_bytes)[0]
@@ -254,7 +256,7 @@ def solve(problem, limit_bytes, time_limit):
         r = len(hi_)
         cr += [r, r]
         cc += [j, t_index[v]]
-        cv += [float(member_bytes(problem, w)), -1.0]
+        cv += [float(m[w]), -1.0]
         hi_.append(0.0)
     if hi_:
         constraints.append(LinearConstraint(coo_matrix((cv, (cr, cc)), shape=(len(hi_), n)),
