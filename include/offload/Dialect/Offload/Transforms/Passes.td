@@ -493,6 +493,13 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "profile, every candidate's options with seconds and freed byte "
            "ranges, the decisions taken) as JSON, for the exact oracle in "
            "bench/planner/oracle.py">,
+    Option<"decisionsFile", "decisions", "std::string", /*default=*/"\"\"",
+           "Replay: take every decision from this JSON file (an "
+           "offload-plan-decisions file naming candidates by their index and "
+           "name in the problem= file of the same step, as "
+           "bench/planner/oracle.py writes for its optimum) instead of "
+           "searching, and build and check that plan; an error when it does "
+           "not fit the budget, naming its arena">,
     Option<"reportKept", "report-kept", "bool", /*default=*/"false",
            "Also list the saved values and parameters that stay as they are">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
