@@ -322,9 +322,12 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   // small buffers meet short large ones: on the Transformer example's plan
   // at 46% of its arena it packed 444,164 bytes over a 395,264-byte lower
   // bound, which the perturbed orders reach to within 0.1%. At most
-  // kPackTrials orders and kGreedyWorkCap pairs in all.
-  constexpr int kPackTrials = 32;
-  constexpr int64_t kPackWorkCap = 1'000'000;
+  // kPackTrials orders, stopping after kPackStale in a row that do not
+  // improve, in at most kPackWorkPerGreedy times the first greedy's pairs
+  // (and kPackWorkCap), so packing stays a few greedy runs.
+  constexpr int kPackTrials = 32, kPackStale = 8;
+  constexpr size_t kPackMaxBuffers = 4096;
+  constexpr int64_t kPackWorkCap = 1'000'000, kPackWorkPerGreedy = 8;
   int64_t workLeft = kGreedyWorkCap;
   int64_t span = 1;
   for (unsigned i : members)
@@ -333,7 +336,11 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   auto uniform = [&]() { return double(rng() >> 11) * 0x1.0p-53; };
   SmallVector<unsigned> order(members);
   SmallVector<double> key(buffers.size(), 0.0);
-  for (int t = 0; t <= kPackTrials && bestBytes > lowerBound; ++t) {
+  int64_t firstWork = 0;
+  // Perturbed orders only on steps of up to kPackMaxBuffers buffers: on a
+  // 10k-op chain they cost more planning time than the 1 s target allows.
+  int trials = members.size() <= kPackMaxBuffers ? kPackTrials : 0;
+  for (int t = 0, stale = 0; t <= trials && bestBytes > lowerBound && stale < kPackStale; ++t) {
     for (unsigned i : members) {
       double bytes = double(buffers[i].bytes);
       key[i] = t == 0 ? bytes
@@ -343,13 +350,19 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
     }
     llvm::stable_sort(order, [&](unsigned a, unsigned b) { return key[a] > key[b]; });
     if (t == 1) // the perturbed orders share a smaller cap
-      workLeft = std::min(workLeft, kPackWorkCap);
+      workLeft = std::min({workLeft, kPackWorkCap, kPackWorkPerGreedy * firstWork});
+    int64_t before = workLeft;
     int64_t bytes = greedyBySize(buffers, members, order, trial, workLeft);
+    if (t == 0)
+      firstWork = before - workLeft;
     if (bytes < 0)
       break; // past the work cap
     if (t == 0 ? bytes <= bestBytes : bytes < bestBytes) {
       bestBytes = bytes;
       best.swap(trial);
+      stale = 0;
+    } else if (t > 0) {
+      ++stale;
     }
   }
   for (unsigned i : members)
