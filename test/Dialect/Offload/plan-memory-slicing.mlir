@@ -24,7 +24,7 @@
 // slicing, and the unsliced one.
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1" -o %t.none.mlir 2>&1 | FileCheck %s --check-prefix=SMALLEST
 // SMALLEST: error: offload-plan-memory: no plan fits the budget of 1 bytes {{.*}} the smallest device arena reachable is [[MIN:[0-9]+]] bytes
-// SMALLEST: note: the smallest arena is reached by slicing: no plan fits without slicing (smallest arena {{[0-9]+}} bytes); parameters above 65536 bytes sliced
+// SMALLEST: note: the smallest arena is reached by slicing: no plan fits without slicing (smallest arena {{[0-9]+}} bytes); parameters above {{[0-9]+}} bytes sliced
 // (That the budget it names then succeeds, and runs within it, is checked
 // end to end by test/Integration/planner-classifier.test.)
 // RUN: test ! -e %t.none.mlir
