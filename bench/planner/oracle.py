@@ -304,6 +304,17 @@ def solve(problem, limit_bytes, time_limit):
 
 # --- The pipeline -------------------------------------------------------------
 
+def planned_figures(out):
+    """The planned arena and the unplanned and planned simulated step seconds
+    from the planner's report (None where it does not print them)."""
+    res = {}
+    m = re.search(r"device arena: (\d+) -> (\d+) bytes", out)
+    res["arena"] = int(m.group(2)) if m else None
+    m = re.search(r"simulated step time on \S+: ([0-9.e+-]+) s -> ([0-9.e+-]+) s", out)
+    res["t0"], res["t"] = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    return res
+
+
 def plan(bin_dir, step, budget, target, work, tag):
     problem = os.path.join(work, tag + ".problem.json")
     r = run([os.path.join(bin_dir, "offload-opt"), step,
@@ -314,10 +325,7 @@ def plan(bin_dir, step, budget, target, work, tag):
         return {"error": r.stdout, "ask": int(m.group(1)) if m else None}
     out = r.stdout
     res = {"problem": problem}
-    m = re.search(r"device arena: (\d+) -> (\d+) bytes", out)
-    res["arena"] = int(m.group(2)) if m else None
-    m = re.search(r"simulated step time on \S+: ([0-9.e+-]+) s -> ([0-9.e+-]+) s", out)
-    res["t0"], res["t"] = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    res.update(planned_figures(out))
     m = re.search(r"planning took ([0-9.]+) s", out)
     res["plan_s"] = float(m.group(1)) if m else 0.0
     if "fits unplanned" in out:
@@ -347,37 +355,43 @@ def replay(bin_dir, step, budget, target, problem, chosen, work, tag):
         if not m:
             sys.exit(f"replaying {path} failed:\n{r.stdout[-2000:]}")
         return int(m.group(1)), None
-    arena = int(re.search(r"device arena: \d+ -> (\d+) bytes", r.stdout).group(1))
-    t = float(re.search(r"simulated step time on \S+: [0-9.e+-]+ s -> ([0-9.e+-]+) s",
-                        r.stdout).group(1))
-    return arena, t
+    figures = planned_figures(r.stdout)
+    return figures["arena"], figures["t"]
 
 
-def oracle_plan(bin_dir, step, budget, target, problem, limit, time_limit, work, tag):
-    """The oracle's optimum built with the real passes and fitting `budget`:
-    solved at `limit` (bytes in the exported model) and replayed; while its
-    real arena is over the budget (the model does not see fragmentation,
-    prefetch placement or region order), solved again with the limit lowered
-    by the overshoot (at most 6 solves). Returns (status, objective, chosen,
-    solve seconds in all, step seconds of the fitting plan or None, limit).
-    Once one fits, the limit is bisected between it and the last limit that
-    did not fit (3 more solves), keeping the fastest plan that fits, as the
-    planner's own rounds do."""
-    total, over = 0.0, None
-    fit = None
-    for _ in range(6):
-        status, obj, chosen, secs = solve(problem, limit, time_limit)
-        total += secs
+def oracle_plan(bin_dir, step, budget, target, problem, limit, first, time_limit, work, tag):
+    """The oracle's optimum built with the real passes and fitting `budget`.
+    `first` is solve()'s result at `limit` (bytes in the exported model);
+    it is replayed, and while its real arena is over the budget (the model
+    does not see fragmentation, prefetch placement or region order), solved
+    again with the limit lowered by the overshoot (at most 6 solves). Once
+    one fits, the limit is bisected between it and the last limit that did
+    not fit (3 more solves), keeping the fastest plan that fits, as the
+    planner's own rounds do. Returns (status, solve seconds after `first`,
+    step seconds of the fitting plan or None, its limit)."""
+    total = 0.0
+
+    def attempt(at, solved=None):
+        """(status, arena, step seconds or None) of the optimum at `at`."""
+        nonlocal total
+        status, _, chosen, secs = solved or solve(problem, at, time_limit)
+        total += 0.0 if solved else secs
         if status != "optimal":
-            return status, obj, chosen, total, None, limit
+            return status, None, None
         arena, t = replay(bin_dir, step, budget, target, problem, chosen, work, tag)
-        if t is not None:
-            fit = (status, obj, chosen, t, limit)
+        return status, arena, t
+
+    over, fit = None, None
+    status, arena, t = attempt(limit, first)
+    for _ in range(5):
+        if status != "optimal" or t is not None:
             break
         over = limit
         limit -= max(arena - budget, 256)
-    if fit is None:
-        return status, obj, chosen, total, None, limit
+        status, arena, t = attempt(limit)
+    if t is None:
+        return status, total, None, limit
+    fit = (t, limit)
     # As the planner does (runRounds): the limit bisected between the last
     # that fit and the last that did not, 3 times, the fastest plan kept.
     lo, hi = limit, over
@@ -385,19 +399,16 @@ def oracle_plan(bin_dir, step, budget, target, problem, limit, time_limit, work,
         if hi - lo <= 512:
             break
         mid = (lo + hi) // 2
-        status, obj, chosen, secs = solve(problem, mid, time_limit)
-        total += secs
+        status, arena, t = attempt(mid)
         if status != "optimal":
             break
-        arena, t = replay(bin_dir, step, budget, target, problem, chosen, work, tag)
         if t is None:
             hi = mid
             continue
         lo = mid
-        if t < fit[3]:
-            fit = (status, obj, chosen, t, mid)
-    status, obj, chosen, t, limit = fit
-    return status, obj, chosen, total, t, limit
+        if t < fit[0]:
+            fit = (t, mid)
+    return "optimal", total, fit[0], fit[1]
 
 
 def measure_baseline(bin_dir, step, passes, target):
@@ -467,7 +478,8 @@ def main():
                     note = "early updates only"
                     oracle_ovh, gap = "0.0%", "0.00%"
                 else:
-                    status, obj, _, osecs = solve(problem, limit, args.time_limit)
+                    solved = solve(problem, limit, args.time_limit)
+                    status, obj, _, osecs = solved
                     base_t = problem["unplanned_step_seconds"]
                     priced = f"{100.0 * price(problem, mine) / base_t:.1f}%"
                     if status != "optimal":
@@ -485,8 +497,8 @@ def main():
                             note += f"; planner's decisions {over} bytes over at oracle prices"
                         # The same optimum built and simulated, at the
                         # real budget.
-                        st2, _, _, s2, t2, lim2 = oracle_plan(
-                            args.bin, step, budget, args.target, problem, limit,
+                        st2, s2, t2, lim2 = oracle_plan(
+                            args.bin, step, budget, args.target, problem, limit, solved,
                             args.time_limit, args.work, f"{model}.{k}")
                         osecs += s2
                         if t2 is None:

@@ -433,25 +433,25 @@ static LogicalResult readDecisions(StringRef path, MutableArrayRef<SavedCandidat
               name->str() + "' (a file for another step?)";
       return failure();
     }
-    Decision chosen;
-    if (*decision == "keep")
-      chosen = Decision::Keep;
-    else if (*decision == "recompute" && i < numSaved && saved[i].recomputable)
-      chosen = Decision::Recompute;
-    else if (*decision == "offload" && i < numSaved)
-      chosen = Decision::Offload;
-    else if (*decision == "host" && i >= numSaved)
-      chosen = Decision::Host;
-    else {
+    std::optional<Decision> named;
+    for (Decision d : {Decision::Keep, Decision::Recompute, Decision::Offload, Decision::Host})
+      if (*decision == decisionName(d))
+        named = d;
+    bool isSaved = i < numSaved;
+    bool allowed = named && (*named == Decision::Keep ||
+                             (*named == Decision::Recompute && isSaved && saved[i].recomputable) ||
+                             (*named == Decision::Offload && isSaved) ||
+                             (*named == Decision::Host && !isSaved));
+    if (!allowed) {
       error = "'" + decision->str() + "' is not a decision candidate " + std::to_string(i) +
               " ('" + own.str() + "') can take";
       return failure();
     }
-    if (i < numSaved) {
-      saved[i].decision = chosen;
+    if (isSaved) {
+      saved[i].decision = *named;
       saved[i].why = "replayed from the decisions file";
     } else {
-      params[i - numSaved].decision = chosen;
+      params[i - numSaved].decision = *named;
       params[i - numSaved].why = "replayed from the decisions file";
     }
   }
