@@ -57,9 +57,9 @@
 // RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-plan-memory="budget=16000 report=-" 2>%t.host | FileCheck %s --check-prefix=HOST
 // RUN: FileCheck %s --check-prefix=HOST-REPORT < %t.host
-// HOST: %arg0: !offload.host<tensor<16x8xf32>> {offload.name = "fc1.weight"
-// HOST: offload.sgd_update {{.*}} : !offload.host<tensor<16x8xf32>>
-// HOST-REPORT: parameter fc1.weight{{.*}}host{{.*}}live at the peak
+// HOST: %arg6: !offload.host<tensor<4x16xf32>> {offload.name = "fc3.weight"
+// HOST: offload.sgd_update {{.*}} : !offload.host<tensor<4x16xf32>>
+// HOST-REPORT: parameter fc3.weight{{.*}}host{{.*}}live at the peak
 // HOST-REPORT: device arena: 19204 -> {{1[0-5][0-9][0-9][0-9]}} bytes
 //
 // The report to a file, the IR alone on stdout (it parses again).
