@@ -52,10 +52,10 @@ which runs under scripts/torch2-python (PyTorch 2.x from PyPI; Debian's 1.13
 lacks it); its tables are in docs/planner.md.
 """
 import argparse
-import shutil
 import json
 import os
 import re
+import shutil
 import sys
 import time
 

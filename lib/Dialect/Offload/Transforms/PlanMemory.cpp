@@ -1020,6 +1020,16 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     return std::max(0.0, model.copyToHostSeconds(c.copyBytes) -
                              (secondsBefore[c.offloadFreed.lo] - secondsBefore[c.lastForward + 1]));
   };
+  // An offload's own price, as the exported problem states it: the parts of
+  // its two copies their neighbourhoods cannot hide, and the tie-breaking
+  // share of its copy time (the link windows are priced once for all).
+  auto unhiddenEnds = [&](const SavedCandidate &c) {
+    return releaseNotHidden(c) + prefetchNotHidden(c);
+  };
+  auto offloadOwnSeconds = [&](const SavedCandidate &c) {
+    return unhiddenEnds(c) +
+           0.01 * (model.copyToHostSeconds(c.copyBytes) + model.copySeconds(c.copyBytes));
+  };
   // The weight of unhidden link seconds in the greedy's prices (1: the
   // model as it is). The windows assume a copy can use any compute of its
   // phase, but a copy runs between its issue point and its use, in order on
@@ -1771,8 +1781,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       double t = linkExposed();
       for (const SavedCandidate &c : saved)
         if (c.decision == Decision::Offload)
-          t += releaseNotHidden(c) + prefetchNotHidden(c) +
-               0.01 * (model.copyToHostSeconds(c.copyBytes) + model.copySeconds(c.copyBytes));
+          t += offloadOwnSeconds(c);
         else if (c.decision == Decision::Recompute)
           t += c.seconds;
       for (const ParamCandidate &p : params)
@@ -1952,7 +1961,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     // resnet18 at 54% 22% faster; with the re-plan, resnet18 at 54% 1.2%
     // slower and the gpt example at 40% 0.6% faster.)
     HostMoves chosenMoves = HostMoves::None;
-    double chosenSeconds = chosen ? simulateTimeline(chosen->fn, model).stepSeconds : 0;
+    Timeline chosenTimeline = chosen ? simulateTimeline(chosen->fn, model) : Timeline();
     // One more run from the same start; its plan is kept when it fits and
     // simulates faster.
     auto runAgain = [&](HostMoves moves) -> LogicalResult {
@@ -1961,11 +1970,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       FailureOr<std::optional<Materialized>> other = runRounds(moves, rounds);
       if (failed(other))
         return failure();
-      double seconds = *other ? simulateTimeline((*other)->fn, model).stepSeconds : 0;
-      if (*other && seconds < chosenSeconds) {
+      Timeline timeline = *other ? simulateTimeline((*other)->fn, model) : Timeline();
+      if (*other && timeline.stepSeconds < chosenTimeline.stepSeconds) {
         chosen->holder.erase();
         chosen = **other;
-        chosenSeconds = seconds;
+        chosenTimeline = timeline;
         chosenMoves = moves;
       } else {
         if (*other)
@@ -1985,11 +1994,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     // kMaxLinkWeight). (resnet18 at 54% of its arena: 1174% -> 1153%; the
     // gpt example at 60%: 106% -> 57%.)
     if (small && chosen) {
-      Timeline kept = simulateTimeline(chosen->fn, model);
+      Timeline kept = chosenTimeline; // runAgain replaces chosenTimeline
       double assumed = linkExposed();
       for (const SavedCandidate &c : saved)
         if (c.decision == Decision::Offload)
-          assumed += releaseNotHidden(c) + prefetchNotHidden(c);
+          assumed += unhiddenEnds(c);
       constexpr double kMaxLinkWeight = 4;
       if (kept.stallSeconds > 1.25 * assumed && kept.stallSeconds > 0.02 * kept.stepSeconds) {
         linkWeight = assumed > 0 ? std::min(kMaxLinkWeight, kept.stallSeconds / assumed)
@@ -2145,8 +2154,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
               double d = model.copyToHostSeconds(c.copyBytes), h = model.copySeconds(c.copyBytes);
               j.object([&] {
                 j.attribute("decision", "offload");
-                j.attribute("seconds",
-                            releaseNotHidden(c) + prefetchNotHidden(c) + 0.01 * (d + h));
+                j.attribute("seconds", offloadOwnSeconds(c));
                 j.attribute("to_host_seconds", d);
                 j.attribute("to_device_seconds", h);
                 j.attributeObject("link", [&] {
