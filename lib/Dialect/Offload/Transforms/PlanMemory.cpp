@@ -210,6 +210,15 @@ enum class Decision { Keep, Recompute, Offload, Host };
 /// replanHostParameters).
 enum class HostMoves { None, Exchange, ExchangeAndReplan };
 
+const char *hostMovesName(HostMoves m) {
+  switch (m) {
+  case HostMoves::None: return "greedy";
+  case HostMoves::Exchange: return "exchange";
+  case HostMoves::ExchangeAndReplan: return "exchange+re-plan";
+  }
+  return "?";
+}
+
 const char *decisionName(Decision d) {
   switch (d) {
   case Decision::Keep: return "keep";
@@ -1719,6 +1728,17 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     }
   };
   int rounds = 0;
+  // What each run of the rounds tried, for the report: the aims checked
+  // (bytes, and the real arena each gave) and the plan it returned.
+  struct RunLog {
+    HostMoves moves = HostMoves::None;
+    double linkWeight = 1;
+    SmallVector<std::pair<int64_t, int64_t>> checks; // (aim, arena)
+    double seconds = -1;                             // < 0: nothing fit
+    int64_t arena = 0;
+    bool kept = false;
+  };
+  SmallVector<RunLog> runLogs;
   if (!decisionsFile.empty()) {
     // Replay: the decisions of the file, built and checked as they are.
     std::string error;
@@ -1872,12 +1892,14 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                          int &checks) -> FailureOr<std::optional<Materialized>> {
       int64_t roundAim = aim, overAim = -1;
       std::optional<Materialized> fit;
+      runLogs.push_back(RunLog{moves, linkWeight, {}, -1, 0, false});
       for (int round = 1; round <= 8; ++round) {
         ++checks;
         bool reached = decide(roundAim, moves);
         FailureOr<Materialized> mat = materialize(base, saved, params, spec);
         if (failed(mat))
           return failure();
+        runLogs.back().checks.push_back({roundAim, mat->arenaBytes});
         if (mat->arenaBytes <= budgetBytes) {
           fit = *mat;
           break;
@@ -1922,6 +1944,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
         FailureOr<Materialized> mat = materialize(base, saved, params, spec);
         if (failed(mat))
           return failure();
+        runLogs.back().checks.push_back({mid, mat->arenaBytes});
         if (mat->arenaBytes > budgetBytes) {
           mat->holder.erase();
           hi = mid;
@@ -1962,6 +1985,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     // slower and the gpt example at 40% 0.6% faster.)
     HostMoves chosenMoves = HostMoves::None;
     Timeline chosenTimeline = chosen ? simulateTimeline(chosen->fn, model) : Timeline();
+    size_t keptRun = 0;
+    if (chosen) {
+      runLogs.back().seconds = chosenTimeline.stepSeconds;
+      runLogs.back().arena = chosen->arenaBytes;
+    }
     // One more run from the same start; its plan is kept when it fits and
     // simulates faster.
     auto runAgain = [&](HostMoves moves) -> LogicalResult {
@@ -1971,11 +1999,16 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       if (failed(other))
         return failure();
       Timeline timeline = *other ? simulateTimeline((*other)->fn, model) : Timeline();
+      if (*other) {
+        runLogs.back().seconds = timeline.stepSeconds;
+        runLogs.back().arena = (*other)->arenaBytes;
+      }
       if (*other && timeline.stepSeconds < chosenTimeline.stepSeconds) {
         chosen->holder.erase();
         chosen = **other;
         chosenTimeline = timeline;
         chosenMoves = moves;
+        keptRun = runLogs.size() - 1;
       } else {
         if (*other)
           (*other)->holder.erase();
@@ -2012,6 +2045,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
           return failure();
       }
     }
+    if (chosen)
+      runLogs[keptRun].kept = true;
   }
 
   // Nothing the greedy found fits: the most the mechanisms can do, two ways
@@ -2295,6 +2330,23 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                        "not hidden by compute %.4g s\n",
                        spec.name.c_str(), unplannedTime.stepSeconds, plannedTime.stepSeconds,
                        overhead, plannedTime.stallSeconds);
+    // The runs of the rounds (see docs/planner.md, "Formulation and
+    // algorithm"): each aim checked and the real arena it gave ("over"
+    // past the budget), and the simulated step of the plan the run
+    // returned; the fastest that fits is kept.
+    for (const RunLog &run : runLogs) {
+      os << "  run " << hostMovesName(run.moves);
+      if (run.linkWeight != 1)
+        os << llvm::format(" (link x%.2f)", run.linkWeight);
+      os << ": aims";
+      for (auto [aimBytes, arena] : run.checks)
+        os << " " << aimBytes << (arena > budgetBytes ? " (over)" : "");
+      if (run.seconds < 0)
+        os << "; nothing fit\n";
+      else
+        os << llvm::format("; arena %lld bytes, %.4g s%s\n", (long long)run.arena, run.seconds,
+                           run.kept ? ", kept" : "");
+    }
     os << llvm::format("  planning took %.3f s (%d checks of the real memory plan)\n",
                        planSeconds, std::max(rounds, 1));
     os.flush();
