@@ -30,8 +30,10 @@ SKIP = 77
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner-check")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
+                    help="folder of offload-import and offload-opt (default: build/bin)")
+    ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner-check",
+                    help="scratch folder (default %(default)s)")
     args = ap.parse_args()
     venv = os.environ.get("OFFLOAD_TORCH2_VENV", os.path.join(ROOT, ".venv-torch2"))
     if not os.access(os.path.join(venv, "bin", "python"), os.X_OK):

@@ -202,11 +202,14 @@ def run(cmd, **kw):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--models", default="llama2-7b,gpt2-xl")
-    ap.add_argument("--trace-seq", type=int, default=8)
-    ap.add_argument("--target", default="h100-sxm")
+    ap.add_argument("--bin", required=True, help="folder of offload-import and offload-opt")
+    ap.add_argument("--work", required=True, help="folder for the shape-only models and steps")
+    ap.add_argument("--models", default="llama2-7b,gpt2-xl",
+                    help="comma-separated shape-only models (default %(default)s)")
+    ap.add_argument("--trace-seq", type=int, default=8,
+                    help="sequence length of the trace; the step is imported at the model's "
+                         "full length (default %(default)s)")
+    ap.add_argument("--target", default="h100-sxm", help="target GPU of the cost model: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, or a target JSON file (default %(default)s)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     opt = os.path.join(args.bin, "offload-opt")

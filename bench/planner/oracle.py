@@ -439,12 +439,20 @@ def measure_baseline(bin_dir, step, passes, target):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    ap.add_argument("--models", default="mlp,resnet18,transformer,gpt")
-    ap.add_argument("--target", default="h100-sxm")
-    ap.add_argument("--points", type=int, default=5)
-    ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--work", default="/tmp/offload-planner-oracle")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
+                    help="folder of offload-import and offload-opt (default: build/bin)")
+    ap.add_argument("--models", default="mlp,resnet18,transformer,gpt",
+                    help="comma-separated example models (default %(default)s)")
+    ap.add_argument("--target", default="h100-sxm", help="target GPU of the cost model: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, or a target JSON file (default %(default)s)")
+    ap.add_argument("--points", type=int, default=5,
+                    help="budgets per model, from the smallest reachable arena to the unplanned "
+                         "one (default %(default)s)")
+    ap.add_argument("--time-limit", type=float, default=60.0,
+                    help="seconds per MILP solve; a solve that hits it is reported as timeout "
+                         "(default %(default)s)")
+    ap.add_argument("--work", default="/tmp/offload-planner-oracle",
+                    help="folder for the exported models, steps, problems and decisions "
+                         "(default %(default)s)")
     ap.add_argument("--no-baselines", action="store_true", help="skip the hand-policy baselines")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every planned row's oracle solved and no gap is below "

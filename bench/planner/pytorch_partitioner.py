@@ -335,11 +335,16 @@ def who(theirs, ours):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    ap.add_argument("--models", default="mlp,transformer,gpt,resnet18")
-    ap.add_argument("--fractions", default=",".join(f"{k / 10:.1f}" for k in range(10, -1, -1)))
-    ap.add_argument("--target", default="h100-sxm")
-    ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
+                    help="folder of offload-import and offload-opt (default: build/bin)")
+    ap.add_argument("--models", default="mlp,transformer,gpt,resnet18",
+                    help="comma-separated example models (default %(default)s)")
+    ap.add_argument("--fractions", default=",".join(f"{k / 10:.1f}" for k in range(10, -1, -1)),
+                    help="activation_memory_budget values to sweep, comma-separated "
+                         "(default %(default)s)")
+    ap.add_argument("--target", default="h100-sxm", help="target GPU of the cost model: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, or a target JSON file (default %(default)s)")
+    ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner",
+                    help="scratch folder (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="mlp only, fractions 1.0, 0.5, 0.0")
     args = ap.parse_args()
     if args.quick:

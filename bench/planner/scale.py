@@ -106,11 +106,15 @@ def measure(name, forward, work, bin_dir, pct, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", default="/tmp/offload-planner-scale")
-    ap.add_argument("--layers", default="8,32,128")
-    ap.add_argument("--chain", default="1000,10000,100000")
-    ap.add_argument("--budget-pct", type=int, default=40)
+    ap.add_argument("--bin", required=True, help="folder of offload-import and offload-opt")
+    ap.add_argument("--work", default="/tmp/offload-planner-scale",
+                    help="folder for the generated steps (default %(default)s)")
+    ap.add_argument("--layers", default="8,32,128",
+                    help="Transformer encoder depths to plan, comma-separated (default %(default)s)")
+    ap.add_argument("--chain", default="1000,10000,100000",
+                    help="synthetic chain lengths in ops, comma-separated (default %(default)s)")
+    ap.add_argument("--budget-pct", type=int, default=40,
+                    help="budget in percent of each step's unplanned arena (default %(default)s)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     print(f"{'step':>18} {'ops':>8} {'arena bytes':>14} {'planned arena':>14} "
@@ -121,8 +125,6 @@ def main():
         export_transformer(n, pt)
         mlir = os.path.join(args.work, f"encoder{n}.mlir")
         run([os.path.join(args.bin, "offload-import"), pt, "--input", "x=2x16x64xf32",
-             "--loss", "mse", "-o", mlir] if False else
-            [os.path.join(args.bin, "offload-import"), pt, "--input", "x=2x16x64xf32",
              "--input", "y=2xi64", "--loss", "cross_entropy", "-o", mlir])
         measure(f"encoder-{n}-layers", mlir, args.work, args.bin, args.budget_pct, rows)
     rows = []
