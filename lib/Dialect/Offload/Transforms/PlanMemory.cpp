@@ -234,6 +234,15 @@ struct Freed {
   int64_t lo, hi, bytes;
 };
 
+/// Bytes the ranges free at program point `point`.
+int64_t bytesFreedAt(ArrayRef<Freed> freed, int64_t point) {
+  int64_t bytes = 0;
+  for (const Freed &f : freed)
+    if (f.lo <= point && point <= f.hi)
+      bytes += f.bytes;
+  return bytes;
+}
+
 /// One saved device buffer: the saves of a forward value and its views
 /// (they share one buffer, so they are decided together).
 struct SavedCandidate {
@@ -1384,10 +1393,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       for (auto [i, p] : llvm::enumerate(params)) {
         if (p.decision != Decision::Keep || p.banned)
           continue;
-        int64_t at = 0;
-        for (const Freed &f : p.freed)
-          if (f.lo <= peakAt && peakAt <= f.hi)
-            at += f.bytes;
+        int64_t at = bytesFreedAt(p.freed, peakAt);
         if (at > 0) {
           Choice h{1, unsigned(i), Decision::Host, 0, hostSeconds(p), at, {}};
           for (const Freed &f : p.freed)
@@ -1657,10 +1663,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
             const ParamCandidate &p = params[a];
             if (p.decision != Decision::Keep || p.banned || a == r)
               continue;
-            int64_t freedAtPeak = 0;
-            for (const Freed &f : p.freed)
-              if (f.lo <= peakAt && peakAt <= f.hi)
-                freedAtPeak += f.bytes;
+            int64_t freedAtPeak = bytesFreedAt(p.freed, peakAt);
             if (freedAtPeak <= 0)
               continue;
             double price = ownSeconds(p) / double(std::min(freedAtPeak, excess));
@@ -2054,14 +2057,16 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     // Transformer example at 46% of its arena simulated 8% slower and
     // resnet18 at 54% 22% faster; with the re-plan, resnet18 at 54% 1.2%
     // slower and the gpt example at 40% 0.6% faster.)
-    HostMoves chosenMoves = HostMoves::None;
+    // The plan the last run returned, for the report and the calibration.
+    auto logRun = [&](const Materialized &plan, const Timeline &tl) {
+      runLogs.back().seconds = tl.stepSeconds;
+      runLogs.back().arena = plan.arenaBytes;
+      runLogs.back().stallRatio = stallRatio(tl);
+    };
     Timeline chosenTimeline = chosen ? simulateTimeline(chosen->fn, model) : Timeline();
     size_t keptRun = 0;
-    if (chosen) {
-      runLogs.back().seconds = chosenTimeline.stepSeconds;
-      runLogs.back().arena = chosen->arenaBytes;
-      runLogs.back().stallRatio = stallRatio(chosenTimeline);
-    }
+    if (chosen)
+      logRun(*chosen, chosenTimeline);
     // One more run from the same start; its plan is kept when it fits and
     // simulates faster.
     auto runAgain = [&](HostMoves moves) -> LogicalResult {
@@ -2071,16 +2076,12 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       if (failed(other))
         return failure();
       Timeline timeline = *other ? simulateTimeline((*other)->fn, model) : Timeline();
-      if (*other) {
-        runLogs.back().seconds = timeline.stepSeconds;
-        runLogs.back().arena = (*other)->arenaBytes;
-        runLogs.back().stallRatio = stallRatio(timeline);
-      }
+      if (*other)
+        logRun(**other, timeline);
       if (*other && timeline.stepSeconds < chosenTimeline.stepSeconds) {
         chosen->holder.erase();
         chosen = **other;
         chosenTimeline = timeline;
-        chosenMoves = moves;
         keptRun = runLogs.size() - 1;
       } else {
         if (*other)
