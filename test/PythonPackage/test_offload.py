@@ -9,9 +9,14 @@ errors, the .pt2 in the workdir).
 
 Reference: PyTorch's own eager training loop (torch.nn.functional losses,
 torch.optim) from the same initial weights. Tolerances (fp32, same math in a
-possibly different summation order): loss and parameters relative 1e-5 of
-max(|ref|, 1e-2) per tensor after one step, 1e-4 after several; gradients
-1e-4 relative to max|ref grad|.
+possibly different summation order): after one step, the loss relative 1e-5
+and gradients 1e-4 relative to max|ref grad| of PyTorch's fp32 step. Over
+several steps two fp32 runs need not agree to a fixed tolerance (a rounding
+difference that depends on the CPU's BLAS kernels grows with every step), so
+multi-step losses and parameters are judged against PyTorch's float64 run of
+the same steps: our error at most 4 x PyTorch fp32's own error against it, or
+1e-5 (losses) / 1e-4 (parameters, relative to max(|ref|, 1e-2)), whichever is
+larger (offload.testing; issue 27).
 """
 import copy
 import os
@@ -24,6 +29,7 @@ import torch.nn.functional as F
 
 import offload
 from offload.compiler import resolve_exporter, torch_version
+from offload.testing import judge_tensors, judge_trajectory
 
 torch.set_num_threads(1)
 
@@ -55,40 +61,64 @@ def rel_err(a, b, floor=1e-2):
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), floor))
 
 
-def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy):
-    """Losses of PyTorch's own loop on `batches`; `model` is trained in place."""
+def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy, dtype=torch.float32):
+    """Losses of PyTorch's own loop on `batches` with `model` and the batches'
+    floating-point tensors in `dtype`; `model` is converted and trained in place.
+    loss_fn None: the model returns its loss from (x, y)."""
+    model.to(dtype)
     opt = opt_spec.torch(model.parameters())
     model.train()
     out = []
     for x, y in batches:
+        x, y = (t.to(dtype) if t.is_floating_point() else t for t in (x, y))
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss = model(x, y) if loss_fn is None else loss_fn(model(x), y)
         loss.backward()
         opt.step()
         out.append(float(loss))
     return out
 
 
+def torch_runs(model, opt_spec, batches, loss_fn=F.cross_entropy):
+    """PyTorch's loop on copies of `model` in fp32 and in float64: ((losses,
+    trained copy) in fp32, (losses, trained copy) in float64)."""
+    runs = []
+    for dtype in (torch.float32, torch.float64):
+        ref = copy.deepcopy(model)
+        runs.append((torch_losses(ref, opt_spec, batches, loss_fn, dtype), ref))
+    return runs
+
+
+def assert_like_float64(ours_losses, ours_state, runs):
+    """Our losses and floating-point state (name -> tensor) judged against the
+    float64 run of `runs` (torch_runs) by offload.testing's rule."""
+    (l32, r32), (l64, r64) = runs
+    v = judge_trajectory(ours_losses, l32, l64, floor=1e-5)
+    assert v.ok, f"losses: {v} (ours {ours_losses}, fp32 {l32}, f64 {l64})"
+    sd32, sd64 = r32.state_dict(), r64.state_dict()
+    names = [n for n, p in sd64.items() if p.dtype.is_floating_point]
+    v = judge_tensors(ours_state, sd32, {n: sd64[n] for n in names}, floor=1e-4)
+    assert v.ok, f"state after {len(ours_losses)} steps: {v}"
+
+
 def train_like_torch(model, batches, opt, exporter, loss="cross_entropy",
                      loss_fn=F.cross_entropy):
     """Compiles `model` on batches[0], trains it on `batches` beside PyTorch's
-    own loop on a copy, and checks that the losses agree (rtol 1e-4, atol
-    1e-6) and that state_dict() has PyTorch's names in PyTorch's order, its
-    floating-point tensors within rel_err 1e-4 and the others (batch norm's
-    num_batches_tracked) equal. Returns (step, its state_dict, PyTorch's
-    trained copy)."""
-    ref = copy.deepcopy(model)
+    own loop on copies in fp32 and float64, and checks the losses and the
+    floating-point tensors of state_dict() against the float64 run
+    (assert_like_float64), that state_dict() has PyTorch's names in PyTorch's
+    order, and that the others (batch norm's num_batches_tracked) are equal.
+    Returns (step, its state_dict, PyTorch's fp32 trained copy)."""
+    runs = torch_runs(model, opt, batches, loss_fn)
     step = offload.compile(model, batches[0], loss=loss, optimizer=opt, exporter=exporter,
                            verbose=False)
     ours = [step(x, y) for x, y in batches]
-    theirs = torch_losses(ref, opt, batches, loss_fn=loss_fn)
-    assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-6), (ours, theirs)
     sd = step.state_dict()
+    ref = runs[0][1]
     assert list(sd) == list(ref.state_dict())
+    assert_like_float64(ours, sd, runs)
     for name, p in ref.state_dict().items():
-        if p.dtype.is_floating_point:
-            assert rel_err(sd[name], p) <= 1e-4, name
-        else:
+        if not p.dtype.is_floating_point:
             assert torch.equal(sd[name], p), (name, sd[name], p)
     return step, sd, ref
 
@@ -120,15 +150,12 @@ def test_first_step_loss_and_gradients_match_torch(sgd_step):
     for name, g in grads.items():
         assert g.shape == ref_grads[name].grad.shape, name
         assert rel_err(g, ref_grads[name].grad, 1e-5) <= 1e-4, name
-    # Four more steps on other batches: losses and parameters follow torch.optim.
+    # Four more steps on other batches: losses and parameters follow torch.optim
+    # (judged against its float64 run).
     batches = [batch(0)] + [batch(s) for s in range(1, 5)]
-    ref_curve = torch_losses(r_fresh := copy.deepcopy(ref), offload.SGD(lr=0.1, momentum=0.9),
-                             batches)
+    runs = torch_runs(ref, offload.SGD(lr=0.1, momentum=0.9), batches)
     ours = [loss] + [step(bx, by) for bx, by in batches[1:]]
-    assert np.allclose(ours, ref_curve, rtol=1e-4, atol=1e-6), (ours, ref_curve)
-    sd = step.state_dict()
-    for name, p in r_fresh.state_dict().items():
-        assert rel_err(sd[name], p) <= 1e-4, name
+    assert_like_float64(ours, step.state_dict(), runs)
 
 
 def test_adamw_matches_torch(exporter):
@@ -262,15 +289,8 @@ def test_model_returning_its_loss(exporter):
                            exporter=exporter, verbose=False)
     assert step.input_names == ["x", "y"]
     ours = [step(x, y) for _ in range(3)]
-    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    theirs = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = ref(x, y)
-        loss.backward()
-        opt.step()
-        theirs.append(float(loss))
-    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-6), (ours, theirs)
+    runs = torch_runs(ref, offload.SGD(lr=0.1), [(x, y)] * 3, loss_fn=None)
+    assert_like_float64(ours, step.state_dict(), runs)
     with pytest.raises(offload.CompileError, match="not a scalar loss.*give the target as the "
                        "last example input"):
         offload.compile(nn.Linear(16, 4), (x,), loss=None, exporter=exporter, verbose=False)
