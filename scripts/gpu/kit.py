@@ -80,12 +80,33 @@ class Part:
         return 0
 
 
+# OpenBLAS's kernels for one CPU type on every machine: the host backend's
+# results (the carried references, the host side of the gtests) then do not
+# depend on the CPU they ran on (prepare.py made the references with these).
+BLAS_ENV = {"OPENBLAS_CORETYPE": "Haswell"}
+
+
 def bin_env():
     """The environment of our binaries: LD_LIBRARY_PATH = the bundle's
-    libraries and the CUDA libraries run.sh located."""
-    e = dict(os.environ)
+    libraries and the CUDA libraries run.sh located; OpenBLAS pinned."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    e.update(BLAS_ENV)
     e["LD_LIBRARY_PATH"] = ENV("KIT_LD_PATH", "")
     return e
+
+
+RUNNING = set()
+
+
+def _on_term(signum, frame):
+    """run.sh's `timeout` ended this part: end the commands it started (each
+    runs in its own process group) and leave with 124."""
+    for p in list(RUNNING):
+        try:
+            os.killpg(p.pid, 9)
+        except OSError:
+            pass
+    os._exit(124)
 
 
 def run_cmd(cmd, timeout, env=None, log=None):
@@ -98,6 +119,7 @@ def run_cmd(cmd, timeout, env=None, log=None):
                              start_new_session=True)
     except OSError as e:
         return 127, "cannot run %s: %s" % (cmd[0], e), 0.0
+    RUNNING.add(p)
     try:
         out, _ = p.communicate(timeout=timeout)
         rc = p.returncode
@@ -109,6 +131,8 @@ def run_cmd(cmd, timeout, env=None, log=None):
         out, _ = p.communicate()
         rc = 124
         out = (out or b"") + ("\n[kit: killed after %.0f s]\n" % timeout).encode()
+    finally:
+        RUNNING.discard(p)
     text = out.decode("utf-8", "replace") if out else ""
     secs = now() - t0
     if log:
@@ -705,7 +729,7 @@ def part_copy():
 # ---------------------------------------------------------------------------
 # Report: results.json, results.md and the summary printed last
 # ---------------------------------------------------------------------------
-ORDER = ["versions", "gtests", "plans", "copy", "sbs", "memcheck"]
+ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy"]  # the issue's order
 TITLES = {"versions": "1. device, driver, libraries", "gtests": "2. Cuda* gtests",
           "memcheck": "2. compute-sanitizer memcheck", "plans": "3. carried plans vs host",
           "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput"}
@@ -904,6 +928,8 @@ def main(argv):
     if cmd not in table:
         print("kit.py: unknown part %r (see --help)" % cmd, file=sys.stderr)
         return 2
+    import signal
+    signal.signal(signal.SIGTERM, _on_term)
     try:
         return table[cmd]()
     except Exception as e:  # noqa: BLE001 (recorded: the run goes on with the next part)
