@@ -306,8 +306,8 @@ def part_versions():
         for so, path in libs.items():
             if path == "not found":
                 problems.append("%s: %s not found" % (b, so))
-            elif not (path.startswith(os.path.realpath(env_path("KIT_WORK"))) or
-                      path.startswith(env_path("KIT_WORK")) or so in CUDA_LIBS or SYSTEM_OK.match(so)):
+            elif not (os.path.realpath(path).startswith(os.path.realpath(bundle) + os.sep) or
+                      path.startswith(bundle + os.sep) or so in CUDA_LIBS or SYSTEM_OK.match(so)):
                 problems.append("%s: %s resolves to the system's %s, which the GPU machine may lack "
                                 "(not carried)" % (b, so, path))
     info["libraries"] = {so: p for so, p in resolved["offload-run"].items()
@@ -606,6 +606,84 @@ def median_after_first(steps, key):
     return statistics.median(xs) if xs else None
 
 
+def sbs_model(name, d, meta, backend, device, steps, budget_s, rows, part):
+    """Our two plans and PyTorch's two variants of one model; appends a row
+    per variant to `rows`. Returns True when something failed."""
+    exe = os.path.join(env_path("KIT_BIN"), "offload-run")
+    t_model = now()
+    failed = False
+    work = os.path.join(env_path("KIT_WORK"), "sbs", name)
+    try:
+        p, i, _, gsecs = generate(d, work)
+    except Exception as e:  # noqa: BLE001
+        rows.append({"model": name, "variant": "-", "error": "generating failed: %s" % e})
+        return True
+    log = log_path("sbs-" + name)
+    sim = meta["simulated_seconds"]
+    for plan in ("unplanned", "planned"):
+        row = {"model": name, "variant": "offload " + plan, "params": meta["parameters"]}
+        rows.append(row)
+        left = budget_s - (now() - t_model)
+        if left < 15:
+            row["error"] = "out of time"
+            failed = True
+            part.save()
+            continue
+        cmd = [exe, os.path.join(d, plan + ".oflp"), "--backend", backend, "--threads",
+               "8" if backend == "cuda" else "1", "--steps", str(steps), "--params", p, "--inputs", i]
+        cmd += ["--workspace-bytes", str(meta["workspace_bytes"])] if plan == "unplanned" \
+            else ["--device-bytes", str(meta["budget_bytes"])]
+        rc, out, secs = run_cmd(cmd, min(left * 0.3, 150), env=bin_env(), log=log)
+        r = parse_run(out)
+        row.update(exit=rc, wall_seconds=round(secs, 1),
+                   budget=meta["budget_bytes"] if plan == "planned" else None,
+                   peak=r["measured_peak"], planned_peak=r["planned_peak"],
+                   step_seconds=median_after_first(r["steps"], "seconds"),
+                   instructions_seconds=median_after_first(r["steps"], "instructions_seconds"),
+                   loss_first=r["steps"][0]["loss"] if r["steps"] else None,
+                   simulated_seconds=sim.get(plan), steps_run=len(r["steps"]))
+        if rc != 0:
+            row["error"] = error_line(out)
+            failed = True
+        elif r["measured_peak"] != r["planned_peak"] or (
+                plan == "planned" and r["measured_peak"] > meta["budget_bytes"]):
+            row["error"] = "peak: planned %s measured %s budget %s" % (
+                r["planned_peak"], r["measured_peak"], meta["budget_bytes"])
+            failed = True
+        part.save()
+    left = budget_s - (now() - t_model)
+    tjson = os.path.join(work, "torch.json")
+    if left < 20:
+        rows.append({"model": name, "variant": "pytorch", "error": "out of time"})
+        failed = True
+    else:
+        rc, out, secs = run_cmd([sys.executable, os.path.join(HERE, "torch_side.py"), "sbs",
+                                 "--model", name, "--params", p, "--inputs", i, "--steps", str(steps),
+                                 "--device", device, "--out", tjson], left - 2, log=log)
+        got = json.load(open(tjson)) if os.path.exists(tjson) else {}
+        ours_loss = rows[-2].get("loss_first") if len(rows) >= 2 else None
+        for v in ("eager", "checkpoint"):
+            tv = got.get("variants", {}).get(v)
+            row = {"model": name, "variant": "pytorch " + v, "params": meta["parameters"]}
+            if tv and not tv.get("error") and tv.get("steps"):
+                row.update(peak=tv.get("peak"), step_seconds=median_after_first(tv["steps"], "seconds"),
+                           loss_first=tv["steps"][0]["loss"], reserved_peak=tv.get("reserved_peak"),
+                           steps_run=len(tv["steps"]))
+                if ours_loss is not None:
+                    # Same weights, same batch: the first losses agree to
+                    # rounding unless the plans compute another function.
+                    row["loss_rel_diff_vs_offload"] = abs(row["loss_first"] - ours_loss) / max(
+                        abs(ours_loss), 1e-30)
+            else:
+                row["error"] = ((tv or {}).get("error") or "exit %d: %s" % (rc, tail(out, 3)))[:500]
+                failed = True
+            rows.append(row)
+        part.set(torch=got.get("torch"))
+    shutil.rmtree(work, ignore_errors=True)
+    part.save()
+    return failed
+
+
 def part_sbs():
     part = Part("sbs")
     backend = ENV("KIT_BACKEND")
@@ -615,102 +693,49 @@ def part_sbs():
     rows = []
     part.set(rows=rows, steps=SBS_STEPS)
     models = bundle_models("sbs")
-    if backend != "cuda":
-        # No GPU: check that the plans load and that the CUDA backend has a
-        # kernel for every op, and run the PyTorch script's code on the CPU
-        # at its tiny trace shapes (so a Python error shows here).
-        checks = {}
-        for name, d, meta in models:
-            for plan in ("unplanned", "planned"):
-                rc, out, _ = run_cmd([exe, os.path.join(d, plan + ".oflp"), "--check", "--backend",
-                                      "cuda"], 60, env=bin_env(), log=log_path("sbs"))
-                checks["%s %s --check --backend cuda" % (name, plan)] = (
-                    "ok" if rc == 0 else "exit %d: %s" % (rc, tail(out, 2)))
-        dry = {}
-        for name, d, meta in models:
-            if remaining() < 30:
-                dry[name] = "not run: out of time"
-                continue
-            rc, out, secs = run_cmd([py, torch_side, "sbs", "--model", name, "--dry-run",
-                                     "--out", os.path.join(env_path("KIT_WORK"), "dry-%s.json" % name)],
-                                    min(180, remaining(reserve=5)), log=log_path("sbs"))
-            dry[name] = "ok (%.1f s)" % secs if rc == 0 else "exit %d: %s" % (rc, tail(out, 4))
-        bad = [k for k, v in list(checks.items()) + list(dry.items()) if not v.startswith("ok")]
-        return part.done("fail" if bad else "skipped",
-                         reason="no GPU (host backend): the side-by-side runs need CUDA; the plans "
-                                "were checked with offload-run --check --backend cuda and the PyTorch "
-                                "script dry-ran on the CPU",
-                         plan_checks=checks, dry_run=dry, problems=bad)
-    failed = False
-    for idx, (name, d, meta) in enumerate(models):
-        left_models = len(models) - idx
-        budget_s = remaining(reserve=2) / left_models
-        t_model = now()
-        work = os.path.join(env_path("KIT_WORK"), "sbs", name)
-        try:
-            p, i, _, gsecs = generate(d, work)
-        except Exception as e:  # noqa: BLE001
-            rows.append({"model": name, "variant": "-", "error": "generating failed: %s" % e})
-            failed = True
-            continue
-        log = log_path("sbs-" + name)
-        sim = meta["simulated_seconds"]
+    if backend == "cuda":
+        failed = False
+        for idx, (name, d, meta) in enumerate(models):
+            budget_s = remaining(reserve=2) / (len(models) - idx)
+            failed |= sbs_model(name, d, meta, "cuda", "cuda", SBS_STEPS, budget_s, rows, part)
+        return part.done("fail" if failed else "ok")
+    # No GPU. (1) The side-by-side plans load and the CUDA backend has a
+    # kernel for every op; (2) the PyTorch script runs on the CPU at the tiny
+    # trace shapes; (3) the whole side-by-side code path runs on the host
+    # backend and the CPU with two example models (so a Python error shows
+    # here, not there).
+    checks = {}
+    for name, d, meta in models:
         for plan in ("unplanned", "planned"):
-            row = {"model": name, "variant": "offload " + plan, "params": meta["parameters"]}
-            rows.append(row)
-            left = budget_s - (now() - t_model)
-            if left < 15:
-                row["error"] = "out of time"
-                failed = True
-                part.save()
-                continue
-            cmd = [exe, os.path.join(d, plan + ".oflp"), "--backend", "cuda", "--threads", "8",
-                   "--steps", str(SBS_STEPS), "--params", p, "--inputs", i]
-            cmd += ["--workspace-bytes", str(meta["workspace_bytes"])] if plan == "unplanned" \
-                else ["--device-bytes", str(meta["budget_bytes"])]
-            rc, out, secs = run_cmd(cmd, min(left * 0.3, 150), env=bin_env(), log=log)
-            r = parse_run(out)
-            row.update(exit=rc, wall_seconds=round(secs, 1),
-                       budget=meta["budget_bytes"] if plan == "planned" else None,
-                       peak=r["measured_peak"], planned_peak=r["planned_peak"],
-                       step_seconds=median_after_first(r["steps"], "seconds"),
-                       instructions_seconds=median_after_first(r["steps"], "instructions_seconds"),
-                       loss_first=r["steps"][0]["loss"] if r["steps"] else None,
-                       simulated_seconds=sim.get(plan), steps_run=len(r["steps"]))
-            if rc != 0:
-                row["error"] = error_line(out)
-                failed = True
-            elif r["measured_peak"] != r["planned_peak"] or (
-                    plan == "planned" and r["measured_peak"] > meta["budget_bytes"]):
-                row["error"] = "peak: planned %s measured %s budget %s" % (
-                    r["planned_peak"], r["measured_peak"], meta["budget_bytes"])
-                failed = True
-            part.save()
-        left = budget_s - (now() - t_model)
-        tjson = os.path.join(work, "torch.json")
-        if left < 20:
-            rows.append({"model": name, "variant": "pytorch", "error": "out of time"})
-            failed = True
-        else:
-            rc, out, secs = run_cmd([py, torch_side, "sbs", "--model", name, "--params", p,
-                                     "--inputs", i, "--steps", str(SBS_STEPS), "--out", tjson],
-                                    left - 2, log=log)
-            got = json.load(open(tjson)) if os.path.exists(tjson) else {}
-            for v in ("eager", "checkpoint"):
-                tv = got.get("variants", {}).get(v)
-                row = {"model": name, "variant": "pytorch " + v, "params": meta["parameters"]}
-                if tv and not tv.get("error"):
-                    row.update(peak=tv["peak"], step_seconds=median_after_first(tv["steps"], "seconds"),
-                               loss_first=tv["steps"][0]["loss"] if tv["steps"] else None,
-                               reserved_peak=tv.get("reserved_peak"), steps_run=len(tv["steps"]))
-                else:
-                    row["error"] = (tv or {}).get("error") or "exit %d: %s" % (rc, tail(out, 3))
-                    failed = True
-                rows.append(row)
-            part.set(torch=got.get("torch"))
-        shutil.rmtree(work, ignore_errors=True)
-        part.save()
-    return part.done("fail" if failed else "ok")
+            rc, out, _ = run_cmd([exe, os.path.join(d, plan + ".oflp"), "--check", "--backend",
+                                  "cuda"], 60, env=bin_env(), log=log_path("sbs"))
+            checks["%s %s --check --backend cuda" % (name, plan)] = (
+                "ok" if rc == 0 else "exit %d: %s" % (rc, tail(out, 2)))
+    dry = {}
+    for name, d, meta in models:
+        if remaining() < 30:
+            dry[name] = "not run: out of time"
+            continue
+        rc, out, secs = run_cmd([py, torch_side, "sbs", "--model", name, "--dry-run",
+                                 "--out", os.path.join(env_path("KIT_WORK"), "dry-%s.json" % name)],
+                                min(180, remaining(reserve=5)), log=log_path("sbs"))
+        dry[name] = "ok (%.1f s)" % secs if rc == 0 else "exit %d: %s" % (rc, tail(out, 4))
+    st_rows = []
+    part.set(plan_checks=checks, dry_run=dry, self_test_rows=st_rows)
+    self_test = [m for m in bundle_models("example") if m[0] in ("resnet18", "gpt")]
+    failed = False
+    for idx, (name, d, meta) in enumerate(self_test):
+        budget_s = min(120.0, remaining(reserve=2) / (len(self_test) - idx))
+        failed |= sbs_model(name, d, meta, "host", "cpu", 3, budget_s, st_rows, part)
+    bad = [k for k, v in list(checks.items()) + list(dry.items()) if not v.startswith("ok")]
+    bad += ["self-test %s %s: %s" % (r["model"], r["variant"], r["error"])
+            for r in st_rows if r.get("error")]
+    return part.done("fail" if bad else "skipped",
+                     reason="no GPU (host backend): the side-by-side runs need CUDA; the plans "
+                            "passed offload-run --check --backend cuda, the PyTorch script "
+                            "dry-ran on the CPU, and the code path ran with resnet18 and gpt on "
+                            "the host backend and the CPU",
+                     problems=bad)
 
 
 def part_copy():
@@ -808,6 +833,8 @@ def one_line(name, d):
     if name == "copy":
         return "h2d %.1f GB/s, d2h %.1f GB/s pinned (link %s)" % (
             d.get("h2d_gbps") or 0, d.get("d2h_gbps") or 0, d.get("link", "?"))
+    if name == "sbs" and d.get("problems"):
+        return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
         return "%d rows%s" % (len(d.get("rows", [])), "; errors in: " + ", ".join(
             "%s %s" % (r["model"], r["variant"]) for r in d.get("rows", []) if r.get("error"))
@@ -860,18 +887,27 @@ def markdown(parts, kit):
     if "sbs" in parts:
         d = parts["sbs"]
         L += ["", "## 4. Side by side (same GPU; median of steps 2-%d)" % d.get("steps", SBS_STEPS), ""]
-        if d.get("rows"):
-            L += ["| model | variant | step | instructions | simulated h100-sxm | peak | budget | loss step 1 | note |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-            for r in d["rows"]:
-                L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        def table(rows):
+            out = ["| model | variant | step | instructions | simulated h100-sxm | peak | budget | "
+                   "loss step 1 | note |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            for r in rows:
+                note = r.get("error") or ""
+                if r.get("loss_rel_diff_vs_offload") is not None:
+                    note += "loss vs offload unplanned %.1e" % r["loss_rel_diff_vs_offload"]
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     r["model"], r["variant"], ms(r.get("step_seconds")), ms(r.get("instructions_seconds")),
                     ms(r.get("simulated_seconds")), gib(r.get("peak")), gib(r.get("budget")),
-                    r.get("loss_first", "-"), (r.get("error") or "").replace("|", "/")[:200]))
+                    r.get("loss_first", "-"), " ".join(note.replace("|", "/").split())[:200]))
+            return out
+        if d.get("rows"):
+            L += table(d["rows"])
         else:
             L.append(d.get("reason", ""))
             for k, v in list(d.get("plan_checks", {}).items()) + list(d.get("dry_run", {}).items()):
                 L.append("- %s: %s" % (k, v))
+            if d.get("self_test_rows"):
+                L += ["", "Self-test of the code path (host backend and PyTorch on the CPU; the "
+                      "figures say nothing about a GPU):", ""] + table(d["self_test_rows"])
     if "copy" in parts:
         d = parts["copy"]
         L += ["", "## 5. Pinned host<->device copies", ""]

@@ -55,8 +55,8 @@ def wrap_checkpoint(container, j):
             super().__init__()
             self.m = m
 
-        def forward(self, x):
-            return cp.checkpoint(self.m, x, use_reentrant=False)
+        def forward(self, *args, **kwargs):
+            return cp.checkpoint(self.m, *args, use_reentrant=False, **kwargs)
 
     container[j] = Checkpointed(inner)
 
@@ -68,13 +68,17 @@ def sbs(a):
     import models
     import gen
 
-    dev = torch.device("cpu" if a.dry_run else "cuda")
+    dev = torch.device("cpu" if a.dry_run else a.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = False
-    info = {"torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+    try:
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception as e:  # noqa: BLE001 (e.g. "cuDNN version incompatibility")
+        cudnn = "error: %s" % str(e)[:200]
+    info = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn,
             "device": torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu",
+            "threads": torch.get_num_threads(),
             "tf32": False, "model": a.model}
     out = {"torch": info, "variants": {}}
     write(a.out, out)
@@ -214,6 +218,8 @@ def main(argv=None):
     s.add_argument("--inputs")
     s.add_argument("--steps", type=int, default=5)
     s.add_argument("--dry-run", action="store_true")
+    s.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="cpu: the kit's rehearsal (no peak figures)")
     s.add_argument("--out", required=True)
     c = sub.add_parser("copy", help="pinned copy throughput")
     c.add_argument("--mib", type=int, default=256)
