@@ -258,10 +258,11 @@ def ldd(binary):
             libs[m.group(1)] = m.group(2) if m.group(2) != "not" else "not found"
         elif "not found" in line:
             libs[line.split()[0]] = "not found"
-    if "not found" in out:
-        for line in out.splitlines():
-            if "not found" in line:
-                libs[line.split()[0]] = "not found"
+    # "version `GLIBCXX_3.4.30' not found (required by ...)": a C++ runtime
+    # older than the one the binaries were built against.
+    for line in out.splitlines():
+        if "version `" in line and "not found" in line:
+            libs["(version) " + line.strip()[:160]] = "not found"
     return rc, libs
 
 
@@ -377,7 +378,7 @@ def part_gtests():
             results.append({"test": name, "result": "not run", "why": "out of time"})
             continue
         rc, out, secs = run_cmd([exe, "--gtest_filter=" + name, "--gtest_color=no"],
-                                min(90, left), env=bin_env(), log=log)
+                                min(60, left), env=bin_env(), log=log)
         if "[  SKIPPED ]" in out and rc == 0:
             m = re.search(r"Skipped\n(.*)\n", out)
             res = {"result": "skipped", "why": (m.group(1) if m else "").strip()[:300]}
@@ -395,10 +396,12 @@ def part_gtests():
     counts = {k: sum(1 for r in results if r["result"] == k)
               for k in ("passed", "failed", "skipped", "timeout", "not run")}
     bad = counts["failed"] + counts["timeout"] + counts["not run"]
+    note = None
     # On a GPU a skip means the tests did not see the device: a failure.
-    if cuda:
+    if cuda and counts["skipped"]:
         bad += counts["skipped"]
-    return part.done("fail" if bad else "ok", counts=counts)
+        note = "a skip on the GPU machine counts as a failure"
+    return part.done("fail" if bad else "ok", counts=counts, note=note)
 
 
 def find_sanitizer():
@@ -471,13 +474,28 @@ def dump_hashes(path):
     return {n: hashlib.sha256(np.ascontiguousarray(z[n]).tobytes()).hexdigest() for n in z.files}
 
 
+# A gradient smaller than this fraction of the model's largest is compared
+# as if it were that large: such a gradient is rounding noise around an exact
+# zero (gpt's attention key biases: softmax does not change when a row of
+# scores shifts, so d loss / d k.bias = 0 and the host's values are ~4e-10
+# next to a largest gradient of 0.25). With the 1e-5 floor of
+# python/pipeline.py's max_rel_diff alone, two host runs that differ only in
+# OpenBLAS's kernels (AVX2 vs AVX-512) already differ by 9.6e-5 there, and by
+# 3.9e-6 with this floor. The strict figure is reported beside it.
+NOISE_FLOOR = 1e-3
+
+
 def compare_ref(dump_path, model_dir, meta):
-    """Largest max|ours - host| / max(max|host|, 1e-5) over the carried
-    loss and gradients (sampled as carried), with the worst name."""
+    """(largest max|ours - host| / max(max|host|, NOISE_FLOOR * the largest
+    max|host| of the model's gradients), its name, missing names, the same
+    with the floor 1e-5 of python/pipeline.py) over the carried loss and
+    gradients, sampled as carried."""
     import numpy as np
     ours = np.load(dump_path)
     ref = np.load(os.path.join(model_dir, "ref.npz"))
-    worst, worst_name, missing = 0.0, "", []
+    scale = max([rm["max_abs"] for n, rm in meta["reference"].items() if n.startswith("grad:")]
+                or [0.0])
+    worst, worst_name, missing, strict = 0.0, "", [], 0.0
     for n, rm in meta["reference"].items():
         if n not in ours.files:
             missing.append(n)
@@ -493,10 +511,13 @@ def compare_ref(dump_path, model_dir, meta):
             continue
         if not a.size:
             continue
-        err = float(np.max(np.abs(a - r))) / max(rm["max_abs"], 1e-5)
+        diff = float(np.max(np.abs(a - r)))
+        floor = NOISE_FLOOR * scale if n.startswith("grad:") else 0.0
+        err = diff / max(rm["max_abs"], floor, 1e-30)
+        strict = max(strict, diff / max(rm["max_abs"], 1e-5))
         if not err <= worst:
             worst, worst_name = err, n
-    return worst, worst_name, missing
+    return worst, worst_name, missing, strict
 
 
 def compare_dumps(a_path, b_path):
@@ -526,7 +547,9 @@ def part_plans():
     backend = ENV("KIT_BACKEND")
     exe = os.path.join(env_path("KIT_BIN"), "offload-run")
     rows = []
-    part.set(backend=backend, models=rows, rtol=RTOL)
+    part.set(backend=backend, models=rows, rtol=RTOL,
+             metric="per tensor max|ours - host| / max(max|host|, %g x the model's largest "
+                    "gradient); rel_err_vs_host_strict: floor 1e-5 (python/pipeline.py)" % NOISE_FLOOR)
     failed = False
     for name, d, meta in bundle_models("example"):
         row = {"model": name, "budget": meta["budget_bytes"], "runs": {}, "checks": {}}
@@ -565,9 +588,10 @@ def part_plans():
                 if rc != 0:
                     continue
                 if k == 1:
-                    err, worst, missing = compare_ref(dump, d, meta)
+                    err, worst, missing, strict = compare_ref(dump, d, meta)
                     row["checks"]["%s vs host within %g" % (plan, RTOL)] = err <= RTOL and not missing
                     r["rel_err_vs_host"] = err
+                    r["rel_err_vs_host_strict"] = strict
                     r["worst"] = worst
                     if missing:
                         r["missing"] = missing[:10]
@@ -777,9 +801,9 @@ def load_parts():
             data["time_limit"] = status.get("limit")
             if status.get("exit") == 124:
                 data["status"] = "timeout"
-            elif status.get("skipped"):
-                data["status"] = "skipped"
-                data.setdefault("reason", status.get("skipped"))
+            elif status.get("not_run"):
+                data["status"] = "not run"
+                data.setdefault("reason", status.get("not_run"))
             elif data.get("status") in (None, "running"):
                 data["status"] = "error"
                 data.setdefault("reason", "the part ended (exit %s) before recording a result"
@@ -799,14 +823,15 @@ def ms(s):
 def one_line(name, d):
     """The summary line of a part."""
     st = d.get("status", "?")
-    if st in ("skipped", "error", "timeout") and d.get("reason"):
+    if st in ("skipped", "error", "timeout", "not run") and d.get("reason"):
         return d["reason"][:160]
     if name == "versions":
         i = d.get("info", {})
         t = i.get("torch", {})
         lo = i.get("loaded", {})
+        smi = (i.get("nvidia_smi") or "").split(",")[0]
         s = "%s; driver %s; cudart %s; cuBLAS %s; cuDNN %s; torch %s" % (
-            (i.get("nvidia_smi") or "").split(",")[0] or t.get("device", "no GPU"),
+            "no nvidia-smi" if smi in ("", "not found") else smi,
             i.get("driver_cuda_version") or lo.get("cudaDriverGetVersion"),
             lo.get("cudaRuntimeGetVersion"), lo.get("cublas"), lo.get("cudnnGetVersion"),
             t.get("torch"))
@@ -817,7 +842,8 @@ def one_line(name, d):
         c = d.get("counts") or {}
         s = ", ".join("%d %s" % (v, k) for k, v in c.items() if v)
         bad = [t["test"] for t in d.get("tests", []) if t["result"] not in ("passed", "skipped")]
-        return s + ("; not passed: " + ", ".join(bad)[:200] if bad else "")
+        return s + ("; not passed: " + ", ".join(bad)[:200] if bad else "") + (
+            " (%s)" % d["note"] if d.get("note") else "")
     if name == "memcheck":
         return "; ".join("%s: %s%s" % (r["run"][:40], r["result"],
                                        "" if r.get("errors") is None else " (%s errors)" % r["errors"])
@@ -831,8 +857,13 @@ def one_line(name, d):
                                                "; " + ", ".join(bad)[:120] if bad else ""))
         return "; ".join(out)
     if name == "copy":
-        return "h2d %.1f GB/s, d2h %.1f GB/s pinned (link %s)" % (
-            d.get("h2d_gbps") or 0, d.get("d2h_gbps") or 0, d.get("link", "?"))
+        pub = d.get("published_gbps_per_direction")
+        pct = lambda v: " (%.0f%%)" % (100.0 * v / pub) if pub and v else ""
+        return "pinned h2d %.1f GB/s%s, d2h %.1f GB/s%s, both at once %.1f GB/s each; %s: %s GB/s " \
+               "per direction published; h100-sxm target 45" % (
+                   d.get("h2d_gbps") or 0, pct(d.get("h2d_gbps")), d.get("d2h_gbps") or 0,
+                   pct(d.get("d2h_gbps")), d.get("both_directions_gbps_each") or 0, d.get("link", "?"),
+                   pub if pub else "?")
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
@@ -868,6 +899,9 @@ def markdown(parts, kit):
                 L += ["```", r["why"], "```"]
     if "plans" in parts:
         L += ["", "## 3. Carried plans (loss and gradients vs the host backend, rtol %g)" % RTOL, "",
+              "Relative error per tensor: max|ours - host| / max(max|host|, %g x the model's largest "
+              "gradient), the largest over the loss and the gradients (in parentheses: with the floor "
+              "1e-5 of python/pipeline.py instead, and the worst tensor)." % NOISE_FLOOR, "",
               "| model | run | exit | loss | planned peak | measured peak | budget | rel err vs host | step s |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in parts["plans"].get("models", []):
@@ -876,7 +910,8 @@ def markdown(parts, kit):
                 L.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     r["model"], k, x.get("exit"), st[0].get("loss"), x.get("planned_peak"),
                     x.get("measured_peak"), r["budget"] if k.startswith("planned") else "-",
-                    "%.2e" % x["rel_err_vs_host"] if "rel_err_vs_host" in x else "-",
+                    "%.2e (%.2e, %s)" % (x["rel_err_vs_host"], x["rel_err_vs_host_strict"], x["worst"])
+                    if "rel_err_vs_host" in x else "-",
                     st[0].get("seconds")))
             for c, v in r.get("checks", {}).items():
                 L.append("| %s | check: %s | | %s | | | | | |" % (r["model"], c, "ok" if v else "**FAIL**"))
@@ -888,15 +923,19 @@ def markdown(parts, kit):
         d = parts["sbs"]
         L += ["", "## 4. Side by side (same GPU; median of steps 2-%d)" % d.get("steps", SBS_STEPS), ""]
         def table(rows):
-            out = ["| model | variant | step | instructions | simulated h100-sxm | peak | budget | "
-                   "loss step 1 | note |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            out = ["| model | variant | step | instructions | simulated h100-sxm | instructions / "
+                   "simulated | peak | budget | loss step 1 | note |",
+                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
             for r in rows:
                 note = r.get("error") or ""
                 if r.get("loss_rel_diff_vs_offload") is not None:
                     note += "loss vs offload unplanned %.1e" % r["loss_rel_diff_vs_offload"]
-                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                ratio = "-"
+                if r.get("instructions_seconds") and r.get("simulated_seconds"):
+                    ratio = "%.2f" % (r["instructions_seconds"] / r["simulated_seconds"])
+                out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     r["model"], r["variant"], ms(r.get("step_seconds")), ms(r.get("instructions_seconds")),
-                    ms(r.get("simulated_seconds")), gib(r.get("peak")), gib(r.get("budget")),
+                    ms(r.get("simulated_seconds")), ratio, gib(r.get("peak")), gib(r.get("budget")),
                     r.get("loss_first", "-"), " ".join(note.replace("|", "/").split())[:200]))
             return out
         if d.get("rows"):
@@ -959,6 +998,12 @@ def main(argv):
     cmd = argv[0]
     table = {"versions": part_versions, "gtests": part_gtests, "memcheck": part_memcheck,
              "plans": part_plans, "sbs": part_sbs, "copy": part_copy}
+    if cmd == "report" and "--line" in argv:
+        name = argv[argv.index("--line") + 1]
+        d = load_parts().get(name)
+        if d:
+            print("   %s: %s: %s" % (name, d.get("status"), one_line(name, d)))
+        return 0
     if cmd == "report":
         return part_report("--print" in argv)
     if cmd not in table:

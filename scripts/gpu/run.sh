@@ -195,24 +195,29 @@ EOF
     for ((j = i + 1; j < ${#ORDER[@]}; j++)); do
       [[ ",$PARTS," == *",${ORDER[$j]},"* ]] && reserve=$((reserve + MIN[${ORDER[$j]}]))
     done
+    # What is left, less the least the parts still to come need; never less
+    # than this part's own least (the earlier parts come first).
     left=$((DEADLINE - ($(date +%s) - T0) - 5))
     limit=$((left - reserve))
+    ((limit < MIN[$p])) && limit=${MIN[$p]}
     ((limit > MAX[$p])) && limit=${MAX[$p]}
-    if ((limit < MIN[$p])); then
-      echo "== $p: skipped, out of time ($limit s left for it, it needs ${MIN[$p]})"
-      printf '{"exit": null, "seconds": 0, "limit": %d, "skipped": "out of time: %d s left"}\n' \
-        "$limit" "$limit" > "$WORK/parts/$p.status"
+    if ((left < MIN[$p])); then
+      echo "== $p: not run, out of time ($left s left, it needs ${MIN[$p]})"
+      printf '{"exit": null, "seconds": 0, "limit": %d, "not_run": "out of time: %d s of the deadline left"}\n' \
+        "$left" "$left" > "$WORK/parts/$p.status"
     else
       echo "== $p (limit $limit s, $(( $(date +%s) - T0 )) s elapsed)"
       start=$(date +%s)
       KIT_DEADLINE=$(( start + limit - 3 )) timeout -k 10 "$limit" "$PY" "$ROOT/scripts/gpu/kit.py" "$p" \
         > "$WORK/logs/part-$p.out" 2>&1
       rc=$?
-      tail -n 5 "$WORK/logs/part-$p.out" | sed 's/^/   /'
+      # A part prints only when it broke (a traceback): show its end.
+      [[ -s "$WORK/logs/part-$p.out" ]] && tail -n 5 "$WORK/logs/part-$p.out" | cut -c1-300 | sed 's/^/   /'
       printf '{"exit": %d, "seconds": %d, "limit": %d}\n' "$rc" "$(( $(date +%s) - start ))" "$limit" \
         > "$WORK/parts/$p.status"
     fi
     "$PY" "$ROOT/scripts/gpu/kit.py" report > /dev/null 2>&1 || true
+    "$PY" "$ROOT/scripts/gpu/kit.py" report --line "$p" 2>/dev/null | cut -c1-400 || true
     pack_details
   done
   "$PY" "$ROOT/scripts/gpu/kit.py" report --print
