@@ -95,10 +95,15 @@ main() {
   for f in MANIFEST.json binaries.tar.gz models.tar.gz; do
     [[ -f "$bundle_abs/$f" ]] || { fatal "the bundle lacks $f"; return 1; }
   done
-  PY="${PYTHON:-$(command -v python3 || true)}"
-  if [[ -z "$PY" ]] || ! "$PY" -c 'import numpy' 2>/dev/null; then
-    fatal "no python3 with numpy (PYTHON=${PY:-unset})"; return 1
-  fi
+  # The first of $PYTHON, python3 on PATH, the GPU machine's PyTorch venv and
+  # Debian's python3 that has numpy.
+  PY=""
+  local c
+  for c in "${PYTHON:-}" "$(command -v python3 || true)" /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+    if [[ -n "$c" && -x "$c" ]] && "$c" -c 'import numpy' 2>/dev/null; then PY="$c"; break; fi
+  done
+  [[ -n "$PY" ]] || { fatal "no python3 with numpy (PYTHON=${PYTHON:-unset}, PATH=$PATH)"; return 1; }
+  echo "run.sh: python: $PY ($("$PY" -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)'))"
   mkdir -p "$WORK/kit" "$WORK/parts" "$WORK/logs"
 
   # Unpack (tar, or Python's tarfile where tar is missing); check the sums.
