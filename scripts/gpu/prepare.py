@@ -97,6 +97,13 @@ def trace(name, path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         traced = torch.jit.trace(model, args, check_trace=False)
+    # offload-import reads the parameters' names, dtypes and shapes, not their
+    # values (the GPU side generates those): each is saved as a zero expanded
+    # to its shape, whose storage is one element, so gpt2-small's .pt is
+    # 0.3 MB instead of 652 MB (the imported module is the same, checked).
+    with torch.no_grad():
+        for _, t in list(traced.named_parameters()) + list(traced.named_buffers()):
+            t.data = torch.zeros((), dtype=t.dtype).expand(t.shape)
     traced.save(path)
     return model
 
