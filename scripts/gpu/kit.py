@@ -583,6 +583,15 @@ def part_plans():
                 r.update(exit=rc, seconds=round(secs, 2))
                 if rc != 0:
                     r["error"] = error_line(out)
+                    if backend == "cuda" and not row.get("rerun_blocking") and remaining() > 90:
+                        # An asynchronous CUDA fault is seen at the step's end;
+                        # with launches synchronous it names the instruction.
+                        env = bin_env()
+                        env["CUDA_LAUNCH_BLOCKING"] = "1"
+                        rc2, out2, _ = run_cmd(cmd[:cmd.index("--dump")] + cmd[cmd.index("--dump") + 2:],
+                                               min(60, remaining(reserve=30)), env=env, log=log)
+                        row["rerun_blocking"] = {"run": label, "exit": rc2, "error": error_line(out2)
+                                                 if rc2 else "passed with CUDA_LAUNCH_BLOCKING=1"}
                 row["runs"][label] = r
                 part.save()
                 if rc != 0:
@@ -699,7 +708,7 @@ def sbs_model(name, d, meta, backend, device, steps, budget_s, rows, part):
                     row["loss_rel_diff_vs_offload"] = abs(row["loss_first"] - ours_loss) / max(
                         abs(ours_loss), 1e-30)
             else:
-                row["error"] = ((tv or {}).get("error") or "exit %d: %s" % (rc, tail(out, 3)))[:500]
+                row["error"] = ((tv or {}).get("error") or "exit %d: %s" % (rc, tail(out, 1)))[:500]
                 failed = True
             rows.append(row)
         part.set(torch=got.get("torch"))
@@ -729,11 +738,14 @@ def part_sbs():
     # backend and the CPU with two example models (so a Python error shows
     # here, not there).
     checks = {}
+    manifest = json.load(open(os.path.join(env_path("KIT_BUNDLE"), "MANIFEST.json")))
+    # A bundle built without CUDA (a rehearsal only) has no CUDA backend to ask.
+    check_backend = "cuda" if manifest.get("cuda_build") else "host"
     for name, d, meta in models:
         for plan in ("unplanned", "planned"):
             rc, out, _ = run_cmd([exe, os.path.join(d, plan + ".oflp"), "--check", "--backend",
-                                  "cuda"], 60, env=bin_env(), log=log_path("sbs"))
-            checks["%s %s --check --backend cuda" % (name, plan)] = (
+                                  check_backend], 60, env=bin_env(), log=log_path("sbs"))
+            checks["%s %s --check --backend %s" % (name, plan, check_backend)] = (
                 "ok" if rc == 0 else "exit %d: %s" % (rc, tail(out, 2)))
     dry = {}
     for name, d, meta in models:
@@ -771,7 +783,7 @@ def part_copy():
                              out_json], remaining(reserve=1), log=log_path("copy"))
     got = json.load(open(out_json)) if os.path.exists(out_json) else {}
     if rc != 0 or not got:
-        return part.done("error", reason="exit %d: %s" % (rc, tail(out, 5)), **got)
+        return part.done("error", reason="exit %d: %s" % (rc, tail(out, 1)), **got)
     return part.done("ok", **got)
 
 
@@ -852,9 +864,17 @@ def one_line(name, d):
         out = []
         for r in d.get("models", []):
             bad = [k for k, v in r.get("checks", {}).items() if not v]
-            e = max([x.get("rel_err_vs_host", 0) for x in r.get("runs", {}).values()] or [0])
-            out.append("%s %s (err %.1e%s)" % (r["model"], "ok" if r.get("ok") else "FAIL", e,
-                                               "; " + ", ".join(bad)[:120] if bad else ""))
+            errs = [x.get("rel_err_vs_host") for x in r.get("runs", {}).values()
+                    if x.get("rel_err_vs_host") is not None]
+            failed_runs = ["%s: %s" % (k, x["error"][:100]) for k, x in r.get("runs", {}).items()
+                           if x.get("error")]
+            what = ("err %.1e" % max(errs)) if errs else "no comparison"
+            if r.get("error"):
+                what = r["error"][:100]
+            elif failed_runs:
+                what += "; " + failed_runs[0]
+            out.append("%s %s (%s%s)" % (r["model"], "ok" if r.get("ok") else "FAIL", what,
+                                         "; failed: " + ", ".join(bad)[:120] if bad else ""))
         return "; ".join(out)
     if name == "copy":
         pub = d.get("published_gbps_per_direction")
@@ -919,6 +939,12 @@ def markdown(parts, kit):
                 if x.get("error"):
                     L.append("| %s | %s error | | %s | | | | | |" % (r["model"], k,
                                                                     x["error"].replace("|", "/")))
+            if r.get("rerun_blocking"):
+                rb = r["rerun_blocking"]
+                L.append("| %s | %s again, CUDA_LAUNCH_BLOCKING=1 | %s | %s | | | | | |" % (
+                    r["model"], rb["run"], rb["exit"], rb["error"].replace("|", "/")))
+            if r.get("error"):
+                L.append("| %s | error | | %s | | | | | |" % (r["model"], r["error"].replace("|", "/")))
     if "sbs" in parts:
         d = parts["sbs"]
         L += ["", "## 4. Side by side (same GPU; median of steps 2-%d)" % d.get("steps", SBS_STEPS), ""]

@@ -76,8 +76,12 @@ def sbs(a):
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     except Exception as e:  # noqa: BLE001 (e.g. "cuDNN version incompatibility")
         cudnn = "error: %s" % str(e)[:200]
+    try:
+        device = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu"
+    except Exception as e:  # noqa: BLE001 (recorded; the variants then fail on their own)
+        device = "error: %s" % str(e)[:200]
     info = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn,
-            "device": torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu",
+            "device": device,
             "threads": torch.get_num_threads(),
             "tf32": False, "model": a.model}
     out = {"torch": info, "variants": {}}
