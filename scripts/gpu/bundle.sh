@@ -130,9 +130,14 @@ mv "$SCRATCH/models.tar.gz" "$NEW/"
 # 3. The manifest, then OUT replaced whole.
 COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
 DIRTY=$( [[ -n "$(git -C "$ROOT" status --porcelain 2>/dev/null)" ]] && echo true || echo false)
-/usr/bin/python3 - "$NEW" "$COMMIT" "$DIRTY" "$CUDA_BUILD" "$LIBS_JSON" "$UNPACKED" <<'EOF'
-import hashlib, json, os, platform, sys, time
-new, commit, dirty, cuda, libs, unpacked = sys.argv[1:]
+/usr/bin/python3 - "$NEW" "$COMMIT" "$DIRTY" "$CUDA_BUILD" "$LIBS_JSON" "$UNPACKED" "$ROOT" <<'EOF'
+import glob, hashlib, json, os, platform, sys, time
+new, commit, dirty, cuda, libs, unpacked, root = sys.argv[1:]
+# The scripts stay in the checkout (the device tool copies tracked files);
+# their sums let run.sh say when they changed after the bundle was made.
+scripts = {os.path.relpath(p, root): hashlib.sha256(open(p, "rb").read()).hexdigest()
+           for p in sorted(glob.glob(os.path.join(root, "scripts/gpu/*")) +
+                           [os.path.join(root, "python/export_models.py")])}
 files = {}
 for dp, _, fns in os.walk(new):
     for fn in sorted(fns):
@@ -146,6 +151,7 @@ m = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "git_commit"
      "git_dirty": dirty == "true", "cuda_build": cuda == "true", "cuda_arch": "sm_90",
      "host": platform.platform(), "carried_libraries": json.loads(libs),
      "binaries_unpacked_bytes": int(unpacked), "models": models, "files": files,
+     "scripts": scripts, "host_env": {"OPENBLAS_CORETYPE": "Haswell"},
      "bundle_bytes": sum(f["bytes"] for f in files.values())}
 json.dump(m, open(os.path.join(new, "MANIFEST.json"), "w"), indent=1)
 EOF

@@ -114,9 +114,13 @@ main() {
         "$bundle_abs/$t.tar.gz" "$WORK/kit" || { fatal "cannot unpack $t.tar.gz"; return 1; }
   done
   cp "$bundle_abs/MANIFEST.json" "$WORK/kit/"
-  "$PY" - "$bundle_abs" <<'EOF' || echo "run.sh: warning: the bundle's files differ from its MANIFEST.json (see above)"
+  "$PY" - "$bundle_abs" "$ROOT" <<'EOF' || echo "run.sh: warning: the bundle's files differ from its MANIFEST.json (see above)"
 import hashlib, json, os, sys
-b = sys.argv[1]; m = json.load(open(os.path.join(b, "MANIFEST.json"))); bad = 0
+b, root = sys.argv[1:]; m = json.load(open(os.path.join(b, "MANIFEST.json"))); bad = 0
+changed = [rel for rel, h in m.get("scripts", {}).items() if not os.path.exists(os.path.join(root, rel))
+           or hashlib.sha256(open(os.path.join(root, rel), "rb").read()).hexdigest() != h]
+if changed:
+    print("run.sh: note: changed since the bundle was made (the checkout's are used): " + ", ".join(changed))
 for name, f in m["files"].items():
     if name == "MANIFEST.json": continue
     p = os.path.join(b, name)
