@@ -124,16 +124,26 @@ inline double relErr(const at::Tensor &got, const at::Tensor &ref) {
     EXPECT_LE(atest::relErr((got), (ref)), (tol));                             \
   } while (0)
 
-/// Expects |got - ref| <= atol + rtol * |ref| everywhere (NaNs must match).
+/// Expects |got - ref| <= atol + rtol * max(|ref|, |scale|) everywhere (NaNs
+/// must match). `scale` (optional, ref's shape) is the magnitude of the
+/// operands the element was computed from: a short chain of multiply-adds
+/// (an optimizer update, p - lr * d) rounds at the operands' magnitude, so
+/// where it cancels (|ref| much smaller than |p|) an evaluation with or
+/// without FMA, or in another order, differs by a few ulps of the operands,
+/// not of the result.
 inline void expectClose(const at::Tensor &got, const at::Tensor &ref,
-                        double rtol, double atol, const std::string &what) {
+                        double rtol, double atol, const std::string &what,
+                        const at::Tensor &scale = at::Tensor()) {
   ASSERT_EQ(got.sizes(), ref.sizes()) << what;
   ASSERT_EQ(got.scalar_type(), ref.scalar_type()) << what;
   at::Tensor g = got.to(at::kDouble), r = ref.to(at::kDouble);
   at::Tensor nanG = g.isnan(), nanR = r.isnan();
   EXPECT_TRUE(at::equal(nanG, nanR)) << what << ": NaN positions differ";
   at::Tensor err = (g - r).abs().masked_fill(nanR, 0);
-  at::Tensor lim = r.abs().masked_fill(nanR, 0) * rtol + atol;
+  at::Tensor mag = r.abs();
+  if (scale.defined())
+    mag = at::maximum(mag, scale.to(at::kDouble).abs());
+  at::Tensor lim = mag.masked_fill(nanR, 0) * rtol + atol;
   at::Tensor bad = err > lim;
   int64_t nBad = bad.sum().item<int64_t>();
   if (nBad) {
