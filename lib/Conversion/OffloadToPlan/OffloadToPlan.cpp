@@ -233,7 +233,9 @@ struct ConvertOffloadToPlanPass
           "convert-offload-to-plan: give the plan file with output=<path>");
       return signalPassFailure();
     }
-    if (std::string e = ::offload::checkOutputPath(output); !e.empty()) {
+    if (std::string e = ::offload::OutputFiles::process().claim(
+            output, "the plan of convert-offload-to-plan (output=)");
+        !e.empty()) {
       getOperation().emitError() << "convert-offload-to-plan: " << e;
       return signalPassFailure();
     }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -38,8 +39,17 @@ public:
     }
     {
       std::lock_guard<std::mutex> g(mu_);
-      while (int64_t(workers_.size()) < n - 1)
-        workers_.emplace_back([this] { work(); });
+      // A worker that cannot be started (a memory or thread limit:
+      // --threads 1024 under ulimit -v) is not an error: the chunks are the
+      // same whoever runs them, so the results are too; the caller and the
+      // workers there are take them all.
+      while (int64_t(workers_.size()) < n - 1 && !cannotStart_) {
+        try {
+          workers_.emplace_back([this] { work(); });
+        } catch (const std::system_error &) {
+          cannotStart_ = true;
+        }
+      }
       oversubscribed_.store(workers_.size() + 1 > hardwareThreads(),
                             std::memory_order_relaxed);
       job_ = &chunk;
@@ -118,6 +128,8 @@ private:
 #endif
   }
   bool stop_ = false;
+  /// Set when a worker could not be started: no more are tried.
+  bool cannotStart_ = false;
 };
 
 Pool &pool() {
