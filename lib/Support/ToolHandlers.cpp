@@ -50,7 +50,12 @@ void badAllocHandler(void *, const char *reason, bool) {
   ::_exit(1);
 }
 
-constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+/// The crash signals (a message and the alarm), then the ones that end a
+/// process from outside (Ctrl-C, kill, a closed pipe): both remove the
+/// staged temporaries before the handler installed earlier runs.
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+                                 SIGINT,  SIGTERM, SIGHUP, SIGPIPE};
+constexpr size_t kNumCrashes = 5;
 struct sigaction gPrevious[sizeof(kCrashSignals) / sizeof(int)];
 /// Set once the first crash signal arrived (a second one, from the chained
 /// handler, goes straight on to it).
@@ -60,7 +65,9 @@ void crashHandler(int sig, siginfo_t *info, void *context) {
   size_t k = 0;
   while (k < sizeof(kCrashSignals) / sizeof(int) && kCrashSignals[k] != sig)
     ++k;
-  if (!gCrashing) {
+  if (k >= kNumCrashes) {
+    removeStagedTemporaries();
+  } else if (!gCrashing) {
     gCrashing = 1;
     removeStagedTemporaries();
     writeAll(gToolName);
@@ -124,5 +131,8 @@ void offload::installToolHandlers(const char *toolName) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     (void)::sigaction(kCrashSignals[k], &sa, &gPrevious[k]);
+    // A signal the parent ignores (nohup's SIGHUP) stays ignored.
+    if (!(gPrevious[k].sa_flags & SA_SIGINFO) && gPrevious[k].sa_handler == SIG_IGN)
+      (void)::sigaction(kCrashSignals[k], &gPrevious[k], nullptr);
   }
 }

@@ -15,7 +15,9 @@
 //     deadlocks when the crash happened inside malloc; the alarm ends the
 //     process then (SIGALRM) rather than letting it hang. The handler itself
 //     only calls write(), unlink() and alarm() (async-signal-safe) and runs
-//     on an alternate stack, so a stack overflow reaches it.
+//     on an alternate stack, so a stack overflow reaches it;
+//   * SIGINT, SIGTERM, SIGHUP and SIGPIPE (a reader that went away) remove
+//     the staged temporaries too, then take their usual course.
 //
 // Call installToolHandlers after llvm::InitLLVM (whose handlers are chained).
 //

@@ -51,7 +51,8 @@ LogicalResult PassReport::close(Location loc) {
   if (!buffer_)
     return success();
   buffer_->flush();
-  std::string e = ::offload::OutputFiles::process().write(path_, text_.data(), text_.size());
+  std::string e = ::offload::OutputFiles::process().write(
+      path_, text_.data(), text_.size(), "the report of " + passName_ + " (report=)");
   buffer_.reset();
   os_ = nullptr;
   if (!e.empty())
