@@ -18,6 +18,7 @@ using namespace offload;
 
 namespace {
 const char *gToolName = "offload";
+unsigned gCrashSeconds = kCrashHandlerSeconds;
 
 /// write() of a C string, retried on a short write; async-signal-safe.
 void writeAll(const char *s) {
@@ -81,7 +82,7 @@ void crashHandler(int sig, siginfo_t *info, void *context) {
              "and its input files.\n");
     // LLVM's handler (chained below) prints a stack trace and allocates to do
     // so; if the crash was inside malloc, that would wait forever.
-    ::alarm(kCrashHandlerSeconds);
+    ::alarm(gCrashSeconds);
   }
   // Chain to the handler that was installed before (LLVM's stack printer),
   // else the default action.
@@ -119,8 +120,9 @@ void ensureAltStack() {
 }
 } // namespace
 
-void offload::installToolHandlers(const char *toolName) {
+void offload::installToolHandlers(const char *toolName, unsigned crashHandlerSeconds) {
   gToolName = toolName;
+  gCrashSeconds = crashHandlerSeconds;
   llvm::install_fatal_error_handler(fatalErrorHandler, nullptr);
   llvm::install_bad_alloc_error_handler(badAllocHandler, nullptr);
   ensureAltStack();

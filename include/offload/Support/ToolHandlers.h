@@ -27,13 +27,15 @@
 
 namespace offload {
 
-/// Installs the handlers above for the tool `toolName` (a string literal or
-/// other storage that outlives the process).
-void installToolHandlers(const char *toolName);
-
 /// Seconds the chained crash handler may take before SIGALRM ends the
 /// process.
 constexpr unsigned kCrashHandlerSeconds = 10;
+
+/// Installs the handlers above for the tool `toolName` (a string literal or
+/// other storage that outlives the process); `crashHandlerSeconds` is the
+/// alarm armed on a crash.
+void installToolHandlers(const char *toolName,
+                         unsigned crashHandlerSeconds = kCrashHandlerSeconds);
 
 } // namespace offload
 
