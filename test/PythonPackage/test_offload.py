@@ -502,6 +502,11 @@ def test_compile_validates_arguments_as_the_tools_do(tmp_path):
         offload.compile(mlp(), (x, y), workdir=str(afile), verbose=False)
     with pytest.raises(offload.InputError, match="example_inputs"):
         offload.compile(mlp(), 3, verbose=False)
+    # A FIFO named as the target file blocked offload-opt in open().
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(offload.InputError, match="neither a built-in target"):
+        offload.compile(mlp(), (x, y), budget="1MiB", target=str(fifo), verbose=False)
     # A target file whose path has spaces and an option-like name is one
     # quoted value, not an extra option.
     odd = tmp_path / "my dir" / "a timeline=t.json"
