@@ -20,7 +20,7 @@ CLANGXX="${CLANGXX:-clang++-22}"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-if ((${#TARGETS[@]} == 0)); then TARGETS=(FuzzPlan FuzzNpz FuzzMlir FuzzPt2); fi
+if ((${#TARGETS[@]} == 0)); then TARGETS=(FuzzPlan FuzzNpz FuzzMlir FuzzPt2 FuzzJson); fi
 
 if ! command -v "$CLANGXX" >/dev/null; then
   echo "fuzz: $CLANGXX not found; install clang-22 and libclang-rt-22-dev (scripts/setup.sh)" >&2

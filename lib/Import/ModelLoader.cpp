@@ -5,6 +5,7 @@
 // runtime's npz writer (offload/Runtime/Npz.h).
 //
 //===----------------------------------------------------------------------===//
+#include "offload/Support/InputFiles.h"
 #include "Importer.h"
 
 using namespace mlir;
@@ -46,12 +47,11 @@ std::string ts::torchMessage(const std::exception &e) {
 
 auto ::offload::import::loadModel(const std::string &path, ImportError &err)
     -> LoadedModelPtr {
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) {
-      err = {1, "cannot open '" + path + "': no such file or not readable"};
-      return nullptr;
-    }
+  // A regular file only: a FIFO, /dev/zero or a directory is refused by
+  // name before LibTorch opens it (InputFiles.h).
+  if (std::string e = ::offload::checkInputFile(path, "model file"); !e.empty()) {
+    err = {1, e};
+    return nullptr;
   }
   try {
     auto m = std::make_unique<LoadedModel>();

@@ -13,13 +13,19 @@
 //                                   strides, storage_offset, requires_grad}}}}
 //   data/weights/<path_name>        the storage's raw bytes
 // Members are read in 1 MiB pieces (a declared size is never allocated up
-// front); every weight's bytes are checked against its description and
-// gathered into a dense row-major copy.
+// front), after their declared size was checked against what deflate can
+// reach from their compressed bytes and, for the JSON members, against
+// OFFLOAD_MAX_PT2_JSON_BYTES (BoundedJson.h); every member is read to its
+// end, so that libzip checks its CRC-32 (a weight whose bytes changed after
+// the archive was written is refused); every weight's bytes are checked
+// against its description and gathered into a dense row-major copy.
 //
 //===----------------------------------------------------------------------===//
 #include "Pt2.h"
 
 #include "offload/Runtime/Npz.h"
+#include "offload/Support/BoundedJson.h"
+#include "offload/Support/InputFiles.h"
 
 #include <zip.h>
 
@@ -70,15 +76,23 @@ public:
         r.push_back(s);
     return r;
   }
-  /// The member's bytes; `limit` caps what is read (a weight member larger
-  /// than its tensor needs is read only as far as needed).
-  std::vector<uint8_t> read(const std::string &name, uint64_t limit = UINT64_MAX) const {
+  /// The member's bytes; `limit` caps what is kept (a weight member larger
+  /// than its tensor needs is kept only as far as needed), but the member is
+  /// read to its end, where libzip checks its CRC-32. `maxSize` bounds the
+  /// declared (inflated) size, checked before anything is inflated, with
+  /// `maxHint` saying how to raise it.
+  std::vector<uint8_t> read(const std::string &name, uint64_t limit = UINT64_MAX,
+                            uint64_t maxSize = UINT64_MAX,
+                            const std::string &maxHint = "") const {
     zip_int64_t idx = zip_name_locate(z, name.c_str(), 0);
     if (idx < 0)
       throw Pt2Error{"'" + path + "' has no member '" + name + "'"};
-    zip_stat_t st;
-    if (zip_stat_index(z, zip_uint64_t(idx), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
-      throw Pt2Error{"'" + path + "': cannot read the size of member '" + name + "'"};
+    zip_stat_t st = checkedStat(name, zip_uint64_t(idx));
+    if (st.size > maxSize)
+      throw Pt2Error{"'" + path + "': member '" + name + "' inflates to " +
+                     std::to_string(st.size) + " bytes, more than the limit of " +
+                     std::to_string(maxSize) + " bytes" +
+                     (maxHint.empty() ? "" : " (" + maxHint + ")")};
     zip_file_t *f = zip_fopen_index(z, zip_uint64_t(idx), 0);
     if (!f)
       throw Pt2Error{"'" + path + "': cannot open member '" + name + "': " + zip_strerror(z)};
@@ -97,18 +111,67 @@ public:
         break;
       }
     }
+    // The rest, to the end of the member: libzip checks the CRC-32 when the
+    // last byte is read (a read of 0 bytes at the end).
+    std::vector<uint8_t> rest;
+    if (!readError && bytes.size() == want) {
+      rest.resize(size_t(std::min<uint64_t>(kPiece, std::max<uint64_t>(st.size - want, 1))));
+      uint64_t left = st.size - want;
+      for (;;) {
+        zip_int64_t got = zip_fread(f, rest.data(), rest.size());
+        if (got < 0) {
+          readError = true;
+          break;
+        }
+        if (got == 0)
+          break;
+        if (uint64_t(got) > left) { // more bytes than declared
+          readError = true;
+          break;
+        }
+        left -= uint64_t(got);
+      }
+      if (!readError && left != 0)
+        readError = true;
+    }
+    std::string why = readError ? std::string(zip_file_strerror(f)) : std::string();
     zip_fclose(f);
     if (readError || bytes.size() != want)
-      throw Pt2Error{"'" + path + "': member '" + name + "' is truncated or corrupt"};
+      throw Pt2Error{"'" + path + "': member '" + name + "' is truncated or corrupt" +
+                     (why.find("CRC") != std::string::npos
+                          ? ": its bytes do not match its CRC-32 (the archive changed after "
+                            "it was written)"
+                          : why.empty() || why == "No error" ? std::string() : " (" + why + ")")};
     return bytes;
   }
   uint64_t size(const std::string &name) const {
-    zip_stat_t st;
-    if (zip_stat(z, name.c_str(), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+    zip_int64_t idx = zip_name_locate(z, name.c_str(), 0);
+    if (idx < 0)
       throw Pt2Error{"'" + path + "' has no member '" + name + "'"};
-    return st.size;
+    return checkedStat(name, zip_uint64_t(idx)).size;
   }
 
+private:
+  /// The member's stat, its declared size checked against what its
+  /// compressed bytes can inflate to (a 2 MB archive declaring gigabytes).
+  zip_stat_t checkedStat(const std::string &name, zip_uint64_t idx) const {
+    zip_stat_t st;
+    const zip_uint64_t need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
+    if (zip_stat_index(z, idx, 0, &st) != 0 || (st.valid & need) != need)
+      throw Pt2Error{"'" + path + "': cannot read the size of member '" + name + "'"};
+    // Largest ratio of uncompressed to compressed bytes deflate reaches.
+    constexpr uint64_t kMaxDeflateRatio = 1032;
+    uint64_t bound = st.comp_method == ZIP_CM_STORE
+                         ? uint64_t(st.comp_size)
+                         : uint64_t(st.comp_size) * kMaxDeflateRatio + 64;
+    if (uint64_t(st.size) > bound)
+      throw Pt2Error{"'" + path + "': member '" + name + "' is truncated or corrupt (it declares " +
+                     std::to_string(st.size) + " bytes in " + std::to_string(st.comp_size) +
+                     " compressed bytes)"};
+    return st;
+  }
+
+public:
 private:
   zip_t *z;
   std::string path;
@@ -120,13 +183,22 @@ std::string trim(std::string s) {
   return s;
 }
 
-json::Value parseJson(const Zip &zip, const std::string &member, const std::string &path) {
-  std::vector<uint8_t> bytes = zip.read(member);
-  llvm::Expected<json::Value> v =
-      json::parse(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
-  if (!v)
-    throw Pt2Error{"'" + path + "': member '" + member + "' is not valid JSON: " +
-                   llvm::toString(v.takeError())};
+/// A JSON member, through the bounded reader (BoundedJson.h): its inflated
+/// size within OFFLOAD_MAX_PT2_JSON_BYTES before it is inflated, its nesting
+/// checked before it is parsed.
+json::Value parseJson(const Zip &zip, const std::string &member, const std::string &path,
+                      ::offload::JsonKind kind) {
+  std::string limitError;
+  uint64_t limit = ::offload::jsonSizeLimit(kind, limitError);
+  if (!limitError.empty())
+    throw Pt2Error{limitError};
+  std::vector<uint8_t> bytes = zip.read(member, UINT64_MAX, limit, ::offload::jsonLimitHint(kind));
+  std::string error;
+  llvm::FailureOr<json::Value> v = ::offload::parseBoundedJson(
+      llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()),
+      "'" + path + "': member '" + member + "'", error);
+  if (failed(v))
+    throw Pt2Error{error};
   return std::move(*v);
 }
 
@@ -155,7 +227,7 @@ std::vector<int64_t> symInts(const json::Object &o, const char *key, const std::
 
 void readWeights(Pt2Archive &ar, const Zip &zip) {
   std::string cfgName = ar.prefix + "data/weights/model_weights_config.json";
-  json::Value cfgV = parseJson(zip, cfgName, ar.path);
+  json::Value cfgV = parseJson(zip, cfgName, ar.path, ::offload::JsonKind::Pt2WeightsConfig);
   const json::Object *cfgTop = cfgV.getAsObject();
   const json::Object *cfg = cfgTop ? cfgTop->getObject("config") : nullptr;
   if (!cfg)
@@ -285,7 +357,7 @@ void readArchive(Pt2Archive &ar, const Zip &zip) {
       throw Pt2Error{"'" + ar.path + "': byteorder is '" + s +
                      "'; offload reads little-endian archives"};
   }
-  ar.model = parseJson(zip, modelJsons[0], ar.path);
+  ar.model = parseJson(zip, modelJsons[0], ar.path, ::offload::JsonKind::Pt2Model);
   const json::Object *top = ar.model.getAsObject();
   if (!top)
     throw Pt2Error{"'" + ar.path + "': " + modelJsons[0] + " is not a JSON object"};
@@ -355,12 +427,13 @@ bool offload::import::isPt2Path(const std::string &path) {
 Pt2ArchivePtr offload::import::readPt2(const std::string &path, ImportError &err) {
   zip_error_t ze;
   zip_error_init(&ze);
-  FILE *probe = std::fopen(path.c_str(), "rb");
-  if (!probe) {
-    err = {1, "cannot open '" + path + "': no such file or not readable"};
+  // A regular file only: a FIFO, /dev/zero or a directory is refused by
+  // name before libzip opens it (InputFiles.h).
+  if (std::string e = ::offload::checkInputFile(path, "model file"); !e.empty()) {
+    zip_error_fini(&ze);
+    err = {1, e};
     return nullptr;
   }
-  std::fclose(probe);
   zip_source_t *src = zip_source_file_create(path.c_str(), 0, -1, &ze);
   if (!src) {
     err = {1, "cannot open '" + path + "': " + zip_error_strerror(&ze)};

@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <system_error>
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -260,8 +261,16 @@ Status HostBackend::init(std::shared_ptr<const Plan> plan,
       }
     }
   done_.assign(d.instructions.size(), 0);
-  for (int s = 1; s < NumStreams; ++s)
-    workers_[s] = std::thread([this, s] { worker(s); });
+  // A thread that cannot be started (a memory or process limit) is an
+  // error of the session's creation, not an exception.
+  for (int s = 1; s < NumStreams; ++s) {
+    try {
+      workers_[s] = std::thread([this, s] { worker(s); });
+    } catch (const std::system_error &e) {
+      return Status::error(std::string("cannot start the host backend's copy thread: ") +
+                           e.what() + " (a memory or thread limit?)");
+    }
+  }
   return Status::success();
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Npz.h"
+#include "offload/Support/InputFiles.h"
 
 #include <algorithm>
 #include <zip.h>
@@ -223,6 +224,18 @@ constexpr uint64_t kMaxDeflateRatio = 1032;
 Status offload::rt::forEachNpzArray(
     const std::string &path,
     const std::function<Status(std::string name, Tensor value)> &fn) {
+  return forEachNpzArray(
+      path, [](const std::string &) { return true; }, fn);
+}
+
+Status offload::rt::forEachNpzArray(
+    const std::string &path,
+    const std::function<bool(const std::string &name)> &want,
+    const std::function<Status(std::string name, Tensor value)> &fn) {
+  // A regular file only: libzip would wait on a FIFO without a writer.
+  if (std::string e = ::offload::checkInputFile(path, ".npz file");
+      !e.empty())
+    return Status::error(e);
   int errc = 0;
   zip_t *z = zip_open(path.c_str(), ZIP_RDONLY, &errc);
   if (!z) {
@@ -249,6 +262,9 @@ Status offload::rt::forEachNpzArray(
     std::string name = st.name;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
       name.resize(name.size() - 4);
+    // Skipped before anything is inflated or checked.
+    if (!want(name))
+      continue;
     auto corrupt = [&](const std::string &why) {
       return Status::error("'" + path + "': member '" + name + "' " + why);
     };

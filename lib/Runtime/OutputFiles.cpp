@@ -6,8 +6,11 @@
 
 #include "offload/Support/OutputFiles.h"
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -51,6 +54,74 @@ std::string offload::checkOutputPath(const std::string &path) {
   return "";
 }
 
+//===----------------------------------------------------------------------===//
+// The temporaries a crash handler removes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Staged temporaries, as C strings a signal handler can unlink. A slot holds
+/// a strdup()ed path from stage() to commit()/discard(); more temporaries
+/// than slots are simply not removed on a crash.
+constexpr size_t kTempSlots = 64;
+std::atomic<char *> tempSlots[kTempSlots];
+
+void trackTemporary(const std::string &tmp) {
+  char *copy = ::strdup(tmp.c_str());
+  if (!copy)
+    return;
+  for (std::atomic<char *> &slot : tempSlots) {
+    char *expected = nullptr;
+    if (slot.compare_exchange_strong(expected, copy))
+      return;
+  }
+  std::free(copy);
+}
+
+void untrackTemporary(const std::string &tmp) {
+  for (std::atomic<char *> &slot : tempSlots) {
+    char *p = slot.load();
+    if (p && tmp == p && slot.compare_exchange_strong(p, nullptr)) {
+      std::free(p);
+      return;
+    }
+  }
+}
+
+/// The path with its directory resolved (realpath), so that "x", "./x" and
+/// "dir/../x" compare equal; the path itself when the directory does not
+/// resolve.
+std::string resolvedPath(const std::string &path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf))
+    return buf;
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (::realpath(dir.c_str(), buf))
+    return std::string(buf) + "/" + base;
+  return path;
+}
+} // namespace
+
+void offload::removeStagedTemporaries() {
+  for (std::atomic<char *> &slot : tempSlots)
+    if (char *p = slot.load())
+      (void)::unlink(p);
+}
+
+bool offload::sameFile(const std::string &a, const std::string &b) {
+  if (a == b)
+    return true;
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return resolvedPath(a) == resolvedPath(b);
+}
+
+//===----------------------------------------------------------------------===//
+// OutputFiles
+//===----------------------------------------------------------------------===//
+
 OutputFiles::~OutputFiles() { discard(); }
 
 OutputFiles &OutputFiles::process() {
@@ -58,8 +129,70 @@ OutputFiles &OutputFiles::process() {
   return files;
 }
 
-std::string OutputFiles::stage(const std::string &path, std::string &tmp) {
+static std::string roleText(const std::string &role, const char *fallback) {
+  return role.empty() ? fallback : role;
+}
+
+std::string OutputFiles::checkDistinct(const std::string &path,
+                                       const std::string &role, bool takeClaim) {
+  auto clash = [&](const std::string &other, const std::string &otherRole) {
+    return "'" + path + "' is both " + roleText(role, "an output") + " and " +
+           otherRole + (other == path ? "" : " ('" + other + "')") +
+           " of this command; refusing to write it (an output never replaces "
+           "an input or another output): give another path";
+  };
+  for (const Named &in : inputs_)
+    if (sameFile(path, in.path))
+      return clash(in.path, in.role);
+  for (size_t i = 0; i < staged_.size(); ++i)
+    if (sameFile(path, staged_[i].second))
+      return clash(staged_[i].second, roleText(stagedRoles_[i], "an output"));
+  for (size_t i = 0; i < claims_.size(); ++i)
+    if (sameFile(path, claims_[i].path)) {
+      if (!takeClaim)
+        return clash(claims_[i].path, claims_[i].role);
+      claims_.erase(claims_.begin() + i);
+      break;
+    }
+  return "";
+}
+
+std::string OutputFiles::addInput(const std::string &path,
+                                  const std::string &role) {
+  if (!deferred_ || path.empty() || path == "-")
+    return "";
+  for (size_t i = 0; i < staged_.size(); ++i)
+    if (sameFile(path, staged_[i].second))
+      return "'" + staged_[i].second + "' is both " +
+             roleText(stagedRoles_[i], "an output") + " and " + role +
+             " of this command; refusing to write it (an output never "
+             "replaces an input or another output): give another path";
+  for (const Named &c : claims_)
+    if (sameFile(path, c.path))
+      return "'" + c.path + "' is both " + c.role + " and " + role +
+             " of this command; refusing to write it (an output never "
+             "replaces an input or another output): give another path";
+  inputs_.push_back({path, role});
+  return "";
+}
+
+std::string OutputFiles::claim(const std::string &path,
+                               const std::string &role) {
   if (std::string e = checkOutputPath(path); !e.empty())
+    return e;
+  if (!deferred_)
+    return "";
+  if (std::string e = checkDistinct(path, role, /*takeClaim=*/false); !e.empty())
+    return e;
+  claims_.push_back({path, role});
+  return "";
+}
+
+std::string OutputFiles::stage(const std::string &path, std::string &tmp,
+                               const std::string &role) {
+  if (std::string e = checkOutputPath(path); !e.empty())
+    return e;
+  if (std::string e = checkDistinct(path, role, /*takeClaim=*/true); !e.empty())
     return e;
   // A fresh name next to the destination (same file system, so the final
   // rename is atomic): mkstemp creates it, so no other file is clobbered.
@@ -73,13 +206,15 @@ std::string OutputFiles::stage(const std::string &path, std::string &tmp) {
   close(fd);
   tmp = buf.data();
   staged_.emplace_back(tmp, path);
+  stagedRoles_.push_back(role);
+  trackTemporary(tmp);
   return "";
 }
 
 std::string OutputFiles::write(const std::string &path, const void *bytes,
-                               size_t size) {
+                               size_t size, const std::string &role) {
   std::string tmp;
-  if (std::string e = stage(path, tmp); !e.empty())
+  if (std::string e = stage(path, tmp, role); !e.empty())
     return e;
   FILE *f = std::fopen(tmp.c_str(), "wb");
   bool ok = f && std::fwrite(bytes, 1, size, f) == size;
@@ -102,13 +237,24 @@ std::string OutputFiles::commit() {
     chmod(tmp.c_str(), 0666 & ~mask);
     if (std::rename(tmp.c_str(), dest.c_str()) != 0)
       return "cannot write '" + dest + "': " + std::strerror(errno);
+    untrackTemporary(tmp);
     staged_.erase(staged_.begin());
+    stagedRoles_.erase(stagedRoles_.begin());
+  }
+  if (deferred_) {
+    inputs_.clear();
+    claims_.clear();
   }
   return "";
 }
 
 void OutputFiles::discard() {
-  for (auto &[tmp, dest] : staged_)
+  for (auto &[tmp, dest] : staged_) {
     std::remove(tmp.c_str());
+    untrackTemporary(tmp);
+  }
   staged_.clear();
+  stagedRoles_.clear();
+  inputs_.clear();
+  claims_.clear();
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Plan.h"
+#include "offload/Support/InputFiles.h"
 #include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Plan_generated.h"
 #include "offload/Runtime/Tensor.h"
@@ -165,25 +166,21 @@ static std::string str(const flatbuffers::String *s) {
 }
 
 Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
-  // A regular file is mapped, not read into a buffer: the checksum and the
-  // FlatBuffers verifier read it in place, PlanData takes what it needs, and
-  // the mapping is dropped before returning (a plan's constants are the only
-  // bytes it keeps a copy of). Anything else (a pipe) is read.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Status::error("cannot open plan file '" + path +
-                         "': " + std::strerror(errno));
-  struct stat sb;
-  if (::fstat(fd, &sb) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Status::error("cannot stat plan file '" + path +
-                         "': " + std::strerror(e));
-  }
+  // A regular file only: a FIFO (which would block in open() without a
+  // writer), a device such as /dev/zero (which never ends) or a directory
+  // is refused by name (InputFiles.h). The file is mapped, not read into a
+  // buffer: the checksum and the FlatBuffers verifier read it in place,
+  // PlanData takes what it needs, and the mapping is dropped before
+  // returning (a plan's constants are the only bytes it keeps a copy of).
+  int fd;
+  uint64_t fileSize;
+  if (std::string e = ::offload::openRegularFile(path, "plan file", fd, fileSize);
+      !e.empty())
+    return Status::error(e);
   Expected<std::shared_ptr<const Plan>> p =
       Status::error("plan file '" + path + "' was not read");
-  if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
-    size_t size = size_t(sb.st_size);
+  if (fileSize > 0) {
+    size_t size = size_t(fileSize);
     void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
       int e = errno;
@@ -195,24 +192,8 @@ Expected<std::shared_ptr<const Plan>> Plan::load(const std::string &path) {
     p = fromBytes(static_cast<const uint8_t *>(map), size);
     ::munmap(map, size);
   } else {
-    std::vector<uint8_t> bytes;
-    uint8_t piece[1 << 16];
-    for (;;) {
-      ssize_t got = ::read(fd, piece, sizeof(piece));
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got < 0) {
-        int e = errno;
-        ::close(fd);
-        return Status::error("cannot read plan file '" + path +
-                             "': " + std::strerror(e));
-      }
-      if (got == 0)
-        break;
-      bytes.insert(bytes.end(), piece, piece + got);
-    }
     ::close(fd);
-    p = fromBytes(bytes.data(), bytes.size());
+    p = fromBytes(nullptr, 0);
   }
   if (!p)
     return p.status().withContext("plan '" + path + "': ");

@@ -16,42 +16,138 @@ import copy
 import inspect
 import logging
 import os
+import math
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 from . import _tools
 from .errors import BudgetError, CompileError, InputError
 from .optim import SGD, AdamW, Optimizer
 
 LOSSES = ("cross_entropy", "nll", "mse")
+# The planner's built-in targets (offload-opt --offload-plan-memory target=).
+TARGETS = ("h100-sxm", "h100-pcie", "a100-80g", "a100-40g", "l4", "rtx-4090", "host")
+# offload-run's bounds: --threads 1..1024, byte counts up to 2^48.
+MAX_THREADS = 1024
+MAX_BYTES = 1 << 48
+
+
+def _option_value(what, value):
+    """`value` as one value of a pass option (key="value"): the tools'
+    options are a space-separated list, so a value is always quoted, and one
+    that cannot be quoted (a double quote, a control character) is refused.
+    User strings are never pasted into the option list as they are."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{what}: expected a non-empty string, got {value!r}")
+    if '"' in value or any(ord(c) < 32 for c in value):
+        raise InputError(f"{what}: {value!r} holds a double quote or a control character, "
+                         "which the tools' option syntax cannot carry")
+    return '"' + value + '"'
+
+
+def _check_target(target):
+    """A built-in target name, or the path of an existing regular .json file
+    (the planner's target file). InputError otherwise: a string such as
+    "h100-sxm timeline=x.json" is neither."""
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str):
+        raise InputError(f"target: expected a target name or a .json file, got {target!r}")
+    if target in TARGETS:
+        return target
+    if target.endswith(".json") and os.path.isfile(target):
+        _option_value("target", target)
+        return target
+    raise InputError(f"target: {target!r} is neither a built-in target ({', '.join(TARGETS)}) "
+                     "nor an existing .json target file (docs/planner.md)")
+
+
+def _check_threads(threads):
+    """None (all cores, at most MAX_THREADS) or an int in [1, MAX_THREADS],
+    as offload-run --threads."""
+    if threads is None:
+        return min(os.cpu_count() or 1, MAX_THREADS)
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise InputError(f"threads: expected an int in [1, {MAX_THREADS}], got {threads!r}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise InputError(f"threads: {threads} is not in [1, {MAX_THREADS}] (offload-run's "
+                         "--threads bounds)")
+    return threads
+
+
+def _check_seed(seed):
+    """An int in [0, 2^63 - 1], as offload-run --seed."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < (1 << 63):
+        raise InputError(f"seed: expected an int in [0, 2^63 - 1], got {seed!r}")
+    return seed
+
+
+def _check_workdir(workdir):
+    """None, or a folder path (made when missing): InputError when it names a
+    file or cannot be made."""
+    if workdir is None:
+        return None
+    if isinstance(workdir, os.PathLike):
+        workdir = os.fspath(workdir)
+    if not isinstance(workdir, str) or not workdir:
+        raise InputError(f"workdir: expected a folder path, got {workdir!r}")
+    _option_value("workdir", workdir)
+    if os.path.exists(workdir) and not os.path.isdir(workdir):
+        raise InputError(f"workdir: {workdir!r} exists and is not a folder")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"workdir: cannot make {workdir!r}: {e}") from None
+    return workdir
+
+
+def _warn_non_finite(state):
+    """Warns about every floating tensor of `state` that holds NaN or
+    infinity, as offload-run does for a --params array."""
+    import torch
+    for name, t in state.items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            bad = ~torch.isfinite(t.detach())
+            count = int(bad.sum())
+            if count:
+                first = int(bad.flatten().nonzero()[0])
+                v = float(t.detach().flatten()[first])
+                kind = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+                warnings.warn(f"offload.compile: '{name}' holds {count} non-finite value"
+                              f"{'' if count == 1 else 's'} (first: {kind} at element {first})",
+                              RuntimeWarning, stacklevel=3)
 
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 
 
-def parse_bytes(value):
+def parse_bytes(value, what="budget"):
     """Bytes as an int from an int or a string such as "12GiB", "1.5GiB",
     "512MB" (KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB of 1000), the
-    planner's syntax. InputError for anything else, zero or negative."""
+    planner's syntax. InputError (naming `what`) for anything else, zero,
+    negative, or more than 2^48 (the largest buffer a plan holds)."""
     if isinstance(value, bool):
-        raise InputError(f"budget: expected bytes (an int or a string like '12GiB'), got {value!r}")
+        raise InputError(f"{what}: expected bytes (an int or a string like '12GiB'), got {value!r}")
     if isinstance(value, int):
         n = value
-    elif isinstance(value, float) and value.is_integer():
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         n = int(value)
     elif isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", value)
         if not m or m.group(2).lower() not in _UNITS:
-            raise InputError(f"budget: cannot read {value!r} as bytes (expected a number with "
+            raise InputError(f"{what}: cannot read {value!r} as bytes (expected a number with "
                              "an optional unit: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)")
         n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
     else:
-        raise InputError(f"budget: expected bytes (an int or a string like '12GiB'), got {value!r}")
+        raise InputError(f"{what}: expected bytes (an int or a string like '12GiB'), got {value!r}")
     if n <= 0:
-        raise InputError(f"budget: must be positive, got {value!r}")
+        raise InputError(f"{what}: must be positive, got {value!r}")
+    if n > MAX_BYTES:
+        raise InputError(f"{what}: {value!r} is more than 2^48 bytes, the largest a plan holds")
     return n
 
 
@@ -153,9 +249,31 @@ def _export_torchscript(model, forward_inputs, path):
     try:
         # With autograd on, as training runs (some modules take other paths
         # under no_grad); check_trace=False: the check would rerun dropout
-        # with fresh random numbers.
-        traced = torch.jit.trace(model, tuple(forward_inputs), check_trace=False)
+        # with fresh random numbers. The tracer's warnings are recorded: one
+        # that a tensor became a Python boolean means the forward branched on
+        # a tensor's value, and the trace holds only the branch taken.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", torch.jit.TracerWarning)
+            traced = torch.jit.trace(model, tuple(forward_inputs), check_trace=False)
+        # PyTorch's own modules' tracer warnings are ignored, as by default.
+        torch_dir = os.path.dirname(torch.__file__) + os.sep
+        for w in caught:
+            tracer = issubclass(w.category, torch.jit.TracerWarning)
+            if tracer and (w.filename or "").startswith(torch_dir):
+                continue
+            if tracer and "Python boolean" in str(w.message):
+                where = f" ({os.path.basename(w.filename)}:{w.lineno})" if w.filename else ""
+                raise CompileError(
+                    "export", "the forward branches on a tensor's value" + where + ": a "
+                    "TorchScript trace keeps only the branch the example inputs took, so the "
+                    "step would train that branch whatever the data (the tracer's warning: "
+                    f"{str(w.message).splitlines()[0]}); use torch.export (exporter='export', "
+                    "PyTorch 2.x), which refuses or handles such control flow, or make the "
+                    "forward not depend on tensor values")
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         traced.save(path)
+    except CompileError:
+        raise
     except Exception as e:  # tracing runs the user's code: report, do not crash
         raise CompileError("export", f"torch.jit.trace failed: {type(e).__name__}: {e}") from e
     return None
@@ -291,6 +409,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
         raise InputError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
+    if not isinstance(example_inputs, (tuple, list)):
+        raise InputError(f"example_inputs: expected a tuple of torch.Tensors, got "
+                         f"{type(example_inputs).__name__}")
     example_inputs = tuple(example_inputs)
     if loss is not None and loss not in LOSSES:
         raise InputError(f"loss: expected one of {', '.join(LOSSES)} or None, got {loss!r}")
@@ -306,7 +427,14 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     exporter = resolve_exporter(exporter)
     budget_bytes = parse_bytes(budget) if budget is not None else None
     if device_bytes is not None:
-        device_bytes = parse_bytes(device_bytes)
+        device_bytes = parse_bytes(device_bytes, "device_bytes")
+    # Validated as offload-run and offload-opt validate them, before any work.
+    target = _check_target(target)
+    threads = _check_threads(threads)
+    seed = _check_seed(seed)
+    if backend not in ("host", "cuda"):
+        raise InputError(f"backend: expected 'host' or 'cuda', got {backend!r}")
+    workdir = _check_workdir(workdir)
     names = _forward_names(model, n_forward)
     if loss is not None:
         target_name = "target" if "target" not in names else "target_"
@@ -318,7 +446,6 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="offload-")
         workdir = tmp.name
-    os.makedirs(workdir, exist_ok=True)
     log, times = [], {}
 
     def stage(name, fn):
@@ -342,6 +469,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     # leaves out but the forward may read.
     initial = copy.deepcopy(model.state_dict())
     extra = {k: v.detach().clone() for k, v in model.named_buffers() if k not in initial}
+    _warn_non_finite(initial)
+    _warn_non_finite(extra)
     signature = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
     if signature is not None:
         # A .pt2 names its inputs itself (the forward's argument names; a
@@ -400,9 +529,13 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if budget_bytes is not None:
         def plan():
             try:
+                # Each value quoted (_option_value): a user string never adds
+                # an option of its own.
                 _run("plan", [opt, step_mlir,
-                              f"--offload-plan-memory=budget={budget_bytes} target={target} "
-                              f"report={plan_report}", "--mlir-print-debuginfo", "-o", planned], log)
+                              f"--offload-plan-memory=budget={budget_bytes} "
+                              f"target={_option_value('target', target)} "
+                              f"report={_option_value('workdir', plan_report)}",
+                              "--mlir-print-debuginfo", "-o", planned], log)
             except CompileError as e:
                 if "no plan fits the budget" in e.message:
                     m2 = re.search(r"Ask for budget=(\d+)", e.message)
@@ -415,15 +548,15 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
             report = f.read()
 
     def lower():
-        _run("lower", [opt, lower_input, f"--convert-offload-to-plan=output={plan_path}",
+        _run("lower", [opt, lower_input,
+                       f"--convert-offload-to-plan=output={_option_value('workdir', plan_path)}",
                        "-o", os.devnull], log)
         return _tools.runtime.Plan.load(plan_path)
     plan = stage("lower", lower)
 
     if device_bytes is None:
         device_bytes = budget_bytes if budget_bytes is not None else plan.device_capacity
-    session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes,
-                                     threads=threads or os.cpu_count() or 1)
+    session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes, threads=threads)
     return Step(model=model, session=session, plan=plan, input_names=names,
                 initial_state=initial, extra_state=extra, tied=_tied_names(model),
                 exporter=exporter, seed=seed, report=report, budget_bytes=budget_bytes,

@@ -496,6 +496,82 @@ def test_compile_argument_errors():
         offload.compile(lambda t: t, (x, y), verbose=False)
 
 
+def test_compile_validates_arguments_as_the_tools_do(tmp_path):
+    """Issue 34: a user string never becomes an option of its own, and every
+    argument is checked as offload-run / offload-opt check it, before any
+    work, with one of the documented exception classes."""
+    x, y = batch(0)
+    timeline = tmp_path / "x.json"
+    with pytest.raises(offload.InputError, match="neither a built-in target"):
+        offload.compile(mlp(), (x, y), budget="1MiB", target=f"h100-sxm timeline={timeline}",
+                        workdir=str(tmp_path / "w"), verbose=False)
+    assert not timeline.exists()
+    for threads in (0, -1, 10**6, 2.5, True):
+        with pytest.raises(offload.InputError, match="threads"):
+            offload.compile(mlp(), (x, y), threads=threads, verbose=False)
+    for device_bytes in (0, -1, "0GiB", 1 << 60):
+        with pytest.raises(offload.InputError, match="device_bytes"):
+            offload.compile(mlp(), (x, y), device_bytes=device_bytes, verbose=False)
+    with pytest.raises(offload.InputError, match="seed"):
+        offload.compile(mlp(), (x, y), seed=-1, verbose=False)
+    with pytest.raises(offload.InputError, match="backend"):
+        offload.compile(mlp(), (x, y), backend="tpu", verbose=False)
+    afile = tmp_path / "file"
+    afile.write_text("")
+    with pytest.raises(offload.InputError, match="workdir: .* is not a folder"):
+        offload.compile(mlp(), (x, y), workdir=str(afile), verbose=False)
+    with pytest.raises(offload.InputError, match="example_inputs"):
+        offload.compile(mlp(), 3, verbose=False)
+    # A FIFO named as the target file blocked offload-opt in open().
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(offload.InputError, match="neither a built-in target"):
+        offload.compile(mlp(), (x, y), budget="1MiB", target=str(fifo), verbose=False)
+    # A target file whose path has spaces and an option-like name is one
+    # quoted value, not an extra option.
+    odd = tmp_path / "my dir" / "a timeline=t.json"
+    odd.parent.mkdir()
+    odd.write_text('{"base": "h100-sxm"}')
+    step = offload.compile(mlp(), (x, y), budget=1 << 30, target=str(odd),
+                           workdir=str(tmp_path / "w2"), verbose=False)
+    assert step.budget_bytes == 1 << 30
+    assert not (tmp_path / "my dir" / "t.json").exists()
+
+
+def test_non_finite_parameters_warn_as_offload_run_does():
+    x, y = batch(0)
+    model = mlp()
+    with torch.no_grad():
+        model[0].weight[1, 2] = float("nan")
+    with pytest.warns(RuntimeWarning, match=r"'0.weight' holds 1 non-finite value "
+                                            r"\(first: nan at element 18\)"):
+        offload.compile(model, (x, y), verbose=False)
+
+
+class _Branchy(nn.Module):
+    """A forward that branches on a tensor's value."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.sum() > 0:
+            return h * 2
+        return h
+
+
+def test_torchscript_trace_of_value_dependent_control_flow_is_refused():
+    """Issue 34: the trace kept the branch the example took and trained it
+    whatever the data (loss 3.439 where PyTorch's was 1.894)."""
+    x, y = batch(0)
+    with pytest.raises(offload.CompileError, match="branches on a tensor's value") as e:
+        offload.compile(_Branchy(), (x, y), exporter="torchscript", verbose=False)
+    assert e.value.stage == "export"
+    assert "torch.export" in str(e.value)
+
+
 def test_parse_bytes():
     assert offload.parse_bytes("12GiB") == 12 << 30
     assert offload.parse_bytes("1.5 MiB") == 3 << 19

@@ -13,6 +13,7 @@
 #include "offload/Import/TorchImporter.h"
 
 #include "offload/Support/OutputFiles.h"
+#include "offload/Support/ToolHandlers.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -71,6 +72,7 @@ static int failWith(int code, const std::string &msg) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  offload::installToolHandlers("offload-import");
   cl::HideUnrelatedOptions(importCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "offload importer: TorchScript (.pt) or torch.export (.pt2)\n");
@@ -106,13 +108,18 @@ int main(int argc, char **argv) {
   // Every output file is checked before any work and appears only when the
   // whole command succeeds (include/offload/Support/OutputFiles.h): a failed
   // import leaves --params-out and -o as they were.
+  // Neither may be the model, nor each other (same path, or same device
+  // and inode).
   offload::OutputFiles outputs;
+  outputs.deferUntilCommit();
   std::string paramsTmp, outputTmp;
+  if (std::string e = outputs.addInput(inputFile, "the input model"); !e.empty())
+    return failWith(1, e);
   if (!paramsOut.empty())
-    if (std::string e = outputs.stage(paramsOut, paramsTmp); !e.empty())
+    if (std::string e = outputs.stage(paramsOut, paramsTmp, "--params-out"); !e.empty())
       return failWith(1, e);
   if (outputFile != "-")
-    if (std::string e = outputs.stage(outputFile, outputTmp); !e.empty())
+    if (std::string e = outputs.stage(outputFile, outputTmp, "the output (-o)"); !e.empty())
       return failWith(1, e);
 
   using Clock = std::chrono::steady_clock;

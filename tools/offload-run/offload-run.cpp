@@ -20,7 +20,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
+#include <system_error>
 
 using namespace offload::rt;
 
@@ -146,7 +148,7 @@ static std::string nonFinite(const std::string &name, const Tensor &t) {
          std::to_string(first) + ")";
 }
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   // Resident memory before anything is loaded: the binary and its shared
   // libraries (the CUDA libraries alone are ~200 MB when linked).
   const long long startRss = procStatusBytes("VmRSS");
@@ -258,10 +260,18 @@ int main(int argc, char **argv) {
     return fail("no plan file given (see --help)");
   // --dump is checked before any step runs and written only when every step
   // succeeded (include/offload/Support/OutputFiles.h).
+  // It may be none of the input files (same path, or same device and
+  // inode).
   offload::OutputFiles outputs;
+  outputs.deferUntilCommit();
+  for (const std::string &path : planPaths)
+    (void)outputs.addInput(path, "a plan file");
+  (void)outputs.addInput(paramsPath, "the --params file");
+  for (const std::string &path : inputsPaths)
+    (void)outputs.addInput(path, "an --inputs file");
   std::string dumpTmp;
   if (!dumpPath.empty())
-    if (std::string e = outputs.stage(dumpPath, dumpTmp); !e.empty())
+    if (std::string e = outputs.stage(dumpPath, dumpTmp, "--dump"); !e.empty())
       return fail("--dump: " + e);
   size_t numPlans = planPaths.size();
   if (inputsPaths.size() > 1 && inputsPaths.size() != numPlans)
@@ -366,27 +376,34 @@ int main(int argc, char **argv) {
   // Each array is read straight into the tensor that the store keeps (no
   // copy); one the plans do not bind is freed before the next is read.
   if (!paramsPath.empty()) {
-    std::string error;
-    Status st = forEachNpzArray(paramsPath, [&](std::string name, Tensor t) {
-      Session *owner = nullptr;
+    auto ownerOf = [&](const std::string &name) -> Session * {
       DType dt;
       std::vector<int64_t> shape;
       for (auto &s : sessions)
-        if (s->inputType(name, dt, shape).ok()) {
-          owner = s.get();
-          break;
-        }
-      if (!owner) {
-        if (strictParams)
-          return Status::error(paramsPath + ": '" + name +
-                               "' is not an input of " +
-                               (numPlans > 1 ? "any of the plans"
-                                             : "this plan"));
-        std::printf("note: %s: '%s' is not an input of %s; skipped\n",
-                    paramsPath.c_str(), name.c_str(),
-                    numPlans > 1 ? "any of the plans" : "this plan");
-        return Status::success();
+        if (s->inputType(name, dt, shape).ok())
+          return s.get();
+      return nullptr;
+    };
+    // An array no plan binds is skipped before it is inflated (a 2 GiB
+    // member of another model's file costs nothing).
+    std::string notBound;
+    auto want = [&](const std::string &name) {
+      if (ownerOf(name))
+        return true;
+      if (strictParams) {
+        if (notBound.empty())
+          notBound = name;
+        return false;
       }
+      std::printf("note: %s: '%s' is not an input of %s; skipped\n",
+                  paramsPath.c_str(), name.c_str(),
+                  numPlans > 1 ? "any of the plans" : "this plan");
+      return false;
+    };
+    Status st = forEachNpzArray(paramsPath, want, [&](std::string name, Tensor t) {
+      Session *owner = ownerOf(name);
+      if (!owner)
+        return Status::error(paramsPath + ": '" + name + "' is not bound");
       if (std::string nf = nonFinite(name, t); !nf.empty()) {
         if (opts.checkFinite)
           return Status::error(paramsPath + ": " + nf + " (--check-finite)");
@@ -399,6 +416,9 @@ int main(int argc, char **argv) {
     });
     if (!st.ok())
       return fail(st.message());
+    if (!notBound.empty())
+      return fail(paramsPath + ": '" + notBound + "' is not an input of " +
+                  (numPlans > 1 ? "any of the plans" : "this plan"));
   }
   for (size_t p = 0; p < numPlans; ++p) {
     Session &s = *sessions[p];
@@ -541,4 +561,22 @@ int main(int argc, char **argv) {
                   (unsigned long long)held);
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // Allocation and thread creation failures (a memory limit: ulimit -v) are
+  // errors naming what failed, never std::terminate; the output files'
+  // destructors remove their temporaries on the way out.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory; give the process more memory (ulimit -v) or "
+                "use a smaller plan or fewer --threads");
+  } catch (const std::system_error &e) {
+    return fail(std::string("cannot start a thread or use a system resource: ") +
+                e.what() + "; give the process more memory or fewer --threads");
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "offload-run: internal error: %s\n", e.what());
+    return 2;
+  }
 }

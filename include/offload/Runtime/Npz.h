@@ -57,6 +57,13 @@ Expected<NamedTensors> readNpz(const std::string &path);
 Status forEachNpzArray(const std::string &path,
                        const std::function<Status(std::string name,
                                                   Tensor value)> &fn);
+/// The same, for the members `want` accepts (by name, without ".npy"): the
+/// others are skipped before anything of them is inflated (a 2 GiB member a
+/// plan does not bind costs nothing). The file must be a regular file (a
+/// FIFO or a device is refused by name, InputFiles.h).
+Status forEachNpzArray(
+    const std::string &path, const std::function<bool(const std::string &name)> &want,
+    const std::function<Status(std::string name, Tensor value)> &fn);
 
 /// An array to write to an .npz file, pulled in pieces from where it lives
 /// (a tensor, a device buffer, a session's output) instead of being encoded

@@ -12,6 +12,14 @@
 //     which a tool calls once the whole command has succeeded. A failed
 //     command leaves every destination as it was (the destructor removes the
 //     temporaries).
+//   * an output that is the same file as an input or as another output of
+//     the same command (the same device and inode, or the same path once
+//     its directory is resolved) is refused when it is staged or claimed,
+//     naming both roles (`report=` naming `-o` or the input model;
+//     `--params-out` naming `-o`);
+//   * the temporaries staged so far are also removed by
+//     removeStagedTemporaries(), which a crash handler may call (it only
+//     unlinks, no allocation).
 //
 // Standard C++ and POSIX only: the runtime's tool uses it without MLIR.
 //
@@ -44,14 +52,29 @@ public:
   /// here).
   static OutputFiles &process();
 
-  /// Stages `path`: checks it (checkOutputPath) and sets `tmp` to a fresh
-  /// temporary path in the same directory, for the caller to write. Returns
-  /// "" or the error.
-  std::string stage(const std::string &path, std::string &tmp);
+  /// Stages `path`: checks it (checkOutputPath, and that it is none of the
+  /// inputs and other outputs of the command) and sets `tmp` to a fresh
+  /// temporary path in the same directory, for the caller to write. `role`
+  /// names the output in errors ("-o", "--params-out"). Returns "" or the
+  /// error. A claim of the same file (claim()) is taken over.
+  std::string stage(const std::string &path, std::string &tmp,
+                    const std::string &role = "");
   /// Stages `path` and writes `bytes` to its temporary; commits at once
   /// unless deferUntilCommit() was called (a pass that writes a file in a
   /// driver that never commits still writes it).
-  std::string write(const std::string &path, const void *bytes, size_t size);
+  std::string write(const std::string &path, const void *bytes, size_t size,
+                    const std::string &role = "");
+
+  /// Records `path` as an input of the command under `role` ("the input",
+  /// "target="): a later output that is the same file is refused; "" or an
+  /// error when an output already staged or claimed is that file. Recorded
+  /// only after deferUntilCommit() (in a tool's main).
+  std::string addInput(const std::string &path, const std::string &role);
+  /// Checks `path` as an output (checkOutputPath) before a pass does any
+  /// work, and, after deferUntilCommit(), reserves it under `role` so that
+  /// no other output or input of the command may be that file; the pass's
+  /// later write() of it takes the reservation over. "" or the error.
+  std::string claim(const std::string &path, const std::string &role);
 
   /// From now on write() leaves its output staged until commit(): a tool's
   /// main calls this before running anything.
@@ -66,9 +89,28 @@ public:
   bool empty() const { return staged_.empty(); }
 
 private:
+  struct Named {
+    std::string path, role;
+  };
+  /// "" or the error when `path` is the same file as an input, a staged
+  /// output or (unless `takeClaim`, which then drops it) a claim.
+  std::string checkDistinct(const std::string &path, const std::string &role,
+                            bool takeClaim);
+
   std::vector<std::pair<std::string, std::string>> staged_; // (tmp, dest)
+  std::vector<std::string> stagedRoles_;
+  std::vector<Named> inputs_, claims_;
   bool deferred_ = false;
 };
+
+/// Unlinks every temporary any OutputFiles has staged and not yet committed
+/// or discarded. Async-signal-safe (no allocation, no locks): for crash and
+/// fatal-error handlers.
+void removeStagedTemporaries();
+
+/// Whether two paths name the same file: the same device and inode when both
+/// exist, else the same path once each one's directory is resolved.
+bool sameFile(const std::string &a, const std::string &b);
 
 } // namespace offload
 

@@ -233,8 +233,10 @@ struct ConvertOffloadToPlanPass
           "convert-offload-to-plan: give the plan file with output=<path>");
       return signalPassFailure();
     }
-    if (std::string e = ::offload::checkOutputPath(output); !e.empty()) {
-      getOperation().emitError() << "convert-offload-to-plan: " << e;
+    if (std::string e = ::offload::OutputFiles::process().claim(
+            output, "the plan of convert-offload-to-plan (output=)");
+        !e.empty()) {
+      mlir::emitError(getOperation().getLoc()) << "convert-offload-to-plan: " << e;
       return signalPassFailure();
     }
     if (failed(out.open(report, "convert-offload-to-plan", getOperation().getLoc())))
@@ -263,7 +265,8 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
   // Through the process's output files: offload-opt renames the plan into
   // place only when the whole command succeeds (OutputFiles.h).
   std::vector<uint8_t> bytes = rt::Plan::serialize(*data);
-  if (std::string e = ::offload::OutputFiles::process().write(output, bytes.data(), bytes.size());
+  if (std::string e = ::offload::OutputFiles::process().write(
+          output, bytes.data(), bytes.size(), "the plan of convert-offload-to-plan (output=)");
       !e.empty())
     return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << e;
   if (out)

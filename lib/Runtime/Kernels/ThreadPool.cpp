@@ -9,9 +9,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 using namespace offload::rt::kernels;
 
@@ -38,8 +43,21 @@ public:
     }
     {
       std::lock_guard<std::mutex> g(mu_);
-      while (int64_t(workers_.size()) < n - 1)
-        workers_.emplace_back([this] { work(); });
+      // A worker that cannot be started (a memory or thread limit:
+      // --threads 1024 under ulimit -v) is not an error: the chunks are the
+      // same whoever runs them, so the results are too; the caller and the
+      // workers there are take them all.
+      while (int64_t(workers_.size()) < n - 1 && !cannotStart_) {
+        if (!roomForAnotherThread()) {
+          cannotStart_ = true;
+          break;
+        }
+        try {
+          workers_.emplace_back([this] { work(); });
+        } catch (const std::system_error &) {
+          cannotStart_ = true;
+        }
+      }
       oversubscribed_.store(workers_.size() + 1 > hardwareThreads(),
                             std::memory_order_relaxed);
       job_ = &chunk;
@@ -118,6 +136,31 @@ private:
 #endif
   }
   bool stop_ = false;
+  /// Under an address-space limit (RLIMIT_AS, ulimit -v), whether one more
+  /// thread stack fits and leaves kReserveBytes for what the step allocates
+  /// next. Threads that took the whole limit left nothing for the first
+  /// matrix product, where OpenBLAS retries a failed 128 MiB buffer forever.
+  static bool roomForAnotherThread() {
+    struct rlimit as, stack;
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
+      return true;
+    uint64_t stackBytes = uint64_t(8) << 20;
+    if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY)
+      stackBytes = uint64_t(stack.rlim_cur);
+    unsigned long pages = 0;
+    FILE *f = std::fopen("/proc/self/statm", "r");
+    if (!f)
+      return true;
+    bool read = std::fscanf(f, "%lu", &pages) == 1;
+    std::fclose(f);
+    if (!read)
+      return true;
+    uint64_t used = uint64_t(pages) * uint64_t(sysconf(_SC_PAGESIZE));
+    return used + stackBytes + kReserveBytes <= uint64_t(as.rlim_cur);
+  }
+  static constexpr uint64_t kReserveBytes = uint64_t(512) << 20;
+  /// Set when a worker could not be started: no more are tried.
+  bool cannotStart_ = false;
 };
 
 Pool &pool() {

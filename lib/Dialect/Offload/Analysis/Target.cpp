@@ -8,6 +8,7 @@
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Runtime/Kernel.h"
+#include "offload/Support/BoundedJson.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -20,6 +21,8 @@
 #include <mutex>
 #include <cstring>
 #include <thread>
+
+#include <pthread.h>
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -95,17 +98,12 @@ FailureOr<TargetSpec> mlir::offload::resolveTarget(StringRef target, std::string
 }
 
 FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = "cannot read target file '" + path.str() + "': " + buffer.getError().message();
+  // A regular file within OFFLOAD_MAX_TARGET_JSON_BYTES, nested at most
+  // 512 deep (BoundedJson.h).
+  FailureOr<llvm::json::Value> parsed = ::offload::readJsonFile(path, ::offload::JsonKind::Target,
+                                                                error);
+  if (failed(parsed))
     return failure();
-  }
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
-  if (!parsed) {
-    error = "target file '" + path.str() + "' is not valid JSON: " +
-            llvm::toString(parsed.takeError());
-    return failure();
-  }
   const llvm::json::Object *obj = parsed->getAsObject();
   if (!obj) {
     error = "target file '" + path.str() + "': expected a JSON object";
@@ -170,6 +168,10 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
   else
     spec.source = ("target file " + path).str();
 
+  // Byte counts are bounded by 2^48, the plan format's bound on a buffer:
+  // the planner adds and aligns them, and a value near INT64_MAX would wrap
+  // to a negative arena that "fits" any budget.
+  constexpr int64_t kMaxBytes = int64_t(1) << 48;
   auto integer = [&](StringRef key, bool required, int64_t minimum,
                      int64_t &out) -> LogicalResult {
     const llvm::json::Value *v = obj->get(key);
@@ -179,9 +181,9 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       return required ? failure() : success();
     }
     std::optional<int64_t> i = v->getAsInteger();
-    if (!i || *i < minimum) {
-      error = "target file '" + path.str() + "': '" + key.str() + "' must be an integer >= " +
-              std::to_string(minimum);
+    if (!i || *i < minimum || *i > kMaxBytes) {
+      error = "target file '" + path.str() + "': '" + key.str() + "' must be an integer in [" +
+              std::to_string(minimum) + ", 2^48 = " + std::to_string(kMaxBytes) + "]";
       return failure();
     }
     out = *i;
@@ -320,6 +322,28 @@ double kernelFlops(const char *op, const std::vector<CalTensor> &tensors,
   return t > 0 ? flops / t : 0;
 }
 
+/// Runs `fn` on a new thread and joins it after `alongside` ran on this one;
+/// false (and neither runs) when the thread cannot be started (a memory or
+/// thread limit: std::thread would throw, which this library, built without
+/// exceptions, cannot catch).
+template <typename Peer, typename Here> bool runBeside(Peer &peer, Here &&alongside) {
+  pthread_t t;
+  auto trampoline = [](void *arg) -> void * {
+    (*static_cast<Peer *>(arg))();
+    return nullptr;
+  };
+  if (pthread_create(&t, nullptr, trampoline, &peer) != 0)
+    return false;
+  alongside();
+  pthread_join(t, nullptr);
+  return true;
+}
+
+/// What the hand-off and the sleep overshoot are taken to be when no thread
+/// can be started to measure them (typical of a 2-vCPU VM).
+constexpr double kUnmeasuredHandoffSeconds = 20e-6;
+constexpr double kUnmeasuredOvershootSeconds = 60e-6;
+
 /// Median seconds from one thread's notify to the wake-up of another that
 /// has been blocked on the condition variable for ~100 us (as the host
 /// backend's idle copy thread is when a copy is queued, and the compute
@@ -337,7 +361,7 @@ double handoffSeconds() {
   // loaded machine the waiting thread can miss 100 us, and two hand-offs
   // merged into one left it waiting for a 51st that never came (offload-opt
   // hung in calibration under a load of 7 on 2 cores).
-  std::thread peer([&] {
+  auto peer = [&] {
     for (int i = 0; i < kRounds; ++i) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
       std::unique_lock<std::mutex> lk(mu);
@@ -346,15 +370,18 @@ double handoffSeconds() {
       notified = seconds();
       cv.notify_all();
     }
+  };
+  bool started = runBeside(peer, [&] {
+    for (int i = 0; i < kRounds; ++i) {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] { return ready; });
+      lag.push_back(seconds() - notified);
+      ready = false;
+      cv.notify_all();
+    }
   });
-  for (int i = 0; i < kRounds; ++i) {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return ready; });
-    lag.push_back(seconds() - notified);
-    ready = false;
-    cv.notify_all();
-  }
-  peer.join();
+  if (!started)
+    return kUnmeasuredHandoffSeconds;
   std::nth_element(lag.begin(), lag.begin() + kRounds / 2, lag.end());
   return std::max(0.0, lag[kRounds / 2]);
 }
@@ -363,7 +390,8 @@ double handoffSeconds() {
 /// the host backend's copy-thread timer slack (1 ns, Linux).
 double sleepOvershootSeconds() {
   std::vector<double> over;
-  std::thread t([&] {
+  over.reserve(50);
+  auto measure = [&] {
 #ifdef __linux__
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
@@ -373,8 +401,9 @@ double sleepOvershootSeconds() {
       over.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - until).count());
     }
-  });
-  t.join();
+  };
+  if (!runBeside(measure, [] {}))
+    return kUnmeasuredOvershootSeconds;
   std::nth_element(over.begin(), over.begin() + 25, over.end());
   return std::max(0.0, over[25]);
 }

@@ -35,8 +35,12 @@ LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc
     break;
   }
   path_ = value.str();
-  // Checked before the pass does any work, so a bad path costs nothing.
-  if (std::string e = ::offload::checkOutputPath(path_); !e.empty())
+  // Checked before the pass does any work, so a bad path costs nothing; in
+  // a tool, the path is also reserved: the report may not replace -o, the
+  // input or another output of the command (OutputFiles.h).
+  if (std::string e = ::offload::OutputFiles::process().claim(
+          path_, "the report of " + passName_ + " (report=)");
+      !e.empty())
     return mlir::emitError(loc) << passName_ << ": the report: " << e;
   buffer_ = std::make_unique<llvm::raw_string_ostream>(text_);
   os_ = buffer_.get();
@@ -47,7 +51,8 @@ LogicalResult PassReport::close(Location loc) {
   if (!buffer_)
     return success();
   buffer_->flush();
-  std::string e = ::offload::OutputFiles::process().write(path_, text_.data(), text_.size());
+  std::string e = ::offload::OutputFiles::process().write(
+      path_, text_.data(), text_.size(), "the report of " + passName_ + " (report=)");
   buffer_.reset();
   os_ = nullptr;
   if (!e.empty())

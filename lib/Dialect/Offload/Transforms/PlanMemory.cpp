@@ -25,6 +25,7 @@
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Transforms/Recompute.h"
 #include "offload/Dialect/Offload/Transforms/PassReport.h"
+#include "offload/Support/BoundedJson.h"
 #include "offload/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,6 +33,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -420,16 +422,12 @@ FailureOr<Materialized> PlanMemoryPass::materialize(func::FuncOp base,
 static LogicalResult readDecisions(StringRef path, MutableArrayRef<SavedCandidate> saved,
                                    MutableArrayRef<ParamCandidate> params,
                                    std::string &error) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    error = "cannot read it: " + buffer.getError().message();
+  // A regular file within OFFLOAD_MAX_DECISIONS_JSON_BYTES, nested at most
+  // 512 deep (BoundedJson.h).
+  FailureOr<llvm::json::Value> parsed =
+      ::offload::readJsonFile(path, ::offload::JsonKind::Decisions, error);
+  if (failed(parsed))
     return failure();
-  }
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
-  if (!parsed) {
-    error = "not JSON: " + llvm::toString(parsed.takeError());
-    return failure();
-  }
   const llvm::json::Object *root = parsed->getAsObject();
   if (!root || root->getString("format") != "offload-plan-decisions" ||
       root->getInteger("version") != 1) {
@@ -492,6 +490,16 @@ void PlanMemoryPass::runOnOperation() {
     mlir::emitError(m.getLoc()) << "offload-plan-memory: " << error;
     return signalPassFailure();
   }
+  // The files this pass reads are inputs of the command: no output of it
+  // (report=, -o, ...) may replace them (OutputFiles.h).
+  for (auto [path, role] : {std::pair<StringRef, const char *>{
+                                StringRef(target).ends_with(".json") ? StringRef(target) : "",
+                                "the target file (offload-plan-memory target=)"},
+                            {decisionsFile, "the decisions file (offload-plan-memory decisions=)"}})
+    if (std::string e = ::offload::OutputFiles::process().addInput(path.str(), role); !e.empty()) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: " << e;
+      return signalPassFailure();
+    }
   int64_t budgetBytes = 0;
   if (budget.empty()) {
     if (spec->memoryBytes <= 0) {
@@ -792,7 +800,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     return success();
   };
 
-  if (ownUnplannedArena <= budgetBytes) {
+  // A decisions file is replayed (and so read and checked) even when the
+  // step fits unplanned.
+  if (ownUnplannedArena <= budgetBytes && decisionsFile.empty()) {
     if (report)
       *report << llvm::format("plan-memory @%s: the step fits unplanned: device arena %lld "
                               "bytes (%s) <= budget %lld bytes (%s) on %s; nothing changed\n",
@@ -908,6 +918,17 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   }
   // Candidates that can free nothing are dropped.
   llvm::erase_if(saved, [](const SavedCandidate &c) { return c.bytes == 0; });
+  // Names are unique: where several candidates share one (two saved values
+  // of one layer), each gets the program point of its first save, so that a
+  // decisions file of another step is refused rather than matched by name.
+  {
+    llvm::StringMap<unsigned> uses;
+    for (const SavedCandidate &c : saved)
+      ++uses[c.name];
+    for (SavedCandidate &c : saved)
+      if (uses.lookup(c.name) > 1)
+        c.name += " @" + std::to_string(point[saves[c.saves.front()]]);
+  }
 
   // --- Parameter candidates -------------------------------------------------
   SmallVector<ParamCandidate, 0> params;
