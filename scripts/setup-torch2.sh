@@ -40,7 +40,10 @@ PIP_NO_DEPS=(
 # torchvision for resnet18 in bench/planner/pytorch_partitioner.py (its model
 # definitions only); 0.29.2 is the newest on PyPI, built against torch 2.14, and
 # its ops load against 2.15. Without deps: its torch pin would replace ours.
-PIP_EXTRAS_NO_DEPS=("torchvision==0.29.2" "pillow==13.0.0")
+# timm for the timm models of issue 28 (timm.create_model(..., pretrained=False)
+# needs none of its other dependencies: huggingface_hub, safetensors and pyyaml
+# are imported only to download or read pretrained weights).
+PIP_EXTRAS_NO_DEPS=("torchvision==0.29.2" "pillow==13.0.0" "timm==1.0.31")
 PIP_DEPS=(filelock "typing-extensions>=4.13.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" numpy)
 PIP_TEST=("pytest==9.2.0" "matplotlib==3.11.2")
 TEST_IMPORTS="import pytest, matplotlib"
@@ -55,7 +58,7 @@ install_quietly() {  # pip install ARGS..., its output shown only on failure
 }
 
 ensure_extras() {
-  if ! "$ROOT/scripts/torch2-python" -c "import torchvision, PIL" 2>/dev/null; then
+  if ! "$ROOT/scripts/torch2-python" -c "import torchvision, PIL, timm" 2>/dev/null; then
     echo "setup-torch2: adding ${PIP_EXTRAS_NO_DEPS[*]} to $VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${PIP_EXTRAS_NO_DEPS[@]}"
   fi

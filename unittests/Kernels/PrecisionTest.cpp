@@ -1,0 +1,145 @@
+//===- PrecisionTest.cpp - fp32 kernels as accurate as ATen's, vs float64 ---===//
+//
+// Part of offload. Differential precision tests (issue 28): each op runs in
+// fp32 on adversarial inputs (large common offsets, long reduction axes,
+// near-cancelling sums, size-1 softmax axes); its error against ATen's
+// float64 result must be within kMultiple times ATen fp32's own error on the
+// same inputs, or kFloor, whichever is larger (the model zoo's rule,
+// python/zoo.py, applied per op).
+//
+// Error measure: max|a - ref| / max|ref - mean(ref)|. Centring the scale
+// matters for inputs with a large common offset: an output of ~1000 +- 1
+// that then feeds a normalization needs its deviations right, and the
+// plain max|ref| would call an error of 1e-4 (the deviations' fourth digit)
+// 1e-7.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestUtil.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace atest;
+
+namespace {
+
+constexpr double kMultiple = 4.0;
+constexpr double kFloor = 4.0 * 5.96e-8; // four fp32 unit roundoffs
+
+double centredErr(const at::Tensor &got, const at::Tensor &ref) {
+  at::Tensor r = ref.to(at::kDouble);
+  double scale = (r - r.mean()).abs().max().item<double>();
+  double err = (got.to(at::kDouble) - r).abs().max().item<double>();
+  return err / std::max(scale, 1e-300);
+}
+
+/// Expects ours (fp32) within max(kFloor, kMultiple x aten32's error) of
+/// ref64, and prints both.
+void expectAsPrecise(const std::string &what, const at::Tensor &ours,
+                     const at::Tensor &aten32, const at::Tensor &ref64) {
+  ASSERT_EQ(ours.sizes(), ref64.sizes()) << what;
+  double e = centredErr(ours, ref64), t = centredErr(aten32, ref64);
+  double bound = std::max(kFloor, kMultiple * t);
+  std::cout << "[precision] " << what << ": ours " << e << ", ATen fp32 " << t
+            << ", bound " << bound << "\n";
+  EXPECT_LE(e, bound) << what << ": ours " << e << " vs ATen fp32 " << t;
+}
+
+at::Tensor randn(std::vector<int64_t> s, uint64_t seed) {
+  auto g = at::detail::createCPUGenerator(seed);
+  return at::randn(s, g, at::TensorOptions().dtype(at::kFloat));
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d: a common offset on the input (un-normalized images, MobileViT v2's
+// stem on x + 1000), with zero padding.
+//===----------------------------------------------------------------------===//
+
+void convCase(const std::string &what, at::Tensor x, at::Tensor w,
+              std::vector<int64_t> stride, std::vector<int64_t> pad,
+              int64_t groups, int threads) {
+  at::Tensor ref = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), {}, stride, pad, {1, 1}, groups);
+  at::Tensor t32 = at::conv2d(x, w, {}, stride, pad, {1, 1}, groups);
+  at::Tensor ours = at::empty_like(t32);
+  Attrs a;
+  a.i("stride", stride).i("padding", pad).i("dilation", {1, 1}).i("groups", {groups});
+  ASSERT_EQ(run("conv2d", {x, w, at::Tensor()}, {ours}, a, threads), "");
+  expectAsPrecise(what, ours, t32, ref);
+}
+
+TEST(Precision, Conv2dOffsetInput) {
+  at::Tensor w = randn({16, 3, 3, 3}, 2) * 0.2;
+  for (double off : {100.0, 1000.0})
+    for (int threads : {1, 3}) {
+      at::Tensor x = randn({4, 3, 64, 64}, 1) + off;
+      convCase("conv2d 3x3 s2 p1, x + " + std::to_string(int(off)) + ", threads " +
+                   std::to_string(threads), x, w, {2, 2}, {1, 1}, 1, threads);
+    }
+  // 1x1 over 256 channels with an offset (a long reduction axis).
+  at::Tensor w1 = randn({32, 256, 1, 1}, 4) * 0.1;
+  convCase("conv2d 1x1 K=256, x + 100", randn({2, 256, 8, 8}, 3) + 100, w1, {1, 1}, {0, 0}, 1, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// softmax / log_softmax: offsets, a long axis, a size-1 axis (MobileViT v2's
+// separable attention at 64x64: softmax over one patch).
+//===----------------------------------------------------------------------===//
+
+TEST(Precision, SoftmaxFamily) {
+  struct Case { std::vector<int64_t> shape; int64_t dim; double off, scale; };
+  std::vector<Case> cases = {{{4, 1, 4, 1}, 3, 0, 1},  {{8, 4096}, 1, 1000, 1},
+                             {{8, 65536}, 1, 0, 1},    {{4, 1, 4, 16}, 3, 50, 20}};
+  for (const Case &c : cases)
+    for (bool isLog : {false, true}) {
+      at::Tensor x = randn(c.shape, 5) * c.scale + c.off;
+      at::Tensor ref = isLog ? at::log_softmax(x.to(at::kDouble), c.dim) : at::softmax(x.to(at::kDouble), c.dim);
+      at::Tensor t32 = isLog ? at::log_softmax(x, c.dim) : at::softmax(x, c.dim);
+      at::Tensor ours = at::empty_like(t32);
+      ASSERT_EQ(run(isLog ? "log_softmax" : "softmax", {x}, {ours}, Attrs().i("dim", {c.dim})), "");
+      std::string what = std::string(isLog ? "log_softmax " : "softmax ") + std::to_string(x.numel()) +
+                         " elements, axis " + std::to_string(c.shape[size_t(c.dim)]) + ", offset " +
+                         std::to_string(int(c.off));
+      // The backward on a near-cancelling dy (a common offset).
+      at::Tensor dy = randn(c.shape, 6) + 10;
+      at::Tensor y64 = ref, y32 = t32;
+      at::Tensor dref = isLog ? at::_log_softmax_backward_data(dy.to(at::kDouble), y64, c.dim, at::kDouble)
+                              : at::_softmax_backward_data(dy.to(at::kDouble), y64, c.dim, at::kDouble);
+      at::Tensor d32 = isLog ? at::_log_softmax_backward_data(dy, y32, c.dim, at::kFloat)
+                             : at::_softmax_backward_data(dy, y32, c.dim, at::kFloat);
+      at::Tensor dours = at::empty_like(d32);
+      ASSERT_EQ(run(isLog ? "log_softmax_backward" : "softmax_backward", {dy, ours}, {dours},
+                    Attrs().i("dim", {c.dim})), "");
+      expectAsPrecise(what, ours, t32, ref);
+      if (dref.abs().max().item<double>() > 0)
+        expectAsPrecise(what + " backward", dours, d32, dref);
+      else // a size-1 softmax axis: the gradient is exactly zero, in ATen fp32 too
+        EXPECT_EQ(dours.abs().max().item<double>(), d32.abs().max().item<double>()) << what;
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum / reduce_mean: a long axis, a near-cancelling sum.
+//===----------------------------------------------------------------------===//
+
+TEST(Precision, ReduceLongAndCancelling) {
+  at::Tensor x = randn({4, 1 << 18}, 7) + 1000;
+  at::Tensor y = randn({4, 1 << 18}, 8);
+  at::Tensor cancel = at::cat({y, -y + randn({4, 1 << 18}, 9) * 1e-3}, 1);
+  for (auto [nm, in] : {std::pair<std::string, at::Tensor>{"x + 1000", x}, {"near-cancelling", cancel}})
+    for (bool mean : {false, true}) {
+      at::Tensor ref = mean ? in.to(at::kDouble).mean({1}) : in.to(at::kDouble).sum({1});
+      at::Tensor t32 = mean ? in.mean({1}) : in.sum({1});
+      at::Tensor ours = at::empty_like(t32);
+      ASSERT_EQ(run(mean ? "reduce_mean" : "reduce_sum", {in}, {ours},
+                    Attrs().i("dims", {1}).i("keepdim", {0})), "");
+      // Scale: max|ref| (the outputs are the sums themselves).
+      double e = (ours.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+      double t = (t32.to(at::kDouble) - ref).abs().max().item<double>() / ref.abs().max().item<double>();
+      std::cout << "[precision] " << (mean ? "reduce_mean " : "reduce_sum ") << nm << ": ours " << e
+                << ", ATen fp32 " << t << "\n";
+      EXPECT_LE(e, std::max(kFloor, kMultiple * t)) << nm;
+    }
+}
+
+} // namespace
