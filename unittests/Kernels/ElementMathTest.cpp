@@ -583,7 +583,7 @@ TEST(ElementMath, BatchNormFormulasMatchATen) {
       nrv[ch] = em::bnRunningVar(rv[ch].item<double>(), sq, cnt, 0.1);
       em::BnAffine af = em::BnAffine::make(mean, invstd, w[ch].item<double>(),
                                            b[ch].item<double>());
-      y.select(1, ch).copy_(xc * af.alpha + af.beta);
+      y.select(1, ch).copy_((xc - af.mean) * af.alpha + af.beta);
       at::Tensor gc = dyd.select(1, ch);
       double sum = gc.sum().item<double>();
       double dot = (gc * (xc - mean)).sum().item<double>();

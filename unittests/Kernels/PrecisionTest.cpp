@@ -142,4 +142,57 @@ TEST(Precision, ReduceLongAndCancelling) {
     }
 }
 
+//===----------------------------------------------------------------------===//
+// batch norm and layer norm, forward and backward: a large common offset on
+// the input (activations whose mean is far from zero next to their spread),
+// and on the incoming gradient.
+//===----------------------------------------------------------------------===//
+
+TEST(Precision, NormsOffsetInput) {
+  double mom = 0.1, eps = 1e-5;
+  for (double off : {10.0, 1000.0}) {
+    std::string tag = " x + " + std::to_string(int(off));
+    at::Tensor x = randn({8, 4, 16, 16}, 11) * 0.5 + off;
+    at::Tensor w = randn({4}, 12), b = randn({4}, 13);
+    at::Tensor dy = randn({8, 4, 16, 16}, 14) + 3.0;
+    // batch_norm (training statistics).
+    at::Tensor x64 = x.to(at::kDouble), w64 = w.to(at::kDouble), b64 = b.to(at::kDouble);
+    auto r64 = at::native_batch_norm(x64, w64, b64, {}, {}, true, mom, eps);
+    auto r32 = at::native_batch_norm(x, w, b, {}, {}, true, mom, eps);
+    at::Tensor y = at::empty_like(x), sm = at::empty({4}), si = at::empty({4}), none;
+    Attrs a;
+    a.f("momentum", mom).f("eps", eps);
+    ASSERT_EQ(run("offload.batch_norm", {x, w, b, none, none}, {y, sm, si, none, none}, a.m, 2), "");
+    expectAsPrecise("batch_norm forward" + tag, y, std::get<0>(r32), std::get<0>(r64));
+    auto g64 = at::native_batch_norm_backward(dy.to(at::kDouble), x64, w64, {}, {}, std::get<1>(r64),
+                                              std::get<2>(r64), true, eps, {true, true, true});
+    auto g32 = at::native_batch_norm_backward(dy, x, w, {}, {}, std::get<1>(r32), std::get<2>(r32),
+                                              true, eps, {true, true, true});
+    at::Tensor dx = at::empty_like(x), dw = at::empty({4}), db = at::empty({4});
+    ASSERT_EQ(run("offload.batch_norm_backward", {dy, x, w, sm, si}, {dx, dw, db}, a.m, 2), "");
+    expectAsPrecise("batch_norm backward dx" + tag, dx, std::get<0>(g32), std::get<0>(g64));
+    expectAsPrecise("batch_norm backward dweight" + tag, dw, std::get<1>(g32), std::get<1>(g64));
+
+    // layer_norm over the last two dims (16 x 16 = 256 features).
+    at::Tensor lw = randn({16, 16}, 15), lb = randn({16, 16}, 16);
+    std::vector<int64_t> ns = {16, 16};
+    auto l64 = at::native_layer_norm(x64, ns, lw.to(at::kDouble), lb.to(at::kDouble), eps);
+    auto l32 = at::native_layer_norm(x, ns, lw, lb, eps);
+    at::Tensor ly = at::empty_like(x), lm = at::empty({8, 4, 1, 1}), lr = at::empty({8, 4, 1, 1});
+    Attrs la;
+    la.i("normalized_ndim", {2}).f("eps", eps);
+    ASSERT_EQ(run("offload.layer_norm", {x, lw, lb}, {ly, lm, lr}, la.m, 2), "");
+    expectAsPrecise("layer_norm forward" + tag, ly, std::get<0>(l32), std::get<0>(l64));
+    auto lg64 = at::native_layer_norm_backward(dy.to(at::kDouble), x64, ns, std::get<1>(l64),
+                                               std::get<2>(l64), lw.to(at::kDouble),
+                                               lb.to(at::kDouble), {true, true, true});
+    auto lg32 = at::native_layer_norm_backward(dy, x, ns, std::get<1>(l32), std::get<2>(l32), lw, lb,
+                                               {true, true, true});
+    at::Tensor ldx = at::empty_like(x), ldw = at::empty({16, 16}), ldb = at::empty({16, 16});
+    ASSERT_EQ(run("offload.layer_norm_backward", {dy, x, lw, lm, lr}, {ldx, ldw, ldb}, la.m, 2), "");
+    expectAsPrecise("layer_norm backward dx" + tag, ldx, std::get<0>(lg32), std::get<0>(lg64));
+    expectAsPrecise("layer_norm backward dweight" + tag, ldw, std::get<1>(lg32), std::get<1>(lg64));
+  }
+}
+
 } // namespace

@@ -116,10 +116,9 @@ __global__ void bnForwardKernel(const T *x, const T *w, const T *b,
     }
     em::BnAffine af = em::BnAffine::make(mean, invstd, w ? double(w[ch]) : 1.0,
                                          b ? double(b[ch]) : 0.0);
-    T al = T(af.alpha), be = T(af.beta);
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads) {
       int64_t off = ((k / g.s) * g.c + ch) * g.s + k % g.s;
-      y[off] = em::bnApply(x[off], al, be);
+      y[off] = em::bnApply(x[off], af);
     }
   }
 }

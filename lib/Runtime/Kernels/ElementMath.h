@@ -496,18 +496,22 @@ OFFLOAD_HD inline double bnRunningVar(double old, double sq, int64_t count,
                                       double momentum) {
   return (1 - momentum) * old + momentum * sq / double(count - 1);
 }
-/// y = x * alpha + beta per channel, alpha = invstd * w, beta = b - mean *
-/// alpha (w = 1, b = 0 when absent).
+/// y = (x - mean) * alpha + b per channel, alpha = invstd * w (w = 1, b = 0
+/// when absent), evaluated in double and rounded once. The folded form
+/// x * alpha + (b - mean * alpha) in the element type cancels where the mean
+/// is large next to the spread (activations around 1000 +- 1: x * alpha and
+/// b - mean * alpha each round at 1000 alpha, and their sum keeps only the
+/// last digits): 4x ATen fp32's error against float64 there (issue 28,
+/// unittests/Kernels/PrecisionTest.cpp); x - mean is exact in double.
 struct BnAffine {
-  double alpha, beta;
+  double mean, alpha, beta;
   OFFLOAD_HD static BnAffine make(double mean, double invstd, double w,
                                   double b) {
-    double alpha = invstd * w;
-    return {alpha, b - mean * alpha};
+    return {mean, invstd * w, b};
   }
 };
-template <typename T> OFFLOAD_HD inline T bnApply(T x, T alpha, T beta) {
-  return x * alpha + beta;
+template <typename T> OFFLOAD_HD inline T bnApply(T x, const BnAffine &af) {
+  return T((double(x) - af.mean) * af.alpha + af.beta);
 }
 /// Batch-norm input gradient dx = dy * s + x * t + u per channel, from
 /// sum(dy), dot = sum(dy * (x - mean)), the saved mean and invstd, the

@@ -91,12 +91,11 @@ template <typename T> void bnForward(const BnGeom &g, const KernelArgs &a) {
         nrv[c] = T(em::bnRunningVar(double(rv[c]), vs, cnt, mom));
       em::BnAffine af = em::BnAffine::make(mean, invstd, w ? double(w[c]) : 1.0,
                                            b ? double(b[c]) : 0.0);
-      T al = T(af.alpha), be = T(af.beta);
       for (int64_t n = 0; n < g.n; ++n) {
         const T *p = x + (n * g.c + c) * g.s;
         T *q = y + (n * g.c + c) * g.s;
         for (int64_t i = 0; i < g.s; ++i)
-          q[i] = em::bnApply(p[i], al, be);
+          q[i] = em::bnApply(p[i], af);
       }
     }
   });
