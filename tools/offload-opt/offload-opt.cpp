@@ -22,51 +22,20 @@
 #include "offload/Conversion/Passes.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
-#include "offload/Support/InputFiles.h"
 #include "offload/Support/OutputFiles.h"
 #include "offload/Support/ToolHandlers.h"
+#include "offload/Support/ToolIO.h"
 
 #include "mlir/Pass/PassRegistry.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static int fail(const std::string &msg) {
   offload::OutputFiles::process().discard();
   llvm::errs() << "offload-opt: error: " << msg << "\n";
   return 1;
-}
-
-/// Opens `-o PATH` when PATH exists and is not a regular file: a character
-/// device or a FIFO is written in place (a FIFO without a reader is an
-/// error, not a wait); -1 and `error` for anything else. `fd` stays -1 when
-/// PATH is a regular file or does not exist (then it is staged).
-static int openStreamOutput(const std::string &path, std::string &error) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))
-    return -1;
-  if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-    error = offload::checkOutputPath(path);
-    return -1;
-  }
-  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    error = "cannot write '" + path + "': " +
-            (errno == ENXIO ? std::string("a FIFO that nobody reads")
-                            : std::string(std::strerror(errno)));
-    return -1;
-  }
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0)
-    (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  return fd;
 }
 
 int main(int argc, char **argv) {
@@ -110,69 +79,17 @@ int main(int argc, char **argv) {
   offload::OutputFiles &outputs = offload::OutputFiles::process();
   outputs.deferUntilCommit();
 
-  // The input: a regular file (a FIFO, a device, a directory are refused
-  // before they are opened for good), mapped; or `-`, stdin.
+  // The input and -o (ToolIO.h).
   std::unique_ptr<llvm::MemoryBuffer> input;
-  if (inputFile == "-") {
-    auto buffer = llvm::MemoryBuffer::getSTDIN();
-    if (!buffer)
-      return fail("cannot read stdin: " + buffer.getError().message());
-    input = std::move(*buffer);
-  } else {
-    int fd;
-    uint64_t size;
-    if (std::string e = offload::openRegularFile(inputFile, "input file", fd, size);
-        !e.empty())
-      return fail(e);
-    auto buffer = llvm::MemoryBuffer::getOpenFile(
-        llvm::sys::fs::convertFDToNativeFile(fd), inputFile, size);
-    ::close(fd);
-    if (!buffer)
-      return fail("cannot read input file '" + inputFile + "': " + buffer.getError().message());
-    input = std::move(*buffer);
-    if (std::string e = outputs.addInput(inputFile, "the input"); !e.empty())
-      return fail(e);
-  }
-
-  // -o: stdout, a device or pipe written in place, or a regular file staged.
+  if (std::string e = offload::readToolInput(inputFile, outputs, input); !e.empty())
+    return fail(e);
   std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *os = &llvm::outs();
-  if (outputFile != "-") {
-    std::string error;
-    int fd = openStreamOutput(outputFile, error);
-    if (!error.empty())
-      return fail(error);
-    if (fd < 0) {
-      std::string tmp;
-      if (std::string e = outputs.stage(outputFile, tmp, "the output (-o)"); !e.empty())
-        return fail(e);
-      std::error_code ec;
-      file = std::make_unique<llvm::raw_fd_ostream>(tmp, ec);
-      if (ec)
-        return fail("cannot write '" + outputFile + "': " + ec.message());
-    } else {
-      file = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
-    }
-    os = file.get();
-  }
+  if (std::string e = offload::openToolOutput(outputFile, outputs, file); !e.empty())
+    return fail(e);
+  llvm::raw_ostream *os = file ? static_cast<llvm::raw_ostream *>(file.get()) : &llvm::outs();
 
   mlir::LogicalResult result = mlir::MlirOptMain(*os, std::move(input), registry, config);
-  // A failed write (a full disk, /dev/full) is an error, never LLVM's abort
-  // on a stream destroyed with an error pending.
-  std::string writeError;
-  if (file) {
-    file->close();
-    if (file->has_error()) {
-      writeError = "cannot write '" + outputFile + "': " + file->error().message();
-      file->clear_error();
-    }
-  } else {
-    llvm::outs().flush();
-    if (llvm::outs().has_error()) {
-      writeError = "cannot write the output to stdout: " + llvm::outs().error().message();
-      llvm::outs().clear_error();
-    }
-  }
+  std::string writeError = offload::closeToolOutput(file, outputFile, "the output");
   if (mlir::failed(result)) {
     outputs.discard();
     return 1;

@@ -13,9 +13,9 @@
 
 #include "offload/Conversion/OffloadToPlan.h"
 #include "offload/Dialect/Offload/IR/OffloadDialect.h"
-#include "offload/Support/InputFiles.h"
 #include "offload/Support/OutputFiles.h"
 #include "offload/Support/ToolHandlers.h"
+#include "offload/Support/ToolIO.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -26,17 +26,11 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace cl = llvm::cl;
 
@@ -72,54 +66,12 @@ int main(int argc, char **argv) {
   offload::OutputFiles &outputs = offload::OutputFiles::process();
   outputs.deferUntilCommit();
   std::unique_ptr<llvm::MemoryBuffer> input;
-  if (inputFile == "-") {
-    auto buffer = llvm::MemoryBuffer::getSTDIN();
-    if (!buffer)
-      return fail("cannot read stdin: " + buffer.getError().message());
-    input = std::move(*buffer);
-  } else {
-    int fd;
-    uint64_t size;
-    if (std::string e = offload::openRegularFile(inputFile, "input file", fd, size); !e.empty())
-      return fail(e);
-    auto buffer = llvm::MemoryBuffer::getOpenFile(llvm::sys::fs::convertFDToNativeFile(fd),
-                                                  inputFile, size);
-    ::close(fd);
-    if (!buffer)
-      return fail("cannot read input file '" + inputFile + "': " + buffer.getError().message());
-    input = std::move(*buffer);
-    if (std::string e = outputs.addInput(inputFile, "the input"); !e.empty())
-      return fail(e);
-  }
-
-  // -o: stdout; a character device or a FIFO (with a reader) written in
-  // place; else a regular file, staged.
+  if (std::string e = offload::readToolInput(inputFile, outputs, input); !e.empty())
+    return fail(e);
   std::unique_ptr<llvm::raw_fd_ostream> file;
-  llvm::raw_ostream *os = &llvm::outs();
-  if (outputFile != "-") {
-    struct stat st;
-    bool exists = ::stat(outputFile.c_str(), &st) == 0;
-    if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
-      int fd = ::open(outputFile.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0)
-        return fail("cannot write '" + outputFile + "': " +
-                    (errno == ENXIO ? std::string("a FIFO that nobody reads")
-                                    : std::string(std::strerror(errno))));
-      int flags = ::fcntl(fd, F_GETFL);
-      if (flags >= 0)
-        (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-      file = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
-    } else {
-      std::string tmp;
-      if (std::string e = outputs.stage(outputFile, tmp, "the output (-o)"); !e.empty())
-        return fail(e);
-      std::error_code ec;
-      file = std::make_unique<llvm::raw_fd_ostream>(tmp, ec);
-      if (ec)
-        return fail("cannot write '" + outputFile + "': " + ec.message());
-    }
-    os = file.get();
-  }
+  if (std::string e = offload::openToolOutput(outputFile, outputs, file); !e.empty())
+    return fail(e);
+  llvm::raw_ostream *os = file ? static_cast<llvm::raw_ostream *>(file.get()) : &llvm::outs();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::offload::OffloadDialect, mlir::func::FuncDialect,
@@ -133,20 +85,7 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
   bool ok = module && mlir::succeeded(mlir::offload::exportPlan(*module, *os));
 
-  std::string writeError;
-  if (file) {
-    file->close();
-    if (file->has_error()) {
-      writeError = "cannot write '" + outputFile + "': " + file->error().message();
-      file->clear_error();
-    }
-  } else {
-    llvm::outs().flush();
-    if (llvm::outs().has_error()) {
-      writeError = "cannot write the plan to stdout: " + llvm::outs().error().message();
-      llvm::outs().clear_error();
-    }
-  }
+  std::string writeError = offload::closeToolOutput(file, outputFile, "the plan");
   if (!ok) {
     outputs.discard();
     return 1;
