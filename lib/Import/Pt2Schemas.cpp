@@ -57,6 +57,7 @@ const char *const kSchemas[][2] = {
      "self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0"},
     {"nll_loss.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
     {"nll_loss_nd.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
+    {"nll_loss2d.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
     {"mse_loss.default", "self, target, reduction=1"},
     {"scaled_dot_product_attention.default",
      "query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "

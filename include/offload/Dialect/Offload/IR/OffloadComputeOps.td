@@ -604,7 +604,8 @@ def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor
   let summary = "`cross_entropy(logits, target)` with class indices";
   let description = [{
     `logits` [N, C], `target` [N] (i64) -> scalar. Saves `logits` and
-    `target`.
+    `target`. (The importer moves PyTorch's class dim 1 of other ranks last
+    and flattens: [N, C, d1, ...] with [N, d1, ...] becomes [M, C] with [M].)
 
     ```mlir
     %l = offload.cross_entropy %z, %t : tensor<32x10xf32>, tensor<32xi64>
@@ -635,6 +636,7 @@ def Offload_NllLossOp : Offload_DiffOp<"nll_loss", [InferTypeOpAdaptor]> {
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$input `,` $target (`reduction` $reduction^)? attr-dict `:` type($input) `,` type($target)";
+  let hasVerifier = 1;
 }
 def Offload_NllLossBackwardOp : Offload_ComputeOp<"nll_loss_backward", [AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "Gradient of nll_loss";
