@@ -2,7 +2,8 @@
 //
 // Part of offload. Unary activations, binary arithmetic with tensors or
 // numbers (PyTorch's scalar promotion: a number or 0-dim tensor takes the
-// other operand's element type), masked_fill/where, and dtype casts.
+// other operand's element type), masked_fill/where, not/and/or of bool masks,
+// and dtype casts.
 //
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
@@ -136,6 +137,32 @@ void convertWhere(StepBuilder &im, Call &n) {
   im.setOut(n, im.emit1<WhereOp>(n, {c, a, d}));
 }
 
+/// `~m`, `a & b`, `a | b` (bitwise_* and logical_* alike) on bool tensors:
+/// masks. Integer bitwise arithmetic is refused.
+mlir::Value boolIn(StepBuilder &im, Call &n, size_t i) {
+  mlir::Value v = im.tensorIn(n, i, im.b.getI1Type());
+  if (!im.tt(v).getElementType().isInteger(1))
+    im.fail(n, "only bool tensors (masks) are supported, not " +
+                   [&] {
+                     std::string s;
+                     llvm::raw_string_ostream os(s);
+                     os << im.tt(v).getElementType();
+                     return s;
+                   }());
+  return v;
+}
+
+void convertLogicalNot(StepBuilder &im, Call &n) {
+  mlir::Value x = boolIn(im, n, 0);
+  im.setOut(n, im.emit1<LogicalNotOp>(n, {x}, {}, {x.getType()}));
+}
+
+template <typename OpTy>
+void convertLogicalBinary(StepBuilder &im, Call &n) {
+  mlir::Value a = boolIn(im, n, 0), c = boolIn(im, n, 1);
+  im.setOut(n, im.emit1<OpTy>(n, {a, c}));
+}
+
 void convertTo(StepBuilder &im, Call &n) {
   // to(self, dtype, non_blocking, copy, memory_format), the device variants
   // and _to_copy(self, dtype=None, ...): only a dtype change is an op.
@@ -179,4 +206,11 @@ void ts::registerElementwiseConversions(OpTable &t) {
   t["aten::masked_fill"] = convertMaskedFill;
   t["aten::where"] = convertWhere;
   t["aten::to"] = convertTo;
+  // Bool masks.
+  t["aten::bitwise_not"] = convertLogicalNot;
+  t["aten::logical_not"] = convertLogicalNot;
+  for (const char *k : {"aten::bitwise_and", "aten::logical_and", "aten::__and__"})
+    t[k] = convertLogicalBinary<LogicalAndOp>;
+  for (const char *k : {"aten::bitwise_or", "aten::logical_or", "aten::__or__"})
+    t[k] = convertLogicalBinary<LogicalOrOp>;
 }

@@ -35,6 +35,10 @@ const char *const kSchemas[][2] = {
     {"div.Tensor", "self, other"}, {"div.Scalar", "self, other"},
     {"rsub.Scalar", "self, other, alpha=1"},
     {"masked_fill.Scalar", "self, mask, value"}, {"where.self", "condition, self, other"},
+    {"bitwise_not.default", "self"}, {"logical_not.default", "self"},
+    {"bitwise_and.Tensor", "self, other"}, {"bitwise_or.Tensor", "self, other"},
+    {"__and__.Tensor", "self, other"}, {"__or__.Tensor", "self, other"},
+    {"logical_and.default", "self, other"}, {"logical_or.default", "self, other"},
     {"linear.default", "input, weight, bias=None"}, {"matmul.default", "self, other"},
     {"bmm.default", "self, mat2"}, {"mm.default", "self, mat2"},
     {"baddbmm.default", "self, batch1, batch2, beta=1, alpha=1"},
@@ -57,6 +61,7 @@ const char *const kSchemas[][2] = {
      "self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0"},
     {"nll_loss.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
     {"nll_loss_nd.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
+    {"nll_loss2d.default", "self, target, weight=None, reduction=1, ignore_index=-100"},
     {"mse_loss.default", "self, target, reduction=1"},
     {"scaled_dot_product_attention.default",
      "query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, "

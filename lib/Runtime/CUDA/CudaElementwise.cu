@@ -2,8 +2,8 @@
 //
 // Part of offload. Activations and their backward ops, unary math, binary
 // arithmetic with numpy broadcasting (floats; add/sub/mul also i64/i32),
-// scalar ops, masked_fill, where, fill, copy (with dtype cast) and dropout,
-// as the host kernels of Elementwise.cpp and Random.cpp. Every element
+// scalar ops, masked_fill, where, logical_not/and/or on bool masks, fill,
+// copy (with dtype cast) and dropout, as the host kernels of Elementwise.cpp and Random.cpp. Every element
 // formula is the ElementMath.h functor the host kernel calls; each output
 // element depends only on same-index inputs, so results are deterministic
 // and outputs may alias same-shaped inputs exactly.
@@ -400,6 +400,65 @@ std::string kWhere(const CudaKernelArgs &a) {
   return launched(op);
 }
 
+// The boolean ops on masks: bytes 0 or 1.
+__global__ void logicalNotKernel(const uint8_t *x, uint8_t *y, int64_t n) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = x[i] ? 0 : 1;
+}
+
+__global__ void logicalBinaryKernel(const uint8_t *a, const uint8_t *b, uint8_t *c,
+                                    int64_t n, Strided s, bool isAnd) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t off[2];
+    s.offsets(i, off, 2);
+    bool x = a[off[0]] != 0, y = b[off[1]] != 0;
+    c[i] = (isAnd ? (x && y) : (x || y)) ? 1 : 0;
+  }
+}
+
+std::string kLogicalNot(const CudaKernelArgs &a) {
+  const char *op = "logical_not";
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (auto e = needDType(x, DType::Bool, op, "x"); !e.empty())
+    return e;
+  if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
+    return e;
+  int64_t n = x.numel();
+  if (n == 0)
+    return "";
+  logicalNotKernel<<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(x.as<uint8_t>(),
+                                                                 y.as<uint8_t>(), n);
+  return launched(op);
+}
+
+std::string logicalBinary(const CudaKernelArgs &a, const char *op, bool isAnd) {
+  const TensorView &x = a.inputs[0], &y = a.inputs[1], &c = a.outputs[0];
+  if (auto e = needDType(x, DType::Bool, op, "a"); !e.empty())
+    return e;
+  if (auto e = needDType(y, DType::Bool, op, "b"); !e.empty())
+    return e;
+  if (auto e = needDType(c, DType::Bool, op, "c"); !e.empty())
+    return e;
+  if (c.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  Strided s;
+  s.rank = int(c.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = c.shape[size_t(d)];
+  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
+      !broadcastStrides(y.shape, c.shape, s.st[1]))
+    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " + shapeStr(y.shape) +
+           " do not broadcast to " + shapeStr(c.shape);
+  int64_t n = c.numel();
+  if (n == 0)
+    return "";
+  logicalBinaryKernel<<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      x.as<uint8_t>(), y.as<uint8_t>(), c.as<uint8_t>(), n, s, isAnd);
+  return launched(op);
+}
+
+std::string kLogicalAnd(const CudaKernelArgs &a) { return logicalBinary(a, "logical_and", true); }
+std::string kLogicalOr(const CudaKernelArgs &a) { return logicalBinary(a, "logical_or", false); }
+
 template <typename W> __global__ void fillKernel(W *y, int64_t n, W v) {
   OFFLOAD_GRID_LOOP(i, n) y[i] = v;
 }
@@ -563,6 +622,9 @@ const std::vector<Entry> &elementwiseEntries() {
       {"offload.mul_scalar", kMulScalar},
       {"offload.masked_fill", kMaskedFill},
       {"offload.where", kWhere},
+      {"offload.logical_not", kLogicalNot},
+      {"offload.logical_and", kLogicalAnd},
+      {"offload.logical_or", kLogicalOr},
       {"offload.fill", kFill},
       {"offload.copy", kCopy},
       {"offload.dropout", kDropout},

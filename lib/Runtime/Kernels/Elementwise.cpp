@@ -1,7 +1,8 @@
 //===- Elementwise.cpp - Elementwise host kernels --------------------------===//
 //
 // Part of offload. Activations and their backward ops, unary math, binary
-// arithmetic with numpy broadcasting, scalar ops, masked_fill, where, fill and
+// arithmetic with numpy broadcasting, scalar ops, masked_fill, where, the
+// boolean ops on masks (logical_not/and/or), fill and
 // copy (with dtype cast). Semantics: docs/op-semantics.md ("Elementwise"),
 // each matching the PyTorch 1.13 ATen function named there. Float ops take
 // f32 or f64; every operand of one op has the same float dtype. Each output
@@ -301,6 +302,44 @@ std::string whereK(const KernelArgs &args) {
   return "";
 }
 
+std::string logicalNot(const KernelArgs &args) {
+  const char *op = "logical_not";
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (auto e = checkDType(x, DType::Bool, op, "x"); !e.empty()) return e;
+  if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
+  const uint8_t *xp = x.as<uint8_t>();
+  uint8_t *yp = y.as<uint8_t>();
+  parallelFor(x.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) yp[i] = xp[i] ? 0 : 1;
+  });
+  return "";
+}
+
+/// c = a AND b / a OR b on bool tensors (bytes 0 or 1), broadcasting.
+std::string logicalBinary(const KernelArgs &args, const char *op, bool isAnd) {
+  const TensorView &a = args.inputs[0], &b = args.inputs[1], &c = args.outputs[0];
+  if (auto e = checkDType(a, DType::Bool, op, "a"); !e.empty()) return e;
+  if (auto e = checkDType(b, DType::Bool, op, "b"); !e.empty()) return e;
+  if (auto e = checkDType(c, DType::Bool, op, "c"); !e.empty()) return e;
+  std::vector<int64_t> sa, sb;
+  if (!broadcastStrides(a.shape, c.shape, sa) || !broadcastStrides(b.shape, c.shape, sb))
+    return std::string(op) + ": shapes " + shapeStr(a.shape) + " and " + shapeStr(b.shape) +
+           " do not broadcast to " + shapeStr(c.shape);
+  const uint8_t *ap = a.as<uint8_t>(), *bp = b.as<uint8_t>();
+  uint8_t *cp = c.as<uint8_t>();
+  parallelFor(c.numel(), args.numThreads, kGrain, [&](int64_t lo, int64_t hi) {
+    BroadcastWalker w(c.shape, {&sa, &sb}, lo);
+    for (int64_t i = lo; i < hi; ++i, w.next()) {
+      bool x = ap[w.off[0]] != 0, y = bp[w.off[1]] != 0;
+      cp[i] = (isAnd ? (x && y) : (x || y)) ? 1 : 0;
+    }
+  });
+  return "";
+}
+
+std::string logicalAnd(const KernelArgs &a) { return logicalBinary(a, "logical_and", true); }
+std::string logicalOr(const KernelArgs &a) { return logicalBinary(a, "logical_or", false); }
+
 std::string fill(const KernelArgs &args) {
   const TensorView &y = args.outputs[0];
   double v = args.attrs.getFloat("value", 0.0);
@@ -377,6 +416,9 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add("offload.mul_scalar", mulScalar);
   r.add("offload.masked_fill", maskedFill);
   r.add("offload.where", whereK);
+  r.add("offload.logical_not", logicalNot);
+  r.add("offload.logical_and", logicalAnd);
+  r.add("offload.logical_or", logicalOr);
   r.add("offload.fill", fill);
   r.add("offload.copy", copy);
 }

@@ -362,6 +362,16 @@ LogicalResult CrossEntropyOp::verify() {
   return success();
 }
 
+LogicalResult NllLossOp::verify() {
+  auto input = getInput().getType(), target = getTarget().getType();
+  if (input.getRank() != 2 || target.getRank() != 1)
+    return emitOpError("expects log-probabilities [N, C] and class-index target [N]");
+  if (input.getDimSize(0) != target.getDimSize(0))
+    return emitOpError() << "input has batch " << input.getDimSize(0) << " but target has "
+                         << target.getDimSize(0);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Folders
 //===----------------------------------------------------------------------===//

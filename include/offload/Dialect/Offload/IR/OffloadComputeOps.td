@@ -213,6 +213,54 @@ def Offload_WhereOp : Offload_DiffOp<"where", [InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Boolean ops (masks)
+//===----------------------------------------------------------------------===//
+
+// Not differentiable: their operands and results are i1, never on a
+// gradient's path (the autodiff's activity analysis follows float values).
+
+def Offload_LogicalNotOp : Offload_ComputeOp<"logical_not", [SameOperandsAndResultType]> {
+  let summary = "Elementwise `not` of a boolean tensor";
+  let description = [{
+    `~mask`: ATen's `bitwise_not` (and `logical_not`) on a bool tensor.
+
+    ```mlir
+    %m = offload.logical_not %causal : tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$input);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class Offload_LogicalBinaryOp<string mnemonic, string aten>
+    : Offload_ComputeOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "Elementwise `" # !subst("logical_", "", mnemonic) #
+                "` of boolean tensors with numpy broadcasting";
+  let description = [{
+    `}] # aten # [{`: ATen's `bitwise_}] # !subst("logical_", "", mnemonic) #
+    [{` (and `logical_}] # !subst("logical_", "", mnemonic) # [{`) on bool tensors.
+
+    ```mlir
+    %m = offload.}] # mnemonic # [{ %a, %b : tensor<2x1x8xi1>, tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$lhs, RankedTensorOf<[I1]>:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::offload::detail::inferBroadcast(loc, adaptor.getLhs().getType(),
+                                                     adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+def Offload_LogicalAndOp : Offload_LogicalBinaryOp<"logical_and", "a & b">;
+def Offload_LogicalOrOp : Offload_LogicalBinaryOp<"logical_or", "a | b">;
+
+//===----------------------------------------------------------------------===//
 // Reductions, shape and data movement
 //===----------------------------------------------------------------------===//
 
@@ -604,7 +652,8 @@ def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor
   let summary = "`cross_entropy(logits, target)` with class indices";
   let description = [{
     `logits` [N, C], `target` [N] (i64) -> scalar. Saves `logits` and
-    `target`.
+    `target`. (The importer moves PyTorch's class dim 1 of other ranks last
+    and flattens: [N, C, d1, ...] with [N, d1, ...] becomes [M, C] with [M].)
 
     ```mlir
     %l = offload.cross_entropy %z, %t : tensor<32x10xf32>, tensor<32xi64>
@@ -635,6 +684,7 @@ def Offload_NllLossOp : Offload_DiffOp<"nll_loss", [InferTypeOpAdaptor]> {
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$input `,` $target (`reduction` $reduction^)? attr-dict `:` type($input) `,` type($target)";
+  let hasVerifier = 1;
 }
 def Offload_NllLossBackwardOp : Offload_ComputeOp<"nll_loss_backward", [AllTypesMatch<["input", "grad_input"]>]> {
   let summary = "Gradient of nll_loss";
