@@ -285,44 +285,6 @@ Attribute reductionAttr(StepBuilder &im, Call &n, int64_t r) {
   return ReductionAttr::get(&im.ctx, r == 2 ? Reduction::sum : Reduction::mean);
 }
 
-/// The class-index losses take the class dim 1 of any rank, as PyTorch does:
-/// logits [N, C, d1, ..., dk] with target [N, d1, ..., dk], or logits [C]
-/// with a scalar target. The dialect's ops take [M, C] and [M]: the class dim
-/// is moved last and the rest flattened (M = N * d1 * ... * dk, or 1). Each
-/// element is then one row, so reduction mean still averages over the kept
-/// (non-ignore_index) elements, sum sums them, and label smoothing applies
-/// per element as before.
-void classDimLast(StepBuilder &im, Call &n, mlir::Value &z, mlir::Value &t) {
-  auto zt = im.tt(z), tt = im.tt(t);
-  int64_t r = zt.getRank();
-  if (r == 2)
-    return;
-  auto shapeStr = [](ArrayRef<int64_t> s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i)
-      out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-  };
-  // The target has the logits' shape without the class dim.
-  SmallVector<int64_t> expect(zt.getShape());
-  if (r >= 1)
-    expect.erase(expect.begin() + (r == 1 ? 0 : 1));
-  if (r == 0 || tt.getShape() != ArrayRef<int64_t>(expect))
-    im.fail(n, "logits " + shapeStr(zt.getShape()) + " (class dim 1) need a target of shape " +
-                   shapeStr(expect) + ", got " + shapeStr(tt.getShape()));
-  int64_t C = r == 1 ? zt.getDimSize(0) : zt.getDimSize(1);
-  int64_t M = C ? zt.getNumElements() / C : tt.getNumElements();
-  if (r > 2) {
-    std::vector<int64_t> perm = {0};
-    for (int64_t i = 2; i < r; ++i)
-      perm.push_back(i);
-    perm.push_back(1);
-    z = permuted(im, n, z, perm);
-  }
-  z = im.reshape(n, z, {M, C});
-  t = im.reshape(n, t, {M});
-}
-
 void convertCrossEntropy(StepBuilder &im, Call &n) {
   // cross_entropy_loss(self, target, weight, reduction, ignore_index,
   //                    label_smoothing)
@@ -409,6 +371,44 @@ void convertSdpa(StepBuilder &im, Call &n) {
 }
 
 } // namespace
+
+/// The class-index losses take the class dim 1 of any rank, as PyTorch does:
+/// logits [N, C, d1, ..., dk] with target [N, d1, ..., dk], or logits [C]
+/// with a scalar target. The dialect's ops take [M, C] and [M]: the class dim
+/// is moved last and the rest flattened (M = N * d1 * ... * dk, or 1). Each
+/// element is then one row, so reduction mean still averages over the kept
+/// (non-ignore_index) elements, sum sums them, and label smoothing applies
+/// per element as before.
+void ts::classDimLast(StepBuilder &im, Call &n, mlir::Value &z, mlir::Value &t) {
+  auto zt = im.tt(z), tt = im.tt(t);
+  int64_t r = zt.getRank();
+  if (r == 2)
+    return;
+  auto shapeStr = [](ArrayRef<int64_t> s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  };
+  // The target has the logits' shape without the class dim.
+  SmallVector<int64_t> expect(zt.getShape());
+  if (r >= 1)
+    expect.erase(expect.begin() + (r == 1 ? 0 : 1));
+  if (r == 0 || tt.getShape() != ArrayRef<int64_t>(expect))
+    im.fail(n, "logits " + shapeStr(zt.getShape()) + " (class dim 1) need a target of shape " +
+                   shapeStr(expect) + ", got " + shapeStr(tt.getShape()));
+  int64_t C = r == 1 ? zt.getDimSize(0) : zt.getDimSize(1);
+  int64_t M = C ? zt.getNumElements() / C : tt.getNumElements();
+  if (r > 2) {
+    std::vector<int64_t> perm = {0};
+    for (int64_t i = 2; i < r; ++i)
+      perm.push_back(i);
+    perm.push_back(1);
+    z = permuted(im, n, z, perm);
+  }
+  z = im.reshape(n, z, {M, C});
+  t = im.reshape(n, t, {M});
+}
 
 void ts::registerNNConversions(OpTable &t) {
   // Linear algebra.

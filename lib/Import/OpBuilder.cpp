@@ -362,15 +362,37 @@ OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
       if (opts.loss == LossKind::Mse) {
         loss = emit1<MseLossOp>(rn, {z, target});
       } else {
-        // Class-index losses over [N, C]: flatten leading dims as PyTorch
-        // users do (logits.reshape(-1, C), target.reshape(-1)).
-        if (ot.getRank() > 2) {
-          z = reshape(rn, z, {ot.getNumElements() / ot.getShape().back(), ot.getShape().back()});
-          if (tt0.getRank() > 1)
-            target = reshape(rn, target, {tt0.getNumElements()});
-        }
         if (!tt0.getElementType().isInteger(64))
           throw ConvError{"prim::Return: the target must be i64 class indices"};
+        // Class-index losses over logits of rank > 2: the target's shape
+        // says where the classes are. Without dim 1 ([N, C, d1, ...] with
+        // [N, d1, ...]): dim 1, as F.cross_entropy(output, target) takes
+        // them (a segmentation output); without the last dim ([B, T, V]
+        // with [B, T]): the last, as a language model's loss flattens them
+        // (logits.reshape(-1, V), target.reshape(-1)). A shape that fits
+        // both, or neither, is an error: guessing would train on the wrong
+        // classes without a word.
+        if (ot.getRank() > 2) {
+          ArrayRef<int64_t> os = ot.getShape();
+          SmallVector<int64_t> noLast(os.drop_back()), noDim1(os);
+          noDim1.erase(noDim1.begin() + 1);
+          bool lastDim = tt0.getShape() == ArrayRef<int64_t>(noLast);
+          bool dim1 = tt0.getShape() == ArrayRef<int64_t>(noDim1);
+          if (lastDim && dim1)
+            throw ConvError{"prim::Return: the target's shape fits classes at dim 1 (as "
+                            "F.cross_entropy takes them) and at the last dim (as a language "
+                            "model's loss flattens them): return the loss from the model "
+                            "(offload.compile(..., loss=None) / a forward that computes it)"};
+          if (!lastDim && !dim1)
+            throw ConvError{"prim::Return: the target must be the output's shape without "
+                            "the class dim: dim 1 (as F.cross_entropy takes it) or the last"};
+          if (dim1) {
+            classDimLast(*this, rn, z, target);
+          } else {
+            z = reshape(rn, z, {ot.getNumElements() / os.back(), os.back()});
+            target = reshape(rn, target, {tt0.getNumElements()});
+          }
+        }
         if (opts.loss == LossKind::CrossEntropy)
           loss = emit1<CrossEntropyOp>(rn, {z, target});
         else

@@ -374,6 +374,11 @@ mlir::Value emitSlice(StepBuilder &im, Call &n, mlir::Value x, int64_t dim, int6
                       int64_t end, int64_t step);
 /// `x` permuted by `perm` (`x` itself for the identity).
 mlir::Value permuted(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_t> perm);
+/// Class-index loss operands with the class dim 1 of any rank, as PyTorch
+/// takes them (logits [N, C, d1, ...] with target [N, d1, ...], or [C] with a
+/// scalar): rewritten to the dialect's [M, C] and [M] (ConvertNN.cpp). A
+/// target of another shape is an error naming both shapes.
+void classDimLast(StepBuilder &im, Call &n, mlir::Value &z, mlir::Value &t);
 /// Sets `n`'s result to `x` permuted by `perm` (no op for the identity).
 void emitPermute(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_t> perm);
 

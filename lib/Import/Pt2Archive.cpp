@@ -36,6 +36,11 @@
 using namespace ::offload::import;
 namespace json = llvm::json;
 
+/// The largest dense copy of a strided (non-contiguous) weight, in bytes,
+/// and the variable that raises it.
+static constexpr const char *kExpandedVariable = "OFFLOAD_MAX_PT2_EXPANDED_BYTES";
+static constexpr uint64_t kExpandedDefault = uint64_t(1) << 30;
+
 namespace {
 
 struct Pt2Error {
@@ -268,8 +273,9 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
     // checks (a tensor over 2^40 elements is refused).
     const int64_t kMax = int64_t(1) << 40;
     int64_t numel = 1, last = offset;
-    if (offset < 0)
-      throw Pt2Error{what + ": negative storage_offset"};
+    if (offset < 0 || offset > kMax)
+      throw Pt2Error{what + ": storage_offset " + std::to_string(offset) +
+                     " outside [0, 2^40]"};
     for (size_t d = 0; d < w.shape.size(); ++d) {
       if (w.shape[d] < 0 || strides[d] < 0 || w.shape[d] > kMax || strides[d] > kMax)
         throw Pt2Error{what + ": bad size or stride at dim " + std::to_string(d)};
@@ -279,8 +285,10 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
     }
     if (numel > 0)
       for (size_t d = 0; d < w.shape.size(); ++d) {
-        last += (w.shape[d] - 1) * strides[d];
-        if (last > kMax)
+        // Each term is at most 2^40 * 2^40: checked, not wrapped.
+        int64_t reach;
+        if (__builtin_mul_overflow(w.shape[d] - 1, strides[d], &reach) ||
+            __builtin_add_overflow(last, reach, &last) || last > kMax)
           throw Pt2Error{what + ": strides reach past 2^40 elements"};
       }
     uint64_t needed = numel == 0 ? 0 : uint64_t(last + 1) * es;
@@ -310,6 +318,18 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
       ar.weights[fqn] = std::move(w);
       continue;
     }
+    // A strided view (a broadcast weight: stride 0) is gathered into dense
+    // bytes, which a few bytes of storage can make any size: bounded, as
+    // the archive's JSON is (issue 34; found by FuzzJson).
+    std::string limitError;
+    uint64_t limit = ::offload::limitFromEnv(kExpandedVariable, kExpandedDefault, limitError);
+    if (!limitError.empty())
+      throw Pt2Error{limitError};
+    if (uint64_t(numel) * es > limit)
+      throw Pt2Error{what + ": a strided view of " + std::to_string(needed) +
+                     " bytes of storage that expands to " + std::to_string(uint64_t(numel) * es) +
+                     " bytes, over the limit of " + std::to_string(limit) + " (set " +
+                     kExpandedVariable + "=BYTES to raise it)"};
     w.bytes.resize(size_t(numel) * es);
     std::vector<int64_t> idx(w.shape.size(), 0);
     for (int64_t k = 0; k < numel; ++k) {

@@ -374,7 +374,12 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     cross_entropy); with loss=None, the forward's inputs and
                     the forward returns the scalar loss itself.
     loss            "cross_entropy" (mean, target int64 class indices), "nll",
-                    "mse" (mean), or None.
+                    "mse" (mean), or None. For outputs of rank > 2 the
+                    target's shape says where the classes are: dim 1 for
+                    [N, C, H, W] with [N, H, W] (as F.cross_entropy), the
+                    last dim for [B, T, V] with [B, T] (a language model's
+                    reshape(-1, V)); a shape that fits both is a
+                    CompileError (docs/import.md).
     optimizer       offload.SGD(...) or offload.AdamW(...) (default SGD(lr=0.01)).
     budget          device-memory budget in bytes (int or "12GiB"); None = no
                     planning (the step as autodiff builds it).

@@ -296,6 +296,46 @@ def test_model_returning_its_loss(exporter):
         offload.compile(nn.Linear(16, 4), (x,), loss=None, exporter=exporter, verbose=False)
 
 
+def test_cross_entropy_takes_the_class_dim_from_the_target_shape(exporter):
+    """loss="cross_entropy" on an output of rank > 2: classes at dim 1 when the
+    target is the output without dim 1 (F.cross_entropy's meaning, a
+    segmentation output [N, C, H, W]; here W == C, which the old flattening
+    of the last dim trained on the wrong classes without a word), at the last
+    dim when it is the output without the last dim (a language model's
+    [B, T, V]); a shape that fits both is refused."""
+    torch.manual_seed(21)
+    model = nn.Conv2d(3, 4, 3, padding=1)
+    g = torch.Generator().manual_seed(21)
+    x, y = torch.randn(2, 3, 5, 4, generator=g), torch.randint(0, 4, (2, 5, 4), generator=g)
+    ref = copy.deepcopy(model)
+    step = offload.compile(model, (x, y), loss="cross_entropy", optimizer=offload.SGD(lr=0.1),
+                           return_gradients=True, exporter=exporter, verbose=False)
+    loss = step(x, y)
+    grads = step.gradients()
+    r = copy.deepcopy(ref).double()
+    l64 = F.cross_entropy(r(x.double()), y)
+    l64.backward()
+    assert abs(loss - float(l64)) <= 1e-5 * abs(float(l64))
+    for name, p in r.named_parameters():
+        assert rel_err(grads[name], p.grad, 1e-5) <= 1e-4, name
+
+    # [B, T, V] with [B, T]: the last dim, as logits.reshape(-1, V) does.
+    torch.manual_seed(22)
+    lm = nn.Linear(8, 5)
+    xs, ys = torch.randn(2, 3, 8, generator=g), torch.randint(0, 5, (2, 3), generator=g)
+    ref = copy.deepcopy(lm).double()
+    step = offload.compile(lm, (xs, ys), loss="cross_entropy", optimizer=offload.SGD(lr=0.1),
+                           exporter=exporter, verbose=False)
+    want = float(F.cross_entropy(ref(xs.double()).reshape(-1, 5), ys.reshape(-1)))
+    assert abs(step(xs, ys) - want) <= 1e-5 * abs(want)
+
+    # [2, 4, 4] with [2, 4]: classes at dim 1 or at the last dim? Refused.
+    sq = nn.Linear(4, 4)
+    with pytest.raises(offload.CompileError, match="fits classes at dim 1"):
+        offload.compile(sq, (torch.randn(2, 4, 4), torch.randint(0, 4, (2, 4))),
+                        loss="cross_entropy", exporter=exporter, verbose=False)
+
+
 def test_conv_batchnorm_pool_matches_torch(exporter):
     torch.manual_seed(9)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),

@@ -5,6 +5,8 @@ library only: python3 hostile_pt2.py GOOD.pt2 OUTDIR
   deep-config.pt2   model_weights_config.json nested 100,000 deep
   inflate.pt2       models/model.json deflated from 300 MiB of spaces (~300 KB)
   crc.pt2           one byte of a stored weight changed, its CRC-32 not
+  expanded.pt2      fc1.weight described as a [65536, 65536] broadcast of its
+                    storage (strides 0): 16 GiB from 512 bytes (FuzzJson)
 """
 import sys
 import zipfile
@@ -55,4 +57,11 @@ extra_len = int.from_bytes(data[off + 28:off + 30], "little")
 start = off + 30 + name_len + extra_len
 data[start + 5] ^= 0x40
 open(out + "/crc.pt2", "wb").write(bytes(data))
+# A weight whose strides broadcast a few bytes of storage to 16 GiB.
+import json
+cfg = json.loads(src.read(config))
+meta = cfg["config"]["fc1.weight"]["tensor_meta"]
+meta["sizes"] = [{"as_int": 65536}, {"as_int": 65536}]
+meta["strides"] = [{"as_int": 0}, {"as_int": 0}]
+rewrite(out + "/expanded.pt2", {config: json.dumps(cfg).encode()})
 print("ok")
