@@ -336,6 +336,34 @@ def test_cross_entropy_takes_the_class_dim_from_the_target_shape(exporter):
                         loss="cross_entropy", exporter=exporter, verbose=False)
 
 
+class OneSample(nn.Module):
+    """nn.Linear on one sample without a batch dim ([K] -> [N])."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc(x).unsqueeze(0), y)
+
+
+def test_linear_on_one_sample_without_a_batch_dim(exporter):
+    # nn.Linear accepts [K] for [1, K]; the step and its VJP must too.
+    torch.manual_seed(23)
+    model = OneSample()
+    ref = copy.deepcopy(model).double()
+    x, y = torch.randn(6), torch.tensor([2])
+    step = offload.compile(model, (x, y), loss=None, optimizer=offload.SGD(lr=0.1),
+                           return_gradients=True, exporter=exporter, verbose=False)
+    loss = step(x, y)
+    l64 = ref(x.double(), y)
+    l64.backward()
+    assert abs(loss - float(l64)) <= 1e-5 * abs(float(l64))
+    grads = step.gradients()
+    for name, p in ref.named_parameters():
+        assert rel_err(grads[name], p.grad, 1e-5) <= 1e-4, name
+
+
 def test_conv_batchnorm_pool_matches_torch(exporter):
     torch.manual_seed(9)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
