@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 using namespace atest;
 
@@ -193,6 +194,51 @@ TEST(Precision, NormsOffsetInput) {
     expectAsPrecise("layer_norm backward dx" + tag, ldx, std::get<0>(lg32), std::get<0>(lg64));
     expectAsPrecise("layer_norm backward dweight" + tag, ldw, std::get<1>(lg32), std::get<1>(lg64));
   }
+}
+
+//===----------------------------------------------------------------------===//
+// cross entropy (forward and backward) on logits with a large common offset
+// and a long class axis, mean over many rows; linear over a long reduction
+// axis with an offset input (the bias then cancels most of the output).
+//===----------------------------------------------------------------------===//
+
+TEST(Precision, CrossEntropyAndLinear) {
+  for (auto [rows, classes, off] : {std::tuple<int64_t, int64_t, double>{4096, 16, 200.0},
+                                    {64, 32768, 50.0}}) {
+    std::string tag = " [" + std::to_string(rows) + ", " + std::to_string(classes) +
+                      "] + " + std::to_string(int(off));
+    at::Tensor z = randn({rows, classes}, 17) * 2 + off;
+    auto tg = at::detail::createCPUGenerator(18);
+    at::Tensor t = at::randint(0, classes, {rows}, tg, at::TensorOptions().dtype(at::kLong));
+    at::Tensor z64 = z.to(at::kDouble).requires_grad_(true), z32 = z.clone().requires_grad_(true);
+    at::Tensor l64 = at::cross_entropy_loss(z64, t, {}, 1, -100, 0.0);
+    at::Tensor l32 = at::cross_entropy_loss(z32, t, {}, 1, -100, 0.0);
+    Attrs a;
+    a.s("reduction", "mean").i("ignore_index", {-100}).f("label_smoothing", 0.0);
+    at::Tensor loss = at::empty({});
+    ASSERT_EQ(run("cross_entropy", {z, t}, {loss}, a.m, 2), "");
+    // A scalar: relative to its own size.
+    double e = std::abs(loss.item<double>() - l64.item<double>()) / std::abs(l64.item<double>());
+    double e32 = std::abs(l32.item<double>() - l64.item<double>()) / std::abs(l64.item<double>());
+    std::cout << "[precision] cross_entropy" << tag << ": ours " << e << ", ATen fp32 " << e32
+              << "\n";
+    EXPECT_LE(e, std::max(kFloor, kMultiple * e32)) << tag;
+    at::Tensor dloss = at::full({}, 1.0);
+    at::Tensor g64 = torch::autograd::grad({l64}, {z64}, {dloss.to(at::kDouble)})[0];
+    at::Tensor g32 = torch::autograd::grad({l32}, {z32}, {dloss})[0];
+    at::Tensor dz = at::empty_like(z);
+    ASSERT_EQ(run("cross_entropy_backward", {dloss, z, t}, {dz}, a.m, 2), "");
+    expectAsPrecise("cross_entropy backward" + tag, dz, g32, g64);
+  }
+  // linear: K = 4096 with x + 10, the bias set to cancel the mean output.
+  at::Tensor x = randn({32, 4096}, 19) + 10.0;
+  at::Tensor w = randn({64, 4096}, 20) * 0.02;
+  at::Tensor b = -(w.sum(1) * 10.0);
+  at::Tensor ref = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
+  at::Tensor t32 = at::linear(x, w, b);
+  at::Tensor y = at::empty_like(t32);
+  ASSERT_EQ(run("offload.linear", {x, w, b}, {y}, AttrMap(), 2), "");
+  expectAsPrecise("linear K=4096, x + 10, cancelling bias", y, t32, ref);
 }
 
 } // namespace
