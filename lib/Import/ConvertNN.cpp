@@ -18,12 +18,22 @@ using namespace ::offload::import::ts;
 
 namespace {
 
+/// linear(x, weight, bias). A 1-D x ([K], one sample without a batch dim,
+/// which nn.Linear accepts) runs as [1, K] and its [1, N] result is read as
+/// [N]: the op's VJP multiplies with a leading batch dim (a [K] x failed
+/// autodiff: "matmul operands must have rank >= 2").
 void convertLinear(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
+  bool vector = im.tt(x).getRank() == 1;
+  if (vector)
+    x = im.reshape(n, x, {1, im.tt(x).getDimSize(0)});
   SmallVector<mlir::Value> ops = {x, w};
   if (mlir::Value bias = im.optTensorIn(n, 2))
     ops.push_back(bias);
-  im.setOut(n, im.emit1<LinearOp>(n, ops));
+  mlir::Value y = im.emit1<LinearOp>(n, ops);
+  if (vector)
+    y = im.reshape(n, y, {im.tt(y).getDimSize(1)});
+  im.setOut(n, y);
 }
 
 /// matmul/bmm/mm. A transpose of the last two dims feeding an operand
