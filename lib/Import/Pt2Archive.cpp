@@ -303,6 +303,10 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
                      " bytes do not hold its description, " + pt2DtypeNameImpl(w.dtype) + "[" +
                      shapeText + "] (strides and offset need " + std::to_string(needed) +
                      " bytes of " + std::to_string(es) + "-byte elements)"};
+    if (numel == 0) { // no elements: no bytes, whatever the offset says
+      ar.weights[fqn] = std::move(w);
+      continue;
+    }
     std::vector<uint8_t> raw = zip.read(w.member, needed);
     // Dense row-major storage is copied as it is; other strides gathered.
     bool dense = true;
