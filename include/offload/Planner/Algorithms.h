@@ -1,0 +1,94 @@
+//===- Algorithms.h - The planner's algorithms over a PlanState -*- C++ -*-===//
+//
+// Part of offload. Free functions that move a PlanState toward an aim (a
+// live-bytes level): the greedy at the peak, the reverse delete, the
+// host-parameter exchange and re-plan, and shared recompute regions. Each
+// is described where it is defined (Greedy.cpp, HostMoves.cpp,
+// SharedRegions.cpp) and in docs/planner.md. They price with the `Planner`
+// context: the problem, the cone model, the options and the link weight.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_PLANNER_ALGORITHMS_H
+#define OFFLOAD_PLANNER_ALGORITHMS_H
+
+#include "offload/Planner/Options.h"
+#include "offload/Planner/State.h"
+
+namespace offload::planner {
+
+/// Recompute cones against the current decisions: recomputed values are no
+/// longer checkpoints, so a cone chains through them. The IR's model is
+/// PlanProblemBuilder.cpp's; unit tests give synthetic ones.
+class ConeModel {
+public:
+  virtual ~ConeModel();
+  /// Saved candidate i's cone against the current availability, or none
+  /// when it has more than the options' maxConeOps ops.
+  virtual std::optional<Cone> coneOf(unsigned i) = 0;
+  /// Candidate i's values stop (or start again) being available as
+  /// checkpoints.
+  virtual void setRecomputed(unsigned i, bool recomputed) = 0;
+  /// Makes availability match `state`'s decisions (after a snapshot of it
+  /// was assigned back).
+  void sync(const PlanState &state);
+};
+
+/// What the algorithms share: the problem, the cones, the constants, and
+/// the weight of unhidden link seconds in the prices (1: the model as it
+/// is; the link calibration raises it, Search.cpp).
+struct Planner {
+  const PlanProblem &problem;
+  ConeModel &cones;
+  const PlannerOptions &options;
+  double linkWeight = 1;
+
+  /// A step of up to options.finePoints points.
+  bool small() const { return problem.numPoints() <= options.finePoints; }
+  /// Offloading saved candidate i now: its unhidden copy ends or the link
+  /// time its windows cannot hide, whichever is more, weighted, plus the
+  /// tie-break share of its copy seconds.
+  double offloadSeconds(const PlanState &s, unsigned i) const;
+  /// Parameter i on the host now: its host update, the link time it adds
+  /// that the windows cannot hide (weighted), and the tie-break share.
+  double hostSeconds(const PlanState &s, unsigned i) const;
+  /// The decisions' price as the problem file states it.
+  double decisionsSeconds(const PlanState &s) const;
+  /// Swaps availability and readers of a state assigned back.
+  void restore(PlanState &s, PlanState snapshot) {
+    s = std::move(snapshot);
+    cones.sync(s);
+  }
+};
+
+/// The greedy at the peak (Chvatal's cost-effectiveness rule, over the
+/// excess above `aimBytes`): true when the profile reaches the aim.
+bool greedy(Planner &p, PlanState &s, int64_t aimBytes);
+/// Reverse delete: decisions, most expensive first, given back while the
+/// profile stays at or below `aimBytes`.
+void giveBack(Planner &p, PlanState &s, int64_t aimBytes);
+/// Re-prices the recomputed regions that read candidate i (after it became
+/// recomputed or kept again).
+void repriceDependents(Planner &p, PlanState &s, unsigned i);
+/// One-for-one, two-for-one and one-for-several host-parameter exchanges.
+void exchangeHostParameters(Planner &p, PlanState &s, int64_t aimBytes);
+/// Ruin and recreate around each host parameter, most expensive first.
+void replanHostParameters(Planner &p, PlanState &s, int64_t aimBytes);
+/// Shared recompute regions (Chen et al.'s segments) while the profile
+/// stays at or below `aimBytes`; `unshareAll` undoes them.
+void shareRecomputes(Planner &p, PlanState &s, int64_t aimBytes);
+void unshareAll(PlanState &s);
+
+/// The host-parameter moves a run makes after the greedy and the reverse
+/// delete.
+enum class HostMoves { None, Exchange, ExchangeAndReplan };
+const char *hostMovesName(HostMoves m);
+
+/// One aim's decisions: greedy, reverse delete, the host moves, shared
+/// regions. False when the greedy cannot reach the aim (the rest then runs
+/// at the peak it reached).
+bool decide(Planner &p, PlanState &s, int64_t aimBytes, HostMoves moves);
+
+} // namespace offload::planner
+
+#endif // OFFLOAD_PLANNER_ALGORITHMS_H

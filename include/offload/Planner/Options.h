@@ -1,0 +1,57 @@
+//===- Options.h - Every constant of the planner's search -------*- C++ -*-===//
+//
+// Part of offload. The tuning constants of the planner's algorithms and
+// search, in one place, each with the measurement that set it (see
+// docs/planner.md). The defaults are the planner's; unit tests change them
+// to drive an algorithm into a corner.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_PLANNER_OPTIONS_H
+#define OFFLOAD_PLANNER_OPTIONS_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace offload::planner {
+
+struct PlannerOptions {
+  /// A recompute cone (or a chain of them) of more ops is not offered:
+  /// chains stay bounded and priced as they run (the 32-layer encoder at
+  /// 40% of its arena reran 45,629 ops unbounded).
+  size_t maxConeOps = 256;
+  /// Steps of up to this many program points are "small": the greedy takes
+  /// at most one choice per `takeEvery` offered per round and refreshes its
+  /// excess profile every round, and the host-parameter moves, the aim
+  /// bisection and the link calibration run. Larger steps keep planning
+  /// near-linear (a 10k-op chain: 7 s -> 0.9 s).
+  int64_t finePoints = 2048;
+  size_t takeEvery = 16;
+  /// On a large step the greedy's excess profile is refreshed after this
+  /// many takes (an O(points) pass each).
+  size_t refreshTakes = 32;
+  /// Host-parameter re-plan: at most this many parameters tried.
+  size_t replanTries = 16;
+  /// Host-parameter exchange: passes, and exchanges evaluated per point.
+  int exchangePasses = 4;
+  int64_t exchangeTriesPerPoint = 4;
+  /// Real-memory-plan checks per run: aims lowered by the overshoot, then
+  /// the aim bisected on a small step.
+  int maxRounds = 8;
+  int reclaimChecks = 6;
+  /// Aims closer than budget / this are not told apart (and never closer
+  /// than two arena alignments).
+  int64_t aimResolutionDivisor = 1024;
+  /// Link calibration: a run whose simulated stall is over `stallTrigger`
+  /// times the unhidden link seconds its prices assumed, and over
+  /// `stallShare` of the step, runs again with those seconds weighted by
+  /// the ratio, at most `maxLinkWeight`.
+  double stallTrigger = 1.25, stallShare = 0.02, maxLinkWeight = 4;
+  /// The share of a copy's seconds added to its price to break ties
+  /// against free recomputes.
+  double tieBreak = 0.01;
+};
+
+} // namespace offload::planner
+
+#endif // OFFLOAD_PLANNER_OPTIONS_H

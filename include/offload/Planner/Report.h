@@ -1,0 +1,45 @@
+//===- Report.h - The planner's decision table ------------------*- C++ -*-===//
+//
+// Part of offload. The text report of --offload-plan-memory (report=): the
+// decisions with their bytes, added seconds and reasons, the arena and the
+// simulated step time before and after, and each run of the search.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_PLANNER_REPORT_H
+#define OFFLOAD_PLANNER_REPORT_H
+
+#include "offload/Planner/Search.h"
+
+namespace offload::planner {
+
+/// The figures of a planned step beyond the search's result.
+struct ReportFigures {
+  /// The slicing that made the plan fit ("" when none).
+  std::string slicing;
+  bool reportKept = false; // list kept candidates too
+  /// The step as given: its device arena (bytes) and simulated seconds.
+  int64_t unplannedArenaBytes = 0;
+  double unplannedStepSeconds = 0;
+  /// The chosen plan's simulated time.
+  SimulatedTime planned;
+  double planningSeconds = 0;
+};
+
+/// Counts of the decisions taken: saves recomputed and offloaded (each save
+/// op of a buffer counts), parameters on the host.
+struct DecisionCounts {
+  unsigned recomputed = 0, offloaded = 0, hostParameters = 0;
+};
+DecisionCounts countDecisions(const PlanProblem &problem, const PlanState &state);
+
+/// Writes the decision table of `result` (which has a chosen plan).
+void writePlanReport(llvm::raw_ostream &os, const PlanProblem &problem,
+                     const SearchResult &result, const ReportFigures &figures);
+
+/// "1.50 MiB": `bytes` in binary units, for reports.
+std::string humanBytes(int64_t bytes);
+
+} // namespace offload::planner
+
+#endif // OFFLOAD_PLANNER_REPORT_H

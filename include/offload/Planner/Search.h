@@ -1,0 +1,86 @@
+//===- Search.h - The planner's search over real checks ---------*- C++ -*-===//
+//
+// Part of offload. The search runs the algorithms at an aim, builds the
+// plan the decisions describe and checks it with the real memory plan
+// (through a PlanChecker: PlanMaterialize.cpp for IR, a fake in unit
+// tests), aims again by the overshoot, bisects the aim, tries the
+// host-parameter moves and the link calibration, and keeps the plan with
+// the shortest simulated step that fits. Where nothing fits it builds the
+// most the mechanisms can do, for the smallest reachable arena.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_PLANNER_SEARCH_H
+#define OFFLOAD_PLANNER_SEARCH_H
+
+#include "offload/Planner/Algorithms.h"
+
+#include "llvm/Support/LogicalResult.h"
+
+#include <memory>
+
+namespace offload::planner {
+
+/// Whether host parameters used in forward and backward may stay on the
+/// device between the two (Auto, HostParameters.cpp's rule) or are always
+/// fetched again (the fewest bytes).
+enum class Refetch { Auto, Always };
+
+/// A plan built from decisions, with its real memory plan's figures. The
+/// checker's subclass owns whatever holds the plan and frees it when
+/// destroyed.
+class CheckedPlan {
+public:
+  virtual ~CheckedPlan();
+  int64_t arenaBytes = 0; // device arena + workspace
+  int64_t peakBytes = 0;  // peak live device bytes
+};
+
+/// Simulated step time of a plan on the target (seconds).
+struct SimulatedTime {
+  double stepSeconds = 0, stallSeconds = 0;
+};
+
+class PlanChecker {
+public:
+  virtual ~PlanChecker();
+  /// Builds the plan of `state`'s decisions and its memory plan. Failure
+  /// only on an error already reported (invalid IR).
+  virtual llvm::FailureOr<std::unique_ptr<CheckedPlan>> build(const PlanState &state,
+                                                               Refetch refetch) = 0;
+  virtual SimulatedTime simulate(const CheckedPlan &plan) = 0;
+};
+
+/// What one run of the rounds tried, for the report.
+struct RunLog {
+  HostMoves moves = HostMoves::None;
+  double linkWeight = 1;
+  llvm::SmallVector<std::pair<int64_t, int64_t>> checks; // (aim, real arena)
+  double seconds = -1;                                   // < 0: nothing fit
+  int64_t arena = 0;
+  bool kept = false;
+  /// The simulated stall over the unhidden link seconds the prices assumed
+  /// (the link calibration's weight); 0 when it calls for none.
+  double stallRatio = 0;
+};
+
+struct SearchResult {
+  explicit SearchResult(const PlanProblem &problem) : state(problem) {}
+  /// The plan kept; null when nothing fits the budget.
+  std::unique_ptr<CheckedPlan> chosen;
+  /// When nothing fits: the smallest arena built.
+  std::unique_ptr<CheckedPlan> smallest;
+  PlanState state; // the decisions of `chosen`
+  llvm::SmallVector<RunLog> runs;
+  int checks = 0;        // real memory plans checked
+  bool fallback = false; // `chosen` is the smallest reachable arena's plan
+};
+
+/// Searches from `initial` (every candidate kept) for the fastest plan
+/// whose real arena fits the problem's budget. Failure only on a checker
+/// error.
+llvm::FailureOr<SearchResult> search(Planner &p, PlanChecker &checker, PlanState initial);
+
+} // namespace offload::planner
+
+#endif // OFFLOAD_PLANNER_SEARCH_H

@@ -1,0 +1,114 @@
+//===- PlanMaterialize.cpp - Decisions built with the real mechanisms -----===//
+//
+// Part of offload. The planner owns no rewrite of its own: a plan of some
+// decisions is the base step, copied into a scratch module of its own,
+// marked (offload.recompute, offload.host_offload, offload.host_parameter)
+// and rewritten by the mechanisms' passes with policy=marked; its memory
+// plan is the real check of the search (Search.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanMemoryIR.h"
+
+#include "offload/Dialect/Offload/Analysis/Timeline.h"
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+#include "offload/Dialect/Offload/Transforms/Passes.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
+
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace mlir::offload;
+using namespace mlir::offload::planning;
+using ::offload::planner::Decision;
+
+StepPlan::~StepPlan() {
+  if (holder)
+    holder.erase();
+}
+
+void StepPlan::replace(func::FuncOp replaced) {
+  fn->moveBefore(replaced);
+  replaced.erase();
+  holder.erase();
+  holder = nullptr;
+}
+
+llvm::FailureOr<std::unique_ptr<::offload::planner::CheckedPlan>>
+StepChecker::build(const ::offload::planner::PlanState &state,
+                   ::offload::planner::Refetch refetch) {
+  OpBuilder topBuilder = OpBuilder::atBlockEnd(top.getBody());
+  auto scratch = ModuleOp::create(topBuilder, base.getLoc());
+  OpBuilder b = OpBuilder::atBlockEnd(scratch.getBody());
+  auto fn = cast<func::FuncOp>(b.clone(*base));
+  // From here the scratch module is the plan's: erased with it.
+  auto plan = std::make_unique<StepPlan>(scratch, fn);
+  SmallVector<SaveOp> saves;
+  for (Operation &op : fn.getBody().front())
+    if (auto s = dyn_cast<SaveOp>(op))
+      saves.push_back(s);
+  bool anyRecompute = false, anyOffload = false, anyHost = false;
+  for (auto [ci, c] : llvm::enumerate(state.saved))
+    for (unsigned i : candidates.savesOf[ci]) {
+      if (c.decision == Decision::Recompute) {
+        saves[i]->setAttr(OffloadDialect::kRecomputeAttrName,
+                          c.group >= 0 ? Attribute(b.getI64IntegerAttr(c.group))
+                                       : Attribute(b.getUnitAttr()));
+        anyRecompute = true;
+      } else if (c.decision == Decision::Offload) {
+        saves[i]->setAttr(kHostOffloadAttrName, b.getUnitAttr());
+        anyOffload = true;
+      }
+    }
+  for (auto [pi, p] : llvm::enumerate(state.params))
+    if (p.decision == Decision::Host) {
+      fn.setArgAttr(problem.params[pi].arg, kHostParameterAttrName, b.getUnitAttr());
+      anyHost = true;
+    }
+
+  // The mechanisms, in the order they compose (host parameters last:
+  // Passes.td), each pricing with the target's figures.
+  OpPassManager pm(ModuleOp::getOperationName());
+  if (anyRecompute) {
+    RecomputeOptions o;
+    o.policy = RecomputePolicy::Marked;
+    pm.addPass(createRecompute(o));
+  }
+  if (anyOffload) {
+    HostOffloadOptions o;
+    o.policy = HostOffloadPolicy::Marked;
+    o.waitDistance = waitDistance;
+    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
+    o.deviceFlops = spec.flopsPerSecond;
+    o.deviceBandwidth = spec.memoryBytesPerSecond;
+    pm.addPass(createHostOffload(o));
+  }
+  if (anyHost) {
+    HostParametersOptions o;
+    o.policy = HostParametersPolicy::Marked;
+    o.refetch = refetch == ::offload::planner::Refetch::Always ? RefetchMode::Always
+                                                               : RefetchMode::Auto;
+    o.waitDistance = waitDistance;
+    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
+    o.deviceFlops = spec.flopsPerSecond;
+    o.deviceBandwidth = spec.memoryBytesPerSecond;
+    pm.addPass(createHostParameters(o));
+  }
+  if ((anyRecompute || anyOffload || anyHost) && failed(runPipeline(pm, scratch)))
+    return failure();
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  if (failed(mp))
+    return failure();
+  // The lowering puts the workspace above the arena, aligned.
+  plan->arenaBytes = spec.workspaceBytes > 0
+                         ? alignedArenaBytes(mp->deviceArenaBytes) + spec.workspaceBytes
+                         : mp->deviceArenaBytes;
+  plan->peakBytes = mp->peakDeviceBytes;
+  return std::unique_ptr<::offload::planner::CheckedPlan>(std::move(plan));
+}
+
+::offload::planner::SimulatedTime
+StepChecker::simulate(const ::offload::planner::CheckedPlan &plan) {
+  Timeline tl = simulateTimeline(static_cast<const StepPlan &>(plan).step(), model);
+  return {tl.stepSeconds, tl.stallSeconds};
+}

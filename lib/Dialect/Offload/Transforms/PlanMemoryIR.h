@@ -1,0 +1,120 @@
+//===- PlanMemoryIR.h - The planner's seam to IR ----------------*- C++ -*-===//
+//
+// Part of offload. Private to --offload-plan-memory: building the IR-free
+// PlanProblem from a training step (PlanProblemBuilder.cpp), the recompute
+// cones of its candidates on that step, and the checker that builds a plan
+// of some decisions with the real mechanisms on a scratch copy and measures
+// it with the real memory plan (PlanMaterialize.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OFFLOAD_LIB_TRANSFORMS_PLANMEMORYIR_H
+#define OFFLOAD_LIB_TRANSFORMS_PLANMEMORYIR_H
+
+#include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/Analysis/Target.h"
+#include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Planner/Search.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <functional>
+
+namespace mlir::offload::planning {
+
+using ::offload::planner::Cone;
+using ::offload::planner::PlanProblem;
+
+/// The IR behind a problem's candidates, in the order of its saved list.
+struct StepCandidates {
+  SmallVector<SaveOp> saves;                 // every save op of the step
+  SmallVector<SmallVector<unsigned>> savesOf; // per saved candidate
+  SmallVector<SmallVector<Value>> valuesOf;   // its saved values
+};
+
+/// What building a problem needs besides the step.
+struct ProblemInputs {
+  func::FuncOp base;       // the step with early updates, in a scratch module
+  const MemoryPlan *baseMp; // its memory plan
+  const TargetSpec *spec;
+  const TargetModel *model;
+  int64_t budgetBytes = 0;
+  unsigned waitDistance = 1; // compute ops between a copy and its wait
+  unsigned movedUpdates = 0;
+};
+
+/// Recompute cones on the step (computeRecomputeCone, Recompute.h) against
+/// the saved values still available as checkpoints.
+class StepConeModel : public ::offload::planner::ConeModel {
+public:
+  StepConeModel(const StepCandidates &candidates, const TargetModel &model, size_t maxConeOps);
+  std::optional<Cone> coneOf(unsigned i) override;
+  void setRecomputed(unsigned i, bool recomputed) override;
+
+private:
+  const StepCandidates &candidates;
+  const TargetModel &model;
+  size_t maxConeOps;
+  llvm::DenseSet<Value> available;
+  llvm::DenseMap<Value, unsigned> candidateOf;
+};
+
+/// Builds the problem of `in.base` (its candidates into `candidates`).
+PlanProblem buildPlanProblem(const ProblemInputs &in, StepCandidates &candidates);
+/// Each recomputable candidate's cone with every other saved value kept
+/// (what the problem= file states), from `cones` before any decision.
+void addStandaloneCones(PlanProblem &problem, StepConeModel &cones);
+
+/// A plan of some decisions: the rewritten step alone in a scratch module,
+/// erased with it unless taken.
+class StepPlan : public ::offload::planner::CheckedPlan {
+public:
+  StepPlan(ModuleOp holder, func::FuncOp fn) : holder(holder), fn(fn) {}
+  ~StepPlan() override;
+  StepPlan(const StepPlan &) = delete;
+  StepPlan &operator=(const StepPlan &) = delete;
+  func::FuncOp step() const { return fn; }
+  /// Moves the planned step in place of `replaced` (erased), and erases
+  /// the scratch module.
+  void replace(func::FuncOp replaced);
+
+private:
+  ModuleOp holder;
+  func::FuncOp fn;
+};
+
+/// Builds plans by marking a copy of the base step and running the
+/// mechanisms' passes on it (recompute, host offload, host parameters, in
+/// the order they compose; Passes.td), then its memory plan.
+class StepChecker : public ::offload::planner::PlanChecker {
+public:
+  /// Runs a pipeline nested in the planner's pass (Pass::runPipeline).
+  using PipelineRunner = std::function<LogicalResult(OpPassManager &, Operation *)>;
+  StepChecker(ModuleOp top, func::FuncOp base, const StepCandidates &candidates,
+              const PlanProblem &problem, const TargetSpec &spec, const TargetModel &model,
+              unsigned waitDistance, PipelineRunner runPipeline)
+      : top(top), base(base), candidates(candidates), problem(problem), spec(spec), model(model),
+        waitDistance(waitDistance), runPipeline(std::move(runPipeline)) {}
+  llvm::FailureOr<std::unique_ptr<::offload::planner::CheckedPlan>>
+  build(const ::offload::planner::PlanState &state,
+        ::offload::planner::Refetch refetch) override;
+  ::offload::planner::SimulatedTime simulate(const ::offload::planner::CheckedPlan &plan) override;
+
+private:
+  ModuleOp top;
+  func::FuncOp base;
+  const StepCandidates &candidates;
+  const PlanProblem &problem;
+  const TargetSpec &spec;
+  const TargetModel &model;
+  unsigned waitDistance;
+  PipelineRunner runPipeline;
+};
+
+} // namespace mlir::offload::planning
+
+#endif // OFFLOAD_LIB_TRANSFORMS_PLANMEMORYIR_H

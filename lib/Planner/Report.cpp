@@ -1,0 +1,123 @@
+//===- Report.cpp - The planner's decision table --------------------------===//
+//
+// Part of offload. See Report.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Planner/Report.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+
+using namespace offload::planner;
+
+std::string offload::planner::humanBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::format(u ? "%.2f %s" : "%.0f %s", v, units[u]);
+  return out;
+}
+
+DecisionCounts offload::planner::countDecisions(const PlanProblem &problem,
+                                                const PlanState &state) {
+  DecisionCounts n;
+  for (auto [i, c] : llvm::enumerate(state.saved))
+    (c.decision == Decision::Recompute ? n.recomputed : n.offloaded) +=
+        c.decision != Decision::Keep ? problem.saved[i].numSaves : 0;
+  for (const ParamChoice &q : state.params)
+    n.hostParameters += q.decision == Decision::Host;
+  return n;
+}
+
+void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem &problem,
+                                       const SearchResult &result, const ReportFigures &f) {
+  const PlanState &s = result.state;
+  int64_t budget = problem.budgetBytes;
+  os << llvm::format("plan-memory @%s: budget %lld bytes (%s) on %s\n", problem.step.c_str(),
+                     (long long)budget, humanBytes(budget).c_str(), problem.target.c_str());
+  if (!f.slicing.empty())
+    os << "  slicing: " << f.slicing << "\n";
+  os << llvm::format("  %-9s %-44s %14s %-10s %12s  %s\n", "kind", "value or parameter", "bytes",
+                     "decision", "added s", "why");
+  if (problem.movedUpdates)
+    os << llvm::format("  %-9s %-44s %14s %-10s %12.3e  %s\n", "update", "optimizer updates", "-",
+                       "early", 0.0,
+                       (std::to_string(problem.movedUpdates) +
+                        " updates run as soon as their gradient is final")
+                           .c_str());
+  for (auto [i, c] : llvm::enumerate(s.saved)) {
+    if (c.decision == Decision::Keep && !f.reportKept)
+      continue;
+    const SavedFacts &facts = problem.saved[i];
+    // A value held from its group's region costs nothing of its own: the
+    // region (the group's anchor) computes it once.
+    bool held = c.decision == Decision::Recompute && c.holdFrom >= 0;
+    std::string why = c.why;
+    if (held) {
+      const std::string &anchor = problem.saved[c.group].name;
+      why = "held from the region of " + anchor.substr(0, anchor.find(' ')) +
+            " (recomputed there once)";
+    }
+    os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "saved",
+                       facts.name.substr(0, 44).c_str(), (long long)facts.bytes,
+                       decisionName(c.decision), held ? 0.0 : c.seconds, why.c_str());
+  }
+  for (auto [i, q] : llvm::enumerate(s.params))
+    if (q.decision != Decision::Keep || f.reportKept) {
+      const ParamFacts &facts = problem.params[i];
+      os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "parameter",
+                         facts.name.substr(0, 44).c_str(),
+                         (long long)(facts.bytes + facts.stateBytes),
+                         q.decision == Decision::Host ? "host" : "device", q.seconds,
+                         q.why.c_str());
+    }
+  DecisionCounts n = countDecisions(problem, s);
+  double overhead = f.unplannedStepSeconds > 0 ? 100.0 *
+                                                     (f.planned.stepSeconds -
+                                                      f.unplannedStepSeconds) /
+                                                     f.unplannedStepSeconds
+                                               : 0;
+  os << llvm::format("  decisions: %u saved values recomputed, %u offloaded, %zu kept; %u "
+                     "parameters on the host; %u early optimizer updates%s\n",
+                     n.recomputed, n.offloaded,
+                     size_t(problem.numSaves) - n.recomputed - n.offloaded, n.hostParameters,
+                     problem.movedUpdates,
+                     result.fallback ? " (the smallest reachable arena's plan)" : "");
+  os << llvm::format("  device arena: %lld -> %lld bytes (%s -> %s; budget %s), peak "
+                     "live %lld bytes\n",
+                     (long long)f.unplannedArenaBytes, (long long)result.chosen->arenaBytes,
+                     humanBytes(f.unplannedArenaBytes).c_str(),
+                     humanBytes(result.chosen->arenaBytes).c_str(), humanBytes(budget).c_str(),
+                     (long long)result.chosen->peakBytes);
+  os << llvm::format("  simulated step time on %s: %.4g s -> %.4g s (%+.1f%%); copies "
+                     "not hidden by compute %.4g s\n",
+                     problem.target.c_str(), f.unplannedStepSeconds, f.planned.stepSeconds,
+                     overhead, f.planned.stallSeconds);
+  // The runs of the search: each aim checked ("over" past the budget) and
+  // the simulated step of the plan the run returned; the fastest that fits
+  // is kept.
+  for (const RunLog &run : result.runs) {
+    os << "  run " << hostMovesName(run.moves);
+    if (run.linkWeight != 1)
+      os << llvm::format(" (link x%.2f)", run.linkWeight);
+    os << ": aims";
+    for (auto [aimBytes, arena] : run.checks)
+      os << " " << aimBytes << (arena > budget ? " (over)" : "");
+    if (run.seconds < 0)
+      os << "; nothing fit\n";
+    else
+      os << llvm::format("; arena %lld bytes, %.4g s%s\n", (long long)run.arena, run.seconds,
+                         run.kept ? ", kept" : "");
+  }
+  os << llvm::format("  planning took %.3f s (%d checks of the real memory plan)\n",
+                     f.planningSeconds, std::max(result.checks, 1));
+  os.flush();
+}

@@ -1,0 +1,291 @@
+//===- Search.cpp - The planner's search over real checks -----------------===//
+//
+// Part of offload. See Search.h and docs/planner.md ("Formulation and
+// algorithm").
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Planner/Search.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <limits>
+
+using namespace offload::planner;
+
+CheckedPlan::~CheckedPlan() = default;
+PlanChecker::~PlanChecker() = default;
+
+namespace {
+
+using Plan = std::unique_ptr<CheckedPlan>;
+
+/// The search's mutable context: the planner, the checker, the state the
+/// algorithms move, and what it has found so far.
+struct Searcher {
+  Planner &p;
+  PlanChecker &checker;
+  PlanState state;
+  SearchResult &out;
+
+  /// The smallest arena seen that does not fit, for the error.
+  void keepSmallest(Plan plan) {
+    if (!out.smallest || plan->arenaBytes < out.smallest->arenaBytes)
+      out.smallest = std::move(plan);
+  }
+
+  /// The link calibration's trigger and weight for the current decisions
+  /// and their plan's simulated time: the stall (compute waiting for
+  /// copies) over the unhidden link seconds the prices assumed, when that
+  /// is over options.stallTrigger and the stall over options.stallShare of
+  /// the step; else 0.
+  double stallRatio(const SimulatedTime &tl) const {
+    double assumed = state.linkExposed(p.linkWeight);
+    for (auto [i, c] : llvm::enumerate(state.saved))
+      if (c.decision == Decision::Offload)
+        assumed += p.problem.saved[i].releaseNotHidden + p.problem.saved[i].prefetchNotHidden;
+    if (!(tl.stallSeconds > p.options.stallTrigger * assumed &&
+          tl.stallSeconds > p.options.stallShare * tl.stepSeconds))
+      return 0.0;
+    return assumed > 0 ? tl.stallSeconds / assumed : std::numeric_limits<double>::infinity();
+  }
+
+  llvm::FailureOr<std::optional<Plan>> runRounds(HostMoves moves);
+  llvm::FailureOr<bool> bisect(HostMoves moves, Plan &fit, int64_t lo, int64_t hi);
+  llvm::LogicalResult runAgain(HostMoves moves, const PlanState &initial, SimulatedTime &chosenTime,
+                               size_t &keptRun);
+  llvm::LogicalResult fallback();
+};
+
+} // namespace
+
+// The greedy, then the real check; aim lower by the overshoot until it fits
+// (at most options.maxRounds checks). On a small step the aim is then
+// bisected (bisect). An empty optional when nothing fit.
+llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
+  int64_t roundAim = p.problem.aimBytes, overAim = -1, budget = p.problem.budgetBytes;
+  std::optional<Plan> fit;
+  out.runs.push_back(RunLog{moves, p.linkWeight, {}, -1, 0, false});
+  for (int round = 1; round <= p.options.maxRounds; ++round) {
+    ++out.checks;
+    bool reached = decide(p, state, roundAim, moves);
+    llvm::FailureOr<Plan> plan = checker.build(state, Refetch::Auto);
+    if (llvm::failed(plan))
+      return llvm::failure();
+    out.runs.back().checks.push_back({roundAim, (*plan)->arenaBytes});
+    if ((*plan)->arenaBytes <= budget) {
+      fit = std::move(*plan);
+      break;
+    }
+    int64_t overshoot = (*plan)->arenaBytes - budget;
+    keepSmallest(std::move(*plan));
+    if (!reached)
+      break;
+    // The model met the aim but the real arena did not meet the budget
+    // (fragmentation, prefetch placement): aim below the model's peak by
+    // the overshoot.
+    overAim = roundAim;
+    roundAim = std::min(roundAim, state.profile.max().first) -
+               std::max<int64_t>(overshoot, p.problem.arenaAlignment);
+  }
+  if (!fit || !p.small())
+    return fit;
+  if (llvm::failed(bisect(moves, *fit, roundAim, overAim)))
+    return llvm::failure();
+  return fit;
+}
+
+// Aiming lower by the overshoot lands below the budget by as much again
+// where the real arena tracks the model's peak loosely (the Transformer
+// example at 46% of its arena: a 705,708-byte model peak was a 773,892-byte
+// arena, and the plan at the aim 68 KB lower fit with 33 KB to spare, each
+// byte of it paid for in recomputes and host parameters). So the aim is
+// bisected between the last aim that fit (`lo`) and the one that did not
+// (`hi`), from the fitting state, and the plan with the shortest simulated
+// step is kept. Where no aim overshot (hi < 0), the aim first climbs by the
+// real arena's slack under the budget (resnet18 at 31% of its arena: a
+// model peak of 44.9 MB was a 38.6 MB arena under a 44.7 MB budget). Ends
+// with `state` at `fit`'s decisions.
+llvm::FailureOr<bool> Searcher::bisect(HostMoves moves, Plan &fit, int64_t lo, int64_t hi) {
+  int64_t budget = p.problem.budgetBytes;
+  double fitSeconds = checker.simulate(*fit).stepSeconds;
+  PlanState fitState = state, lastFit = fitState;
+  int64_t resolution =
+      std::max<int64_t>(2 * p.problem.arenaAlignment, budget / p.options.aimResolutionDivisor);
+  int64_t lastArena = fit->arenaBytes;
+  for (int k = 0; k < p.options.reclaimChecks; ++k) {
+    int64_t mid;
+    if (hi < 0) {
+      int64_t slack = budget - lastArena;
+      if (slack <= resolution)
+        break;
+      mid = lo + slack;
+    } else {
+      if (hi - lo <= resolution)
+        break;
+      mid = lo + (hi - lo) / 2;
+    }
+    ++out.checks;
+    decide(p, state, mid, moves);
+    llvm::FailureOr<Plan> plan = checker.build(state, Refetch::Auto);
+    if (llvm::failed(plan))
+      return llvm::failure();
+    out.runs.back().checks.push_back({mid, (*plan)->arenaBytes});
+    if ((*plan)->arenaBytes > budget) {
+      hi = mid;
+      p.restore(state, lastFit);
+      continue;
+    }
+    lo = mid;
+    lastArena = (*plan)->arenaBytes;
+    lastFit = state;
+    double seconds = checker.simulate(**plan).stepSeconds;
+    if (seconds < fitSeconds) {
+      fit = std::move(*plan);
+      fitSeconds = seconds;
+      fitState = lastFit;
+    }
+  }
+  p.restore(state, std::move(fitState));
+  return true;
+}
+
+// One more run of the rounds from the same start; its plan is kept when it
+// fits and simulates faster.
+llvm::LogicalResult Searcher::runAgain(HostMoves moves, const PlanState &initial,
+                                       SimulatedTime &chosenTime, size_t &keptRun) {
+  PlanState keptState = state;
+  p.restore(state, initial);
+  llvm::FailureOr<std::optional<Plan>> other = runRounds(moves);
+  if (llvm::failed(other))
+    return llvm::failure();
+  SimulatedTime time = *other ? checker.simulate(***other) : SimulatedTime();
+  if (*other) {
+    RunLog &run = out.runs.back();
+    run.seconds = time.stepSeconds;
+    run.arena = (**other)->arenaBytes;
+    run.stallRatio = stallRatio(time);
+  }
+  if (*other && time.stepSeconds < chosenTime.stepSeconds) {
+    out.chosen = std::move(**other);
+    chosenTime = time;
+    keptRun = out.runs.size() - 1;
+  } else {
+    p.restore(state, std::move(keptState));
+  }
+  return llvm::success();
+}
+
+// Nothing the rounds found fits: the most the mechanisms can do, two ways
+// (every saved value offloaded, or recomputed where it can be), with every
+// parameter on the host, on top of the rounds' decisions and from scratch;
+// parameters fetched again for backward rather than kept on the device in
+// between (the fewest bytes, whatever the link costs). The smallest arena
+// of these and of the rounds' attempts is the smallest reachable.
+llvm::LogicalResult Searcher::fallback() {
+  for (int variant = 0; variant < 4; ++variant) {
+    bool preferRecompute = variant % 2, fromScratch = variant >= 2;
+    PlanState all = state;
+    for (auto [i, c] : llvm::enumerate(all.saved))
+      if (fromScratch || c.decision == Decision::Keep) {
+        c.decision = preferRecompute && p.problem.saved[i].recomputable ? Decision::Recompute
+                                                                        : Decision::Offload;
+        c.why = "the smallest reachable arena";
+      }
+    for (ParamChoice &q : all.params)
+      if (fromScratch || q.decision == Decision::Keep) {
+        q.decision = Decision::Host;
+        q.why = "the smallest reachable arena";
+      }
+    llvm::FailureOr<Plan> plan = checker.build(all, Refetch::Always);
+    if (llvm::failed(plan))
+      return llvm::failure();
+    bool fits = (*plan)->arenaBytes <= p.problem.budgetBytes;
+    if (fits && (!out.chosen || (*plan)->arenaBytes < out.chosen->arenaBytes)) {
+      // Later variants start from the decisions of the one kept.
+      out.chosen = std::move(*plan);
+      state = std::move(all);
+    } else if (!fits) {
+      keepSmallest(std::move(*plan));
+    }
+  }
+  out.fallback = bool(out.chosen);
+  return llvm::success();
+}
+
+llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &checker,
+                                                       PlanState initial) {
+  SearchResult out(p.problem);
+  Searcher s{p, checker, std::move(initial), out};
+  if (p.problem.baseArenaBytes <= p.problem.budgetBytes) {
+    // Early updates alone fit.
+    llvm::FailureOr<Plan> plan = checker.build(s.state, Refetch::Auto);
+    if (llvm::failed(plan))
+      return llvm::failure();
+    out.chosen = std::move(*plan);
+    out.state = s.state;
+    return out;
+  }
+  std::optional<PlanState> start;
+  if (p.small())
+    start = s.state;
+  llvm::FailureOr<std::optional<Plan>> first = s.runRounds(HostMoves::None);
+  if (llvm::failed(first))
+    return llvm::failure();
+  SimulatedTime chosenTime;
+  size_t keptRun = 0;
+  if (*first) {
+    out.chosen = std::move(**first);
+    chosenTime = checker.simulate(*out.chosen);
+    RunLog &run = out.runs.back();
+    run.seconds = chosenTime.stepSeconds;
+    run.arena = out.chosen->arenaBytes;
+    run.stallRatio = s.stallRatio(chosenTime);
+  }
+  // The rounds again from the same start with more host-parameter moves
+  // (the exchange, then the exchange and the re-plan), when the first plan
+  // has host parameters; the plan with the shortest simulated step is kept.
+  // (The moves are judged in the model at one aim, and the rounds after
+  // them may aim elsewhere, so a gain in the model does not always survive
+  // the simulator: with the exchange, the Transformer example at 46% of its
+  // arena simulated 8% slower and resnet18 at 54% 22% faster.)
+  if (start && out.chosen && s.state.anyHost())
+    for (HostMoves moves : {HostMoves::Exchange, HostMoves::ExchangeAndReplan})
+      if (llvm::failed(s.runAgain(moves, *start, chosenTime, keptRun)))
+        return llvm::failure();
+  // Link calibration: the fastest run whose plan's simulated stall is well
+  // above the unhidden link time its prices assumed runs once more with
+  // unhidden link seconds weighted by the ratio (at most
+  // options.maxLinkWeight), and the exchange alone after it if that run
+  // also re-planned. (resnet18 at 54% of its arena: 1174% -> 1153%; the gpt
+  // example at 60%: 106% -> 57%.)
+  if (start && out.chosen) {
+    std::optional<size_t> calibrate;
+    for (auto [i, run] : llvm::enumerate(out.runs))
+      if (run.seconds >= 0 && run.stallRatio > 0 &&
+          (!calibrate || run.seconds < out.runs[*calibrate].seconds))
+        calibrate = i;
+    if (calibrate) {
+      p.linkWeight = std::min(p.options.maxLinkWeight, out.runs[*calibrate].stallRatio);
+      HostMoves uncalibrated = out.runs[*calibrate].moves;
+      llvm::LogicalResult ran = s.runAgain(uncalibrated, *start, chosenTime, keptRun);
+      if (llvm::succeeded(ran) && uncalibrated == HostMoves::ExchangeAndReplan)
+        ran = s.runAgain(HostMoves::Exchange, *start, chosenTime, keptRun);
+      p.linkWeight = 1;
+      if (llvm::failed(ran))
+        return llvm::failure();
+    }
+  }
+  if (out.chosen) {
+    out.runs[keptRun].kept = true;
+    out.smallest.reset();
+    out.state = s.state;
+    return out;
+  }
+  if (llvm::failed(s.fallback()))
+    return llvm::failure();
+  if (out.chosen)
+    out.smallest.reset();
+  out.state = s.state;
+  return out;
+}

@@ -1,0 +1,346 @@
+//===- PlannerTest.cpp - The planner's parts on synthetic problems --------===//
+//
+// Part of offload. Drives each algorithm of include/offload/Planner on a
+// small problem written by hand (no IR): the live profile, the greedy at
+// the peak, the reverse delete, the host-parameter exchange (one for one,
+// one for several), the re-plan, shared recompute regions, and the search
+// with a checker whose arena is the model's peak plus a set overshoot.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Planner/Search.h"
+
+#include <gtest/gtest.h>
+
+using namespace offload::planner;
+
+namespace {
+
+/// Cones fixed per candidate; records which candidates are recomputed.
+class FixedCones : public ConeModel {
+public:
+  explicit FixedCones(size_t n) : cones(n), recomputed(n, false) {}
+  std::optional<Cone> coneOf(unsigned i) override {
+    ++calls;
+    return cones[i];
+  }
+  void setRecomputed(unsigned i, bool r) override { recomputed[i] = r; }
+  std::vector<std::optional<Cone>> cones;
+  std::vector<bool> recomputed;
+  int calls = 0;
+};
+
+/// A step of `points` program points at `level` live bytes everywhere,
+/// forward over the first half; no link time hides anything unless set.
+PlanProblem flatProblem(int64_t points, int64_t level, int64_t budget) {
+  PlanProblem p;
+  p.step = "synthetic";
+  p.target = "test";
+  p.budgetBytes = budget;
+  p.aimBytes = budget;
+  p.baseLive.assign(points, level);
+  p.baseArenaBytes = level;
+  p.arenaAlignment = 1;
+  p.computeSeconds = 1;
+  p.forwardSeconds = 0.5;
+  p.backwardSeconds = 0.5;
+  return p;
+}
+
+SavedFacts savedValue(std::string name, int64_t bytes, int64_t lastForward,
+                      int64_t firstBackward, bool recomputable, double copySeconds) {
+  SavedFacts c;
+  c.name = std::move(name);
+  c.bytes = c.copyBytes = bytes;
+  c.lastForward = lastForward;
+  c.firstBackward = firstBackward;
+  c.offloadFreed = {lastForward + 1, firstBackward - 1, bytes};
+  c.recomputable = recomputable;
+  c.toHostSeconds = c.toDeviceSeconds = copySeconds;
+  return c;
+}
+
+ParamFacts parameter(std::string name, int64_t bytes, int64_t lo, int64_t hi,
+                     double updateSeconds) {
+  ParamFacts p;
+  p.name = std::move(name);
+  p.bytes = bytes;
+  p.freed.push_back({lo, hi, bytes});
+  p.hostUpdateSeconds = updateSeconds;
+  return p;
+}
+
+Cone cone(double seconds, size_t ops = 1) {
+  Cone c;
+  c.seconds = seconds;
+  c.numOps = ops;
+  return c;
+}
+
+struct Fixture {
+  PlanProblem problem;
+  PlannerOptions options;
+  FixedCones cones{0};
+  void start() { cones = FixedCones(problem.saved.size()); }
+  Planner planner() { return Planner{problem, cones, options}; }
+};
+
+} // namespace
+
+TEST(LiveProfile, RangeAddAndMax) {
+  LiveProfile prof({5, 1, 7, 3});
+  EXPECT_EQ(prof.max(), (std::pair<int64_t, int64_t>(7, 2)));
+  prof.add(1, 2, -6);
+  EXPECT_EQ(prof.max(), (std::pair<int64_t, int64_t>(5, 0)));
+  prof.add(3, 10, 4); // clamped to the last point
+  std::vector<int64_t> v;
+  prof.values(v);
+  EXPECT_EQ(v, (std::vector<int64_t>{5, -5, 1, 7}));
+  prof.add(3, 2, 100); // empty range
+  EXPECT_EQ(prof.max().first, 7);
+}
+
+// The cheapest per byte first: a recompute of 1 us frees as much as an
+// offload whose copies (1 s each way) the half-second phases cannot hide,
+// so the greedy recomputes and stops at the aim.
+TEST(Greedy, TakesTheCheapestPerByteUntilTheAim) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  f.problem.baseLive = {50, 50, 100, 100, 100, 100, 100, 100, 50, 50};
+  f.problem.saved.push_back(savedValue("a", 40, 1, 8, /*recomputable=*/true, 1.0));
+  f.problem.saved.push_back(savedValue("b", 40, 1, 8, /*recomputable=*/false, 1.0));
+  f.start();
+  f.cones.cones[0] = cone(1e-6);
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  ASSERT_TRUE(greedy(p, s, 70));
+  EXPECT_EQ(s.saved[0].decision, Decision::Recompute);
+  EXPECT_EQ(s.saved[1].decision, Decision::Keep);
+  EXPECT_TRUE(f.cones.recomputed[0]);
+  EXPECT_EQ(s.profile.max().first, 60);
+}
+
+TEST(Greedy, ReportsAnUnreachableAim) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 50);
+  f.problem.saved.push_back(savedValue("a", 30, -1, 10, false, 1e-6));
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  EXPECT_FALSE(greedy(p, s, 50));
+  EXPECT_EQ(s.saved[0].decision, Decision::Offload);
+}
+
+// Reverse delete: of two decisions that each meet the aim alone, the more
+// expensive is given back.
+TEST(GiveBack, UndoesTheMostExpensiveUnneededDecision) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  f.problem.saved.push_back(savedValue("cheap", 40, -1, 10, true, 1));
+  f.problem.saved.push_back(savedValue("dear", 40, -1, 10, true, 1));
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  for (unsigned i : {0u, 1u}) {
+    s.saved[i].decision = Decision::Recompute;
+    s.saved[i].seconds = i == 0 ? 1 : 5;
+    s.profileOfSaved(i, -1);
+    f.cones.setRecomputed(i, true);
+  }
+  giveBack(p, s, 70);
+  EXPECT_EQ(s.saved[0].decision, Decision::Recompute);
+  EXPECT_EQ(s.saved[1].decision, Decision::Keep);
+  EXPECT_FALSE(f.cones.recomputed[1]);
+  EXPECT_LE(s.profile.max().first, 70);
+}
+
+// One for one: a costly host parameter is exchanged for a cheaper one that
+// frees the same peak.
+TEST(HostMoves, ExchangesOneForACheaperOne) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  f.problem.params.push_back(parameter("dear", 40, 0, 9, 5e-3));
+  f.problem.params.push_back(parameter("cheap", 40, 0, 9, 1e-3));
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  s.params[0].decision = Decision::Host;
+  s.profileOfParam(0, -1);
+  exchangeHostParameters(p, s, 70);
+  EXPECT_EQ(s.params[0].decision, Decision::Keep);
+  EXPECT_EQ(s.params[1].decision, Decision::Host);
+  EXPECT_LE(s.profile.max().first, 70);
+}
+
+// One for several: a large parameter's bytes found among two small ones
+// that together cost less (no single swap can do it).
+TEST(HostMoves, ExchangesOneForSeveral) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 60);
+  f.problem.params.push_back(parameter("large", 40, 0, 9, 10e-3));
+  f.problem.params.push_back(parameter("small1", 20, 0, 9, 2e-3));
+  f.problem.params.push_back(parameter("small2", 20, 0, 9, 2e-3));
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  s.params[0].decision = Decision::Host;
+  s.profileOfParam(0, -1);
+  exchangeHostParameters(p, s, 60);
+  EXPECT_EQ(s.params[0].decision, Decision::Keep);
+  EXPECT_EQ(s.params[1].decision, Decision::Host);
+  EXPECT_EQ(s.params[2].decision, Decision::Host);
+  EXPECT_EQ(s.profile.max().first, 60);
+}
+
+// Ruin and recreate: without the costly host parameter, the greedy covers
+// the peak with a recompute for less; the cheaper plan is kept.
+TEST(HostMoves, ReplanFindsACheaperCover) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 60);
+  f.problem.params.push_back(parameter("dear", 40, 0, 9, 10e-3));
+  f.problem.saved.push_back(savedValue("act", 40, -1, 10, true, 1));
+  f.start();
+  f.cones.cones[0] = cone(1e-3);
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  s.params[0].decision = Decision::Host;
+  s.profileOfParam(0, -1);
+  double before = p.decisionsSeconds(s);
+  replanHostParameters(p, s, 60);
+  EXPECT_EQ(s.params[0].decision, Decision::Keep);
+  EXPECT_FALSE(s.params[0].banned);
+  EXPECT_EQ(s.saved[0].decision, Decision::Recompute);
+  EXPECT_LT(p.decisionsSeconds(s), before);
+}
+
+// Re-plan keeps the state (and the cones' availability) when nothing
+// cheaper is found.
+TEST(HostMoves, ReplanRestoresWhenNotCheaper) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 60);
+  f.problem.params.push_back(parameter("cheap", 40, 0, 9, 1e-3));
+  f.problem.saved.push_back(savedValue("act", 40, -1, 10, true, 1));
+  f.start();
+  f.cones.cones[0] = cone(10e-3);
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  s.params[0].decision = Decision::Host;
+  s.profileOfParam(0, -1);
+  replanHostParameters(p, s, 60);
+  EXPECT_EQ(s.params[0].decision, Decision::Host);
+  EXPECT_EQ(s.saved[0].decision, Decision::Keep);
+  EXPECT_FALSE(f.cones.recomputed[0]);
+}
+
+// A recomputed value whose cone a region used earlier reruns is held from
+// that region instead of recomputed again: one group.
+TEST(SharedRegions, HoldsAValueFromTheRegionThatRerunsIt) {
+  Fixture f;
+  f.problem = flatProblem(12, 100, 100);
+  f.problem.saved.push_back(savedValue("u", 10, 1, 9, true, 1));
+  f.problem.saved.push_back(savedValue("j", 10, 2, 6, true, 1));
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  f.cones.cones[0] = cone(2e-6);
+  for (unsigned i : {0u, 1u}) {
+    s.saved[i].decision = Decision::Recompute;
+    s.profileOfSaved(i, -1);
+  }
+  s.saved[1].through = {0}; // j's region reruns u
+  s.registerReader(1);
+  shareRecomputes(p, s, 100);
+  EXPECT_EQ(s.saved[1].group, 1);
+  EXPECT_EQ(s.saved[0].group, 1);
+  EXPECT_EQ(s.saved[0].holdFrom, 6);
+  // u is now live from j's region at 6 to its own use at 9; before, its
+  // own region freed it up to 8.
+  std::vector<int64_t> live;
+  s.profile.values(live);
+  EXPECT_EQ(live[7], 100);
+  EXPECT_EQ(live[4], 100 - 20);
+  unshareAll(s);
+  EXPECT_EQ(s.saved[0].group, -1);
+  s.profile.values(live);
+  EXPECT_EQ(live[7], 100 - 10);
+}
+
+namespace {
+/// A plan whose arena is the model's peak plus `overshoot` while the
+/// profile is above `tightBelow` (the real plan fragments more at the top).
+class FakePlan : public CheckedPlan {
+public:
+  double seconds = 0;
+};
+class FakeChecker : public PlanChecker {
+public:
+  FakeChecker(Planner &p, int64_t overshoot) : p(p), overshoot(overshoot) {}
+  llvm::FailureOr<std::unique_ptr<CheckedPlan>> build(const PlanState &s, Refetch) override {
+    ++builds;
+    auto plan = std::make_unique<FakePlan>();
+    plan->arenaBytes = s.profile.max().first + overshoot;
+    plan->peakBytes = s.profile.max().first;
+    plan->seconds = 1 + p.decisionsSeconds(s);
+    return std::unique_ptr<CheckedPlan>(std::move(plan));
+  }
+  SimulatedTime simulate(const CheckedPlan &plan) override {
+    return {static_cast<const FakePlan &>(plan).seconds, 0};
+  }
+  Planner &p;
+  int64_t overshoot;
+  int builds = 0;
+};
+} // namespace
+
+// The real arena overshoots the model by 5 bytes: the search aims lower by
+// the overshoot and finds a plan that fits.
+TEST(Search, AimsLowerByTheOvershoot) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  for (int k = 0; k < 4; ++k)
+    f.problem.saved.push_back(savedValue("v" + std::to_string(k), 10, -1, 10, true, 1));
+  f.start();
+  for (int k = 0; k < 4; ++k)
+    f.cones.cones[k] = cone(1e-6 * (k + 1));
+  Planner p = f.planner();
+  FakeChecker checker(p, 5);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_LE(r->chosen->arenaBytes, 70);
+  EXPECT_FALSE(r->fallback);
+  EXPECT_GE(r->checks, 2);
+  EXPECT_EQ(r->runs.size(), 1u);
+  EXPECT_TRUE(r->runs[0].kept);
+  EXPECT_EQ(checker.builds, r->checks);
+}
+
+// Nothing fits: the fallback's smallest arena is reported.
+TEST(Search, ReportsTheSmallestArenaWhenNothingFits) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 50);
+  f.problem.saved.push_back(savedValue("v", 30, -1, 10, false, 1e-6));
+  f.start();
+  Planner p = f.planner();
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  EXPECT_FALSE(r->chosen);
+  ASSERT_TRUE(r->smallest);
+  EXPECT_EQ(r->smallest->arenaBytes, 70);
+}
+
+// The step fits once early updates run: one check, no decision.
+TEST(Search, BaseThatFitsIsCheckedOnce) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 200);
+  f.problem.baseArenaBytes = 150;
+  f.start();
+  Planner p = f.planner();
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_EQ(checker.builds, 1);
+  EXPECT_TRUE(r->runs.empty());
+}
