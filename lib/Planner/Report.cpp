@@ -121,3 +121,70 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
                      f.planningSeconds, std::max(result.checks, 1));
   os.flush();
 }
+
+llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
+                                                    const SearchResult &result,
+                                                    const ReportFigures &f) {
+  const PlanState &s = result.state;
+  DecisionCounts n = countDecisions(problem, s);
+  llvm::json::Array candidates;
+  for (auto [i, c] : llvm::enumerate(s.saved)) {
+    if (c.decision == Decision::Keep && !f.reportKept)
+      continue;
+    bool held = c.decision == Decision::Recompute && c.holdFrom >= 0;
+    llvm::json::Object o{{"kind", "saved"},
+                         {"name", problem.saved[i].name},
+                         {"bytes", problem.saved[i].bytes},
+                         {"decision", decisionName(c.decision)},
+                         {"seconds", held ? 0.0 : c.seconds},
+                         {"why", c.why}};
+    if (held)
+      o["held_from"] = problem.saved[c.group].name;
+    candidates.push_back(std::move(o));
+  }
+  for (auto [i, q] : llvm::enumerate(s.params))
+    if (q.decision != Decision::Keep || f.reportKept)
+      candidates.push_back(llvm::json::Object{
+          {"kind", "parameter"},
+          {"name", problem.params[i].name},
+          {"bytes", problem.params[i].bytes + problem.params[i].stateBytes},
+          {"decision", q.decision == Decision::Host ? "host" : "device"},
+          {"seconds", q.seconds},
+          {"why", q.why}});
+  llvm::json::Array runs;
+  for (const RunLog &run : result.runs) {
+    llvm::json::Array checks;
+    for (auto [aimBytes, arena] : run.checks)
+      checks.push_back(llvm::json::Array{aimBytes, arena});
+    runs.push_back(llvm::json::Object{
+        {"moves", hostMovesName(run.moves)},
+        {"link_weight", run.linkWeight},
+        {"checks", std::move(checks)},
+        {"step_seconds", run.seconds < 0 ? llvm::json::Value(nullptr) : run.seconds},
+        {"arena_bytes", run.arena},
+        {"kept", run.kept}});
+  }
+  return llvm::json::Object{
+      {"step", problem.step},
+      {"target", problem.target},
+      {"budget_bytes", problem.budgetBytes},
+      {"status", "planned"},
+      {"arena_bytes", result.chosen->arenaBytes},
+      {"peak_bytes", result.chosen->peakBytes},
+      {"unplanned_arena_bytes", f.unplannedArenaBytes},
+      {"unplanned_step_seconds", f.unplannedStepSeconds},
+      {"planned_step_seconds", f.planned.stepSeconds},
+      {"stall_seconds", f.planned.stallSeconds},
+      {"slicing", f.slicing},
+      {"fallback", result.fallback},
+      {"decisions",
+       llvm::json::Object{{"recomputed", n.recomputed},
+                          {"offloaded", n.offloaded},
+                          {"kept", int64_t(problem.numSaves) - n.recomputed - n.offloaded},
+                          {"host_parameters", n.hostParameters},
+                          {"early_updates", problem.movedUpdates}}},
+      {"candidates", std::move(candidates)},
+      {"runs", std::move(runs)},
+      {"planning_seconds", f.planningSeconds},
+      {"checks", std::max(result.checks, 1)}};
+}

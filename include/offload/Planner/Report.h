@@ -11,6 +11,8 @@
 
 #include "offload/Planner/Search.h"
 
+#include "llvm/Support/JSON.h"
+
 namespace offload::planner {
 
 /// The figures of a planned step beyond the search's result.
@@ -36,6 +38,20 @@ DecisionCounts countDecisions(const PlanProblem &problem, const PlanState &state
 /// Writes the decision table of `result` (which has a chosen plan).
 void writePlanReport(llvm::raw_ostream &os, const PlanProblem &problem,
                      const SearchResult &result, const ReportFigures &figures);
+
+/// The same as one entry of the JSON report (report=json:FILE; format
+/// "offload-plan-report", docs/planner.md "Machine-readable results"):
+/// {"step", "target", "budget_bytes", "status": "planned", "arena_bytes",
+/// "peak_bytes", "unplanned_arena_bytes", "unplanned_step_seconds",
+/// "planned_step_seconds", "stall_seconds", "slicing", "fallback",
+/// "decisions": {"recomputed", "offloaded", "kept", "host_parameters",
+/// "early_updates"}, "candidates": [{"kind": "saved" | "parameter", "name",
+/// "bytes", "decision", "seconds", "why"}] (those not kept, or all with
+/// report-kept), "runs": [{"moves", "link_weight", "checks": [[aim bytes,
+/// arena bytes]], "step_seconds" (null: nothing fit), "arena_bytes",
+/// "kept"}], "planning_seconds", "checks"}.
+llvm::json::Object planReportJson(const PlanProblem &problem, const SearchResult &result,
+                                  const ReportFigures &figures);
 
 /// "1.50 MiB": `bytes` in binary units, for reports.
 std::string humanBytes(int64_t bytes);

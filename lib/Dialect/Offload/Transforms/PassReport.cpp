@@ -13,24 +13,43 @@ using namespace mlir;
 using namespace mlir::offload;
 
 PassReport::Kind PassReport::classify(StringRef value) {
+  if (value.starts_with("json:"))
+    return Kind::Json;
   return llvm::StringSwitch<Kind>(value)
       .Cases({"", "false", "none", "off"}, Kind::Off)
       .Cases({"-", "true", "stderr"}, Kind::Stderr)
       .Default(Kind::File);
 }
 
-LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc) {
+LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc,
+                               bool hasJson) {
   passName_ = passName.str();
   path_.clear();
   text_.clear();
   buffer_.reset();
   os_ = nullptr;
+  json_ = false;
   switch (classify(value)) {
   case Kind::Off:
     return success();
   case Kind::Stderr:
     os_ = &llvm::errs();
     return success();
+  case Kind::Json:
+    if (!hasJson)
+      return mlir::emitError(loc) << passName_ << ": report=" << value
+                                  << ": this pass's report has no JSON form; give report=FILE "
+                                     "or report=- for its text";
+    json_ = true;
+    value = value.drop_front(5);
+    if (value == "-") {
+      os_ = &llvm::errs();
+      return success();
+    }
+    if (value.empty())
+      return mlir::emitError(loc) << passName_ << ": report=json: needs a file name (or - for "
+                                                  "stderr) after 'json:'";
+    break;
   case Kind::File:
     break;
   }

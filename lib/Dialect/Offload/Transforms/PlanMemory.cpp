@@ -43,6 +43,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -158,6 +159,9 @@ private:
                          llvm::raw_ostream *report, PlanAttempt &attempt);
   LogicalResult planWithSlicing(func::FuncOp fn, int64_t budgetBytes, const TargetSpec &spec,
                                 llvm::raw_ostream *report, int64_t unslicedSmallest);
+  /// The JSON report's entries, one per step (report=json:FILE); none
+  /// when the report is text or off.
+  std::optional<llvm::json::Array> jsonSteps;
 };
 } // namespace
 
@@ -277,9 +281,29 @@ void PlanMemoryPass::runOnOperation() {
 
   // The decision table: off, stderr or a file (report=, PassReport.h).
   PassReport out;
-  if (failed(out.open(report, "offload-plan-memory", m.getLoc())))
+  if (failed(out.open(report, "offload-plan-memory", m.getLoc(), /*hasJson=*/true)))
     return signalPassFailure();
-  llvm::raw_ostream *reportOS = out.stream();
+  // The JSON report carries the text table too ("text"), so one file has
+  // both the figures and what a person reads.
+  std::string text;
+  llvm::raw_string_ostream textOS(text);
+  llvm::raw_ostream *reportOS = out.json() ? &textOS : out.stream();
+  if (out.json())
+    jsonSteps.emplace();
+  // The JSON report is written whether the steps plan or not: it states
+  // the smallest reachable arena when no plan fits.
+  auto closeReport = [&]() -> LogicalResult {
+    if (jsonSteps)
+      *out.stream() << llvm::formatv(
+                           "{0:2}", llvm::json::Value(llvm::json::Object{
+                                        {"format", "offload-plan-report"},
+                                        {"version", 1},
+                                        {"steps", std::move(*jsonSteps)},
+                                        {"text", text}}))
+                    << "\n";
+    jsonSteps.reset();
+    return out.close(m.getLoc());
+  };
 
   SmallVector<func::FuncOp> steps;
   m.walk([&](func::FuncOp fn) {
@@ -297,10 +321,12 @@ void PlanMemoryPass::runOnOperation() {
     if (succeeded(planStep(fn, budgetBytes, *spec, reportOS, attempt)))
       continue;
     if (attempt.smallestArena < 0 ||
-        failed(planWithSlicing(fn, budgetBytes, *spec, reportOS, attempt.smallestArena)))
+        failed(planWithSlicing(fn, budgetBytes, *spec, reportOS, attempt.smallestArena))) {
+      (void)closeReport();
       return signalPassFailure();
+    }
   }
-  if (failed(out.close(m.getLoc())))
+  if (failed(closeReport()))
     return signalPassFailure();
 }
 
@@ -481,13 +507,26 @@ static LogicalResult checkPlannable(func::FuncOp fn) {
 /// peak, the budget to ask for.
 static LogicalResult noPlanFits(func::FuncOp fn, func::FuncOp smallest, int64_t smallestArena,
                                 int64_t budgetBytes, const TargetSpec &spec,
-                                const std::string &note) {
+                                const std::string &note, llvm::json::Array *json) {
   FailureOr<MemoryPlan> mp = computeMemoryPlan(smallest);
   if (failed(mp))
     return failure();
   int64_t persistent = mp->persistentDeviceBytes();
   SmallVector<const PlannedBuffer *> live = mp->temporariesAtPeak();
   Operation *peakOp = mp->schedule.empty() ? nullptr : mp->schedule[mp->peakPoint];
+  if (json)
+    json->push_back(llvm::json::Object{
+        {"step", fn.getName().str()},
+        {"target", spec.name},
+        {"budget_bytes", budgetBytes},
+        {"status", "no-plan"},
+        {"smallest_arena_bytes", smallestArena},
+        {"suggested_budget_bytes", smallestArena},
+        {"peak_bytes", mp->peakDeviceBytes},
+        {"peak_point", mp->peakPoint},
+        {"peak_op", peakOp ? peakOp->getName().getStringRef().str() : std::string("-")},
+        {"persistent_device_bytes", persistent},
+        {"note", note}});
   // At the step's location, without printing the step.
   auto diag = mlir::emitError(fn.getLoc());
   diag << "offload-plan-memory: no plan fits the budget of " << budgetBytes << " bytes ("
@@ -605,6 +644,13 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                               fn.getName().str().c_str(), (long long)unplannedArena,
                               humanBytes(unplannedArena).c_str(), (long long)budgetBytes,
                               humanBytes(budgetBytes).c_str(), spec.name.c_str());
+    if (jsonSteps)
+      jsonSteps->push_back(llvm::json::Object{{"step", fn.getName().str()},
+                                              {"target", spec.name},
+                                              {"budget_bytes", budgetBytes},
+                                              {"status", "fits-unplanned"},
+                                              {"arena_bytes", unplannedArena},
+                                              {"unplanned_arena_bytes", unplannedArena}});
     return finish(nullptr);
   }
 
@@ -665,7 +711,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       return failure();
     }
     return noPlanFits(fn, static_cast<StepPlan &>(*result->smallest).step(),
-                      result->smallest->arenaBytes, budgetBytes, spec, attempt.errorNote);
+                      result->smallest->arenaBytes, budgetBytes, spec, attempt.errorNote,
+                      jsonSteps ? &*jsonSteps : nullptr);
   }
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
 
@@ -689,12 +736,13 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   numRecomputed += counts.recomputed;
   numOffloaded += counts.offloaded;
   numHostParameters += counts.hostParameters;
-  if (report) {
-    figures.slicing = attempt.slicing;
-    figures.reportKept = reportKept;
-    figures.unplannedArenaBytes = unplannedArena;
-    figures.unplannedStepSeconds = unplannedTime.stepSeconds;
+  figures.slicing = attempt.slicing;
+  figures.reportKept = reportKept;
+  figures.unplannedArenaBytes = unplannedArena;
+  figures.unplannedStepSeconds = unplannedTime.stepSeconds;
+  if (report)
     ::offload::planner::writePlanReport(*report, problem, *result, figures);
-  }
+  if (jsonSteps)
+    jsonSteps->push_back(::offload::planner::planReportJson(problem, *result, figures));
   return finish(&chosen);
 }

@@ -12,6 +12,11 @@
 //                                       whole command succeeds, never over a
 //                                       non-regular file); ./true names a
 //                                       file called "true"
+//   report=json:FILE, report=json:-     the pass's JSON form, to FILE or
+//                                       stderr, for the passes that have one
+//                                       (--offload-plan-memory,
+//                                       --offload-memory-report); an error
+//                                       on the others
 //
 // A pass never writes to the IR output stream, so `offload-opt a.mlir
 // --offload-recompute | offload-opt ...` works whatever report= says.
@@ -33,7 +38,7 @@ namespace offload {
 
 class PassReport {
 public:
-  enum class Kind { Off, Stderr, File };
+  enum class Kind { Off, Stderr, File, Json };
 
   PassReport() = default;
   /// A copy is closed: passes are cloned (MLIR's clonePass) before they run,
@@ -45,8 +50,11 @@ public:
   static Kind classify(StringRef value);
 
   /// Opens the report `value` asks for. Fails, with an error at `loc` that
-  /// names `passName`, when FILE can not be an output file.
-  LogicalResult open(StringRef value, StringRef passName, Location loc);
+  /// names `passName`, when FILE can not be an output file, or when
+  /// `value` asks for JSON (json:FILE) and `hasJson` is false.
+  LogicalResult open(StringRef value, StringRef passName, Location loc, bool hasJson = false);
+  /// The report is the pass's JSON form (report=json:...).
+  bool json() const { return json_; }
 
   /// The stream to write the report to, or nullptr when it is off.
   llvm::raw_ostream *stream() const { return os_; }
@@ -61,8 +69,8 @@ public:
   /// the report fails (the error is at `loc`); the body signals its own
   /// failures, and its report is written all the same.
   LogicalResult run(StringRef value, StringRef passName, Location loc,
-                    llvm::function_ref<void()> body) {
-    if (failed(open(value, passName, loc)))
+                    llvm::function_ref<void()> body, bool hasJson = false) {
+    if (failed(open(value, passName, loc, hasJson)))
       return failure();
     body();
     return close(loc);
@@ -74,6 +82,7 @@ private:
   std::string text_;
   std::unique_ptr<llvm::raw_string_ostream> buffer_;
   llvm::raw_ostream *os_ = nullptr;
+  bool json_ = false;
 };
 
 } // namespace offload

@@ -12,6 +12,12 @@ class ReportOption<string default>
              "Where the report goes: - or true (stderr), FILE, or false (none)">;
 def TransformReportOption : ReportOption<"\"\"">;
 def AnalysisReportOption : ReportOption<"\"-\"">;
+// Passes with a JSON form of their report as well (report=json:FILE).
+class JsonReportOption<string default>
+    : Option<"report", "report", "std::string", default,
+             "Where the report goes: - or true (stderr), FILE, json:FILE or json:- "
+             "(its JSON form, with the text in \"text\"; docs/design.md \"Reports\"), "
+             "or false (none)">;
 
 def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   let summary = "Prints FLOPs and bytes of every op of each training step";
@@ -136,7 +142,7 @@ def MemoryReport : Pass<"offload-memory-report", "::mlir::ModuleOp"> {
   let options = [
     Option<"top", "top", "unsigned", /*default=*/"10",
            "How many of the largest buffers live at the peak to list">,
-    AnalysisReportOption,
+    JsonReportOption<"\"-\"">,
   ];
 }
 
@@ -483,7 +489,7 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"h100-sxm\"",
            "The GPU planned for: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, "
            "rtx-4090, host (this machine, measured) or FILE.json (docs/planner.md)">,
-    TransformReportOption,
+    JsonReportOption<"\"\"">,
     Option<"timelineFile", "timeline", "std::string", /*default=*/"\"\"",
            "Also write the memory timeline (live device bytes per program point "
            "by category, unplanned and planned, with the budget) as JSON to this "
