@@ -144,20 +144,30 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
     for (n /= 2; n >= 1; n /= 2)
       maxEnd[n] = std::max(maxEnd[2 * n], maxEnd[2 * n + 1]);
   };
-  // Placed buffers among leaves [0, limit) whose end is >= `from`.
+  // Placed buffers among leaves [0, limit) whose end is >= `from`, by a
+  // walk of the max-end tree with an explicit stack (a recursive
+  // std::function took a fifth of a 96-layer encoder's planning time).
   SmallVector<unsigned> found;
-  std::function<void(size_t, size_t, size_t, size_t, int64_t)> collect =
-      [&](size_t node, size_t lo, size_t hi, size_t limit, int64_t from) {
-        if (lo >= limit || maxEnd[node] < from)
-          return;
-        if (hi - lo == 1) {
-          found.push_back(byBegin[lo]);
-          return;
-        }
-        size_t mid = (lo + hi) / 2;
-        collect(2 * node, lo, mid, limit, from);
-        collect(2 * node + 1, mid, hi, limit, from);
-      };
+  struct Node {
+    size_t node, lo, hi;
+  };
+  SmallVector<Node, 64> stack;
+  auto collect = [&](size_t limit, int64_t from) {
+    stack.clear();
+    stack.push_back({1, 0, size});
+    while (!stack.empty()) {
+      Node n = stack.pop_back_val();
+      if (n.lo >= limit || maxEnd[n.node] < from)
+        continue;
+      if (n.hi - n.lo == 1) {
+        found.push_back(byBegin[n.lo]);
+        continue;
+      }
+      size_t mid = (n.lo + n.hi) / 2;
+      stack.push_back({2 * n.node + 1, mid, n.hi});
+      stack.push_back({2 * n.node, n.lo, mid});
+    }
+  };
 
   int64_t arenaBytes = 0;
   SmallVector<std::pair<int64_t, int64_t>> busy;
@@ -165,7 +175,7 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
     const PlannedBuffer &b = buffers[i];
     found.clear();
     size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
-    collect(1, 0, size, limit, b.begin);
+    collect(limit, b.begin);
     workLeft -= int64_t(found.size()) + 1;
     if (workLeft < 0)
       return -1;

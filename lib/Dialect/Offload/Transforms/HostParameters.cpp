@@ -195,7 +195,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
         // inserted anything; copies and waits cost no compute).
         double gap = startTime.lookup(bwd.front()) - startTime.lookup(fwd.back()) -
                      targetModel.opSeconds(fwd.back());
-        keep = gap < 2 * targetModel.copySeconds(bytes);
+        keep = keepParameterThrough(gap, targetModel.copySeconds(bytes));
       }
     }
     SmallVector<SmallVector<Operation *>> segments;

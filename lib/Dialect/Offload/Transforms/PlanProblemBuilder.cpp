@@ -324,7 +324,7 @@ void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
     // forward uses, again for backward unless the gap is short.
     SmallVector<std::pair<int64_t, int64_t>> onDevice;
     bool keepThrough = firstFwd >= 0 && firstBwd >= 0 &&
-                       pts.between(lastFwd + 1, firstBwd) < 2 * copy;
+                       keepParameterThrough(pts.between(lastFwd + 1, firstBwd), copy);
     if (firstFwd >= 0) {
       int64_t pf = pts.prefetchPoint(firstFwd, copy, pts.forwardPoint + 1);
       onDevice.push_back({pf, keepThrough ? lastBwd : lastFwd});

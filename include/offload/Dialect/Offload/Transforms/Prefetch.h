@@ -69,6 +69,18 @@ LogicalResult placePrefetches(func::FuncOp fn,
                               MutableArrayRef<PrefetchRequest> requests,
                               const TargetModel &target);
 
+/// --offload-host-parameters' rule (refetch=auto) for a host parameter
+/// used in forward and in backward: its forward copy stays on the device
+/// through to backward when the compute between its last forward use and
+/// its first backward use (`gapSeconds`) is shorter than two of its
+/// host-to-device copies (`copySeconds` each): a second copy would not be
+/// hidden by that gap, and the bytes it frees would be held by the copies
+/// in flight for most of it. The planner predicts the move with this rule
+/// (PlanProblemBuilder.cpp), so prediction and mechanism agree.
+inline bool keepParameterThrough(double gapSeconds, double copySeconds) {
+  return gapSeconds < 2 * copySeconds;
+}
+
 /// Whether `op` counts as a compute op for prefetch and wait distances
 /// (copies, waits, phase markers, saved-value handles and views do not).
 bool isComputeForDistance(Operation *op);
