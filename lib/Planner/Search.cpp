@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace offload::planner;
@@ -50,6 +51,18 @@ struct Searcher {
     return assumed > 0 ? tl.stallSeconds / assumed : std::numeric_limits<double>::infinity();
   }
 
+  /// The first aim: the problem's, less the base step's packing
+  /// fragmentation in proportion on a large step (options).
+  int64_t firstAim() const {
+    const PlanProblem &pr = p.problem;
+    if (p.small() || !p.options.predictFragmentation || pr.basePackedBytes <= 0 ||
+        pr.baseLive.empty())
+      return pr.aimBytes;
+    int64_t peak = *std::max_element(pr.baseLive.begin(), pr.baseLive.end());
+    if (peak <= 0 || peak >= pr.basePackedBytes)
+      return pr.aimBytes;
+    return int64_t(double(pr.aimBytes) * double(peak) / double(pr.basePackedBytes));
+  }
   llvm::FailureOr<std::optional<Plan>> runRounds(HostMoves moves);
   llvm::FailureOr<bool> bisect(HostMoves moves, Plan &fit, int64_t lo, int64_t hi);
   llvm::LogicalResult runAgain(HostMoves moves, const PlanState &initial, SimulatedTime &chosenTime,
@@ -63,7 +76,7 @@ struct Searcher {
 // (at most options.maxRounds checks). On a small step the aim is then
 // bisected (bisect). An empty optional when nothing fit.
 llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
-  int64_t roundAim = p.problem.aimBytes, overAim = -1, budget = p.problem.budgetBytes;
+  int64_t roundAim = firstAim(), overAim = -1, budget = p.problem.budgetBytes;
   std::optional<Plan> fit;
   out.runs.push_back(RunLog{moves, p.linkWeight, {}, -1, 0, false});
   for (int round = 1; round <= p.options.maxRounds; ++round) {

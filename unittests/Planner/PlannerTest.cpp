@@ -344,3 +344,29 @@ TEST(Search, BaseThatFitsIsCheckedOnce) {
   EXPECT_EQ(checker.builds, 1);
   EXPECT_TRUE(r->runs.empty());
 }
+
+// A large step (no bisection) aims first below the budget by the base
+// step's packing fragmentation (arena 125 over a peak of 100: 80%).
+TEST(Search, LargeStepAimsBelowTheFragmentation) {
+  Fixture f;
+  f.options.finePoints = 4;
+  f.problem = flatProblem(10, 100, 70);
+  f.problem.basePackedBytes = 125;
+  for (int k = 0; k < 5; ++k)
+    f.problem.saved.push_back(savedValue("v" + std::to_string(k), 10, -1, 10, true, 1));
+  f.start();
+  for (int k = 0; k < 5; ++k)
+    f.cones.cones[k] = cone(1e-6);
+  Planner p = f.planner();
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  ASSERT_FALSE(r->runs.empty());
+  EXPECT_EQ(r->runs[0].checks.front().first, 56);
+  f.options.predictFragmentation = false;
+  FakeChecker again(p, 0);
+  llvm::FailureOr<SearchResult> r2 = search(p, again, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r2));
+  EXPECT_EQ(r2->runs[0].checks.front().first, 70);
+}

@@ -38,6 +38,12 @@ struct PlannerOptions {
   /// Real-memory-plan checks per run: aims lowered by the overshoot, then
   /// the aim bisected on a small step.
   int maxRounds = 8;
+  /// On a step larger than finePoints (no aim bisection there), the first
+  /// aim is lowered by the base step's packing fragmentation (its arena
+  /// over its peak), which the live-bytes model does not see: the 96-layer
+  /// encoder at half its arena needed 5 checks aiming from the budget, each
+  /// a full arena packing. Small steps aim from the budget and bisect.
+  bool predictFragmentation = true;
   int reclaimChecks = 6;
   /// Aims closer than budget / this are not told apart (and never closer
   /// than two arena alignments).

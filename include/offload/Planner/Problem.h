@@ -121,6 +121,9 @@ struct PlanProblem {
   /// workspace included), and the arena's alignment (bytes; the search
   /// lowers an aim by at least this much).
   int64_t baseArenaBytes = 0, arenaAlignment = 256;
+  /// The base step's packed device arena (bytes, without the workspace):
+  /// over its peak live bytes by the packing's fragmentation.
+  int64_t basePackedBytes = 0;
   /// The op at each program point ("-" where none), for the decisions'
   /// reasons.
   std::vector<std::string> opNames;

@@ -380,7 +380,7 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   arenaBytes = std::max(arenaBytes, base + bestBytes);
 }
 
-FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
+FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool placeBuffers) {
   MemoryPlan plan;
   plan.function = step;
   if (llvm::any_of(step.getBody().front(),
@@ -520,6 +520,8 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step) {
     }
   }
 
+  if (!placeBuffers)
+    return plan;
   assignArenaOffsets(plan.buffers, MemorySpace::Device, plan.deviceArenaBytes);
   // The host arena is not what a budget limits, and its buffers (host
   // parameters, optimizer state, offloaded saved values) mostly live from

@@ -385,6 +385,7 @@ PlanProblem mlir::offload::planning::buildPlanProblem(const ProblemInputs &in,
                                                     : in.baseMp->deviceArenaBytes) +
                            spec.workspaceBytes;
   problem.arenaAlignment = kArenaAlignment;
+  problem.basePackedBytes = in.baseMp->deviceArenaBytes;
   problem.movedUpdates = in.movedUpdates;
   Points pts(base, *in.model);
   problem.opNames.reserve(pts.ops.size());

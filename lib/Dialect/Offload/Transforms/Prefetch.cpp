@@ -84,7 +84,8 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
   if (requests.empty())
     return success();
   Block &body = fn.getBody().front();
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  // Only the peak and the live bytes per point: no arena packing.
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
   if (failed(mp))
     return failure();
 

@@ -97,7 +97,11 @@ struct MemoryPlan {
 /// Net Inference", 2020), skipped when too many buffers are alive together
 /// for its O(n k log k) cost, and a best-fit linear scan over program points
 /// (O(n log n)). Fails, with a diagnostic, on a tensor of dynamic shape.
-FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn);
+/// With `placeBuffers` false only the liveness is computed (buffers, live
+/// bytes per point, the peak): no offsets, and deviceArenaBytes and
+/// hostArenaBytes are 0 -- for callers that need the peak, not the arena
+/// (prefetch placement), since packing is most of a plan's time.
+FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn, bool placeBuffers = true);
 
 /// The memory plans of the steps of a module, as an MLIR analysis
 /// (`getAnalysis<MemoryPlanAnalysis>()` on the module): each step's plan is
