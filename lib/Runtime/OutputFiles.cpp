@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -246,6 +247,27 @@ std::string OutputFiles::commit() {
     claims_.clear();
   }
   return "";
+}
+
+std::string OutputFiles::commitKeptOnFailure() {
+  std::string error;
+  std::vector<std::pair<std::string, std::string>> kept;
+  std::vector<std::string> keptRoles;
+  for (size_t i = 0; i < staged_.size(); ++i)
+    if (std::find(keptOnFailure_.begin(), keptOnFailure_.end(), staged_[i].second) !=
+        keptOnFailure_.end()) {
+      kept.push_back(staged_[i]);
+      keptRoles.push_back(stagedRoles_[i]);
+    } else {
+      std::remove(staged_[i].first.c_str());
+      untrackTemporary(staged_[i].first);
+    }
+  staged_ = std::move(kept);
+  stagedRoles_ = std::move(keptRoles);
+  keptOnFailure_.clear();
+  error = commit();
+  discard();
+  return error;
 }
 
 void OutputFiles::discard() {

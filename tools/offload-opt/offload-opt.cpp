@@ -91,6 +91,14 @@ int main(int argc, char **argv) {
   mlir::LogicalResult result = mlir::MlirOptMain(*os, std::move(input), registry, config);
   std::string writeError = offload::closeToolOutput(file, outputFile, "the output");
   if (mlir::failed(result)) {
+    // A documented outcome (no plan fits the budget: 3) keeps the outputs
+    // that state it; any other failure leaves nothing behind (OutputFiles.h).
+    int code = outputs.failureExitCode();
+    if (code != 1) {
+      if (std::string e = outputs.commitKeptOnFailure(); !e.empty())
+        llvm::errs() << "offload-opt: error: " << e << "\n";
+      return code;
+    }
     outputs.discard();
     return 1;
   }

@@ -85,6 +85,21 @@ public:
   std::string commit();
   /// Removes every staged temporary; destinations are untouched.
   void discard();
+
+  /// A failure that is a documented outcome, not an error of the input
+  /// (the planner's "no plan fits the budget", kExitNoPlanFits): the tool
+  /// exits with `code` and, instead of discarding everything, commits the
+  /// outputs marked keepOnFailure() (the planner's JSON report, which
+  /// states the smallest reachable arena).
+  void setFailureExitCode(int code) { failureExitCode_ = code; }
+  /// The code set, or 1 (any other error).
+  int failureExitCode() const { return failureExitCode_; }
+  /// Marks the staged output `path` to be committed by
+  /// commitKeptOnFailure().
+  void keepOnFailure(const std::string &path) { keptOnFailure_.push_back(path); }
+  /// On a failure with a code set: commits the outputs marked
+  /// keepOnFailure() and discards the rest. "" or the first error.
+  std::string commitKeptOnFailure();
   /// Whether nothing is staged.
   bool empty() const { return staged_.empty(); }
 
@@ -100,8 +115,16 @@ private:
   std::vector<std::pair<std::string, std::string>> staged_; // (tmp, dest)
   std::vector<std::string> stagedRoles_;
   std::vector<Named> inputs_, claims_;
+  std::vector<std::string> keptOnFailure_;
+  int failureExitCode_ = 1;
   bool deferred_ = false;
 };
+
+/// The tools' exit codes (docs/design.md, "Exit codes"): 0 success, 1 an
+/// error (the message says which), 3 no plan fits the budget (offload-opt
+/// --offload-plan-memory; its report=json:FILE, written all the same,
+/// states the smallest reachable arena).
+constexpr int kExitNoPlanFits = 3;
 
 /// Unlinks every temporary any OutputFiles has staged and not yet committed
 /// or discarded. Async-signal-safe (no allocation, no locks): for crash and

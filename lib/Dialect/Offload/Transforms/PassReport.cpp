@@ -66,6 +66,11 @@ LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc
   return success();
 }
 
+void PassReport::keepOnFailure() {
+  if (!path_.empty())
+    ::offload::OutputFiles::process().keepOnFailure(path_);
+}
+
 LogicalResult PassReport::close(Location loc) {
   if (!buffer_)
     return success();

@@ -162,6 +162,9 @@ private:
   /// The JSON report's entries, one per step (report=json:FILE); none
   /// when the report is text or off.
   std::optional<llvm::json::Array> jsonSteps;
+  /// Set when a step failed because no plan fits its budget (not an error
+  /// of the input): the tool exits with kExitNoPlanFits.
+  bool noPlanFit = false;
 };
 } // namespace
 
@@ -322,7 +325,13 @@ void PlanMemoryPass::runOnOperation() {
       continue;
     if (attempt.smallestArena < 0 ||
         failed(planWithSlicing(fn, budgetBytes, *spec, reportOS, attempt.smallestArena))) {
-      (void)closeReport();
+      if (succeeded(closeReport()) && noPlanFit) {
+        // A documented outcome: exit code 3, and the report (which states
+        // the smallest reachable arena) is written all the same.
+        ::offload::OutputFiles::process().setFailureExitCode(::offload::kExitNoPlanFits);
+        if (out.json())
+          out.keepOnFailure();
+      }
       return signalPassFailure();
     }
   }
@@ -710,6 +719,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       attempt.smallestArena = result->smallest->arenaBytes;
       return failure();
     }
+    noPlanFit = true;
     return noPlanFits(fn, static_cast<StepPlan &>(*result->smallest).step(),
                       result->smallest->arenaBytes, budgetBytes, spec, attempt.errorNote,
                       jsonSteps ? &*jsonSteps : nullptr);

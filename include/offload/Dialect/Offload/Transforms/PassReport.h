@@ -64,6 +64,9 @@ public:
   /// `loc` when the file cannot be written.
   LogicalResult close(Location loc);
 
+  /// After close(): a FILE report is committed even when the command fails
+  /// with a documented outcome (OutputFiles::setFailureExitCode).
+  void keepOnFailure();
   /// open, then `body` (the pass's work, writing to stream()), then close:
   /// a reporting pass's whole runOnOperation. Fails when opening or writing
   /// the report fails (the error is at `loc`); the body signals its own
