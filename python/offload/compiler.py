@@ -15,6 +15,7 @@ import contextlib
 import copy
 import inspect
 import logging
+import json
 import os
 import math
 import re
@@ -191,8 +192,27 @@ def _run(stage, cmd, log):
     log.append(r.stdout + r.stderr)
     if r.returncode != 0:
         msg = (r.stderr.strip() or r.stdout.strip() or f"{cmd[0]} exited with {r.returncode}")
-        raise CompileError(stage, msg)
+        err = CompileError(stage, msg)
+        # The tools' exit codes (docs/design.md, "Exit codes"): 3 is "no
+        # plan fits the budget", with the planner's JSON report written.
+        err.returncode = r.returncode
+        raise err
     return r.stdout, r.stderr
+
+
+# offload-opt's exit code when no plan fits the budget (OutputFiles.h).
+EXIT_NO_PLAN_FITS = 3
+
+
+def _read_json_report(path, fmt):
+    """The JSON report a pass wrote (report=json:FILE), checked to be `fmt`;
+    None when it is missing or not that format."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("format") == fmt else None
 
 
 EXPORTERS = ("auto", "torchscript", "export")
@@ -466,7 +486,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     step_mlir = os.path.join(workdir, "step.mlir")
     planned = os.path.join(workdir, "planned.mlir")
     plan_path = os.path.join(workdir, "step.oflp")
-    plan_report = os.path.join(workdir, "plan-report.txt")
+    plan_report = os.path.join(workdir, "plan-report.json")
+    memory_json = os.path.join(workdir, "memory-report.json")
 
     # The values the step starts from, under the model's state_dict names
     # (the importers name parameters and buffers by these fully qualified
@@ -518,19 +539,20 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     stage("import", do_import)
 
     opt = _tools.tool("offload-opt")
-    # The memory report goes to stderr (passes never print into the IR
-    # stream); read both.
-    report_out, report_err = stage("autodiff", lambda: _run(
+    # The memory report's JSON form: its figures, and its text for
+    # Step.report.
+    stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
                      (" return-gradients=true" if return_gradients else ""),
-                     "--offload-memory-report=top=5", "--mlir-print-debuginfo",
-                     "-o", step_mlir], log))
-    memory_report = report_out + report_err
-    m = re.search(r"device arena bytes: (\d+)", memory_report)
-    unplanned = int(m.group(1)) if m else None
+                     "--offload-memory-report=top=5 report=" +
+                     _option_value("workdir", "json:" + memory_json),
+                     "--mlir-print-debuginfo", "-o", step_mlir], log))
+    memory = _read_json_report(memory_json, "offload-memory-report") or {}
+    functions = memory.get("functions") or [{}]
+    unplanned = functions[0].get("device_arena_bytes")
+    report = memory.get("text", "")
 
     lower_input = step_mlir
-    report = memory_report
     if budget_bytes is not None:
         def plan():
             try:
@@ -539,18 +561,22 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                 _run("plan", [opt, step_mlir,
                               f"--offload-plan-memory=budget={budget_bytes} "
                               f"target={_option_value('target', target)} "
-                              f"report={_option_value('workdir', plan_report)}",
+                              f"report={_option_value('workdir', 'json:' + plan_report)}",
                               "--mlir-print-debuginfo", "-o", planned], log)
             except CompileError as e:
-                if "no plan fits the budget" in e.message:
-                    m2 = re.search(r"Ask for budget=(\d+)", e.message)
+                if getattr(e, "returncode", None) == EXIT_NO_PLAN_FITS:
+                    doc = _read_json_report(plan_report, "offload-plan-report") or {}
+                    smallest = [s.get("smallest_arena_bytes") for s in doc.get("steps", [])
+                                if s.get("status") == "no-plan"]
                     raise BudgetError(e.message, budget_bytes,
-                                      int(m2.group(1)) if m2 else None) from None
+                                      smallest[-1] if smallest else None) from None
                 raise
         stage("plan", plan)
         lower_input = planned
-        with open(plan_report) as f:
-            report = f.read()
+        doc = _read_json_report(plan_report, "offload-plan-report")
+        if doc is None:
+            raise CompileError("plan", f"the planner wrote no JSON report to {plan_report}")
+        report = doc.get("text", "")
 
     def lower():
         _run("lower", [opt, lower_input,
