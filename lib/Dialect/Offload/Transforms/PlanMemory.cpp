@@ -159,6 +159,15 @@ private:
                          llvm::raw_ostream *report, PlanAttempt &attempt);
   LogicalResult planWithSlicing(func::FuncOp fn, int64_t budgetBytes, const TargetSpec &spec,
                                 llvm::raw_ostream *report, int64_t unslicedSmallest);
+  LogicalResult markPlanned(func::FuncOp fn, func::FuncOp chosen, int64_t budgetBytes,
+                            const TargetSpec &spec,
+                            const std::optional<MemoryTimeline> &unplannedTimeline,
+                            int64_t sliceBytes, llvm::raw_ostream *report);
+  /// The decisions of decisions=FILE, built and checked: an error when the
+  /// file does not fit the step or its plan does not fit the budget.
+  FailureOr<::offload::planner::SearchResult>
+  replayDecisions(func::FuncOp fn, const ::offload::planner::PlanProblem &problem,
+                  StepChecker &checker, int64_t budgetBytes);
   /// The JSON report's entries, one per step (report=json:FILE); none
   /// when the report is text or off.
   std::optional<llvm::json::Array> jsonSteps;
@@ -566,6 +575,73 @@ static LogicalResult noPlanFits(func::FuncOp fn, func::FuncOp smallest, int64_t 
   return failure();
 }
 
+FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
+                                                        const PlanProblem &problem,
+                                                        StepChecker &checker,
+                                                        int64_t budgetBytes) {
+  SearchResult result(problem);
+  std::string error;
+  if (failed(readDecisions(decisionsFile, problem, result.state, error)))
+    return mlir::emitError(fn.getLoc())
+           << "offload-plan-memory: decisions=" << decisionsFile << ": " << error;
+  auto plan = checker.build(result.state, ::offload::planner::Refetch::Auto);
+  if (failed(plan))
+    return failure();
+  result.checks = 1;
+  if ((*plan)->arenaBytes > budgetBytes)
+    return mlir::emitError(fn.getLoc())
+           << "offload-plan-memory: the decisions in " << decisionsFile
+           << " need a device arena of " << (*plan)->arenaBytes << " bytes, over the budget of "
+           << budgetBytes << " bytes";
+  result.chosen = std::move(*plan);
+  return result;
+}
+
+/// A JSON file of the planner's, through the tools' output files: staged
+/// and renamed into place only when the whole command succeeds, and never
+/// over something that is not a regular file (OutputFiles.h).
+static LogicalResult writePlannerFile(func::FuncOp fn, const std::string &path,
+                                      const std::string &text, StringRef what) {
+  if (std::string e = ::offload::OutputFiles::process().write(path, text.data(), text.size());
+      !e.empty())
+    return mlir::emitError(fn.getLoc())
+           << "offload-plan-memory: cannot write the " << what << " '" << path << "': " << e;
+  return success();
+}
+
+/// The planned step `chosen` marked with what it was planned for, and the
+/// memory timeline file (timeline=) when asked.
+LogicalResult PlanMemoryPass::markPlanned(func::FuncOp fn, func::FuncOp chosen,
+                                          int64_t budgetBytes, const TargetSpec &spec,
+                                          const std::optional<MemoryTimeline> &unplannedTimeline,
+                                          int64_t sliceBytes, llvm::raw_ostream *report) {
+  MLIRContext *ctx = fn.getContext();
+  if (unplannedTimeline) {
+    FailureOr<MemoryPlan> plannedMp = computeMemoryPlan(chosen);
+    if (failed(plannedMp))
+      return failure();
+    MemoryTimeline planned = computeMemoryTimeline(*plannedMp);
+    std::string json;
+    llvm::raw_string_ostream out(json);
+    writeMemoryTimelineJson(out, fn.getName(), spec.name, budgetBytes,
+                            {{"unplanned", &*unplannedTimeline}, {"planned", &planned}});
+    if (failed(writePlannerFile(fn, timelineFile, json, "timeline")))
+      return failure();
+    if (report)
+      *report << "plan-memory @" << fn.getName() << ": memory timeline written to "
+              << timelineFile << "\n";
+  }
+  chosen->setAttr(kPlannedAttrName,
+                  StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
+                                           " target=" + spec.name +
+                                           (sliceBytes ? " slice-bytes=" + std::to_string(sliceBytes)
+                                                       : std::string())));
+  if (spec.workspaceBytes > 0)
+    chosen->setAttr(OffloadDialect::kWorkspaceBytesAttrName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), spec.workspaceBytes));
+  return success();
+}
+
 // The pass wires the parts: the problem built from the step
 // (PlanProblemBuilder.cpp), the search over the IR-free state (Search.h)
 // with plans built by the mechanisms (PlanMaterialize.cpp), then the
@@ -574,7 +650,6 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                                        const TargetSpec &spec, llvm::raw_ostream *report,
                                        PlanAttempt &attempt) {
   auto clockStart = std::chrono::steady_clock::now();
-  MLIRContext *ctx = fn.getContext();
   if (failed(checkPlannable(fn)))
     return failure();
 
@@ -600,45 +675,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   int64_t unplannedArena = arenaOf(givenPlan);
   int64_t ownUnplannedArena = arenaOf(*unplanned);
 
-  // A JSON file of the planner's, through the tools' output files: staged
-  // and renamed into place only when the whole command succeeds, and never
-  // over something that is not a regular file (OutputFiles.h).
-  auto writeOutput = [&](const std::string &path, const std::string &text,
-                         StringRef what) -> LogicalResult {
-    if (std::string e = ::offload::OutputFiles::process().write(path, text.data(), text.size());
-        !e.empty())
-      return mlir::emitError(fn.getLoc())
-             << "offload-plan-memory: cannot write the " << what << " '" << path << "': " << e;
-    return success();
-  };
   // The planned step (`plan`'s, or `fn` itself) marked and put in place.
   auto finish = [&](StepPlan *plan) -> LogicalResult {
-    func::FuncOp chosen = plan ? plan->step() : fn;
-    if (unplannedTimeline) {
-      FailureOr<MemoryPlan> plannedMp = computeMemoryPlan(chosen);
-      if (failed(plannedMp))
-        return failure();
-      MemoryTimeline planned = computeMemoryTimeline(*plannedMp);
-      std::string json;
-      llvm::raw_string_ostream out(json);
-      writeMemoryTimelineJson(out, fn.getName(), spec.name, budgetBytes,
-                              {{"unplanned", &*unplannedTimeline}, {"planned", &planned}});
-      if (failed(writeOutput(timelineFile, json, "timeline")))
-        return failure();
-      if (report)
-        *report << "plan-memory @" << fn.getName() << ": memory timeline written to "
-                << timelineFile << "\n";
-    }
-    chosen->setAttr(kPlannedAttrName,
-                    StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
-                                             " target=" + spec.name +
-                                             (attempt.sliceBytes
-                                                  ? " slice-bytes=" +
-                                                        std::to_string(attempt.sliceBytes)
-                                                  : std::string())));
-    if (spec.workspaceBytes > 0)
-      chosen->setAttr(OffloadDialect::kWorkspaceBytesAttrName,
-                      IntegerAttr::get(IntegerType::get(ctx, 64), spec.workspaceBytes));
+    if (failed(markPlanned(fn, plan ? plan->step() : fn, budgetBytes, spec, unplannedTimeline,
+                           attempt.sliceBytes, report)))
+      return failure();
     if (plan)
       plan->replace(fn);
     return success();
@@ -692,21 +733,10 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   // --- Decisions: replayed from a file, or searched --------------------------
   std::optional<SearchResult> result;
   if (!decisionsFile.empty()) {
-    result.emplace(problem);
-    std::string error;
-    if (failed(readDecisions(decisionsFile, problem, result->state, error)))
-      return mlir::emitError(fn.getLoc()) << "offload-plan-memory: decisions=" << decisionsFile
-                                          << ": " << error;
-    auto plan = checker.build(result->state, ::offload::planner::Refetch::Auto);
-    if (failed(plan))
+    FailureOr<SearchResult> replayed = replayDecisions(fn, problem, checker, budgetBytes);
+    if (failed(replayed))
       return failure();
-    result->checks = 1;
-    if ((*plan)->arenaBytes > budgetBytes)
-      return mlir::emitError(fn.getLoc())
-             << "offload-plan-memory: the decisions in " << decisionsFile
-             << " need a device arena of " << (*plan)->arenaBytes
-             << " bytes, over the budget of " << budgetBytes << " bytes";
-    result->chosen = std::move(*plan);
+    result.emplace(std::move(*replayed));
   } else {
     FailureOr<SearchResult> searched =
         ::offload::planner::search(planner, checker, PlanState(problem));
@@ -732,7 +762,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     llvm::raw_string_ostream out(json);
     ::offload::planner::writeProblemJson(out, problem, result->state, result->fallback,
                                          options.tieBreak);
-    if (failed(writeOutput(problemFile, json, "problem")))
+    if (failed(writePlannerFile(fn, problemFile, json, "problem")))
       return failure();
   }
 
