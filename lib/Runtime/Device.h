@@ -12,11 +12,11 @@
 // Command protocol, per step: beginStep(); then, for each instruction in
 // program order, allocated() for the buffers whose live interval starts
 // there, then its commands: waitEvent() for each event it waits on, at most
-// one copy() or launch(), and recordEvent() if it records one; then, after
-// the last instruction of a run (or the first failed command),
-// synchronize(). A Copy or Launch passed to the device stays valid and
-// unchanged for the device's lifetime, so that a device may keep a pointer
-// to it until synchronize() returns.
+// one copy() or launch(), and recordEvent() if it records one; then
+// synchronize(), after the last instruction of a run or after a failure (a
+// command's error or the injected one). A Copy or Launch passed to the
+// device stays valid and unchanged for the device's lifetime, so that a
+// device may keep a pointer to it until synchronize() returns.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_LIB_RUNTIME_DEVICE_H
@@ -46,7 +46,7 @@ struct Copy {
   CopyKind kind = CopyKind::HostToDevice;
   uint8_t *dst = nullptr;
   const uint8_t *src = nullptr;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0; ///< bytes to copy (0: nothing moves)
 };
 
 /// One kernel launch, its arguments assembled once at session creation:
@@ -129,7 +129,8 @@ public:
   /// stream. Returns the first error a command reported after it was
   /// enqueued (a kernel fault found on the device), or success. [first,
   /// last) are the instructions issued since the last synchronize (error
-  /// messages).
+  /// messages; every command since then came from an instruction below
+  /// `last`).
   virtual Status synchronize(int first, int last) = 0;
 
   // --- Measurements and properties ------------------------------------------

@@ -87,7 +87,7 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
   auto made = makeDevice(backend);
   if (!made)
     return made.status();
-  auto be = std::make_unique<Executor>(made.take());
+  auto ex = std::make_unique<Executor>(made.take());
   if (!std::isfinite(options.emulatedLinkBytesPerSecond) ||
       options.emulatedLinkBytesPerSecond < 0)
     return Status::error(
@@ -95,22 +95,22 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
         ">= 0 (bytes per second, 0 = off), got " +
         std::to_string(options.emulatedLinkBytesPerSecond));
   if (options.emulatedLinkBytesPerSecond > 0 &&
-      std::string(be->name()) != "host")
+      std::string(ex->name()) != "host")
     return Status::error("an emulated link (SessionOptions::"
                          "emulatedLinkBytesPerSecond) is a host backend "
                          "option; the " +
-                         std::string(be->name()) + " backend has a real one");
+                         std::string(ex->name()) + " backend has a real one");
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;
   registerAllHostKernels();
-  if (Status s = be->init(plan, options); !s.ok())
-    return s.withContext(std::string(be->name()) + " backend: ");
+  if (Status s = ex->init(plan, options); !s.ok())
+    return s.withContext(std::string(ex->name()) + " backend: ");
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
   session->store_ =
       store ? std::move(store) : std::make_shared<ParameterStore>();
-  session->executor_ = std::move(be);
+  session->executor_ = std::move(ex);
   session->options_ = options;
   return session;
 }
