@@ -9,7 +9,8 @@
 #   build-tsan: the runtime under ThreadSanitizer: the kernel thread pool,
 #               the host backend's copy-stream threads and poison mode; runs
 #               the runtime unit tests (sessions at several thread counts,
-#               poison mode, multi-plan stores) and the offload-run tests.
+#               poison mode, multi-plan stores, the executor) and the
+#               offload-run tests.
 #               The kernel tests against LibTorch are left out: LibTorch is
 #               not instrumented.
 #
@@ -83,6 +84,6 @@ if [[ "$WHICH" == tsan || "$WHICH" == all ]]; then
   cmake --build "$dir" --target OffloadRuntimeTests offload-run offload-mlp-plan-gen
   (cd "$dir" && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
      ctest --output-on-failure -j 1 --timeout 3000 \
-       -R "${REGEX:-^(PlanTest|SessionTest|MlpTest|WorkspaceTest|CoverageTest|KernelGeometry|PlanChecksum|PlanValidation|runtime\\.offload-run)}") || status=1
+       -R "${REGEX:-^(PlanTest|SessionTest|ExecutorTest|MlpTest|WorkspaceTest|CoverageTest|KernelGeometry|PlanChecksum|PlanValidation|runtime\\.offload-run)}") || status=1
 fi
 exit $status

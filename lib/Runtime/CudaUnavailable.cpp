@@ -1,11 +1,12 @@
-//===- CudaUnavailable.cpp - createCudaBackend without CUDA ---------------===//
+//===- CudaUnavailable.cpp - createCudaDevice without CUDA ----------------===//
 //
-// Part of offload. Built when OFFLOAD_ENABLE_CUDA is off.
+// Part of offload. Linked instead of the CUDA device when the library is
+// built without CUDA (OFFLOAD_ENABLE_CUDA=OFF).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "Device.h"
 
-std::unique_ptr<offload::rt::Backend> offload::rt::createCudaBackend() {
+std::unique_ptr<offload::rt::Device> offload::rt::createCudaDevice() {
   return nullptr;
 }

@@ -1,13 +1,13 @@
 //===- Schedule.cpp - Live schedule and static race check -----------------===//
 //
 // Part of offload. LiveSchedule lists, per instruction, which buffers the
-// executor allocates and frees and which instructions its events resolve to.
+// executor allocates and frees.
 // checkPlanRaces proves, with vector clocks over the three streams, that
 // every cross-stream hazard is ordered by stream order or events.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "Executor.h"
 
 #include <algorithm>
 
@@ -18,18 +18,9 @@ LiveSchedule LiveSchedule::build(const PlanData &d) {
   size_t n = std::max<size_t>(d.instructions.size(), 1);
   s.allocAt.resize(n);
   s.freeAfter.resize(n);
-  s.waitFor.resize(d.instructions.size());
   for (size_t b = 0; b < d.buffers.size(); ++b) {
     s.allocAt[size_t(d.buffers[b].liveFirst)].push_back(int(b));
     s.freeAfter[size_t(d.buffers[b].liveLast)].push_back(int(b));
-  }
-  std::vector<int> recorder(size_t(d.numEvents), -1);
-  for (size_t i = 0; i < d.instructions.size(); ++i) {
-    const InstructionDesc &in = d.instructions[i];
-    for (int e : in.waitEvents)
-      s.waitFor[i].push_back(recorder[size_t(e)]);
-    if (in.recordEvent >= 0)
-      recorder[size_t(in.recordEvent)] = int(i);
   }
   return s;
 }

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "Executor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,17 +40,17 @@ static const std::vector<int64_t> &boundShape(const PlanData &d,
 
 std::vector<std::string> offload::rt::availableBackends() {
   std::vector<std::string> out{"host"};
-  if (createCudaBackend())
+  if (createCudaDevice())
     out.push_back("cuda");
   return out;
 }
 
-/// A backend object by name (not initialised).
-static Expected<std::unique_ptr<Backend>> makeBackend(const std::string &name) {
+/// A backend's device by name (not opened).
+static Expected<std::unique_ptr<Device>> makeDevice(const std::string &name) {
   if (name == "host")
-    return createHostBackend();
+    return createHostDevice();
   if (name == "cuda") {
-    std::unique_ptr<Backend> be = createCudaBackend();
+    std::unique_ptr<Device> be = createCudaDevice();
     if (!be)
       return Status::error("backend 'cuda' is not available: this runtime "
                            "was built without CUDA (OFFLOAD_ENABLE_CUDA)");
@@ -62,7 +62,7 @@ static Expected<std::unique_ptr<Backend>> makeBackend(const std::string &name) {
 
 Expected<std::vector<std::string>>
 offload::rt::backendOps(const std::string &backend) {
-  auto be = makeBackend(backend);
+  auto be = makeDevice(backend);
   if (!be)
     return be.status();
   std::vector<std::string> ops = (*be)->ops();
@@ -72,7 +72,7 @@ offload::rt::backendOps(const std::string &backend) {
 
 Expected<std::vector<std::string>>
 offload::rt::missingOps(const Plan &plan, const std::string &backend) {
-  auto be = makeBackend(backend);
+  auto be = makeDevice(backend);
   if (!be)
     return be.status();
   return (*be)->missingOps(plan.data());
@@ -84,10 +84,10 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
                 std::shared_ptr<ParameterStore> store) {
   if (!plan)
     return Status::error("Session::create: null plan");
-  auto made = makeBackend(backend);
+  auto made = makeDevice(backend);
   if (!made)
     return made.status();
-  std::unique_ptr<Backend> be = made.take();
+  auto ex = std::make_unique<Executor>(made.take());
   if (!std::isfinite(options.emulatedLinkBytesPerSecond) ||
       options.emulatedLinkBytesPerSecond < 0)
     return Status::error(
@@ -95,29 +95,29 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
         ">= 0 (bytes per second, 0 = off), got " +
         std::to_string(options.emulatedLinkBytesPerSecond));
   if (options.emulatedLinkBytesPerSecond > 0 &&
-      std::string(be->name()) != "host")
+      std::string(ex->name()) != "host")
     return Status::error("an emulated link (SessionOptions::"
                          "emulatedLinkBytesPerSecond) is a host backend "
                          "option; the " +
-                         std::string(be->name()) + " backend has a real one");
+                         std::string(ex->name()) + " backend has a real one");
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;
   registerAllHostKernels();
-  if (Status s = be->init(plan, options); !s.ok())
-    return s.withContext(std::string(be->name()) + " backend: ");
+  if (Status s = ex->init(plan, options); !s.ok())
+    return s.withContext(std::string(ex->name()) + " backend: ");
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
   session->store_ =
       store ? std::move(store) : std::make_shared<ParameterStore>();
-  session->backend_ = std::move(be);
+  session->executor_ = std::move(ex);
   session->options_ = options;
   return session;
 }
 
 Session::~Session() = default;
 
-const char *Session::backendName() const { return backend_->name(); }
+const char *Session::backendName() const { return executor_->name(); }
 
 uint64_t Session::sliceBytesOut(const std::string &whole) const {
   uint64_t total = 0;
@@ -229,7 +229,7 @@ Status Session::beginStep() {
   runSeconds_ = 0;
   // Outputs left in the arena by the last step are overwritten from here.
   inArena_.clear();
-  if (Status s = backend_->beginStep(); !s.ok())
+  if (Status s = executor_->beginStep(); !s.ok())
     return s;
   active_ = true;
   next_ = 0;
@@ -238,7 +238,7 @@ Status Session::beginStep() {
     return s;
   };
   for (const ConstantDesc &c : d.constants)
-    if (Status s = backend_->write(c.buffer, c.data.data(), c.data.size());
+    if (Status s = executor_->write(c.buffer, c.data.data(), c.data.size());
         !s.ok())
       return fail(s);
   for (size_t k = 0; k < d.bindings.size(); ++k) {
@@ -249,7 +249,7 @@ Status Session::beginStep() {
     // Already in the arena (committed in place by the previous step)?
     auto res = resident_.find(int(k));
     if (res != resident_.end() && res->second == store_->version(name) &&
-        backend_->keepsBuffersBetweenSteps())
+        executor_->keepsBuffersBetweenSteps())
       continue;
     const Tensor *t =
         isStoreRole(bd.role) ? store_->get(name) : &inputs_.at(name);
@@ -259,7 +259,7 @@ Status Session::beginStep() {
     size_t bytes = bd.sliceOf.empty()
                        ? t->byteSize()
                        : d.buffers[size_t(bd.buffer)].dataBytes();
-    if (Status s = backend_->write(bd.buffer, src, bytes); !s.ok())
+    if (Status s = executor_->write(bd.buffer, src, bytes); !s.ok())
       return fail(s.withContext("binding '" + bd.name + "': "));
   }
   return Status::success();
@@ -269,7 +269,7 @@ Status Session::runTo(int end) {
   if (end <= next_)
     return Status::success();
   double t0 = nowSeconds();
-  Status s = backend_->run(next_, end);
+  Status s = executor_->run(next_, end);
   runSeconds_ += nowSeconds() - t0;
   if (!s.ok()) {
     abortStep();
@@ -325,7 +325,7 @@ Status Session::finishStep() {
     auto it = outs.find(name);
     if (it == outs.end())
       it = outs.emplace(name, Tensor(b.dtype, boundShape(d, bd))).first;
-    if (Status s = backend_->read(
+    if (Status s = executor_->read(
             bd.buffer, static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
             b.dataBytes());
         !s.ok())
@@ -333,14 +333,14 @@ Status Session::finishStep() {
   }
   // New parameters, state and optimizer state.
   std::set<std::string> committed;
-  if (backend_->outputReadsCannotFail()) {
+  if (executor_->outputReadsCannotFail()) {
     // Straight into the store's tensors: check every read first, so that
     // none of them can fail once the first byte of the store is written.
     for (const BindingDesc &bd : d.bindings)
       if (bd.direction == BindingDirection::Out && isStoreRole(bd.role))
-        if (Status s = backend_->read(bd.buffer, nullptr, 0); !s.ok())
+        if (Status s = executor_->read(bd.buffer, nullptr, 0); !s.ok())
           return failRead(s, bd);
-    backend_->endStep();
+    executor_->endStep();
     active_ = false;
     spare_.clear();
     std::string internal;
@@ -356,7 +356,7 @@ Status Session::finishStep() {
         store_->set(name, Tensor(b.dtype, boundShape(d, bd)));
         t = store_->mutableValue(name);
       }
-      if (Status s = backend_->readAfterStep(
+      if (Status s = executor_->readAfterStep(
               bd.buffer, 0, static_cast<uint8_t *>(t->data()) + bd.sliceOffset,
               b.dataBytes());
           !s.ok() && internal.empty())
@@ -395,14 +395,14 @@ Status Session::finishStep() {
           t = Tensor(b.dtype, boundShape(d, bd));
         it = fresh.emplace(name, std::move(t)).first;
       }
-      if (Status s = backend_->read(
+      if (Status s = executor_->read(
               bd.buffer,
               static_cast<uint8_t *>(it->second.data()) + bd.sliceOffset,
               b.dataBytes());
           !s.ok())
         return failRead(s, bd);
     }
-    backend_->endStep();
+    executor_->endStep();
     active_ = false;
     // Commit: nothing below can fail. New values move into the store (no
     // copy); output() reads them from there.
@@ -438,7 +438,7 @@ void Session::abortStep() {
   resident_.clear();
   if (!active_)
     return;
-  backend_->endStep();
+  executor_->endStep();
   active_ = false;
 }
 
@@ -525,7 +525,7 @@ Status Session::readOutput(const std::string &name, uint64_t offset,
     uint64_t lo = std::max(first, offset), hi = std::min(last, offset + bytes);
     if (lo >= hi)
       continue;
-    if (Status s = backend_->readAfterStep(b.buffer, lo - first,
+    if (Status s = executor_->readAfterStep(b.buffer, lo - first,
                                            out + (lo - offset), size_t(hi - lo));
         !s.ok())
       return s.withContext("reading output '" + name + "': ");
@@ -574,13 +574,13 @@ Expected<double> Session::loss() const {
 }
 
 uint64_t Session::measuredPeakDeviceBytes() const {
-  return backend_->peakDeviceBytes();
+  return executor_->peakDeviceBytes();
 }
 
 std::array<double, NumStreams> Session::streamBusySeconds() const {
-  return backend_->busySeconds();
+  return executor_->busySeconds();
 }
 
 double Session::copyComputeOverlapSeconds() const {
-  return backend_->copyComputeOverlapSeconds();
+  return executor_->copyComputeOverlapSeconds();
 }

@@ -140,7 +140,7 @@ struct SessionOptions {
   bool retainOutputs = true;
 };
 
-class Backend;
+class Executor;
 
 /// One plan bound to one backend. Not thread-safe; one step at a time.
 class Session {
@@ -263,7 +263,7 @@ private:
 
   std::shared_ptr<const Plan> plan_;
   std::shared_ptr<ParameterStore> store_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Executor> executor_;
   SessionOptions options_;
   std::map<std::string, Tensor> inputs_;
   std::map<std::string, Tensor> outputs_;

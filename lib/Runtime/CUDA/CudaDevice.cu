@@ -1,19 +1,19 @@
-//===- CudaBackend.cu - CUDA backend: arenas, streams, libraries ----------===//
+//===- CudaDevice.cu - CUDA backend: arenas, streams, libraries -----------===//
 //
-// Part of offload. One cudaMalloc for the device arena, cudaHostAlloc'd
-// (pinned) memory for the host arena, three non-blocking streams, one CUDA
-// event per plan event, cudaMemcpyAsync for copies, and the kernel table of
-// CudaKernels.h for compute (cuBLAS, cuDNN and own kernels). Instructions
-// are enqueued in program order; the measured peak follows the same
-// allocation rule as the host backend (buffers live from the issue of their
-// first instruction to the issue of their last), so the plan's workspace
-// buffer counts like any buffer.
+// Part of offload. The CUDA backend's Device (../Device.h). One cudaMalloc
+// for the device arena, cudaHostAlloc'd (pinned) memory for the host arena,
+// three non-blocking streams, one CUDA event per plan event
+// (cudaStreamWaitEvent / cudaEventRecord), cudaMemcpyAsync for copies, and
+// the kernel table of CudaKernels.h for launches (cuBLAS, cuDNN and own
+// kernels). The executor issues commands in program order; the measured
+// peak is the executor's, so the plan's workspace buffer counts like any
+// buffer.
 //
 // Session creation, in order: the op coverage (one error listing every op
 // without a kernel, checked without a device), the device, the cuBLAS and
 // cuDNN handles, the free-memory check (bytes needed vs free, before any
-// allocation of the arena), the arenas, and one cuDNN algorithm per
-// convolution instruction (the fastest deterministic one whose workspace
+// allocation of the arena), the arenas, and (prepare) one cuDNN algorithm
+// per convolution launch (the fastest deterministic one whose workspace
 // fits in the plan's workspace; failing that, an error naming the
 // instruction and the bytes it needs). A failed step leaves nothing
 // committed (Session), and its message names the instruction, the op and
@@ -22,7 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Backend.h"
+#include "../Device.h"
 #include "CudaKernels.h"
 
 #include <algorithm>
@@ -40,52 +40,66 @@ namespace {
       return Status::error(cudaErrorText(#call, _e));                          \
   } while (0)
 
-class CudaBackend final : public Backend {
+class CudaDevice final : public Device {
 public:
-  ~CudaBackend() override;
+  ~CudaDevice() override;
   const char *name() const override { return "cuda"; }
-  Status init(std::shared_ptr<const Plan> plan,
-              const SessionOptions &options) override;
   std::vector<std::string> ops() const override { return kernelNames(); }
   std::vector<std::string> missingOps(const PlanData &d) const override;
-  Status beginStep() override;
-  Status write(int id, const void *src, size_t bytes) override;
-  Status read(int id, void *dst, size_t bytes) override;
-  Status readAfterStep(int id, uint64_t offset, void *dst,
-                       size_t bytes) override;
-  Status run(int first, int last) override;
-  void endStep() override {}
-  uint64_t peakDeviceBytes() const override { return peak_; }
-  std::array<double, NumStreams> busySeconds() const override { return busy_; }
+  Status open(std::shared_ptr<const Plan> plan,
+              const SessionOptions &options) override;
+  uint8_t *arenaBase(MemorySpace space) const override {
+    return space == MemorySpace::Device ? device_ : host_;
+  }
+  Status prepare(const Launch &launch) override;
+  Status upload(MemorySpace space, uint8_t *dst, const void *src,
+                size_t bytes) override;
+  Status download(MemorySpace space, void *dst, const uint8_t *src,
+                  size_t bytes) override;
   bool keepsBuffersBetweenSteps() const override { return true; }
 
+  Status beginStep() override;
+  Status waitEvent(int stream, int event, int instruction) override;
+  Status copy(const Copy &copy) override;
+  Status launch(const Launch &launch) override;
+  Status recordEvent(int stream, int event, int instruction) override;
+  Status synchronize(int first, int last) override;
+  std::array<double, NumStreams> busySeconds() const override { return busy_; }
+
 private:
-  uint8_t *ptr(int id) const {
-    const BufferDesc &b = plan_->data().buffers[size_t(id)];
-    return (b.space == MemorySpace::Device ? device_ : host_) + b.offset;
-  }
-  Status syncAll();
-  /// Whether instruction i runs the host kernel (all its buffers are host
-  /// buffers: optimizer updates of parameters kept on the host).
+  /// Whether instruction `in` runs the host kernel (all its buffers are
+  /// host buffers: optimizer updates of parameters kept on the host).
   static bool onHost(const PlanData &d, const InstructionDesc &in);
-  /// Picks each convolution's cuDNN algorithm (CudaKernels.h).
-  Status chooseConvAlgorithms();
-  /// The device error flag's report for instructions [first, last), or
-  /// success.
+  /// Looks up each instruction's kernel; an error for an instruction that
+  /// computes on a host buffer but not only on host buffers.
+  Status resolveKernels();
+  /// Creates the streams, library handles and error flag.
+  Status createContext();
+  /// Checks the free device memory and allocates the arenas and events.
+  Status allocateArenas();
+  /// Binds the libraries to the compute stream and the plan's workspace.
+  Status configureLibraries();
+  /// The device error flag's report, or success.
   Status deviceErrors();
+  /// "instruction 5 (offload.linear): <what>".
+  Status failed(int instruction, const std::string &what) const {
+    return Status::error(instructionName(plan_->data(), instruction) + ": " +
+                         what);
+  }
+  /// Records the timing event pair around the command of instruction i.
+  void timeStart(int i, cudaStream_t s);
+  void timeStop(int i, cudaStream_t s);
 
   std::shared_ptr<const Plan> plan_;
   SessionOptions opts_;
-  LiveSchedule sched_;
   std::vector<CudaKernelFn> kernels_;
   /// Instructions whose buffers are all in host memory (optimizer updates
   /// of parameters kept on the host) run the host kernel, in stream order,
-  /// through cudaLaunchHostFunc; their results land in hostErrors_.
+  /// through cudaLaunchHostFunc; their results land in hostCalls_.
   std::vector<KernelFn> hostKernels_;
   struct HostCall {
     KernelFn fn;
-    std::vector<TensorView> inputs, outputs;
-    const AttrMap *attrs;
+    const Launch *launch;
     int threads;
     std::string error;
   };
@@ -94,6 +108,8 @@ private:
   cudaStream_t streams_[NumStreams] = {};
   std::vector<cudaEvent_t> events_;
   std::vector<cudaEvent_t> timing_; ///< start/stop per instruction
+  /// Instructions timed since the last synchronize, with their stream.
+  std::vector<std::pair<int, int>> timed_;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   /// What the kernels share: stream, handles, workspace, error flag.
@@ -102,11 +118,10 @@ private:
   std::vector<ConvChoice> conv_;
   int *errorFlag_ = nullptr; ///< two device ints (CudaContext::errorFlag)
   bool deviceSet_ = false;
-  uint64_t cur_ = 0, peak_ = 0;
   std::array<double, NumStreams> busy_{0, 0, 0};
 };
 
-CudaBackend::~CudaBackend() {
+CudaDevice::~CudaDevice() {
   if (!deviceSet_)
     return;
   for (cudaStream_t s : streams_)
@@ -131,7 +146,7 @@ CudaBackend::~CudaBackend() {
     cudaFreeHost(host_);
 }
 
-bool CudaBackend::onHost(const PlanData &d, const InstructionDesc &in) {
+bool CudaDevice::onHost(const PlanData &d, const InstructionDesc &in) {
   if (in.outputs.empty())
     return false;
   for (const auto *ids : {&in.inputs, &in.outputs})
@@ -141,7 +156,7 @@ bool CudaBackend::onHost(const PlanData &d, const InstructionDesc &in) {
   return true;
 }
 
-std::vector<std::string> CudaBackend::missingOps(const PlanData &d) const {
+std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
   registerAllHostKernels();
   std::vector<std::string> missing;
   for (const InstructionDesc &in : d.instructions) {
@@ -157,16 +172,8 @@ std::vector<std::string> CudaBackend::missingOps(const PlanData &d) const {
   return missing;
 }
 
-Status CudaBackend::init(std::shared_ptr<const Plan> plan,
-                         const SessionOptions &options) {
-  plan_ = std::move(plan);
-  opts_ = options;
+Status CudaDevice::resolveKernels() {
   const PlanData &d = plan_->data();
-  // Ops first, so that a plan the backend cannot run fails with one list
-  // even on a machine without a GPU.
-  std::vector<std::string> missing = missingOps(d);
-  if (!missing.empty())
-    return Status::error("no CUDA kernel for: " + joinNames(missing));
   kernels_.assign(d.instructions.size(), nullptr);
   hostKernels_.assign(d.instructions.size(), nullptr);
   for (size_t i = 0; i < d.instructions.size(); ++i) {
@@ -191,7 +198,10 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
               "': an instruction computes on the host only when all its "
               "buffers are host buffers");
   }
+  return Status::success();
+}
 
+Status CudaDevice::createContext() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)
@@ -216,7 +226,11 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   OFFLOAD_CUDA_TRY(cudaMalloc(reinterpret_cast<void **>(&errorFlag_),
                               2 * sizeof(int)));
   OFFLOAD_CUDA_TRY(cudaMemset(errorFlag_, 0, 2 * sizeof(int)));
+  return Status::success();
+}
 
+Status CudaDevice::allocateArenas() {
+  const PlanData &d = plan_->data();
   // Enough device memory for the plan, before allocating anything of it.
   size_t freeBytes = 0, totalBytes = 0;
   OFFLOAD_CUDA_TRY(cudaMemGetInfo(&freeBytes, &totalBytes));
@@ -247,7 +261,11 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   timing_.assign(2 * d.instructions.size(), nullptr);
   for (cudaEvent_t &ev : timing_)
     OFFLOAD_CUDA_TRY(cudaEventCreate(&ev));
+  return Status::success();
+}
 
+Status CudaDevice::configureLibraries() {
+  const PlanData &d = plan_->data();
   // The libraries work on the compute stream, in the plan's workspace
   // (cuBLAS's own default workspace pool is not used: cublasSetStream
   // resets it, so the workspace is set after the stream).
@@ -264,7 +282,7 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
       ctx_.workspaceBytes = size_t(w.size - (aligned - raw));
     }
   }
-  st = cublasSetStream(cublas_, ctx_.stream);
+  cublasStatus_t st = cublasSetStream(cublas_, ctx_.stream);
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasSetStream", st));
   st = cublasSetWorkspace(cublas_, ctx_.workspace, ctx_.workspaceBytes);
@@ -280,41 +298,68 @@ Status CudaBackend::init(std::shared_ptr<const Plan> plan,
   st = cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED);
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasSetAtomicsMode", st));
-  ds = cudnnSetStream(cudnn_, ctx_.stream);
+  cudnnStatus_t ds = cudnnSetStream(cudnn_, ctx_.stream);
   if (ds != CUDNN_STATUS_SUCCESS)
     return Status::error(cudnnErrorText("cudnnSetStream", ds));
-  if (Status s = chooseConvAlgorithms(); !s.ok())
-    return s;
-  sched_ = LiveSchedule::build(d);
-  return Status::success();
-}
-
-Status CudaBackend::chooseConvAlgorithms() {
-  const PlanData &d = plan_->data();
   conv_.assign(d.instructions.size(), ConvChoice());
-  for (size_t i = 0; i < d.instructions.size(); ++i) {
-    const InstructionDesc &in = d.instructions[i];
-    if (!kernels_[i] || !isConvOp(in.op))
-      continue;
-    std::vector<TensorView> ins, outs;
-    for (int id : in.inputs)
-      ins.push_back(bufferView(d, id, id >= 0 ? ptr(id) : nullptr));
-    for (int id : in.outputs)
-      outs.push_back(bufferView(d, id, ptr(id)));
-    size_t needed = 0;
-    std::string err =
-        chooseConvAlgorithm(in.op, ins, outs, in.attrs, ctx_, conv_[i], &needed);
-    if (!err.empty())
-      return Status::error(
-          "instruction " + std::to_string(i) + " (" + in.op + "): " + err +
-          (needed ? " (give the plan a workspace buffer of at least " +
-                        std::to_string(needed) + " bytes)"
-                  : std::string()));
-  }
   return Status::success();
 }
 
-Status CudaBackend::deviceErrors() {
+Status CudaDevice::open(std::shared_ptr<const Plan> plan,
+                        const SessionOptions &options) {
+  plan_ = std::move(plan);
+  opts_ = options;
+  // Ops first, so that a plan the backend cannot run fails with one list
+  // even on a machine without a GPU.
+  std::vector<std::string> missing = missingOps(plan_->data());
+  if (!missing.empty())
+    return Status::error("no CUDA kernel for: " + joinNames(missing));
+  if (Status s = resolveKernels(); !s.ok())
+    return s;
+  if (Status s = createContext(); !s.ok())
+    return s;
+  if (Status s = allocateArenas(); !s.ok())
+    return s;
+  return configureLibraries();
+}
+
+Status CudaDevice::prepare(const Launch &l) {
+  int i = l.instruction;
+  if (!kernels_[size_t(i)] || !isConvOp(l.desc->op))
+    return Status::success();
+  size_t needed = 0;
+  std::string err = chooseConvAlgorithm(l.desc->op, l.inputs, l.outputs,
+                                        l.desc->attrs, ctx_, conv_[size_t(i)],
+                                        &needed);
+  if (err.empty())
+    return Status::success();
+  return failed(i, err + (needed ? " (give the plan a workspace buffer of at "
+                                   "least " + std::to_string(needed) +
+                                       " bytes)"
+                                 : std::string()));
+}
+
+Status CudaDevice::upload(MemorySpace space, uint8_t *dst, const void *src,
+                          size_t bytes) {
+  if (space == MemorySpace::Host) {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  OFFLOAD_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  return Status::success();
+}
+
+Status CudaDevice::download(MemorySpace space, void *dst, const uint8_t *src,
+                            size_t bytes) {
+  if (space == MemorySpace::Host) {
+    std::memcpy(dst, src, bytes);
+    return Status::success();
+  }
+  OFFLOAD_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  return Status::success();
+}
+
+Status CudaDevice::deviceErrors() {
   int flag[2] = {0, 0};
   OFFLOAD_CUDA_TRY(cudaMemcpy(flag, errorFlag_, sizeof(flag),
                               cudaMemcpyDeviceToHost));
@@ -330,164 +375,101 @@ Status CudaBackend::deviceErrors() {
                        " (found by the kernel on the device)");
 }
 
-Status CudaBackend::beginStep() {
+Status CudaDevice::beginStep() {
   busy_ = {0, 0, 0};
   OFFLOAD_CUDA_TRY(cudaMemset(errorFlag_, 0, 2 * sizeof(int)));
-  cur_ = 0;
-  for (int id : sched_.allocAt[0]) {
-    const BufferDesc &b = plan_->data().buffers[size_t(id)];
-    if (b.space == MemorySpace::Device && b.aliasOf < 0)
-      cur_ += b.size;
-  }
-  peak_ = std::max(peak_, cur_);
   return Status::success();
 }
 
-Status CudaBackend::write(int id, const void *src, size_t bytes) {
-  if (plan_->data().buffers[size_t(id)].space == MemorySpace::Host) {
-    std::memcpy(ptr(id), src, bytes);
-    return Status::success();
-  }
-  OFFLOAD_CUDA_TRY(cudaMemcpy(ptr(id), src, bytes, cudaMemcpyHostToDevice));
+void CudaDevice::timeStart(int i, cudaStream_t s) {
+  cudaEventRecord(timing_[2 * size_t(i)], s);
+}
+
+void CudaDevice::timeStop(int i, cudaStream_t s) {
+  cudaEventRecord(timing_[2 * size_t(i) + 1], s);
+  timed_.push_back({i, plan_->data().instructions[size_t(i)].stream});
+}
+
+Status CudaDevice::waitEvent(int stream, int event, int instruction) {
+  cudaError_t e = cudaStreamWaitEvent(streams_[stream], events_[size_t(event)], 0);
+  if (e != cudaSuccess)
+    return failed(instruction, cudaErrorText("cudaStreamWaitEvent", e));
   return Status::success();
 }
 
-Status CudaBackend::read(int id, void *dst, size_t bytes) {
-  if (plan_->data().buffers[size_t(id)].space == MemorySpace::Host) {
-    std::memcpy(dst, ptr(id), bytes);
-    return Status::success();
-  }
-  OFFLOAD_CUDA_TRY(cudaMemcpy(dst, ptr(id), bytes, cudaMemcpyDeviceToHost));
+Status CudaDevice::copy(const Copy &c) {
+  cudaStream_t s = streams_[c.stream];
+  cudaMemcpyKind kind = c.kind == CopyKind::HostToDevice ? cudaMemcpyHostToDevice
+                        : c.kind == CopyKind::DeviceToHost
+                            ? cudaMemcpyDeviceToHost
+                            : cudaMemcpyDeviceToDevice;
+  timeStart(c.instruction, s);
+  cudaError_t e = cudaMemcpyAsync(c.dst, c.src, size_t(c.bytes), kind, s);
+  timeStop(c.instruction, s);
+  if (e != cudaSuccess)
+    return failed(c.instruction, cudaErrorText("cudaMemcpyAsync", e));
   return Status::success();
 }
 
-Status CudaBackend::readAfterStep(int id, uint64_t offset, void *dst,
-                                  size_t bytes) {
-  const BufferDesc &b = plan_->data().buffers[size_t(id)];
-  if (offset > b.size || bytes > b.size - offset)
-    return Status::error("buffer '" + b.name + "': range outside it");
-  if (b.space == MemorySpace::Host) {
-    std::memcpy(dst, ptr(id) + offset, bytes);
-    return Status::success();
+Status CudaDevice::launch(const Launch &l) {
+  int i = l.instruction;
+  cudaStream_t s = streams_[l.stream];
+  std::string err;
+  timeStart(i, s);
+  if (KernelFn fn = hostKernels_[size_t(i)]) {
+    // Host compute in stream order: the callback runs once the work
+    // before it on this stream (and the events it waits on) completed.
+    auto call = std::make_unique<HostCall>();
+    call->fn = fn;
+    call->launch = &l;
+    call->threads = std::max(1, opts_.numThreads);
+    cudaError_t ce = cudaLaunchHostFunc(
+        s,
+        [](void *p) {
+          auto *c = static_cast<HostCall *>(p);
+          KernelArgs args{c->launch->inputs, c->launch->outputs,
+                          c->launch->desc->attrs, c->threads};
+          c->error = c->fn(args);
+        },
+        call.get());
+    if (ce != cudaSuccess)
+      err = cudaErrorText("cudaLaunchHostFunc", ce);
+    hostCalls_.push_back(std::move(call));
+  } else {
+    CudaKernelArgs args{l.inputs, l.outputs, l.desc->attrs, ctx_, i,
+                        conv_[size_t(i)]};
+    err = kernels_[size_t(i)](args);
   }
-  OFFLOAD_CUDA_TRY(
-      cudaMemcpy(dst, ptr(id) + offset, bytes, cudaMemcpyDeviceToHost));
+  timeStop(i, s);
+  if (!err.empty())
+    return failed(i, err);
   return Status::success();
 }
 
-Status CudaBackend::syncAll() {
-  for (cudaStream_t s : streams_)
-    OFFLOAD_CUDA_TRY(cudaStreamSynchronize(s));
+Status CudaDevice::recordEvent(int stream, int event, int instruction) {
+  cudaError_t e = cudaEventRecord(events_[size_t(event)], streams_[stream]);
+  if (e != cudaSuccess)
+    return failed(instruction, cudaErrorText("cudaEventRecord", e));
   return Status::success();
 }
 
-Status CudaBackend::run(int first, int last) {
-  const PlanData &d = plan_->data();
-  Status failure;
-  for (int i = first; i < last && failure.ok(); ++i) {
-    const InstructionDesc &in = d.instructions[size_t(i)];
-    std::string where = "instruction " + std::to_string(i) + " (" + in.op + ")";
-    if (i > 0)
-      for (int id : sched_.allocAt[size_t(i)]) {
-        const BufferDesc &b = d.buffers[size_t(id)];
-        if (b.space == MemorySpace::Device && b.aliasOf < 0)
-          cur_ += b.size;
-      }
-    peak_ = std::max(peak_, cur_);
-    if (opts_.failAtInstruction == i) {
-      failure = Status::error(where + ": injected failure "
-                                      "(SessionOptions::failAtInstruction)");
-      break;
-    }
-    cudaStream_t s = streams_[in.stream];
-    for (int e : in.waitEvents) {
-      cudaError_t err = cudaStreamWaitEvent(s, events_[size_t(e)], 0);
-      if (err != cudaSuccess) {
-        failure = Status::error(where + ": " +
-                                cudaErrorText("cudaStreamWaitEvent", err));
-        break;
-      }
-    }
-    if (!failure.ok())
-      break;
-    cudaEventRecord(timing_[2 * size_t(i)], s);
-    std::string err;
-    if (in.op == kOpToHost || in.op == kOpToDevice) {
-      const BufferDesc &src = d.buffers[size_t(in.inputs[0])];
-      int64_t so = in.attrs.getInt("src_offset", 0);
-      int64_t dof = in.attrs.getInt("dst_offset", 0);
-      int64_t bytes = in.attrs.getInt("bytes", int64_t(src.dataBytes()));
-      cudaError_t ce = cudaMemcpyAsync(
-          ptr(in.outputs[0]) + dof, ptr(in.inputs[0]) + so, size_t(bytes),
-          in.op == kOpToHost ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
-          s);
-      if (ce != cudaSuccess)
-        err = cudaErrorText("cudaMemcpyAsync", ce);
-    } else if (in.op == kOpReshape) {
-      uint8_t *src = ptr(in.inputs[0]), *dst = ptr(in.outputs[0]);
-      if (src != dst) {
-        cudaError_t ce = cudaMemcpyAsync(
-            dst, src, d.buffers[size_t(in.outputs[0])].dataBytes(),
-            cudaMemcpyDeviceToDevice, s);
-        if (ce != cudaSuccess)
-          err = cudaErrorText("cudaMemcpyAsync", ce);
-      }
-    } else if (hostKernels_[size_t(i)]) {
-      // Host compute in stream order: the callback runs once the work
-      // before it on this stream (and the events it waits on) completed.
-      auto call = std::make_unique<HostCall>();
-      call->fn = hostKernels_[size_t(i)];
-      call->attrs = &in.attrs;
-      call->threads = std::max(1, opts_.numThreads);
-      for (int id : in.inputs)
-        call->inputs.push_back(bufferView(d, id, id >= 0 ? ptr(id) : nullptr));
-      for (int id : in.outputs)
-        call->outputs.push_back(bufferView(d, id, ptr(id)));
-      cudaError_t ce = cudaLaunchHostFunc(
-          s,
-          [](void *p) {
-            auto *c = static_cast<HostCall *>(p);
-            KernelArgs args{c->inputs, c->outputs, *c->attrs, c->threads};
-            c->error = c->fn(args);
-          },
-          call.get());
-      if (ce != cudaSuccess)
-        err = cudaErrorText("cudaLaunchHostFunc", ce);
-      hostCalls_.push_back(std::move(call));
-    } else if (in.op != kOpWait) {
-      std::vector<TensorView> ins, outs;
-      for (int id : in.inputs)
-        ins.push_back(bufferView(d, id, id >= 0 ? ptr(id) : nullptr));
-      for (int id : in.outputs)
-        outs.push_back(bufferView(d, id, ptr(id)));
-      CudaKernelArgs args{ins, outs, in.attrs, ctx_, i, conv_[size_t(i)]};
-      err = kernels_[size_t(i)](args);
-    }
-    cudaEventRecord(timing_[2 * size_t(i) + 1], s);
-    if (!err.empty()) {
-      failure = Status::error(where + ": " + err);
-      break;
-    }
-    if (in.recordEvent >= 0) {
-      cudaError_t ce = cudaEventRecord(events_[size_t(in.recordEvent)], s);
-      if (ce != cudaSuccess)
-        failure =
-            Status::error(where + ": " + cudaErrorText("cudaEventRecord", ce));
-    }
-    for (int id : sched_.freeAfter[size_t(i)]) {
-      const BufferDesc &b = d.buffers[size_t(id)];
-      if (b.space == MemorySpace::Device && b.aliasOf < 0)
-        cur_ -= b.size;
-    }
-  }
+Status CudaDevice::synchronize(int first, int last) {
   // Wait for every stream; asynchronous kernel faults surface here.
-  Status sync = syncAll();
+  Status sync;
+  for (cudaStream_t s : streams_) {
+    cudaError_t e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess && sync.ok())
+      sync = Status::error(cudaErrorText("cudaStreamSynchronize(s)", e));
+  }
+  Status hostCall;
   for (const auto &c : hostCalls_)
-    if (!c->error.empty() && failure.ok())
-      failure = Status::error("host-side kernel: " + c->error);
+    if (!c->error.empty() && hostCall.ok())
+      hostCall = Status::error("host-side kernel: " + c->error);
   hostCalls_.clear();
-  if (!failure.ok())
-    return failure;
+  std::vector<std::pair<int, int>> timed;
+  timed.swap(timed_);
+  if (!hostCall.ok())
+    return hostCall;
   if (!sync.ok())
     return sync.withContext(
         "instructions [" + std::to_string(first) + ", " +
@@ -496,11 +478,11 @@ Status CudaBackend::run(int first, int last) {
         "attribute it to an op): ");
   if (Status s = deviceErrors(); !s.ok())
     return s;
-  for (int i = first; i < last; ++i) {
+  for (const auto &[i, stream] : timed) {
     float ms = 0;
     if (cudaEventElapsedTime(&ms, timing_[2 * size_t(i)],
                              timing_[2 * size_t(i) + 1]) == cudaSuccess)
-      busy_[size_t(d.instructions[size_t(i)].stream)] += double(ms) * 1e-3;
+      busy_[size_t(stream)] += double(ms) * 1e-3;
   }
   cudaGetLastError(); // clear a sticky "not ready" from elapsed-time queries
   return Status::success();
@@ -508,6 +490,6 @@ Status CudaBackend::run(int first, int last) {
 
 } // namespace
 
-std::unique_ptr<Backend> offload::rt::createCudaBackend() {
-  return std::make_unique<CudaBackend>();
+std::unique_ptr<Device> offload::rt::createCudaDevice() {
+  return std::make_unique<CudaDevice>();
 }

@@ -1,0 +1,179 @@
+//===- Device.h - What a backend implements: arenas and streams -*- C++ -*-===//
+//
+// Part of offload. Internal to lib/Runtime. A Device is the part of a
+// backend below the Executor (Executor.h): it owns the two arenas, runs
+// copies and kernel launches on its three streams, records and waits for
+// events, and synchronises. It knows nothing of live intervals, peaks, fault
+// injection or how an instruction's operands become kernel arguments: the
+// Executor does those once for every backend and issues each instruction as
+// a few stream-ordered commands (after IREE's HAL command buffers: copies,
+// dispatches, events and barriers over a queue; docs/runtime.md, "Backends").
+//
+// Command protocol, per step: beginStep(); then, for each instruction in
+// program order, allocated() for the buffers whose live interval starts
+// there, then its commands: waitEvent() for each event it waits on, at most
+// one copy() or launch(), and recordEvent() if it records one; then
+// synchronize(), after the last instruction of a run or after a failure (a
+// command's error or the injected one). A Copy or Launch passed to the
+// device stays valid and unchanged for the device's lifetime, so that a
+// device may keep a pointer to it until synchronize() returns.
+//
+//===----------------------------------------------------------------------===//
+#ifndef OFFLOAD_LIB_RUNTIME_DEVICE_H
+#define OFFLOAD_LIB_RUNTIME_DEVICE_H
+
+#include "offload/Runtime/Runtime.h"
+
+#include <array>
+#include <memory>
+
+namespace offload {
+namespace rt {
+
+/// Which way a stream-ordered copy moves bytes.
+enum class CopyKind : uint8_t {
+  HostToDevice, ///< offload.to_device: host arena -> device arena
+  DeviceToHost, ///< offload.to_host: device arena -> host arena
+  /// offload.reshape whose result does not alias its operand: within one
+  /// arena; source and destination may overlap.
+  WithinArena,
+};
+
+/// One copy instruction, resolved to addresses once at session creation.
+struct Copy {
+  int instruction = -1; ///< index in the plan
+  int stream = ComputeStream;
+  CopyKind kind = CopyKind::HostToDevice;
+  uint8_t *dst = nullptr;
+  const uint8_t *src = nullptr;
+  uint64_t bytes = 0; ///< bytes to copy (0: nothing moves)
+};
+
+/// One kernel launch, its arguments assembled once at session creation:
+/// views into the arenas of the instruction's operands, in op order.
+struct Launch {
+  int instruction = -1; ///< index in the plan
+  int stream = ComputeStream;
+  /// The instruction: op name, attributes, operand buffer ids.
+  const InstructionDesc *desc = nullptr;
+  /// An absent optional input (buffer id -1) is an empty view (data ==
+  /// nullptr).
+  std::vector<TensorView> inputs, outputs;
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  /// "host", "cuda": the backend's name.
+  virtual const char *name() const = 0;
+
+  // --- Kernels (need no device) ---------------------------------------------
+  /// Every op name this device has a kernel for (runtime ops excluded).
+  virtual std::vector<std::string> ops() const = 0;
+  /// The plan's ops that this device cannot run, each once, in first-use
+  /// order; empty when it runs them all. An entry may carry a note in
+  /// parentheses ("offload.x (host)": an instruction on host buffers that
+  /// needs a host kernel).
+  virtual std::vector<std::string> missingOps(const PlanData &plan) const = 0;
+
+  // --- Set-up ---------------------------------------------------------------
+  /// Checks the plan's ops have kernels and the device has room for the
+  /// plan's device arena (`deviceCapacity` bytes, within
+  /// options.deviceMemoryBytes), then allocates both arenas, streams and
+  /// one event per plan event. The error says which.
+  virtual Status open(std::shared_ptr<const Plan> plan,
+                      const SessionOptions &options) = 0;
+  /// The first byte of the device or host arena (after open). A buffer's
+  /// bytes start `offset` bytes after its arena's base.
+  virtual uint8_t *arenaBase(MemorySpace space) const = 0;
+  /// Called once per kernel launch after open, in program order, before
+  /// any step: a device may pick per-launch resources (CUDA: a convolution
+  /// algorithm whose workspace fits). An error fails session creation.
+  virtual Status prepare(const Launch &launch) {
+    (void)launch;
+    return Status::success();
+  }
+
+  // --- Transfers outside the plan (synchronous) -----------------------------
+  /// Copies `bytes` bytes from host memory `src` to `dst` in the arena of
+  /// `space` (Session uploads before a step), and back (downloads after it).
+  virtual Status upload(MemorySpace space, uint8_t *dst, const void *src,
+                        size_t bytes) = 0;
+  virtual Status download(MemorySpace space, void *dst, const uint8_t *src,
+                          size_t bytes) = 0;
+
+  // --- Commands of a step, in program order ---------------------------------
+  /// Starts a step (before any allocated() of it).
+  virtual Status beginStep() = 0;
+  /// Buffer `buffer`'s live interval starts at the instruction about to be
+  /// issued (or at the step's start). Only a checking device uses it: the
+  /// host device's poison mode fills the bytes with the NaN pattern.
+  virtual Status allocated(int buffer) {
+    (void)buffer;
+    return Status::success();
+  }
+  /// `stream` waits, before its next command, until the command that last
+  /// recorded `event` (recordEvent) has completed. `instruction` is the
+  /// instruction issuing the wait (error messages).
+  virtual Status waitEvent(int stream, int event, int instruction) = 0;
+  /// Enqueues `copy` on copy.stream. Like every command, it returns an
+  /// error when it fails at once or when an earlier command failed (the
+  /// step is then over; the device may drop what follows).
+  virtual Status copy(const Copy &copy) = 0;
+  /// Enqueues `launch` on launch.stream (a device may run it at once).
+  virtual Status launch(const Launch &launch) = 0;
+  /// Records `event` on `stream`: it completes when every command enqueued
+  /// on `stream` so far has completed.
+  virtual Status recordEvent(int stream, int event, int instruction) = 0;
+  /// Waits until every command enqueued so far has completed, on every
+  /// stream. Returns the first error a command reported after it was
+  /// enqueued (a kernel fault found on the device), or success. [first,
+  /// last) are the instructions issued since the last synchronize (error
+  /// messages; every command since then came from an instruction below
+  /// `last`).
+  virtual Status synchronize(int first, int last) = 0;
+
+  // --- Measurements and properties ------------------------------------------
+  /// Seconds each stream spent executing commands in the current step.
+  virtual std::array<double, NumStreams> busySeconds() const = 0;
+  /// Seconds of the last step during which a copy stream and the compute
+  /// stream were both busy; -1 when the device does not measure it.
+  virtual double copyComputeOverlapSeconds() const { return -1; }
+  /// Whether arenas keep their bytes from one step to the next.
+  virtual bool keepsBuffersBetweenSteps() const = 0;
+  /// True when download() of a buffer cannot fail (a plain memory copy).
+  virtual bool downloadsCannotFail() const { return false; }
+};
+
+/// The host device: arenas in host memory of exactly the plan's
+/// capacities, compute on the calling thread, one thread per copy stream.
+std::unique_ptr<Device> createHostDevice();
+/// The CUDA device; nullptr when the library was built without CUDA.
+std::unique_ptr<Device> createCudaDevice();
+
+/// "instruction 5 (offload.linear)": how every runtime message names an
+/// instruction.
+inline std::string instructionName(const PlanData &plan, int i) {
+  return "instruction " + std::to_string(i) + " (" +
+         plan.instructions[size_t(i)].op + ")";
+}
+
+/// True for the ops that the executor issues as commands itself (copies,
+/// wait, reshape): they need no kernel.
+inline bool isRuntimeOp(const std::string &op) {
+  return op == kOpToHost || op == kOpToDevice || op == kOpWait ||
+         op == kOpReshape;
+}
+
+/// "a, b, c".
+inline std::string joinNames(const std::vector<std::string> &names) {
+  std::string out;
+  for (const std::string &n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+} // namespace rt
+} // namespace offload
+
+#endif
