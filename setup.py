@@ -1,9 +1,10 @@
 """Adds the already built C++ parts to `pip install .` (see pyproject.toml).
 
 The wheel gets BUILD/python/_offload_runtime*.so as a top-level module and
-BUILD/bin/{offload-import,offload-opt,offload-run} as offload/bin/, where
-offload._tools finds them. BUILD is $OFFLOAD_BUILD_DIR, else ./build. A
-missing piece stops the install with a message saying what to build.
+BUILD/bin/{offload-import,offload-opt,offload-translate,offload-run} as
+offload/bin/, where offload._tools finds them. BUILD is $OFFLOAD_BUILD_DIR,
+else ./build. A missing piece stops the install with a message saying what
+to build.
 """
 import glob
 import os
@@ -14,7 +15,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.abspath(os.environ.get("OFFLOAD_BUILD_DIR", os.path.join(ROOT, "build")))
-TOOLS = ("offload-import", "offload-opt", "offload-run")
+TOOLS = ("offload-import", "offload-opt", "offload-translate", "offload-run")
 
 
 class BuildPyWithBuiltParts(build_py):

@@ -13,9 +13,10 @@ from .errors import _offload_runtime as runtime
 
 
 def bin_dir():
-    """The folder of offload-import and offload-opt: $OFFLOAD_BIN, else the
-    package's bin/ (a pip-installed package, pyproject.toml), else the
-    build's bin/ next to the extension's python/ folder."""
+    """The folder of offload-import, offload-opt and offload-translate:
+    $OFFLOAD_BIN, else the package's bin/ (a pip-installed package,
+    pyproject.toml), else the build's bin/ next to the extension's python/
+    folder."""
     env = os.environ.get("OFFLOAD_BIN")
     if env:
         return env

@@ -8,7 +8,7 @@ Stages (one progress line each, with its wall time):
   autodiff  offload-opt --offload-autodiff=OPTIMIZER --offload-memory-report
   plan      offload-opt --offload-plan-memory="budget=B target=T report=..."
             (only when a budget is given)
-  lower     offload-opt --convert-offload-to-plan -> step.oflp, loaded by the runtime
+  lower     offload-translate --offload-to-plan -> step.oflp, loaded by the runtime
 The plan and the intermediate files stay in Step.workdir.
 """
 import contextlib
@@ -579,9 +579,10 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
         report = doc.get("text", "")
 
     def lower():
-        _run("lower", [opt, lower_input,
-                       f"--convert-offload-to-plan=output={_option_value('workdir', plan_path)}",
-                       "-o", os.devnull], log)
+        # The exporter takes the plan file as -o, a plain argument: no option
+        # list to quote it into. It writes the file whole or not at all.
+        _run("lower", [_tools.tool("offload-translate"), "--offload-to-plan", lower_input,
+                       "-o", plan_path], log)
         return _tools.runtime.Plan.load(plan_path)
     plan = stage("lower", lower)
 

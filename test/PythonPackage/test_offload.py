@@ -606,6 +606,26 @@ def test_compile_validates_arguments_as_the_tools_do(tmp_path):
     assert not (tmp_path / "my dir" / "t.json").exists()
 
 
+def test_lower_runs_offload_translate_and_its_errors_are_compile_errors(tmp_path):
+    """The lower stage writes the plan with offload-translate --offload-to-plan
+    (not offload-opt's deprecated --convert-offload-to-plan); when it fails,
+    its own message is the CompileError's, with stage "lower"."""
+    x, y = batch(0)
+    step = offload.compile(mlp(), (x, y), workdir=str(tmp_path / "ok"), verbose=False)
+    commands = [line for line in step.log if line.startswith("$ ")]
+    assert os.path.basename(commands[-1].split()[1]) == "offload-translate", commands
+    assert "--offload-to-plan" in commands[-1].split()
+    assert not any("--convert-offload-to-plan" in c for c in commands), commands
+    # A folder where the plan file goes: the exporter refuses to replace it.
+    (tmp_path / "bad" / "step.oflp").mkdir(parents=True)
+    with pytest.raises(offload.CompileError) as e:
+        offload.compile(mlp(), (x, y), workdir=str(tmp_path / "bad"), verbose=False)
+    assert e.value.stage == "lower"
+    assert e.value.message.startswith("offload-translate: error: "), e.value.message
+    assert "is a directory, not a regular file" in e.value.message, e.value.message
+    assert (tmp_path / "bad" / "step.oflp").is_dir()
+
+
 def test_non_finite_parameters_warn_as_offload_run_does():
     x, y = batch(0)
     model = mlp()
