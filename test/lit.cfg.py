@@ -9,12 +9,24 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.offload_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Python"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "Python",
+                   "drivers"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python_torch", config.offload_python))
 config.substitutions.append(("%offload_src", config.offload_src_root))
 config.substitutions.append(("%offload_bin", config.offload_tools_dir))
+
+# The Python test drivers (test/drivers: check_*.py and their helpers) run as
+# `%python_torch %drivers/check_model.py ...`. They import each other, the
+# example models and oracles of python/ (export_models, reference) and the
+# package offload (the build's python/: the extension beside a link to the
+# package) from this PYTHONPATH, and run them with `python -m NAME`.
+drivers = os.path.join(config.offload_src_root, "test", "drivers")
+config.substitutions.append(("%drivers", drivers))
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    [drivers, os.path.join(config.offload_src_root, "python"),
+     os.path.join(config.offload_obj_root, "python")])
 
 # PyTorch 2.x (scripts/setup-torch2.sh) for the .pt2 tests: torch.export at
 # test time. Without the virtual environment those tests are unsupported.

@@ -32,7 +32,7 @@ state before it, beside PyTorch fp32's step from the same state. Those local
 errors do not grow with the step count, and they prove every step's
 arithmetic.
 
-MULTIPLE = 4 is the rule of the model zoo (python/zoo.py), whose gradients are
+MULTIPLE = 4 is the rule of the model zoo (test/drivers/zoo.py), whose gradients are
 judged the same way. FLOOR covers runs where PyTorch's fp32 result happens to
 be almost exact (one step of a small model): it is the tight single-step
 tolerance of the caller (1e-5 for a loss, 1e-4 for a gradient or parameter,
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: How many times PyTorch fp32's own error against float64 ours may be
-#: (python/zoo.py's rule for gradients).
+#: (test/drivers/zoo.py's rule for gradients).
 MULTIPLE = 4.0
 
 

@@ -479,7 +479,7 @@ def dump_hashes(path):
 # zero (gpt's attention key biases: softmax does not change when a row of
 # scores shifts, so d loss / d k.bias = 0 and the host's values are ~4e-10
 # next to a largest gradient of 0.25). With the 1e-5 floor of
-# python/pipeline.py's max_rel_diff alone, two host runs that differ only in
+# test/drivers/pipeline.py's max_rel_diff alone, two host runs that differ only in
 # OpenBLAS's kernels (AVX2 vs AVX-512) already differ by 9.6e-5 there, and by
 # 3.9e-6 with this floor. The strict figure is reported beside it.
 NOISE_FLOOR = 1e-3
@@ -488,7 +488,7 @@ NOISE_FLOOR = 1e-3
 def compare_ref(dump_path, model_dir, meta):
     """(largest max|ours - host| / max(max|host|, NOISE_FLOOR * the largest
     max|host| of the model's gradients), its name, missing names, the same
-    with the floor 1e-5 of python/pipeline.py) over the carried loss and
+    with the floor 1e-5 of test/drivers/pipeline.py) over the carried loss and
     gradients, sampled as carried."""
     import numpy as np
     ours = np.load(dump_path)
@@ -549,7 +549,7 @@ def part_plans():
     rows = []
     part.set(backend=backend, models=rows, rtol=RTOL,
              metric="per tensor max|ours - host| / max(max|host|, %g x the model's largest "
-                    "gradient); rel_err_vs_host_strict: floor 1e-5 (python/pipeline.py)" % NOISE_FLOOR)
+                    "gradient); rel_err_vs_host_strict: floor 1e-5 (test/drivers/pipeline.py)" % NOISE_FLOOR)
     failed = False
     for name, d, meta in bundle_models("example"):
         row = {"model": name, "budget": meta["budget_bytes"], "runs": {}, "checks": {}}
@@ -921,7 +921,7 @@ def markdown(parts, kit):
         L += ["", "## 3. Carried plans (loss and gradients vs the host backend, rtol %g)" % RTOL, "",
               "Relative error per tensor: max|ours - host| / max(max|host|, %g x the model's largest "
               "gradient), the largest over the loss and the gradients (in parentheses: with the floor "
-              "1e-5 of python/pipeline.py instead, and the worst tensor)." % NOISE_FLOOR, "",
+              "1e-5 of test/drivers/pipeline.py instead, and the worst tensor)." % NOISE_FLOOR, "",
               "| model | run | exit | loss | planned peak | measured peak | budget | rel err vs host | step s |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in parts["plans"].get("models", []):

@@ -5,7 +5,7 @@
 // near-cancelling sums, size-1 softmax axes); its error against ATen's
 // float64 result must be within kMultiple times ATen fp32's own error on the
 // same inputs, or kFloor, whichever is larger (the model zoo's rule,
-// python/zoo.py, applied per op).
+// test/drivers/zoo.py, applied per op).
 //
 // Error measure: max|a - ref| / max|ref - mean(ref)|. Centring the scale
 // matters for inputs with a large common offset: an output of ~1000 +- 1

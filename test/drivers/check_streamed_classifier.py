@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A linear classifier whose weight is larger than the device, trained in streamed slices.
 
-    /usr/bin/python3 python/check_streamed_classifier.py --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_streamed_classifier.py
+        --bin build/bin --work DIR
         [--classes 1048576] [--features 256] [--batch 8] [--device-mib 256]
         [--slice-mib 32] [--steps 2] [--threads 2]
 

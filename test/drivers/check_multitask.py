@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A two-task model trained with one plan per task on one shared parameter store.
 
-    /usr/bin/python3 python/check_multitask.py --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_multitask.py --bin build/bin --work DIR
         [--optimizer sgd|adamw] [--steps 4] [--pipeline "--offload-host-parameters"]
         [--reference-order 0,1]
 
@@ -40,14 +40,19 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from pipeline import HERE, check_cuda_run, run
+from pipeline import check_cuda_run, run
 
 
 def load_testing():
-    """python/offload/testing.py, the float64-oracle rule, loaded by path: the
-    package's __init__ needs the built runtime extension, this script does not."""
+    """python/offload/testing.py, the float64-oracle rule, loaded by path from
+    the package that PYTHONPATH finds (found, not imported: the package's
+    __init__ needs the built runtime extension, this script does not)."""
+    package = importlib.util.find_spec("offload")
+    if package is None:
+        raise SystemExit("check_multitask.py: the package offload is not on PYTHONPATH "
+                         "(PYTHONPATH=python; lit sets it)")
     spec = importlib.util.spec_from_file_location(
-        "offload_testing", os.path.join(HERE, "offload", "testing.py"))
+        "offload_testing", os.path.join(package.submodule_search_locations[0], "testing.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that a memory pass changes memory, not results.
 
-    /usr/bin/python3 python/check_memory_pass.py --model mlp --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_memory_pass.py
+        --model mlp --bin build/bin --work DIR
         --pipeline "--offload-recompute=policy=sqrt" [--optimizer sgd|adamw]
         [--dropout P] [--threads T] [--steps N]
         [--pre-pipeline "--offload-slice-parameters=slice-bytes=4096" --rtol R]
@@ -20,7 +21,7 @@ sum (slicing a weight splits the input gradient's sum over its rows) is
 checked with --rtol R instead: every element within R of the baseline,
 relative to the tensor's largest magnitude.
 
-Where a GPU is present (python/pipeline.py: cuda_runnable) every plan also
+Where a GPU is present (pipeline.py: cuda_runnable) every plan also
 runs on --backend cuda: the two variants must agree there as on the host
 (bit-identical, or within --rtol), the CUDA baseline's loss and gradients
 must be within 1e-5 relative of the host's, and the measured peaks must

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end check of one example model against LibTorch.
 
-    /usr/bin/python3 python/check_model.py --model mlp --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_model.py
+        --model mlp --bin build/bin --work DIR
         [--optimizer sgd|adamw] [--steps N] [--rtol 1e-4] [--threads T]
         [--opt-pipeline "--offload-..."]
 
@@ -18,7 +19,7 @@ exits 1 if any fails. --opt-pipeline inserts extra offload-opt passes
 Tolerance: max|ours - ref| / max|ref| per tensor <= rtol (fp32; default
 1e-4 as the project's oracle states).
 
-Where a GPU is present (python/pipeline.py: cuda_runnable) the plan also
+Where a GPU is present (pipeline.py: cuda_runnable) the plan also
 runs on --backend cuda: its first-step loss and gradients must be within
 1e-5 relative of the host backend's, and its measured peak must equal the
 plan's. Without a GPU nothing of this runs or prints.
@@ -29,7 +30,7 @@ import re
 import subprocess
 import sys
 
-from pipeline import HERE, PY, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
+from pipeline import PY, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
 
 
 def main(argv=None):
@@ -78,14 +79,14 @@ def main(argv=None):
               "--params", w(m + ".params.npz"), "--inputs", w(m + ".inputs.npz")]
     out1 = run(runner + ["--steps", "1", "--dump", w("ours.step1.npz")])
     outn = run(runner + ["--steps", str(args.steps), "--dump", w("ours.npz")])
-    ref = [PY, os.path.join(HERE, "reference.py"), "--model", w(m), "--threads", str(args.threads)] + ref_opt
+    ref = [PY, "-m", "reference", "--model", w(m), "--threads", str(args.threads)] + ref_opt
     if args.reference_f64:
         ref.append("--double")
     run(ref + ["--steps", "1", "--out", w("ref.step1.npz")])
     run(ref + ["--steps", str(args.steps), "--out", w("ref.npz")])
 
     failed = False
-    cmp = [PY, os.path.join(HERE, "compare.py"), "--quiet", "--rtol", str(args.rtol)]
+    cmp = [PY, "-m", "compare", "--quiet", "--rtol", str(args.rtol)]
     for label, files, extra in [
         # The forward's loss: 1e-5 relative (the importer's acceptance bound).
         ("loss (step 1)", ("ours.step1.npz", "ref.step1.npz"),

@@ -22,8 +22,9 @@ the inputs from export_models.make_inputs.
 --dynamic-batch marks dim 0 of every input dynamic (a symbolic dimension; the
 importer refuses such archives: the tests use it for that).
 
-Usage: export_pt2.py --out DIR --models resnet18,transformer,gpt
-                     [--params-dir DIR] [--batch B] [--dropout P] [--dynamic-batch]
+Usage: PYTHONPATH=python scripts/torch2-python test/drivers/export_pt2.py
+           --out DIR --models resnet18,transformer,gpt [--params-dir DIR]
+           [--batch B] [--dropout P] [--dynamic-batch]
 """
 
 import argparse
@@ -35,9 +36,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import export_models as em  # noqa: E402  (model definitions and inputs)
+import export_models as em  # model definitions and inputs (python/, on PYTHONPATH)
 
 
 class BasicBlock(nn.Module):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Model zoo: import, train and check gradients of real models against PyTorch.
 
-    /usr/bin/python3 python/zoo.py --bin build/bin --work DIR
+    /usr/bin/python3 test/drivers/zoo.py --bin build/bin --work DIR
         [--set smoke|torchvision|blocks|all] [--models a,b,...] [--require-all]
 
 For each model (train mode, batch 2, the smallest input it accepts, every

@@ -17,8 +17,11 @@ this checks:
            --params-out file: the loss and every gradient bit-identical.
 It also prints each import's time (offload-import --time).
 
-Usage: check_pt2.py --bin BUILD/bin --work DIR [--models resnet18,transformer,gpt]
-                    [--torch2 scripts/torch2-python]
+Usage: PYTHONPATH=python:test/drivers /usr/bin/python3 test/drivers/check_pt2.py
+           --bin BUILD/bin --work DIR [--models resnet18,transformer,gpt]
+           [--torch2 scripts/torch2-python]
+(export_models and export_pt2 run as modules found on PYTHONPATH, under both
+PyTorch versions.)
 """
 
 import argparse
@@ -29,8 +32,7 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run(cmd):
@@ -68,9 +70,9 @@ def main(argv=None):
     models = [m for m in a.models.split(",") if m]
     b = lambda t: os.path.join(a.bin, t)
 
-    run([sys.executable, os.path.join(HERE, "export_models.py"), "--out", a.work,
+    run([sys.executable, "-m", "export_models", "--out", a.work,
          "--models", ",".join(models), "--batch", "2"])
-    run([a.torch2, os.path.join(HERE, "export_pt2.py"), "--out", a.work, "--models",
+    run([a.torch2, "-m", "export_pt2", "--out", a.work, "--models",
          ",".join(models), "--params-dir", a.work])
 
     failed = False

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks a pipeline stage (a model imported with --loss none) against PyTorch.
 
-    /usr/bin/python3 python/check_stage.py --model mlp --bin build/bin --work DIR [--split]
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_stage.py
+        --model mlp --bin build/bin --work DIR [--split]
 
 Imports the exported model as a stage (its forward output is the result;
 backward starts from the output's gradient, an input `grad:output`), builds
@@ -19,10 +20,8 @@ import sys
 import numpy as np
 import torch
 
-from pipeline import HERE, PY, check_cuda_run, run
-
-sys.path.insert(0, HERE)
-import export_models as em  # noqa: E402
+import export_models as em
+from pipeline import PY, check_cuda_run, run
 
 
 def main(argv=None):
@@ -38,7 +37,7 @@ def main(argv=None):
     os.makedirs(args.work, exist_ok=True)
     w = lambda n: os.path.join(args.work, n)
     m = args.model
-    run([PY, os.path.join(HERE, "export_models.py"), "--out", args.work, "--models", m])
+    run([PY, "-m", "export_models", "--out", args.work, "--models", m])
     cfg = em.load_config(w(m))
     if cfg["returns_loss"]:
         print(f"{m}: its forward returns the loss; not a stage")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks the planner (--offload-plan-memory) on an exported model.
 
-    /usr/bin/python3 python/check_planner.py --model resnet18 --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_planner.py
+        --model resnet18 --bin build/bin --work DIR
         [--target h100-sxm] [--points 4] [--optimizer sgd|adamw] [--dropout P]
         [--threads T] [--batch B]
 

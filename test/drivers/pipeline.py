@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
 
 
@@ -24,7 +23,7 @@ def export_and_import(model, work, bin_dir, batch=0, dropout=None):
     """Exports `model` into `work` and imports it to work/<model>.mlir.
     Returns the export's metadata (work/<model>.json)."""
     os.makedirs(work, exist_ok=True)
-    export = [PY, os.path.join(HERE, "export_models.py"), "--out", work, "--models", model]
+    export = [PY, "-m", "export_models", "--out", work, "--models", model]
     if batch:
         export += ["--batch", str(batch)]
     if dropout is not None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares offload's results with PyTorch's reference, name by name.
 
-    /usr/bin/python3 python/compare.py OURS.npz REF.npz [--prefix grad:] [--rtol 1e-4]
+    /usr/bin/python3 test/drivers/compare.py OURS.npz REF.npz [--prefix grad:] [--rtol 1e-4]
         [--require NAME ...] [--json]
 
 For every array name present in both files (optionally only names starting
