@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training-step time: offload's host backend vs LibTorch CPU, side by side.
 
-    /usr/bin/python3 bench/step_time.py [--models resnet18,transformer] [--threads T]
+    PYTHONPATH=python /usr/bin/python3 bench/step_time.py [--models resnet18,transformer] [--threads T]
         [--steps N] [--rounds R] [--bin build/bin]
 
 For each model: exports it, builds the step (SGD with momentum: forward,
@@ -27,8 +27,7 @@ import torch
 import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "python"))
-import export_models as em  # noqa: E402
+import export_models as em  # python/, on PYTHONPATH
 
 
 def run(cmd):

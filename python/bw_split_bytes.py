@@ -57,9 +57,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_models as em  # noqa: E402
-import savedtensors as st  # noqa: E402
+import export_models as em
+import savedtensors as st
 
 # Stage input for models whose input x is integer tokens: a module's output.
 STAGE_INPUT_MODULE = {"gpt": "drop"}

@@ -44,8 +44,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_models as em  # noqa: E402
+import export_models as em
 
 
 def make_optimizer(a, params):

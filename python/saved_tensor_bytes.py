@@ -48,9 +48,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_models as em  # noqa: E402
-import savedtensors as st  # noqa: E402
+import export_models as em
+import savedtensors as st
 
 
 def forward_loss(cfg, module, x, y):

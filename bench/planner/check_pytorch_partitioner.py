@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """ctest `bench.pytorch-partitioner`: runs pytorch_partitioner.py --quick and checks its table.
 
-    /usr/bin/python3 bench/planner/check_pytorch_partitioner.py --bin build/bin [--work DIR]
+    PYTHONPATH=python /usr/bin/python3 bench/planner/check_pytorch_partitioner.py --bin build/bin
+        [--work DIR]
 
 Exits 77 (ctest's skip code, SKIP_RETURN_CODE) with the reason when the
 PyTorch 2.x environment (scripts/setup-torch2.sh) is missing. Otherwise runs

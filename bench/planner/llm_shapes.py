@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Plans LLM-sized training steps without their weights (issue #13, scale).
 
-    /usr/bin/python3 bench/planner/llm_shapes.py --bin build/bin --work DIR
+    PYTHONPATH=python /usr/bin/python3 bench/planner/llm_shapes.py --bin build/bin --work DIR
         [--models llama2-7b,gpt2-xl] [--trace-seq 8]
 
 Each model is built on PyTorch's meta device and every parameter is then
@@ -41,9 +41,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-from export_models import GPTBlock  # noqa: E402  (the example GPT's block)
+from export_models import GPTBlock  # the example GPT's block (python/, on PYTHONPATH)
 
 
 class RMSNorm(nn.Module):

@@ -1,7 +1,7 @@
 #!/usr/bin/env -S scripts/torch2-python
 """The planner against PyTorch's own partitioner at matched saved-activation bytes.
 
-    scripts/torch2-python bench/planner/pytorch_partitioner.py --bin build/bin
+    PYTHONPATH=python scripts/torch2-python bench/planner/pytorch_partitioner.py --bin build/bin
         [--models mlp,transformer,gpt,resnet18] [--fractions 1.0,0.9,...,0.0]
         [--target h100-sxm] [--work DIR] [--quick]
 
@@ -85,7 +85,6 @@ import sys
 from collections import Counter
 
 from example_steps import ROOT, build_step, run
-sys.path.insert(0, os.path.join(ROOT, "python"))
 # Operator kinds whose FLOPs count (torch.utils.flop_counter's convention).
 OUR_PRODUCTS = ("offload.linear", "offload.matmul", "offload.conv2d")
 SLOWLINK = {"name": "h100-slowlink", "memory_bytes": 80000000000,

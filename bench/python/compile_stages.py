@@ -33,8 +33,7 @@ def worker():
     import torch
     import torch.nn as nn
     import offload
-    sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
-    import train_digits as td
+    import train_digits as td  # examples/python, on the PYTHONPATH main() gives
     torch.set_num_threads(1)
     xtr, ytr, _, _ = td.digits(0)
     torch.manual_seed(0)
@@ -61,7 +60,10 @@ def main():
     if a.worker:
         worker()
         return 0
-    env = dict(os.environ, PYTHONPATH=os.path.join(a.build, "python"),
+    # The workers import offload (the build's python/) and the example
+    # (examples/python) from PYTHONPATH.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                   [os.path.join(a.build, "python"), os.path.join(ROOT, "examples", "python")]),
                OFFLOAD_BIN=os.path.join(a.build, "bin"))
     rows = []
     for interp in a.interpreters.split(","):

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Tests of the python/ scripts (plain unittest; run with /usr/bin/python3).
+"""Tests of the python/ scripts (plain unittest; run with /usr/bin/python3 and
+PYTHONPATH=python, as ctest python-scripts does).
 
 Exports all four example models into a temporary directory and checks:
   * the exported files exist and agree with their metadata (input names,
@@ -28,12 +29,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PYDIR = os.path.join(HERE, "..", "..", "python")
-sys.path.insert(0, PYDIR)
-import export_models as em  # noqa: E402
-import saved_tensor_bytes as stb  # noqa: E402
-import bw_split_bytes as bws  # noqa: E402
+# python/ is on PYTHONPATH (ctest python-scripts sets it); the scripts run
+# from the folder the imports found.
+import export_models as em
+import saved_tensor_bytes as stb
+import bw_split_bytes as bws
+
+PYDIR = os.path.dirname(os.path.abspath(em.__file__))
 
 PY = sys.executable
 MODELS = ["mlp", "resnet18", "transformer", "gpt"]
