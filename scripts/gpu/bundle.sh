@@ -116,7 +116,7 @@ echo "bundle.sh: binaries and ${#CARRIED[@]} libraries: $UNPACKED bytes unpacked
 rm -rf "$STAGE"
 
 # 2. Plans, specs, host references (scripts/gpu/prepare.py).
-PREP=(/usr/bin/python3 "$ROOT/scripts/gpu/prepare.py" --bin "$BUILD_DIR/bin" --out "$NEW/models"
+PREP=(env PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/gpu/prepare.py" --bin "$BUILD_DIR/bin" --out "$NEW/models"
       --work "$SCRATCH/work")
 [[ -n "$MODELS" ]] && PREP+=(--models "$MODELS")
 nice -n 5 "${PREP[@]}"

@@ -31,7 +31,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# torch_side.py (through models.py) imports export_models from the checkout's
+# python/: the processes started here find it on PYTHONPATH.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"),
+                os.environ.get("PYTHONPATH")) if p)
 
 RTOL = 1e-5
 ENV = os.environ.get

@@ -19,13 +19,8 @@ example models); nothing is defined twice.
 carried in the bundle; "side by side" ones are timed against PyTorch.
 """
 import math
-import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-
-import export_models as em  # noqa: E402  (python/export_models.py)
+import export_models as em  # python/export_models.py, on PYTHONPATH (bundle.sh, kit.py set it)
 
 # Per model: constructor arguments, the trained shapes (what offload-import is
 # given and the GPU runs), the shapes it is traced at (the importer takes the

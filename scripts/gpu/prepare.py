@@ -43,13 +43,10 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import gen  # noqa: E402
-import models  # noqa: E402
+import gen
+import models  # needs python/ on PYTHONPATH (export_models): bundle.sh sets it
 
 SAMPLE_FULL = 65536   # tensors up to this many elements are carried whole
 SAMPLE_TARGET = 16384  # larger ones: about this many elements, every k-th

@@ -34,9 +34,6 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
 
 def write(path, data):
     tmp = path + ".tmp"
