@@ -18,7 +18,9 @@
 #   6. compare loss and gradients with LibTorch autograd + torch.optim
 #                                                   (python/reference.py, compare.py)
 # Environment: MODEL (default resnet18; also mlp, transformer, gpt), STEPS (3),
-# THREADS (nproc), OUT (build/main-job), BUDGET_PCT (40), TARGET (h100-sxm).
+# THREADS (nproc), OUT (build/main-job), BUDGET_PCT (40), TARGET (h100-sxm;
+# TARGET=host plans for this machine from the host target file, which is
+# calibrated first with THREADS threads when missing: docs/planner.md).
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,6 +56,22 @@ say "3-4. training step, saved values, memory plan"
   --offload-memory-report="top=5" -o "$OUT/$MODEL.step.mlir" 2>&1 | tee "$OUT/memory.txt"
 UNPLANNED=$(sed -n 's/.*device arena bytes: \([0-9]*\).*/\1/p' "$OUT/memory.txt")
 BUDGET=$(( UNPLANNED * BUDGET_PCT / 100 ))
+
+if [[ "$TARGET" == host ]]; then
+  # target=host reads this machine's calibrated figures; the compiler measures nothing.
+  HOST_TARGET="${OFFLOAD_HOST_TARGET:-}"
+  if [[ -z "$HOST_TARGET" ]]; then
+    CACHE="${XDG_CACHE_HOME:-}"
+    [[ "$CACHE" == /* ]] || CACHE="$HOME/.cache"
+    HOST_TARGET="$CACHE/offload/host-target.json"
+  fi
+  if [[ ! -f "$HOST_TARGET" ]]; then
+    say "4. no host target file at $HOST_TARGET: offload-run --calibrate (a few seconds)"
+    mkdir -p "$(dirname "$HOST_TARGET")"
+    "$BIN/offload-run" --calibrate "$HOST_TARGET" --threads "$THREADS"
+  fi
+  export OFFLOAD_HOST_TARGET="$HOST_TARGET"
+fi
 
 say "4. the planner: a budget of $BUDGET bytes ($BUDGET_PCT% of the unplanned $UNPLANNED) on $TARGET"
 "$BIN/offload-opt" "$OUT/$MODEL.step.mlir" \

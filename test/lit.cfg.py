@@ -39,6 +39,20 @@ if os.path.exists(os.path.join(venv, "bin", "python")):
         config.environment["OFFLOAD_TORCH2_VENV"] = os.environ["OFFLOAD_TORCH2_VENV"]
 config.substitutions.append(("%torch2_python", torch2))
 
+# target=host reads this machine's calibrated host target file (docs/planner.md,
+# "The host target"): OFFLOAD_HOST_TARGET when the environment sets it (ctest's
+# fixture host-target.calibrate does), else BUILD/test/host-target.json,
+# calibrated here once when missing (offload-run --calibrate, ~3 s).
+host_target = os.environ.get("OFFLOAD_HOST_TARGET") or os.path.join(
+    config.offload_obj_root, "test", "host-target.json")
+if "OFFLOAD_HOST_TARGET" not in os.environ and not os.path.exists(host_target):
+    import subprocess
+    lit_config.note("calibrating the host target into " + host_target)
+    os.makedirs(os.path.dirname(host_target), exist_ok=True)
+    subprocess.run([os.path.join(config.offload_tools_dir, "offload-run"), "--calibrate",
+                    host_target, "--threads", "1"], check=False)
+config.environment["OFFLOAD_HOST_TARGET"] = host_target
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.offload_tools_dir, append_path=True)

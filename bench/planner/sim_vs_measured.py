@@ -14,7 +14,9 @@ the planner plans for the same machine behind the same link: a target file
     {"base": "host", "calibration_threads": T,
      "host_to_device_bytes_per_second": LINK, "device_to_host_bytes_per_second": LINK}
 
-(the host target calibrated with the thread count offload-run uses).
+over the host target file WORK/host-target.json (OFFLOAD_HOST_TARGET), which
+`offload-run --calibrate WORK/host-target.json --threads T` measures with the
+thread count offload-run then runs with.
 
 For every model (python/export_models.py, at the batches in BATCH: steps of
 tens of milliseconds, so that microsecond overheads stay small): the unplanned
@@ -28,8 +30,9 @@ Measured: the step's `instructions` time (the plan's instructions, without the
 uploads at the step's start and the commit of new parameters to the store,
 which the simulator does not describe), after two warm-up steps per run.
 Simulated: the cost report's simulated step time of the planned module on the
-target (the same simulator and figures the planner reports), calibrated anew
-by each offload-opt. Calibrations and runs alternate --repeats times, so both
+target (the same simulator and figures the planner reports), with the host
+calibrated anew (offload-run --calibrate) before each simulation.
+Calibrations and runs alternate --repeats times, so both
 sample the same spells of load on a shared machine, and each keeps its least
 disturbed figure: the smallest simulated time (load only slows the calibration
 kernels) and the fastest step. The median step is printed too.
@@ -60,8 +63,15 @@ def smallest_budget(bin_dir, step, target):
     return int(m.group(1))
 
 
+def calibrate(bin_dir, path, threads):
+    """Measures this machine into the host target file `path` (offload-run
+    --calibrate), which the tools read through OFFLOAD_HOST_TARGET."""
+    run([os.path.join(bin_dir, "offload-run"), "--calibrate", path, "--threads", str(threads)])
+
+
 def simulate(bin_dir, module, target):
-    """The cost report's simulated step time of `module` on `target` (calibrated anew)."""
+    """The cost report's simulated step time of `module` on `target` (with the
+    host target file as last calibrated)."""
     out = run([os.path.join(bin_dir, "offload-opt"), module,
                f"--offload-cost-report=per-op=false target={target} report=-",
                "-o", os.devnull]).stdout
@@ -78,9 +88,9 @@ def lower(bin_dir, step, budget, target, plan, planned):
     for _ in range(3):
         r = run([opt, step, f"--offload-plan-memory=budget={budget} target={target} report=-",
                  f"--convert-offload-to-plan=output={plan}", "-o", planned], ok=False)
-        # The calibration is measured anew by every offload-opt, so the
-        # smallest reachable arena moves a little between runs: take the
-        # budget the planner asks for.
+        # The host is calibrated anew between runs, so the smallest
+        # reachable arena moves a little: take the budget the planner asks
+        # for.
         ask = re.search(r"Ask for budget=(\d+)", r.stdout)
         if r.returncode == 0 or not ask:
             break
@@ -128,6 +138,9 @@ def main():
     if not args.link >= 1:
         sys.exit("--link must be >= 1 bytes per second")
     os.makedirs(args.work, exist_ok=True)
+    host = os.path.join(args.work, "host-target.json")
+    os.environ["OFFLOAD_HOST_TARGET"] = host
+    calibrate(args.bin, host, args.threads)
     target = os.path.join(args.work, "host-link.json")
     with open(target, "w") as f:
         json.dump({"base": "host", "name": "host-link", "calibration_threads": args.threads,
@@ -158,6 +171,7 @@ def main():
             # simulated time longer, and the measured steps longer).
             sims, times = [], []
             for _ in range(args.repeats):
+                calibrate(args.bin, host, args.threads)
                 sims.append(simulate(args.bin, planned, target))
                 times += measure_once(args.bin, plan, model, args.work, args)
             sim, meas, med = min(sims), min(times), statistics.median(times)

@@ -10,7 +10,6 @@
 #include "offload/Support/InputFiles.h"
 #include "offload/Runtime/OpSignatures.h"
 #include "offload/Runtime/Plan_generated.h"
-#include "offload/Runtime/Tensor.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -67,6 +67,45 @@ def _check_target(target):
                      "nor an existing .json target file (docs/planner.md)")
 
 
+def host_target_path():
+    """Where offload-opt's target=host reads this machine's calibrated host
+    target (docs/planner.md, "The host target"), as the compiler looks for it:
+    $OFFLOAD_HOST_TARGET when set and not empty, else
+    $XDG_CACHE_HOME/offload/host-target.json (an absolute XDG_CACHE_HOME),
+    else ~/.cache/offload/host-target.json."""
+    env = os.environ.get("OFFLOAD_HOST_TARGET")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    if not cache.startswith("/"):
+        cache = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "offload", "host-target.json")
+
+
+def ensure_host_target(threads=None, log=None):
+    """The host target file's path (host_target_path()), calibrated first when
+    it does not exist: `offload-run --calibrate PATH --threads THREADS` (a few
+    seconds, said on stderr; the folder is created). Later compiles, and
+    offload-opt target=host from the shell, read the same file, so plans for
+    target=host are the same on every run. CompileError("plan", ...) when the
+    calibration fails."""
+    path = host_target_path()
+    if os.path.isfile(path):
+        return path
+    threads = _check_threads(threads)
+    print(f"offload: no host target file at {path}: calibrating this machine once with "
+          f"{threads} thread(s) (offload-run --calibrate; a few seconds)", file=sys.stderr)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise CompileError("plan", f"cannot create {folder} for the host target file: {e}; "
+                                   "set OFFLOAD_HOST_TARGET to a writable path") from None
+    _run("plan", [_tools.tool("offload-run"), "--calibrate", path, "--threads", str(threads)],
+         log if log is not None else [])
+    return path
+
+
 def _check_threads(threads):
     """None (all cores, at most MAX_THREADS) or an int in [1, MAX_THREADS],
     as offload-run --threads."""
@@ -405,6 +444,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     planning (the step as autodiff builds it).
     target          the planner's cost model: h100-sxm, h100-pcie, a100-80g,
                     a100-40g, l4, rtx-4090, host, or a target .json (docs/planner.md).
+                    host reads this machine's calibrated host target file
+                    (host_target_path()); when it is missing it is calibrated
+                    once, with `threads` threads, and said so on stderr.
     backend         "host" (default) or "cuda" (a runtime built with CUDA, a GPU).
     device_bytes    device memory the session gets, bytes; default: the budget
                     (host: a simulated device of exactly that size), else the
@@ -555,6 +597,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     lower_input = step_mlir
     if budget_bytes is not None:
         def plan():
+            if target == "host":
+                ensure_host_target(threads, log)
             try:
                 # Each value quoted (_option_value): a user string never adds
                 # an option of its own.

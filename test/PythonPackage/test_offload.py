@@ -626,6 +626,41 @@ def test_lower_runs_offload_translate_and_its_errors_are_compile_errors(tmp_path
     assert (tmp_path / "bad" / "step.oflp").is_dir()
 
 
+def test_target_host_calibrates_once_into_its_file(tmp_path, monkeypatch, capfd):
+    """Issue 31: target="host" reads this machine's calibrated host target
+    file (offload.compiler.host_target_path()); a missing one is calibrated
+    once by offload-run --calibrate, said on stderr, and the next compile
+    reads the same file: the same plan, byte for byte."""
+    path = tmp_path / "cache" / "offload" / "host-target.json"
+    monkeypatch.setenv("OFFLOAD_HOST_TARGET", str(path))
+    assert offload.compiler.host_target_path() == str(path)
+    x, y = batch(0)
+    free = offload.compile(mlp(), (x, y), workdir=str(tmp_path / "free"), verbose=False)
+    budget = free.unplanned_arena_bytes * 3 // 4
+    capfd.readouterr()
+    first = offload.compile(mlp(), (x, y), budget=budget, target="host", threads=1,
+                            workdir=str(tmp_path / "w1"), verbose=False)
+    assert "no host target file at %s: calibrating this machine once" % path in \
+        capfd.readouterr().err
+    assert '"calibration_threads": 1' in path.read_text()
+    second = offload.compile(mlp(), (x, y), budget=budget, target="host", threads=1,
+                             workdir=str(tmp_path / "w2"), verbose=False)
+    assert "calibrating" not in capfd.readouterr().err
+    # (Their debug locations name each workdir.)
+    planned = [open(os.path.join(s.workdir, "planned.mlir"), "rb").read()
+               .replace(os.fsencode(s.workdir), b"WORKDIR") for s in (first, second)]
+    assert planned[0] == planned[1]
+    # XDG_CACHE_HOME, else ~/.cache, when OFFLOAD_HOST_TARGET is not set.
+    monkeypatch.delenv("OFFLOAD_HOST_TARGET")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert offload.compiler.host_target_path() == str(tmp_path / "xdg" / "offload" /
+                                                     "host-target.json")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert offload.compiler.host_target_path() == str(tmp_path / "home" / ".cache" / "offload" /
+                                                     "host-target.json")
+
+
 def test_non_finite_parameters_warn_as_offload_run_does():
     x, y = batch(0)
     model = mlp()

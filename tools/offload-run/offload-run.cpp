@@ -4,10 +4,13 @@
 // files, runs N steps on the host or CUDA backend and reports the loss per
 // step, planned vs measured peak device bytes, step time and per-stream busy
 // time; --dump writes the last step's outputs to an .npz file; --check
-// reports, without running anything, which ops each backend lacks.
+// reports, without running anything, which ops each backend lacks;
+// --calibrate measures this machine as the planner's `host` target and writes
+// the target file that `offload-opt ... target=host` reads.
 //
 //===----------------------------------------------------------------------===//
 
+#include "offload/Runtime/Calibration.h"
 #include "offload/Runtime/Npz.h"
 #include "offload/Runtime/Runtime.h"
 #include "offload/Support/OutputFiles.h"
@@ -23,11 +26,14 @@
 #include <new>
 #include <string>
 #include <system_error>
+#include <thread>
+#include <ctime>
 
 using namespace offload::rt;
 
 static const char *kHelp =
     "usage: offload-run PLAN [PLAN...] [options]\n"
+    "       offload-run --calibrate FILE.json [--threads N]\n"
     "\n"
     "Runs training steps of an offload plan file (.oflp). With several\n"
     "plans (one per task of a multi-task model), step k runs plan k mod P,\n"
@@ -99,6 +105,17 @@ static const char *kHelp =
     "                       it has no kernel for, without running a step\n"
     "                       (needs no GPU); exits 1 if the --backend one\n"
     "                       lacks any or is not available\n"
+    "  --calibrate FILE.json  run no plan: measure this machine as the\n"
+    "                       planner's `host` target (memory and copy rates,\n"
+    "                       GEMM and convolution throughput, per-op rates of\n"
+    "                       the host kernels, copy latency; 1-3 s) and write\n"
+    "                       them as a target file (docs/planner.md). With\n"
+    "                       --threads N the kernels run with N threads, as\n"
+    "                       `offload-run --threads N` will run the plan\n"
+    "                       (default: every hardware thread). The planner's\n"
+    "                       target=host reads $OFFLOAD_HOST_TARGET, else\n"
+    "                       ${XDG_CACHE_HOME:-~/.cache}/offload/host-target.json:\n"
+    "                       calibrate into that path (its folder must exist)\n"
     "  --help               this text\n";
 
 /// Largest --threads: far beyond any host (the pool starts one thread per
@@ -148,12 +165,46 @@ static std::string nonFinite(const std::string &name, const Tensor &t) {
          std::to_string(first) + ")";
 }
 
+/// Now in UTC, ISO 8601 ("2026-11-27T03:10:00Z").
+static std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  char buf[32] = "unknown time";
+  if (gmtime_r(&now, &tm))
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+/// --calibrate: measures this machine with `threads` kernel threads (0:
+/// every hardware thread) and writes the host target file `path`, checked
+/// before the 1-3 s of measuring and committed only when written whole.
+static int calibrateMain(const std::string &path, int threads) {
+  offload::OutputFiles outputs;
+  outputs.deferUntilCommit();
+  if (std::string e = outputs.claim(path, "--calibrate"); !e.empty())
+    return fail("--calibrate: " + e);
+  HostCalibration cal = calibrateHost(threads);
+  unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  std::string source = "calibrated by offload-run --calibrate at " + utcNow() + " on " +
+                       hostCpuName() + " (" + std::to_string(hardware) +
+                       " hardware threads) with " + std::to_string(cal.threads) +
+                       " kernel thread" + (cal.threads == 1 ? "" : "s");
+  std::string json = hostTargetFileJson(cal, source);
+  if (std::string e = outputs.write(path, json.data(), json.size(), "--calibrate"); !e.empty())
+    return fail("--calibrate: " + e);
+  if (std::string e = outputs.commit(); !e.empty())
+    return fail("--calibrate: " + e);
+  std::printf("wrote the host target (%s) to %s\n", source.c_str(), path.c_str());
+  return 0;
+}
+
 static int runMain(int argc, char **argv) {
   // Resident memory before anything is loaded: the binary and its shared
   // libraries (the CUDA libraries alone are ~200 MB when linked).
   const long long startRss = procStatusBytes("VmRSS");
   std::vector<std::string> planPaths, inputsPaths;
-  std::string backend = "host", paramsPath, dumpPath;
+  std::string backend = "host", paramsPath, dumpPath, calibratePath;
+  bool threadsGiven = false;
   int steps = 1;
   bool dumpPlan = false, strictParams = false, byPhase = false, check = false;
   bool reportHostMemory = false;
@@ -205,6 +256,11 @@ static int runMain(int argc, char **argv) {
       dumpPath = value("--dump");
     } else if (a == "--threads") {
       opts.numThreads = int(number("--threads", 1, kMaxThreads));
+      threadsGiven = true;
+    } else if (a == "--calibrate") {
+      calibratePath = value("--calibrate");
+      if (calibratePath.empty())
+        return fail("--calibrate needs the path of the target file to write");
     } else if (a == "--seed") {
       seed = (long long)number("--seed", 0, LLONG_MAX);
     } else if (a == "--by-phase") {
@@ -255,6 +311,12 @@ static int runMain(int argc, char **argv) {
     } else {
       planPaths.push_back(a);
     }
+  }
+  if (!calibratePath.empty()) {
+    if (!planPaths.empty())
+      return fail("--calibrate measures this machine and runs no plan; give it without "
+                  "plan files (" + planPaths[0] + ")");
+    return calibrateMain(calibratePath, threadsGiven ? opts.numThreads : 0);
   }
   if (planPaths.empty())
     return fail("no plan file given (see --help)");

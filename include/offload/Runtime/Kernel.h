@@ -6,12 +6,16 @@
 // TensorViews and the attributes and writes its outputs; it never allocates
 // device memory (outputs are pre-assigned arena slots) and never throws.
 //
-// This header has no MLIR, LLVM or CUDA dependency: the runtime library
+// The element types and attributes themselves are the plan format's
+// (PlanFormat.h), which the compiler includes instead of this header. This
+// header has no MLIR, LLVM or CUDA dependency: the runtime library
 // (lib/Runtime) must not link MLIR.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_RUNTIME_KERNEL_H
 #define OFFLOAD_RUNTIME_KERNEL_H
+
+#include "offload/Runtime/PlanFormat.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,24 +25,6 @@
 
 namespace offload {
 namespace rt {
-
-/// Element types a plan buffer can hold. Sizes in bytes: F32 4, F64 8, I64 8,
-/// I32 4, Bool 1 (0 or 1).
-enum class DType : uint8_t { F32 = 0, F64 = 1, I64 = 2, I32 = 3, Bool = 4 };
-
-/// Size of one element of `t`, in bytes.
-inline size_t dtypeSize(DType t) {
-  switch (t) {
-  case DType::F32: return 4;
-  case DType::F64: return 8;
-  case DType::I64: return 8;
-  case DType::I32: return 4;
-  case DType::Bool: return 1;
-  }
-  return 0;
-}
-
-const char *dtypeName(DType t);
 
 /// A dense, row-major (C-contiguous) tensor in memory the kernel may access.
 /// `data` points into the device arena (or host arena for host ops); the view
@@ -56,61 +42,6 @@ struct TensorView {
   size_t bytes() const { return size_t(numel()) * dtypeSize(dtype); }
   int64_t rank() const { return int64_t(shape.size()); }
   template <typename T> T *as() const { return static_cast<T *>(data); }
-};
-
-/// One attribute value of an instruction: an integer list, a float list, or a
-/// string. Scalars are lists of length one.
-struct AttrValue {
-  enum class Kind : uint8_t { Ints, Floats, String } kind = Kind::Ints;
-  std::vector<int64_t> ints;
-  std::vector<double> floats;
-  std::string str;
-};
-
-/// Named attributes of an instruction, as lowered from the op's MLIR
-/// attributes (bool attributes become Ints {0|1}).
-class AttrMap {
-public:
-  void set(std::string name, AttrValue v) {
-    for (auto &e : entries_)
-      if (e.first == name) { e.second = std::move(v); return; }
-    entries_.emplace_back(std::move(name), std::move(v));
-  }
-  const AttrValue *find(const std::string &name) const {
-    for (auto &e : entries_)
-      if (e.first == name) return &e.second;
-    return nullptr;
-  }
-  bool has(const std::string &name) const { return find(name) != nullptr; }
-  int64_t getInt(const std::string &name, int64_t dflt) const {
-    const AttrValue *v = find(name);
-    return v && !v->ints.empty() ? v->ints[0] : dflt;
-  }
-  std::vector<int64_t> getInts(const std::string &name) const {
-    const AttrValue *v = find(name);
-    return v ? v->ints : std::vector<int64_t>{};
-  }
-  double getFloat(const std::string &name, double dflt) const {
-    const AttrValue *v = find(name);
-    if (!v) return dflt;
-    if (!v->floats.empty()) return v->floats[0];
-    if (!v->ints.empty()) return double(v->ints[0]);
-    return dflt;
-  }
-  std::vector<double> getFloats(const std::string &name) const {
-    const AttrValue *v = find(name);
-    return v ? v->floats : std::vector<double>{};
-  }
-  std::string getString(const std::string &name, std::string dflt) const {
-    const AttrValue *v = find(name);
-    return v && v->kind == AttrValue::Kind::String ? v->str : dflt;
-  }
-  const std::vector<std::pair<std::string, AttrValue>> &entries() const {
-    return entries_;
-  }
-
-private:
-  std::vector<std::pair<std::string, AttrValue>> entries_;
 };
 
 /// What a kernel sees. Inputs and outputs are in the op's operand and result

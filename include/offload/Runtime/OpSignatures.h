@@ -13,7 +13,7 @@
 #ifndef OFFLOAD_RUNTIME_OPSIGNATURES_H
 #define OFFLOAD_RUNTIME_OPSIGNATURES_H
 
-#include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/PlanFormat.h"
 
 #include <string>
 #include <vector>

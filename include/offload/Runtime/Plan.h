@@ -21,7 +21,7 @@
 #ifndef OFFLOAD_RUNTIME_PLAN_H
 #define OFFLOAD_RUNTIME_PLAN_H
 
-#include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/PlanFormat.h"
 #include "offload/Runtime/Status.h"
 
 #include <cstdint>

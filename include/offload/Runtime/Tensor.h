@@ -142,16 +142,6 @@ private:
   bool borrowed_ = false;
 };
 
-/// "f32[2,3]": dtype and shape in the runtime's error messages.
-inline std::string typeString(DType dt, const std::vector<int64_t> &shape) {
-  static const char *names[] = {"f32", "f64", "i64", "i32", "bool"};
-  std::string s = uint8_t(dt) <= 4 ? names[uint8_t(dt)] : "?";
-  s += "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 } // namespace rt
 } // namespace offload
 

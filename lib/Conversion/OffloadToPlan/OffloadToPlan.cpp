@@ -10,14 +10,21 @@
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Dialect/Offload/Transforms/PassReport.h"
 #include "offload/Runtime/OpSignatures.h"
-#include "offload/Support/OutputFiles.h"
 #include "offload/Runtime/Plan.h"
+#include "offload/Support/OutputFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+// The lowering speaks the plan format (PlanFormat.h, Plan.h,
+// OpSignatures.h), never the kernel interface: the compiler links no
+// kernels (docs/design.md, "The compiler without the runtime").
+#ifdef OFFLOAD_RUNTIME_KERNEL_H
+#error "the plan lowering must not include offload/Runtime/Kernel.h; use PlanFormat.h"
+#endif
 
 #define DEBUG_TYPE "convert-offload-to-plan"
 

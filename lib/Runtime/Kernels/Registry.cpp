@@ -1,6 +1,6 @@
 //===- Registry.cpp - Host kernel registry ---------------------------------===//
 //
-// Part of offload. KernelRegistry storage and lookup, dtype names, and
+// Part of offload. KernelRegistry storage and lookup, and
 // registerAllHostKernels(), which registers every kernel file of
 // OffloadKernels.
 //
@@ -14,17 +14,6 @@
 
 namespace offload {
 namespace rt {
-
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32: return "f32";
-  case DType::F64: return "f64";
-  case DType::I64: return "i64";
-  case DType::I32: return "i32";
-  case DType::Bool: return "i1";
-  }
-  return "unknown";
-}
 
 static std::mutex &registryMutex() {
   static std::mutex m;

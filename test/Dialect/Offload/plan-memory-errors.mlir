@@ -8,7 +8,7 @@
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff -o %t.step.mlir
 //
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1GiB target=h200" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TARGET
-// TARGET: error: offload-plan-memory: unknown target 'h200'; expected one of h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, host (this machine, measured), or a FILE.json
+// TARGET: error: offload-plan-memory: unknown target 'h200'; expected one of h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, host (this machine, as offload-run --calibrate measured it), or a FILE.json
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1GiB target=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: error: offload-plan-memory: cannot open target file '{{.*}}missing.json': No such file or directory
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1GiB target=%t.malformed.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MALFORMED

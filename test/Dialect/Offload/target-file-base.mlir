@@ -1,9 +1,12 @@
 // Target files that start from another target ("base", issue 13): a
-// built-in GPU or the calibrated host, with only the figures the file names
-// replaced. Bad bases and calibration_threads are errors naming the key.
+// built-in GPU or the calibrated host (the file OFFLOAD_HOST_TARGET names,
+// which lit.cfg.py and ctest's fixture host-target.calibrate write), with
+// only the figures the file names replaced. Bad bases and
+// calibration_threads are errors naming the key (target-host.mlir tests the
+// host file itself).
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff -o %t.step.mlir
 // RUN: echo '{"base": "h100-sxm", "name": "small-h100", "memory_bytes": 100000}' > %t.gpu.json
-// RUN: echo '{"base": "host", "calibration_threads": 1, "host_to_device_bytes_per_second": 1e6, "device_to_host_bytes_per_second": 1e6}' > %t.host.json
+// RUN: echo '{"base": "host", "host_to_device_bytes_per_second": 1e6, "device_to_host_bytes_per_second": 1e6}' > %t.host.json
 // RUN: echo '{"base": "h200"}' > %t.unknown.json
 // RUN: echo '{"base": 7}' > %t.notstring.json
 // RUN: echo '{"base": "h100-sxm", "calibration_threads": 1}' > %t.threadsgpu.json
@@ -23,7 +26,7 @@
 // each way, so the copies dominate the simulated step.
 // RUN: offload-opt %t.step.mlir --offload-host-offload="policy=all" --offload-cost-report="per-op=false target=%t.host.json report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=HOST
 // HOST: simulated step time on {{.*}}host.json: {{.*}} host-to-device {{[0-9.]+}}e-03 s, device-to-host {{[0-9.]+}}e-03 s
-// HOST: target figures: target file {{.*}}host.json over host (measured on this machine with 1 threads: GEMM
+// HOST: target figures: target file {{.*}}host.json over host (calibrated by offload-run --calibrate at {{.*}} kernel thread{{s?}}: GEMM
 //
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="budget=1GiB target=%t.unknown.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: offload-plan-memory: target file '{{.*}}unknown.json': unknown base target 'h200'; expected one of h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090, or host

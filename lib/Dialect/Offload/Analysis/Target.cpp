@@ -7,26 +7,17 @@
 
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
-#include "offload/Runtime/Kernel.h"
 #include "offload/Support/BoundedJson.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
-#include <cstring>
-#include <thread>
-
-#include <pthread.h>
-
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -81,9 +72,55 @@ std::vector<std::string> mlir::offload::builtinTargetNames() {
   return {"h100-sxm", "h100-pcie", "a100-80g", "a100-40g", "l4", "rtx-4090"};
 }
 
+FailureOr<std::string> mlir::offload::hostTargetPath(std::string &error) {
+  auto env = [](const char *name) -> std::string {
+    const char *v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string path = env("OFFLOAD_HOST_TARGET"); !path.empty())
+    return path;
+  // XDG Base Directory: a relative XDG_CACHE_HOME is invalid and ignored.
+  llvm::SmallString<256> path;
+  if (std::string cache = env("XDG_CACHE_HOME"); !cache.empty() && cache[0] == '/') {
+    path = cache;
+  } else if (std::string home = env("HOME"); !home.empty()) {
+    path = home;
+    llvm::sys::path::append(path, ".cache");
+  } else {
+    error = "target=host: neither OFFLOAD_HOST_TARGET nor HOME (nor XDG_CACHE_HOME) is set, "
+            "so there is no host target file to read; calibrate with `offload-run --calibrate "
+            "FILE.json` and set OFFLOAD_HOST_TARGET=FILE.json";
+    return failure();
+  }
+  llvm::sys::path::append(path, "offload", "host-target.json");
+  return std::string(path.str());
+}
+
+/// The host target: the calibrated file at hostTargetPath(), which must be
+/// a complete target file (no "base"). Errors name the path and the command
+/// that writes it.
+static FailureOr<TargetSpec> readHostTarget(std::string &error) {
+  FailureOr<std::string> path = hostTargetPath(error);
+  if (failed(path))
+    return failure();
+  std::string remedy = "; measure this machine with `offload-run --calibrate " + *path +
+                       "` (target=host reads OFFLOAD_HOST_TARGET, else "
+                       "${XDG_CACHE_HOME:-~/.cache}/offload/host-target.json)";
+  if (!llvm::sys::fs::exists(*path)) {
+    error = "target=host: the host target file '" + *path + "' does not exist" + remedy;
+    return failure();
+  }
+  FailureOr<TargetSpec> spec = parseTargetFile(*path, error, /*allowBase=*/false);
+  if (failed(spec)) {
+    error = "target=host: " + error + remedy;
+    return failure();
+  }
+  return spec;
+}
+
 FailureOr<TargetSpec> mlir::offload::resolveTarget(StringRef target, std::string &error) {
   if (target == "host")
-    return calibrateHostTarget();
+    return readHostTarget(error);
   if (target.ends_with(".json"))
     return parseTargetFile(target, error);
   bool found = false;
@@ -93,11 +130,12 @@ FailureOr<TargetSpec> mlir::offload::resolveTarget(StringRef target, std::string
   error = "unknown target '" + target.str() + "'; expected one of";
   for (const std::string &n : builtinTargetNames())
     error += " " + n + ",";
-  error += " host (this machine, measured), or a FILE.json";
+  error += " host (this machine, as offload-run --calibrate measured it), or a FILE.json";
   return failure();
 }
 
-FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string &error) {
+FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string &error,
+                                                     bool allowBase) {
   // A regular file within OFFLOAD_MAX_TARGET_JSON_BYTES, nested at most
   // 512 deep (BoundedJson.h).
   FailureOr<llvm::json::Value> parsed = ::offload::readJsonFile(path, ::offload::JsonKind::Target,
@@ -114,10 +152,12 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     return failure();
   };
   static const char *const known[] = {
-      "name", "base", "calibration_threads", "source", "memory_bytes", "memory_bytes_per_second", "flops_per_second",
-      "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
+      "name", "base", "calibration_threads", "source", "memory_bytes", "memory_bytes_per_second",
+      "flops_per_second", "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
       "host_update_bytes_per_second", "gemm_efficiency", "conv_efficiency",
-      "other_flops_efficiency", "memory_efficiency", "workspace_bytes"};
+      "other_flops_efficiency", "memory_efficiency", "workspace_bytes", "copy_latency_seconds",
+      "op_flops_per_second", "op_bytes_per_second", "sized_flops_per_second",
+      "sized_bytes_per_second"};
   for (const auto &kv : *obj)
     if (!llvm::is_contained(known, StringRef(kv.first)))
       return fail("unknown key '" + kv.first.str() + "'");
@@ -127,22 +167,42 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
   // keys then only override what they name.
   const llvm::json::Value *baseValue = obj->get("base");
   std::optional<StringRef> base = baseValue ? baseValue->getAsString() : std::nullopt;
+  if (baseValue && !allowBase)
+    return fail("the host target file must be complete, without 'base' (it is what "
+                "\"base\": \"host\" reads)");
   if (baseValue && !base)
     return fail("'base' must be a string naming a built-in target or 'host'");
+  // calibration_threads: the threads the kernels ran with when the host
+  // was calibrated. Recorded by offload-run --calibrate; over "base":
+  // "host" it is a check that the calibrated file used that many.
   const llvm::json::Value *threadsValue = obj->get("calibration_threads");
   int64_t threads = 0;
   if (threadsValue) {
     std::optional<int64_t> t = threadsValue->getAsInteger();
-    if (!base || *base != "host")
-      return fail("'calibration_threads' needs \"base\": \"host\" (it sets the threads the "
-                  "host calibration runs the kernels with)");
+    if (base && *base != "host")
+      return fail("'calibration_threads' needs \"base\": \"host\" (it names the threads the "
+                  "host calibration ran the kernels with)");
     if (!t || *t < 1 || *t > 1024)
       return fail("'calibration_threads' must be an integer in [1, 1024]");
     threads = *t;
   }
   if (base) {
     if (*base == "host") {
-      spec = calibrateHostTarget(int(threads));
+      FailureOr<TargetSpec> host = readHostTarget(error);
+      if (failed(host)) {
+        error = "target file '" + path.str() + "' (\"base\": \"host\"): " + error;
+        return failure();
+      }
+      if (threads && host->calibrationThreads != threads) {
+        std::string hostPath = hostTargetPath(error).value_or("FILE.json");
+        return fail("'calibration_threads' is " + std::to_string(threads) +
+                    " but the host target file '" + hostPath + "' was calibrated with " +
+                    (host->calibrationThreads ? std::to_string(host->calibrationThreads)
+                                              : std::string("an unknown number of")) +
+                    " thread(s); calibrate it with `offload-run --calibrate " + hostPath +
+                    " --threads " + std::to_string(threads) + "`");
+      }
+      spec = *host;
     } else {
       bool found = false;
       spec = builtin(*base, found);
@@ -154,6 +214,8 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
                     " or host");
       }
     }
+  } else if (threads) {
+    spec.calibrationThreads = int(threads);
   }
   const bool required = !base;
   std::optional<StringRef> name = obj->getString("name");
@@ -207,7 +269,9 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     return success();
   };
   constexpr double kAny = 1e308;
-  if (failed(integer("memory_bytes", required, 1, spec.memoryBytes)) ||
+  // memory_bytes 0: no memory size of its own (the host target); the
+  // planner then needs budget=.
+  if (failed(integer("memory_bytes", required, 0, spec.memoryBytes)) ||
       failed(number("memory_bytes_per_second", required, kAny, spec.memoryBytesPerSecond)) ||
       failed(number("flops_per_second", required, kAny, spec.flopsPerSecond)) ||
       failed(number("host_to_device_bytes_per_second", required, kAny,
@@ -222,377 +286,80 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       failed(number("memory_efficiency", false, 1, spec.memoryEfficiency)) ||
       failed(integer("workspace_bytes", false, 0, spec.workspaceBytes)))
     return failure();
-  return spec;
-}
 
-//===----------------------------------------------------------------------===//
-// Calibration of the host target
-//===----------------------------------------------------------------------===//
-
-namespace {
-double seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// Best time of `reps` runs of `fn` (the least disturbed by other load).
-template <typename Fn> double bestOf(int reps, Fn fn) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    double t0 = seconds();
-    fn();
-    best = std::min(best, seconds() - t0);
+  // The measured figures of a calibrated host (offload-run --calibrate).
+  if (const llvm::json::Value *v = obj->get("copy_latency_seconds")) {
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !(*d >= 0) || *d > 1)
+      return fail("'copy_latency_seconds' must be a number in [0, 1]");
+    spec.copyLatencySeconds = *d;
   }
-  return best;
-}
-
-/// One tensor of a calibration call: its shape and dtype (f32 tensors hold
-/// 0.5; integer tensors 0, a valid class index; bool masks false).
-struct CalTensor {
-  std::vector<int64_t> shape;
-  ::offload::rt::DType dtype = ::offload::rt::DType::F32;
-  CalTensor(std::vector<int64_t> s) : shape(std::move(s)) {}
-  CalTensor(std::vector<int64_t> s, ::offload::rt::DType d) : shape(std::move(s)), dtype(d) {}
-};
-
-/// Best seconds of a call of the host backend's kernel `op` on `tensors`
-/// (the inputs, then `numOutputs` outputs); 0 if the kernel is missing or
-/// refuses the call. `bytes` receives the bytes of all the tensors (inputs
-/// plus outputs, as CostOpInterface counts them).
-///
-/// The calls cycle through copies of the tensors that together span at
-/// least 64 MiB (twice this machine's 32 MiB last-level cache), so that a
-/// call finds its operands where a step's kernel does: in memory, written
-/// long before, not in the cache from the previous call. With an 8 MiB span
-/// (in the LLC) resnet18's simulated step (a 135 MB arena) came out 25-30%
-/// short of the measured one (bench/planner/sim_vs_measured.py).
-double kernelSeconds(const char *op, const std::vector<CalTensor> &tensors,
-                     const ::offload::rt::AttrMap &attrs, int threads, double *bytes = nullptr,
-                     size_t numOutputs = 1) {
-  using namespace ::offload::rt;
-  registerAllHostKernels();
-  Kernel fn = KernelRegistry::host().lookup(op);
-  if (!fn || tensors.size() < numOutputs)
-    return 0;
-  double total = 0;
-  for (const CalTensor &t : tensors) {
-    TensorView v;
-    v.shape = t.shape;
-    v.dtype = t.dtype;
-    total += double(v.bytes());
-  }
-  if (bytes)
-    *bytes = total;
-  constexpr double kSpanBytes = 64.0 * (1 << 20);
-  size_t copies = size_t(std::clamp(std::ceil(kSpanBytes / std::max(total, 1.0)), 1.0, 64.0));
-  std::vector<std::vector<uint8_t>> storage;
-  std::vector<KernelArgs> calls;
-  std::vector<std::vector<TensorView>> ins(copies), outs(copies);
-  storage.reserve(copies * tensors.size());
-  for (size_t c = 0; c < copies; ++c)
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      TensorView v;
-      v.shape = tensors[i].shape;
-      v.dtype = tensors[i].dtype;
-      storage.emplace_back(v.bytes(), 0);
-      if (v.dtype == DType::F32)
-        std::fill_n(reinterpret_cast<float *>(storage.back().data()), size_t(v.numel()), 0.5f);
-      v.data = storage.back().data();
-      (i + numOutputs < tensors.size() ? ins[c] : outs[c]).push_back(v);
+  // {"offload.OP": rate > 0, ...}; a key present replaces the base's map.
+  auto rates = [&](StringRef key, std::map<std::string, double> &out) -> LogicalResult {
+    const llvm::json::Value *v = obj->get(key);
+    if (!v)
+      return success();
+    const llvm::json::Object *m = v->getAsObject();
+    if (!m) {
+      error = "target file '" + path.str() + "': '" + key.str() +
+              "' must be an object of op names to rates";
+      return failure();
     }
-  for (size_t c = 0; c < copies; ++c) {
-    calls.push_back(KernelArgs{ins[c], outs[c], attrs, threads});
-    if (!fn(calls.back()).empty())
-      return 0;
-  }
-  // The fastest single call (over three passes when there are few copies):
-  // other load on the machine can only lengthen a call.
-  double best = 1e30;
-  for (int pass = 0; pass < (copies >= 3 ? 1 : 3); ++pass)
-    for (const KernelArgs &a : calls)
-      best = std::min(best, bestOf(1, [&] { (void)fn(a); }));
-  return best;
-}
-
-/// FLOP/s of `op` doing `flops` FLOPs a call (see kernelSeconds); 0 if it
-/// fails.
-double kernelFlops(const char *op, const std::vector<CalTensor> &tensors,
-                   const ::offload::rt::AttrMap &attrs, double flops, int threads) {
-  double t = kernelSeconds(op, tensors, attrs, threads);
-  return t > 0 ? flops / t : 0;
-}
-
-/// Runs `fn` on a new thread and joins it after `alongside` ran on this one;
-/// false (and neither runs) when the thread cannot be started (a memory or
-/// thread limit: std::thread would throw, which this library, built without
-/// exceptions, cannot catch).
-template <typename Peer, typename Here> bool runBeside(Peer &peer, Here &&alongside) {
-  pthread_t t;
-  auto trampoline = [](void *arg) -> void * {
-    (*static_cast<Peer *>(arg))();
-    return nullptr;
-  };
-  if (pthread_create(&t, nullptr, trampoline, &peer) != 0)
-    return false;
-  alongside();
-  pthread_join(t, nullptr);
-  return true;
-}
-
-/// What the hand-off and the sleep overshoot are taken to be when no thread
-/// can be started to measure them (typical of a 2-vCPU VM).
-constexpr double kUnmeasuredHandoffSeconds = 20e-6;
-constexpr double kUnmeasuredOvershootSeconds = 60e-6;
-
-/// Median seconds from one thread's notify to the wake-up of another that
-/// has been blocked on the condition variable for ~100 us (as the host
-/// backend's idle copy thread is when a copy is queued, and the compute
-/// thread is while it waits for a copy), over 50 hand-offs. A blocked
-/// thread's CPU may have gone idle, so this is much longer than a hot
-/// ping-pong (4 us against 15-30 us on a 2-vCPU VM).
-double handoffSeconds() {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool ready = false;
-  double notified = 0;
-  constexpr int kRounds = 50;
-  std::vector<double> lag;
-  // The peer hands off only after the previous hand-off was taken: on a
-  // loaded machine the waiting thread can miss 100 us, and two hand-offs
-  // merged into one left it waiting for a 51st that never came (offload-opt
-  // hung in calibration under a load of 7 on 2 cores).
-  auto peer = [&] {
-    for (int i = 0; i < kRounds; ++i) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-      std::unique_lock<std::mutex> lk(mu);
-      cv.wait(lk, [&] { return !ready; });
-      ready = true;
-      notified = seconds();
-      cv.notify_all();
+    out.clear();
+    for (const auto &kv : *m) {
+      std::optional<double> d = kv.second.getAsNumber();
+      if (!d || !(*d > 0) || !std::isfinite(*d)) {
+        error = "target file '" + path.str() + "': '" + key.str() + "': the rate of '" +
+                kv.first.str() + "' must be a finite number > 0";
+        return failure();
+      }
+      out[kv.first.str()] = *d;
     }
+    return success();
   };
-  bool started = runBeside(peer, [&] {
-    for (int i = 0; i < kRounds; ++i) {
-      std::unique_lock<std::mutex> lk(mu);
-      cv.wait(lk, [&] { return ready; });
-      lag.push_back(seconds() - notified);
-      ready = false;
-      cv.notify_all();
+  // {"offload.OP": [[size, rate], ...], ...}: sizes ascending, all > 0.
+  auto points = [&](StringRef key,
+                    std::map<std::string, std::vector<std::pair<double, double>>> &out)
+      -> LogicalResult {
+    const llvm::json::Value *v = obj->get(key);
+    if (!v)
+      return success();
+    const llvm::json::Object *m = v->getAsObject();
+    auto bad = [&](const std::string &what) {
+      error = "target file '" + path.str() + "': '" + key.str() + "': " + what;
+      return failure();
+    };
+    if (!m)
+      return bad("expected an object of op names to [[size, rate], ...] in ascending size");
+    out.clear();
+    for (const auto &kv : *m) {
+      const llvm::json::Array *arr = kv.second.getAsArray();
+      std::string op = kv.first.str();
+      if (!arr || arr->empty())
+        return bad("'" + op + "' must be a non-empty array of [size, rate] pairs");
+      std::vector<std::pair<double, double>> pts;
+      for (const llvm::json::Value &p : *arr) {
+        const llvm::json::Array *pair = p.getAsArray();
+        std::optional<double> size = pair && pair->size() == 2 ? (*pair)[0].getAsNumber()
+                                                               : std::nullopt;
+        std::optional<double> rate = pair && pair->size() == 2 ? (*pair)[1].getAsNumber()
+                                                               : std::nullopt;
+        if (!size || !rate || !(*size > 0) || !(*rate > 0) || !std::isfinite(*size) ||
+            !std::isfinite(*rate))
+          return bad("'" + op + "': every point must be [size, rate], both finite and > 0");
+        if (!pts.empty() && !(*size > pts.back().first))
+          return bad("'" + op + "': sizes must be in ascending order");
+        pts.push_back({*size, *rate});
+      }
+      out[op] = std::move(pts);
     }
-  });
-  if (!started)
-    return kUnmeasuredHandoffSeconds;
-  std::nth_element(lag.begin(), lag.begin() + kRounds / 2, lag.end());
-  return std::max(0.0, lag[kRounds / 2]);
-}
-
-/// Median seconds by which a 20 us sleep_until overshoots, on a thread with
-/// the host backend's copy-thread timer slack (1 ns, Linux).
-double sleepOvershootSeconds() {
-  std::vector<double> over;
-  over.reserve(50);
-  auto measure = [&] {
-#ifdef __linux__
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-#endif
-    for (int i = 0; i < 50; ++i) {
-      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-      std::this_thread::sleep_until(until);
-      over.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - until).count());
-    }
+    return success();
   };
-  if (!runBeside(measure, [] {}))
-    return kUnmeasuredOvershootSeconds;
-  std::nth_element(over.begin(), over.begin() + 25, over.end());
-  return std::max(0.0, over[25]);
-}
-
-::offload::rt::AttrValue ints(std::vector<int64_t> v) {
-  ::offload::rt::AttrValue a;
-  a.ints = std::move(v);
-  return a;
-}
-} // namespace
-
-TargetSpec mlir::offload::calibrateHostTarget(int threads) {
-  TargetSpec spec;
-  spec.name = "host";
-  if (threads < 1)
-    threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  // Memory: a 64 MiB copy, read + written.
-  constexpr size_t kBytes = 64u << 20;
-  std::vector<char> a(kBytes, 1), b(kBytes, 0);
-  double copy = bestOf(3, [&] { std::memcpy(b.data(), a.data(), kBytes); });
-  double copyRate = copy > 0 ? double(kBytes) / copy : 1e10;
-  spec.memoryBytesPerSecond = 2 * copyRate;
-  // Host backend copies are memcpys on the copy threads.
-  spec.hostToDeviceBytesPerSecond = spec.deviceToHostBytesPerSecond = copyRate;
-  spec.hostUpdateBytesPerSecond = 2 * copyRate;
-  // GEMM: a [256 x 512] x [512 x 512]^T linear.
-  ::offload::rt::AttrMap none;
-  double gemm = kernelFlops("offload.linear", {{{256, 512}}, {{512, 512}}, {{256, 512}}}, none,
-                            2.0 * 256 * 512 * 512, threads);
-  // Convolution: 3x3, 64 -> 64 channels, 16x16, batch 8, padding 1.
-  ::offload::rt::AttrMap convAttrs;
-  ::offload::rt::AttrValue one, pad;
-  one.ints = {1, 1};
-  pad.ints = {1, 1};
-  convAttrs.set("stride", one);
-  convAttrs.set("padding", pad);
-  convAttrs.set("dilation", one);
-  double conv = kernelFlops("offload.conv2d", {{{8, 64, 16, 16}}, {{64, 64, 3, 3}}, {{8, 64, 16, 16}}},
-                            convAttrs, 2.0 * 8 * 64 * 16 * 16 * 64 * 9, threads);
-  // The peak is the GEMM rate; efficiencies are measured relative to it.
-  spec.flopsPerSecond = gemm > 0 ? gemm : 1e10;
-  spec.gemmEfficiency = 1;
-  spec.convEfficiency = conv > 0 ? std::min(1.0, conv / spec.flopsPerSecond) : 0.5;
-  spec.otherFlopsEfficiency = 0.1;
-  spec.memoryEfficiency = 1;
-
-  // Kernels whose rate differs most from the roofline above (issue 13,
-  // bench/planner/sim_vs_measured.py): batched matmul with small matrices
-  // (attention), the convolution's backward kernels, and the memory-bound
-  // ops, whose loops reach a fraction of memcpy's bandwidth.
-  // Batched matmul run as one BLAS call per product (attention's scores and
-  // context): small products reach a different rate than large ones.
-  auto sized = [&](const char *op, double size, double rate) {
-    if (rate > 0)
-      spec.sizedFlopsPerSecond[op].push_back({size, rate});
-  };
-  for (int64_t d : {16, 128}) {
-    int64_t batch = d == 16 ? 256 : 8;
-    sized("offload.matmul", double(d * d * d),
-          kernelFlops("offload.matmul", {{{batch, d, d}}, {{batch, d, d}}, {{batch, d, d}}}, none,
-                      2.0 * double(batch * d * d * d), threads));
-  }
-  // Convolutions, 3x3 with padding 1, forward and both backward kernels, at
-  // many output pixels (batch 8 of 16x16, 64 channels) and at few (batch 4
-  // of 2x2, 256 channels: resnet18's late layers on small images), where the
-  // im2col GEMMs are thin.
-  struct ConvShape {
-    int64_t n, c, hw;
-  };
-  for (ConvShape g : {ConvShape{4, 256, 2}, ConvShape{8, 64, 16}}) {
-    std::vector<int64_t> x = {g.n, g.c, g.hw, g.hw}, w = {g.c, g.c, 3, 3};
-    double flops = 2.0 * double(g.n * g.hw * g.hw) * double(g.c * g.c * 9);
-    double pixels = double(g.n * g.hw * g.hw);
-    sized("offload.conv2d", pixels,
-          kernelFlops("offload.conv2d", {{x}, {w}, {x}}, convAttrs, flops, threads));
-    sized("offload.conv2d_backward_input", pixels,
-          kernelFlops("offload.conv2d_backward_input", {{x}, {w}, {x}}, convAttrs, flops, threads));
-    sized("offload.conv2d_backward_weight", pixels,
-          kernelFlops("offload.conv2d_backward_weight", {{x}, {x}, {w}}, convAttrs, flops,
-                      threads));
-  }
-  // (Sizes are measured in ascending order; an op whose other size failed
-  // keeps one point, used at every size.)
-  auto bytesOf = [&](const char *op, const std::vector<CalTensor> &tensors,
-                     const ::offload::rt::AttrMap &attrs, size_t numOutputs = 1) {
-    double bytes = 0;
-    double t = kernelSeconds(op, tensors, attrs, threads, &bytes, numOutputs);
-    double r = t > 0 ? bytes / t : 0;
-    if (r > 0)
-      spec.opBytesPerSecond[op] = r;
-    return r;
-  };
-  using ::offload::rt::DType;
-  // Sizes of the example models' activations: 256 KiB to 1 MiB (the
-  // tensors of a step stay in the last-level cache, as here).
-  constexpr int64_t kN = 1 << 18;
-  const std::vector<int64_t> rows = {4096, 64};
-  double add = bytesOf("offload.add", {{{kN}}, {{kN}}, {{kN}}}, none);
-  bytesOf("offload.relu", {{{kN}}, {{kN}}}, none);
-  bytesOf("offload.gelu", {{{kN}}, {{kN}}}, none);
-  bytesOf("offload.gelu_backward", {{{kN}}, {{kN}}, {{kN}}}, none);
-  bytesOf("offload.div", {{{kN}}, {{}}, {{kN}}}, none);
-  ::offload::rt::AttrMap fill;
-  ::offload::rt::AttrValue minusInf;
-  minusInf.kind = ::offload::rt::AttrValue::Kind::Floats;
-  minusInf.floats = {-1e9};
-  fill.set("value", minusInf);
-  bytesOf("offload.masked_fill", {{{64, 64, 64}}, {{64, 64}, DType::Bool}, {{64, 64, 64}}}, fill);
-  ::offload::rt::AttrMap perm;
-  perm.set("perm", ints({0, 2, 1}));
-  bytesOf("offload.transpose", {{{64, 64, 64}}, {{64, 64, 64}}}, perm);
-  ::offload::rt::AttrMap slice;
-  slice.set("dim", ints({1}));
-  slice.set("start", ints({1024}));
-  slice.set("end", ints({2048}));
-  bytesOf("offload.slice", {{{256, 3072}}, {{256, 1024}}}, slice);
-  bytesOf("offload.slice_backward", {{{256, 1024}}, {{256, 3072}}}, slice);
-  ::offload::rt::AttrMap lastDim;
-  lastDim.set("dim", ints({-1}));
-  bytesOf("offload.softmax", {{rows}, {rows}}, lastDim);
-  // Cross-entropy over a vocabulary: logits [N, V], class indices [N].
-  const std::vector<int64_t> logits = {128, 2048};
-  bytesOf("offload.cross_entropy", {{logits}, {{128}, DType::I64}, {{}}}, none);
-  bytesOf("offload.cross_entropy_backward", {{{}}, {logits}, {{128}, DType::I64}, {logits}},
-          none);
-  ::offload::rt::AttrMap ln;
-  ln.set("normalized_ndim", ints({1}));
-  ::offload::rt::AttrValue eps;
-  eps.kind = ::offload::rt::AttrValue::Kind::Floats;
-  eps.floats = {1e-5};
-  ln.set("eps", eps);
-  bytesOf("offload.layer_norm", {{rows}, {{64}}, {{64}}, {rows}, {{4096}}, {{4096}}}, ln, 3);
-  bytesOf("offload.layer_norm_backward",
-          {{rows}, {rows}, {{64}}, {{4096}}, {{4096}}, {rows}, {{64}}, {{64}}}, ln, 3);
-  // The SGD update (momentum), on the device and for parameters on the host
-  // (the host backend's "host" memory is this machine's too).
-  ::offload::rt::AttrMap sgd;
-  ::offload::rt::AttrValue lr, momentum;
-  lr.kind = momentum.kind = ::offload::rt::AttrValue::Kind::Floats;
-  lr.floats = {0.1};
-  momentum.floats = {0.9};
-  sgd.set("lr", lr);
-  sgd.set("momentum", momentum);
-  // At 1 MiB and 16 MiB per tensor: in the last-level cache and from memory
-  // (resnet18's large layers).
-  double sgdLarge = 0;
-  for (int64_t n : {kN, 16 * kN}) {
-    double bytes = 0;
-    double t = kernelSeconds("offload.sgd_update",
-                             {{{n}}, {{n}}, {{n}}, {{}, DType::I64}, {{n}}, {{n}}, {{}, DType::I64}},
-                             sgd, threads, &bytes, 3);
-    if (t > 0)
-      spec.sizedBytesPerSecond["offload.sgd_update"].push_back({bytes, bytes / t});
-    sgdLarge = t > 0 ? bytes / t : sgdLarge;
-  }
-  if (sgdLarge > 0)
-    spec.hostUpdateBytesPerSecond = sgdLarge;
-  // Other memory-bound ops: at the elementwise add's rate.
-  if (add > 0)
-    spec.memoryEfficiency = std::min(1.0, add / spec.memoryBytesPerSecond);
-
-  std::string measured;
-  for (const auto &[op, r] : spec.opFlopsPerSecond)
-    measured += ", " + StringRef(op).drop_front(8).str() + " " +
-                std::to_string(int64_t(r / 1e9)) + " GFLOP/s";
-  for (const auto &[op, r] : spec.opBytesPerSecond)
-    measured += ", " + StringRef(op).drop_front(8).str() + " " +
-                std::to_string(int64_t(r / 1e6)) + " MB/s";
-  for (const auto &[op, pts] : spec.sizedBytesPerSecond)
-    for (const auto &[size, r] : pts)
-      measured += ", " + StringRef(op).drop_front(8).str() + " at " +
-                  std::to_string(int64_t(size)) + " bytes " + std::to_string(int64_t(r / 1e6)) +
-                  " MB/s";
-  for (const auto &[op, pts] : spec.sizedFlopsPerSecond)
-    for (const auto &[size, r] : pts)
-      measured += ", " + StringRef(op).drop_front(8).str() + " at size " +
-                  std::to_string(int64_t(size)) + " " + std::to_string(int64_t(r / 1e9)) +
-                  " GFLOP/s";
-  // Every copy: the copy thread is woken, the emulated link's sleep ends
-  // late by the timer's overshoot, and the thread waiting for it is woken.
-  double handoff = handoffSeconds(), overshoot = sleepOvershootSeconds();
-  spec.copyLatencySeconds = 2 * handoff + overshoot;
-  measured += ", copy latency " + std::to_string(int64_t(spec.copyLatencySeconds * 1e9)) +
-              " ns (hand-off " + std::to_string(int64_t(handoff * 1e9)) + " ns, sleep overshoot " +
-              std::to_string(int64_t(overshoot * 1e9)) + " ns)";
-  spec.source = "measured on this machine with " + std::to_string(threads) +
-                " threads: GEMM " + std::to_string(int64_t(gemm / 1e9)) + " GFLOP/s, conv " +
-                std::to_string(int64_t(conv / 1e9)) + " GFLOP/s, copy " +
-                std::to_string(int64_t(copyRate / 1e9)) + " GB/s" + measured;
+  if (failed(rates("op_flops_per_second", spec.opFlopsPerSecond)) ||
+      failed(rates("op_bytes_per_second", spec.opBytesPerSecond)) ||
+      failed(points("sized_flops_per_second", spec.sizedFlopsPerSecond)) ||
+      failed(points("sized_bytes_per_second", spec.sizedBytesPerSecond)))
+    return failure();
   return spec;
 }
 

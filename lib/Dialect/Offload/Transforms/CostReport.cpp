@@ -114,8 +114,8 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
                            "hidden by compute %.6e s)\n",
                            target.c_str(), t.stepSeconds, t.computeSeconds,
                            t.hostToDeviceSeconds, t.deviceToHostSeconds, t.stallSeconds);
-        // Where the target's figures come from (datasheet, or what the host
-        // calibration measured just now).
+        // Where the target's figures come from (datasheet, or the host
+        // target file's source: when and where offload-run --calibrate ran).
         os << "  target figures: " << source << "\n";
       }
     });

@@ -262,9 +262,17 @@ void PlanMemoryPass::runOnOperation() {
   }
   // The files this pass reads are inputs of the command: no output of it
   // (report=, -o, ...) may replace them (OutputFiles.h).
+  // target=host reads the calibrated host file (hostTargetPath).
+  std::string hostFile;
+  if (target == "host") {
+    std::string ignored;
+    if (FailureOr<std::string> p = hostTargetPath(ignored); succeeded(p))
+      hostFile = *p;
+  }
   for (auto [path, role] : {std::pair<StringRef, const char *>{
                                 StringRef(target).ends_with(".json") ? StringRef(target) : "",
                                 "the target file (offload-plan-memory target=)"},
+                            {hostFile, "the host target file (offload-plan-memory target=host)"},
                             {decisionsFile, "the decisions file (offload-plan-memory decisions=)"}})
     if (std::string e = ::offload::OutputFiles::process().addInput(path.str(), role); !e.empty()) {
       mlir::emitError(m.getLoc()) << "offload-plan-memory: " << e;

@@ -2,8 +2,9 @@
 //
 // Part of offload. What the memory planner and the prefetch placement know
 // about the GPU they plan for: its memory, its compute and memory
-// throughput, and the host link, as a `TargetSpec` (built in, calibrated on
-// this machine, or read from a JSON file), and the roofline cost model
+// throughput, and the host link, as a `TargetSpec` (built in, or read from a
+// JSON target file: the host target is the file that `offload-run
+// --calibrate` wrote on this machine), and the roofline cost model
 // (`TargetModel`) that turns an op's FLOPs and bytes into seconds.
 //
 //===----------------------------------------------------------------------===//
@@ -78,40 +79,58 @@ struct TargetSpec {
   /// backend's: waking a copy thread and the thread waiting for the copy,
   /// and the overshoot of the emulated link's sleep).
   double copyLatencySeconds = 0;
+  /// Threads the host kernels ran with when this target was calibrated
+  /// (target file key calibration_threads); 0: not calibrated.
+  int calibrationThreads = 0;
 };
 
 /// Names of the built-in targets, for --help and error messages.
 std::vector<std::string> builtinTargetNames();
 
 /// Resolves `target`: a built-in name (h100-sxm, h100-pcie, a100-80g,
-/// a100-40g, l4, rtx-4090), `host` (this machine, calibrated by running the
-/// host backend's own GEMM and convolution kernels and a large copy: takes
-/// about 0.2 s), or a path ending in `.json` (see parseTargetFile). On
-/// failure returns an error message naming the problem and the choices.
+/// a100-40g, l4, rtx-4090), `host` (this machine: the target file at
+/// hostTargetPath(), which `offload-run --calibrate PATH` writes; nothing is
+/// measured here, so the same file gives the same figures on every run), or
+/// a path ending in `.json` (see parseTargetFile). On failure returns an
+/// error message naming the problem and the choices; a missing or invalid
+/// host file's names the command that makes it.
 FailureOr<TargetSpec> resolveTarget(StringRef target, std::string &error);
 
+/// Where `target=host` (and "base": "host") reads the calibrated host target:
+/// $OFFLOAD_HOST_TARGET when set and not empty, else
+/// $XDG_CACHE_HOME/offload/host-target.json when XDG_CACHE_HOME is an
+/// absolute path, else $HOME/.cache/offload/host-target.json. Fails (with
+/// `error`) only when none of the three variables is set.
+FailureOr<std::string> hostTargetPath(std::string &error);
+
 /// Reads a target file: a JSON object with the keys
-///   name (string), memory_bytes (integer > 0), memory_bytes_per_second,
+///   name (string), memory_bytes (integer >= 0; 0: no memory size of its
+///   own, give the planner budget=), memory_bytes_per_second,
 ///   flops_per_second, host_to_device_bytes_per_second,
-///   device_to_host_bytes_per_second (numbers > 0; all required), and
-///   optionally source (string), host_update_bytes_per_second,
-///   gemm_efficiency, conv_efficiency, other_flops_efficiency,
-///   memory_efficiency (in (0, 1]), workspace_bytes (integer >= 0).
+///   device_to_host_bytes_per_second (numbers > 0, bytes/s and FLOP/s; all
+///   required), and optionally source (string),
+///   host_update_bytes_per_second (bytes/s), gemm_efficiency,
+///   conv_efficiency, other_flops_efficiency, memory_efficiency (in (0, 1]),
+///   workspace_bytes (integer >= 0), and the measured figures of a
+///   calibrated host: copy_latency_seconds (seconds, in [0, 1]),
+///   op_flops_per_second and op_bytes_per_second ({"offload.OP": FLOP/s or
+///   bytes/s}), sized_flops_per_second and sized_bytes_per_second
+///   ({"offload.OP": [[size, rate], ...]}, sizes ascending; see
+///   TargetSpec), calibration_threads (integer in [1, 1024]).
 /// Unknown keys are errors (a misspelt key would otherwise be ignored).
-/// With "base" (a built-in name, or "host" for this machine calibrated as
-/// `target=host` does) the file starts from that target and every other key,
-/// name included, is optional and overrides it: e.g. {"base": "host",
+/// With "base" (a built-in name, or "host" for this machine's calibrated
+/// file, as target=host reads it) the file starts from that target and every
+/// other key, name included, is optional and overrides it (a map key
+/// replaces the base's whole map): e.g. {"base": "host",
 /// "host_to_device_bytes_per_second": 2e9, "device_to_host_bytes_per_second":
 /// 2e9} is this machine behind the 2 GB/s link that `offload-run
-/// --emulate-link 2e9` emulates. "calibration_threads" (integer in [1, 1024],
-/// only with "base": "host") sets the threads the calibration runs the
-/// kernels with (default: every hardware thread); match `offload-run
-/// --threads`. Errors name the file and the key.
-FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error);
-
-/// Measures this machine as the `host` target (see resolveTarget), running
-/// the host kernels with `threads` threads (< 1: every hardware thread).
-TargetSpec calibrateHostTarget(int threads = 0);
+/// --emulate-link 2e9` emulates. Over "base": "host", "calibration_threads"
+/// is a check: the host file must have been calibrated with that many
+/// threads (`offload-run --calibrate PATH --threads N`; match `offload-run
+/// --threads`). `allowBase` false (the host file itself) refuses "base".
+/// Errors name the file and the key.
+FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error,
+                                      bool allowBase = true);
 
 /// The cost model the passes use: a roofline estimate of each op's seconds
 /// (Williams, Waterman, Patterson, "Roofline", CACM 2009) and copy times.

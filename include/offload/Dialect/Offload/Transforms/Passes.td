@@ -259,7 +259,7 @@ defvar TargetModelOptions = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Take the cost model from a target instead of the three numbers above: "
            "a built-in GPU (h100-sxm, h100-pcie, a100-80g, a100-40g, l4, rtx-4090), "
-           "host (this machine, measured) or FILE.json (docs/planner.md)">,
+           "host (this machine: the file offload-run --calibrate wrote, $OFFLOAD_HOST_TARGET or ~/.cache/offload/host-target.json) or FILE.json (docs/planner.md)">,
 ];
 
 def HostOffload : Pass<"offload-host-offload", "::mlir::ModuleOp"> {
@@ -488,7 +488,7 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "target's memory">,
     Option<"target", "target", "std::string", /*default=*/"\"h100-sxm\"",
            "The GPU planned for: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, "
-           "rtx-4090, host (this machine, measured) or FILE.json (docs/planner.md)">,
+           "rtx-4090, host (this machine: the file offload-run --calibrate wrote, $OFFLOAD_HOST_TARGET or ~/.cache/offload/host-target.json) or FILE.json (docs/planner.md)">,
     JsonReportOption<"\"\"">,
     Option<"timelineFile", "timeline", "std::string", /*default=*/"\"\"",
            "Also write the memory timeline (live device bytes per program point "

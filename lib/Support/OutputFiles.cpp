@@ -1,6 +1,7 @@
 //===- OutputFiles.cpp - Output files written only when a command succeeds ===//
 //
-// Part of offload. See include/offload/Support/OutputFiles.h.
+// Part of offload (lib/Support, library OffloadOutputFiles). See
+// include/offload/Support/OutputFiles.h.
 //
 //===----------------------------------------------------------------------===//
 
