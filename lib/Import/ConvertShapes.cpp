@@ -207,6 +207,52 @@ void convertIdentity(StepBuilder &im, Call &n) {
   im.setOut(n, 0, im.in(n, 0));
 }
 
+/// reshape_as(self, other): self reshaped to other's shape.
+void convertReshapeAs(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto other = im.tt(im.tensorIn(n, 1));
+  auto t = im.tt(x);
+  if (t.getNumElements() != other.getNumElements())
+    im.fail(n, "cannot reshape " + std::to_string(t.getNumElements()) + " elements to " +
+                   std::to_string(other.getNumElements()));
+  im.setOut(n, im.reshape(n, x, other.getShape()));
+}
+
+/// _assert_tensor_metadata(a, size, stride, dtype, device, layout): a check
+/// torch.export leaves in the graph (before `.to(dtype)`s and in
+/// functionalized code). Sizes and dtype are checked here against the type
+/// the importer gave the value; a mismatch is an error of this op (the
+/// graph and offload disagree about a tensor). Strides, device and layout
+/// are PyTorch's memory layout, which offload's values do not have. No op.
+void convertAssertTensorMetadata(StepBuilder &im, Call &n) {
+  const Arg &a = im.in(n, 0);
+  if (a.kind != Arg::Tensor)
+    return; // a constant the importer built itself from the graph
+  auto t = im.tt(a.value);
+  auto typeText = [](Type x) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << x;
+    return s;
+  };
+  if (n.numInputs() > 1 && !im.in(n, 1).isNone()) {
+    std::vector<int64_t> size = im.getInts(n, 1);
+    if (llvm::ArrayRef<int64_t>(size) != t.getShape()) {
+      std::string want;
+      for (size_t i = 0; i < size.size(); ++i)
+        want += (i ? ", " : "") + std::to_string(size[i]);
+      im.fail(n, "the graph asserts size [" + want + "] for a value offload typed " +
+                     typeText(t));
+    }
+  }
+  if (n.numInputs() > 3 && im.in(n, 3).kind == Arg::Dtype) {
+    const Arg &dt = im.in(n, 3);
+    if (dt.type != t.getElementType())
+      im.fail(n, "the graph asserts dtype " + dt.s + " for a value offload typed " +
+                     typeText(t));
+  }
+}
+
 /// clone is the identity, except when the front end reports that the clone
 /// (or a view of it) is later written in place (Call::resultWrittenInPlace):
 /// then it is a copy, so that the in-place functionalization updates the
@@ -390,6 +436,9 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::t"] = convertT;
   t["aten::permute"] = convertPermute;
   t["aten::contiguous"] = convertIdentity;
+  t["aten::alias"] = convertIdentity;
+  t["aten::reshape_as"] = convertReshapeAs;
+  t["aten::_assert_tensor_metadata"] = convertAssertTensorMetadata;
   t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::cat"] = convertCat;

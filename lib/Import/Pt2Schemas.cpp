@@ -74,6 +74,10 @@ const char *const kSchemas[][2] = {
     {"permute.default", "self, dims"},
     {"contiguous.default", "self, memory_format=None"},
     {"clone.default", "self, memory_format=None"}, {"alias.default", "self"},
+    {"reshape_as.default", "self, other"},
+    {"_assert_tensor_metadata.default",
+     "a, size=None, stride=None, dtype=None, device=None, layout=None"},
+    {"index.Tensor", "self, indices"},
     {"expand.default", "self, size, implicit=False"},
     {"cat.default", "tensors, dim=0"},
     {"slice.Tensor", "self, dim=0, start=None, end=None, step=1"},
@@ -85,6 +89,9 @@ const char *const kSchemas[][2] = {
     {"sum.dim_IntList", "self, dim, keepdim=False, dtype=None"},
     {"sum.default", "self, dtype=None"},
     {"to.dtype", "self, dtype, non_blocking=False, copy=False, memory_format=None"},
+    {"to.device", "self, device, dtype, non_blocking=False, copy=False, memory_format=None"},
+    {"to.dtype_layout", "self, dtype=None, layout=None, device=None, pin_memory=None, "
+                        "non_blocking=False, copy=False, memory_format=None"},
     {"_to_copy.default", "self, dtype=None, layout=None, device=None, pin_memory=None, "
                          "non_blocking=False, memory_format=None"},
     {"clamp.default", "self, min=None, max=None"}, {"clamp_min.default", "self, min"},
