@@ -254,6 +254,16 @@ TIMM = {
     "efficientvit_m0": (64, {"img_size": 64}),
     "efficientvit_b0": (64, {}),
     "pvt_v2_b0": (64, {}),
+    "pit_ti_224": (64, {"img_size": 64}),
+    "cait_xxs24_224": (64, {"img_size": 64}),
+    "xcit_nano_12_p16_224": (64, {"img_size": 64}),
+    "gmlp_ti16_224": (64, {"img_size": 64}),
+    "tiny_vit_5m_224": (224, {}),
+    "fastvit_t8": (64, {}),
+    "inception_next_atto": (64, {}),
+    "resnest14d": (64, {}),
+    "nf_regnet_b0": (64, {}),
+    "eva02_tiny_patch14_224": (56, {"img_size": 56}),
 }
 
 # What CI runs of the timm set (ctest zoo-timm-smoke): three fast rows, a

@@ -315,6 +315,42 @@ void convertCat(StepBuilder &im, Call &n) {
   im.setOut(n, im.emit1<CatOp>(n, ins, {im.i64("dim", dim)}));
 }
 
+/// stack(tensors, dim): each tensor given a size-1 dim at `dim` (a
+/// reshape), then cat along it.
+void convertStack(StepBuilder &im, Call &n) {
+  Arg &l = im.in(n, 0);
+  if (l.kind != Arg::List)
+    im.fail(n, "the tensor list must be built in the model");
+  Type hint;
+  for (Arg &e : l.elems)
+    if (e.kind == Arg::Tensor)
+      hint = im.tt(e.value).getElementType();
+  std::vector<mlir::Value> ins;
+  for (Arg &e : l.elems) {
+    if (e.kind == Arg::Tensor)
+      ins.push_back(e.value);
+    else if (e.kind == Arg::Const)
+      ins.push_back(im.materialize(n, e, hint));
+    else
+      im.fail(n, "list element is not a tensor");
+  }
+  if (ins.empty())
+    im.fail(n, "stack of an empty list");
+  auto t = im.tt(ins[0]);
+  int64_t dim = normDim(im, n, im.getInt(n, 1), t.getRank() + 1);
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  shape.insert(shape.begin() + dim, 1);
+  for (mlir::Value &v : ins) {
+    if (im.tt(v).getShape() != t.getShape())
+      im.fail(n, "stack of tensors of different shapes");
+    v = im.reshape(n, v, shape);
+  }
+  if (ins.size() == 1) {
+    im.setOut(n, ins[0]);
+    return;
+  }
+  im.setOut(n, im.emit1<CatOp>(n, ins, {im.i64("dim", dim)}));
+}
 
 void convertSlice(StepBuilder &im, Call &n) {
   // slice(self, dim, start, end, step); start/end may be None.
@@ -442,6 +478,7 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::cat"] = convertCat;
+  t["aten::stack"] = convertStack;
   t["aten::slice"] = convertSlice;
   t["aten::select"] = convertSelect;
   t["aten::chunk"] = convertChunk;

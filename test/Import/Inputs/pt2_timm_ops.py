@@ -7,7 +7,12 @@ exported with torch.export (PyTorch 2.x):
                          `biases[:, idxs]`);
   aten.reshape_as;
   aten._assert_tensor_metadata, aten.to.dtype, to.device, to.dtype_layout
-                         (what `.to(...)` becomes in the training IR).
+                         (what `.to(...)` becomes in the training IR);
+  aten.addcmul           ResMLP's affine layers (`torch.addcmul(beta, alpha, x)`);
+  aten.batch_norm        without running statistics (NF-RegNet's
+                         weight-standardized convolution,
+                         `F.batch_norm(w.reshape(1, C, -1), None, None, training=True)`);
+  aten.stack, type_as    EVA-02's rotary embedding.
 
 Usage: pt2_timm_ops.py OUT_DIR   (scripts/torch2-python)
 
@@ -40,6 +45,8 @@ class TimmOps(nn.Module):
         # timm registers its index buffers non-persistent; offload.compile
         # exports them as persistent buffers, as here.
         self.register_buffer("idxs", torch.tensor([[0, 1, 4], [3, 3, 2]]))
+        self.alpha = nn.Parameter(torch.rand(4) + 0.5)
+        self.std_w = nn.Parameter(torch.randn(4, 2, 3))
 
     def forward(self, x):
         h = self.fc(x)                                          # [2, 4]
@@ -50,7 +57,12 @@ class TimmOps(nn.Module):
         c = torch.cat([h, torch.tanh(h)], 1)[:, :8]             # alias
         c += x
         b = self.biases[:, self.idxs]                           # index.Tensor: [2, 2, 3]
-        return c[:, :4] * b.sum(2).reshape(4, 1).t().reshape(2, 2).sum(1, keepdim=True)
+        c = torch.addcmul(c[:, 4:], self.alpha, c[:, :4])      # addcmul: [2, 4]
+        w = F.batch_norm(self.std_w.reshape(1, 4, -1), None, None, training=True,
+                         momentum=0.0, eps=1e-5).reshape(4, 6)  # batch_norm, no statistics
+        s = torch.stack([c, torch.sigmoid(c)], -1).reshape(2, 8).type_as(x)  # stack, type_as
+        return (s @ w.t().reshape(8, 3))[:, :3].sum(1, keepdim=True) * c + \
+            b.sum(2).reshape(4, 1).t().reshape(2, 2).sum(1, keepdim=True)
 
 
 out = sys.argv[1]
@@ -63,7 +75,8 @@ torch.export.save(ep, path)
 ops = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
 for op in ("aten.alias.default", "aten.index.Tensor", "aten.reshape_as.default",
            "aten._assert_tensor_metadata.default", "aten.to.dtype_layout",
-           "aten.to.device"):
+           "aten.to.device", "aten.addcmul.default", "aten.batch_norm.default",
+           "aten.stack.default", "aten.type_as.default"):
     if op not in ops:
         raise SystemExit(f"the export has no {op} (PyTorch {torch.__version__}): {sorted(ops)}")
 
