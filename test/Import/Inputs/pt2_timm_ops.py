@@ -12,16 +12,20 @@ exported with torch.export (PyTorch 2.x):
   aten.batch_norm        without running statistics (NF-RegNet's
                          weight-standardized convolution,
                          `F.batch_norm(w.reshape(1, C, -1), None, None, training=True)`);
-  aten.stack, type_as    EVA-02's rotary embedding.
+  aten.stack, type_as    EVA-02's rotary embedding;
+  higher_order.wrap_with_autocast
+                         a `with torch.autocast(..., enabled=False)` block
+                         (EfficientViT's LiteMLA), its subgraph inlined.
 
 Usage: pt2_timm_ops.py OUT_DIR   (scripts/torch2-python)
 
 Writes OUT_DIR/timm-ops.pt2, its step's inputs (inputs.npz: x [2, 8]
 float32, y [2] int64) and PyTorch's own training step on the exported
 parameters (reference.npz: `loss` and `grad:NAME`, for check_pt2_grads.py),
-and two damaged copies whose first _assert_tensor_metadata disagrees with
-the value it checks: bad-assert-dtype.pt2 (asserts float64 of a float32
-value) and bad-assert-size.pt2 (asserts size [3, 3] of a [2, 4] value).
+two damaged copies whose first _assert_tensor_metadata disagrees with the
+value it checks: bad-assert-dtype.pt2 (asserts float64 of a float32 value)
+and bad-assert-size.pt2 (asserts size [3, 3] of a [2, 4] value), and
+autocast-on.pt2, whose wrap_with_autocast says enabled=True.
 """
 import json
 import os
@@ -61,6 +65,8 @@ class TimmOps(nn.Module):
         w = F.batch_norm(self.std_w.reshape(1, 4, -1), None, None, training=True,
                          momentum=0.0, eps=1e-5).reshape(4, 6)  # batch_norm, no statistics
         s = torch.stack([c, torch.sigmoid(c)], -1).reshape(2, 8).type_as(x)  # stack, type_as
+        with torch.autocast(device_type="cpu", enabled=False):  # wrap_with_autocast
+            s = torch.tanh(s.float()) * 2.0
         return (s @ w.t().reshape(8, 3))[:, :3].sum(1, keepdim=True) * c + \
             b.sum(2).reshape(4, 1).t().reshape(2, 2).sum(1, keepdim=True)
 
@@ -76,7 +82,8 @@ ops = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
 for op in ("aten.alias.default", "aten.index.Tensor", "aten.reshape_as.default",
            "aten._assert_tensor_metadata.default", "aten.to.dtype_layout",
            "aten.to.device", "aten.addcmul.default", "aten.batch_norm.default",
-           "aten.stack.default", "aten.type_as.default"):
+           "aten.stack.default", "aten.type_as.default",
+           "wrap_with_autocast"):
     if op not in ops:
         raise SystemExit(f"the export has no {op} (PyTorch {torch.__version__}): {sorted(ops)}")
 
@@ -113,6 +120,20 @@ def wrong_size(inputs, node):
     node["inputs"].append({"name": "size", "arg": {"as_ints": [3, 3]},
                            "kind": 1})
 
+
+def autocast_on(doc):
+    node = next(n for n in doc["graph_module"]["graph"]["nodes"]
+                if n["target"] == "torch.ops.higher_order.wrap_with_autocast")
+    node["inputs"][2]["arg"] = {"as_bool": True}
+
+
+with zipfile.ZipFile(os.path.join(out, "autocast-on.pt2"), "w", zipfile.ZIP_STORED) as z:
+    for n, data in members.items():
+        if n == model_json:
+            doc = json.loads(data)
+            autocast_on(doc)
+            data = json.dumps(doc).encode()
+        z.writestr(n, data)
 
 damaged("bad-assert-dtype.pt2", wrong_dtype)
 damaged("bad-assert-size.pt2", wrong_size)
