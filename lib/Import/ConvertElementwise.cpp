@@ -110,6 +110,19 @@ void convertBinary(StepBuilder &im, Call &n) {
   }
 }
 
+/// addcmul(self, tensor1, tensor2, value) = self + value * tensor1 * tensor2
+/// (broadcasting; timm's ResMLP and LayerScale affine layers).
+void convertAddcmul(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  Type et = im.tt(x).getElementType();
+  mlir::Value a = im.tensorIn(n, 1, et), c = im.tensorIn(n, 2, et);
+  double value = n.numInputs() > 3 ? im.getDouble(n, 3) : 1.0;
+  mlir::Value p = im.emit1<MulOp>(n, {a, c});
+  if (value != 1.0)
+    p = im.emit1<MulScalarOp>(n, {p}, {im.f64("value", value)}, {p.getType()});
+  im.setOut(n, im.emit1<AddOp>(n, {x, p}));
+}
+
 void convertRsub(StepBuilder &im, Call &n) {
   // rsub(self, other, alpha) = other - alpha * self.
   mlir::Value x = im.tensorIn(n, 0);
@@ -180,6 +193,16 @@ void convertTo(StepBuilder &im, Call &n) {
   }
   im.setOut(n, x);
 }
+/// type_as(self, other): self cast to other's dtype (a copy), else itself.
+void convertTypeAs(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  Type et = im.tt(im.tensorIn(n, 1)).getElementType();
+  if (et == im.tt(x).getElementType()) {
+    im.setOut(n, x);
+    return;
+  }
+  im.setOut(n, im.emit1<CopyOp>(n, {x}, {}, {im.tt(x).clone(et)}));
+}
 } // namespace
 
 void ts::registerElementwiseConversions(OpTable &t) {
@@ -203,9 +226,11 @@ void ts::registerElementwiseConversions(OpTable &t) {
   t["aten::mul"] = convertBinary<BinKind::Mul>;
   t["aten::div"] = convertBinary<BinKind::Div>;
   t["aten::rsub"] = convertRsub;
+  t["aten::addcmul"] = convertAddcmul;
   t["aten::masked_fill"] = convertMaskedFill;
   t["aten::where"] = convertWhere;
   t["aten::to"] = convertTo;
+  t["aten::type_as"] = convertTypeAs;
   // Bool masks.
   t["aten::bitwise_not"] = convertLogicalNot;
   t["aten::logical_not"] = convertLogicalNot;

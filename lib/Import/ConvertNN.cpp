@@ -163,8 +163,13 @@ void convertBatchNorm(StepBuilder &im, Call &n) {
   if (!im.getBool(n, 5))
     im.fail(n, "eval-mode batch norm is not supported: save the model in train mode");
   Arg rmV = im.in(n, 3), rvV = im.in(n, 4);
-  if (rmV.isNone() || rvV.isNone())
-    im.fail(n, "batch norm without running statistics is not supported");
+  if (rmV.isNone() != rvV.isNone())
+    im.fail(n, "batch norm with only one of running_mean and running_var is not supported");
+  // Without running statistics (F.batch_norm(x, None, None, training=True),
+  // timm's weight-standardized convolutions): the batch statistics alone;
+  // the op gets zeros and ones as running statistics whose updates are
+  // dropped.
+  bool stats = !rmV.isNone();
   mlir::Value x = im.tensorIn(n, 0);
   auto xt = im.tt(x);
   if (xt.getRank() < 2)
@@ -172,14 +177,17 @@ void convertBatchNorm(StepBuilder &im, Call &n) {
   auto ct = RankedTensorType::get({xt.getDimSize(1)}, xt.getElementType());
   mlir::Value w = im.in(n, 1).isNone() ? im.fill(n, 1.0, ct) : im.tensorIn(n, 1);
   mlir::Value bias = im.in(n, 2).isNone() ? im.fill(n, 0.0, ct) : im.tensorIn(n, 2);
-  mlir::Value rm = im.tensorIn(n, 3), rv = im.tensorIn(n, 4);
+  mlir::Value rm = stats ? im.tensorIn(n, 3) : im.fill(n, 0.0, ct);
+  mlir::Value rv = stats ? im.tensorIn(n, 4) : im.fill(n, 1.0, ct);
   double momentum = im.in(n, 6).isNone() ? 0.0 : im.getDouble(n, 6);
-  if (im.in(n, 6).isNone())
+  if (stats && im.in(n, 6).isNone())
     im.fail(n, "batch norm with momentum=None (cumulative average) is not supported");
   Operation *op = im.emit<BatchNormOp>(n, {x, w, bias, rm, rv},
                                        {im.f64("momentum", momentum),
                                         im.f64("eps", im.getDouble(n, 7))});
   im.setOut(n, op->getResult(0));
+  if (!stats)
+    return;
   im.updateState(rmV, op->getResult(3));
   im.updateState(rvV, op->getResult(4));
 }

@@ -207,6 +207,52 @@ void convertIdentity(StepBuilder &im, Call &n) {
   im.setOut(n, 0, im.in(n, 0));
 }
 
+/// reshape_as(self, other): self reshaped to other's shape.
+void convertReshapeAs(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto other = im.tt(im.tensorIn(n, 1));
+  auto t = im.tt(x);
+  if (t.getNumElements() != other.getNumElements())
+    im.fail(n, "cannot reshape " + std::to_string(t.getNumElements()) + " elements to " +
+                   std::to_string(other.getNumElements()));
+  im.setOut(n, im.reshape(n, x, other.getShape()));
+}
+
+/// _assert_tensor_metadata(a, size, stride, dtype, device, layout): a check
+/// torch.export leaves in the graph (before `.to(dtype)`s and in
+/// functionalized code). Sizes and dtype are checked here against the type
+/// the importer gave the value; a mismatch is an error of this op (the
+/// graph and offload disagree about a tensor). Strides, device and layout
+/// are PyTorch's memory layout, which offload's values do not have. No op.
+void convertAssertTensorMetadata(StepBuilder &im, Call &n) {
+  const Arg &a = im.in(n, 0);
+  if (a.kind != Arg::Tensor)
+    return; // a constant the importer built itself from the graph
+  auto t = im.tt(a.value);
+  auto typeText = [](Type x) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << x;
+    return s;
+  };
+  if (n.numInputs() > 1 && !im.in(n, 1).isNone()) {
+    std::vector<int64_t> size = im.getInts(n, 1);
+    if (llvm::ArrayRef<int64_t>(size) != t.getShape()) {
+      std::string want;
+      for (size_t i = 0; i < size.size(); ++i)
+        want += (i ? ", " : "") + std::to_string(size[i]);
+      im.fail(n, "the graph asserts size [" + want + "] for a value offload typed " +
+                     typeText(t));
+    }
+  }
+  if (n.numInputs() > 3 && im.in(n, 3).kind == Arg::Dtype) {
+    const Arg &dt = im.in(n, 3);
+    if (dt.type != t.getElementType())
+      im.fail(n, "the graph asserts dtype " + dt.s + " for a value offload typed " +
+                     typeText(t));
+  }
+}
+
 /// clone is the identity, except when the front end reports that the clone
 /// (or a view of it) is later written in place (Call::resultWrittenInPlace):
 /// then it is a copy, so that the in-place functionalization updates the
@@ -269,6 +315,42 @@ void convertCat(StepBuilder &im, Call &n) {
   im.setOut(n, im.emit1<CatOp>(n, ins, {im.i64("dim", dim)}));
 }
 
+/// stack(tensors, dim): each tensor given a size-1 dim at `dim` (a
+/// reshape), then cat along it.
+void convertStack(StepBuilder &im, Call &n) {
+  Arg &l = im.in(n, 0);
+  if (l.kind != Arg::List)
+    im.fail(n, "the tensor list must be built in the model");
+  Type hint;
+  for (Arg &e : l.elems)
+    if (e.kind == Arg::Tensor)
+      hint = im.tt(e.value).getElementType();
+  std::vector<mlir::Value> ins;
+  for (Arg &e : l.elems) {
+    if (e.kind == Arg::Tensor)
+      ins.push_back(e.value);
+    else if (e.kind == Arg::Const)
+      ins.push_back(im.materialize(n, e, hint));
+    else
+      im.fail(n, "list element is not a tensor");
+  }
+  if (ins.empty())
+    im.fail(n, "stack of an empty list");
+  auto t = im.tt(ins[0]);
+  int64_t dim = normDim(im, n, im.getInt(n, 1), t.getRank() + 1);
+  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
+  shape.insert(shape.begin() + dim, 1);
+  for (mlir::Value &v : ins) {
+    if (im.tt(v).getShape() != t.getShape())
+      im.fail(n, "stack of tensors of different shapes");
+    v = im.reshape(n, v, shape);
+  }
+  if (ins.size() == 1) {
+    im.setOut(n, ins[0]);
+    return;
+  }
+  im.setOut(n, im.emit1<CatOp>(n, ins, {im.i64("dim", dim)}));
+}
 
 void convertSlice(StepBuilder &im, Call &n) {
   // slice(self, dim, start, end, step); start/end may be None.
@@ -390,9 +472,13 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::t"] = convertT;
   t["aten::permute"] = convertPermute;
   t["aten::contiguous"] = convertIdentity;
+  t["aten::alias"] = convertIdentity;
+  t["aten::reshape_as"] = convertReshapeAs;
+  t["aten::_assert_tensor_metadata"] = convertAssertTensorMetadata;
   t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::cat"] = convertCat;
+  t["aten::stack"] = convertStack;
   t["aten::slice"] = convertSlice;
   t["aten::select"] = convertSelect;
   t["aten::chunk"] = convertChunk;

@@ -90,6 +90,15 @@ private:
   /// every value holding that base holds its new value.
   void functionalize(Call &call, mlir::Value view, mlir::Value result);
   bool foldConstant(Call &call, const std::string &op, const std::vector<std::string> &outs);
+  /// `torch.ops.higher_order.wrap_with_autocast(device, dtype, enabled,
+  /// cache_enabled, subgraph, *operands)`, what a `with torch.autocast(...,
+  /// enabled=False)` block becomes: with autocast disabled the subgraph
+  /// computes in its own dtypes, so its nodes are converted here in line,
+  /// its inputs bound to the operands, its outputs to the node's. Returns
+  /// false (after recording why) when autocast is enabled.
+  bool inlineAutocast(const json::Object &node, const std::string &what, const std::string &at,
+                      const std::vector<std::string> &outs,
+                      const std::vector<std::vector<std::string>> &outLists);
   Arg constArg(std::shared_ptr<ConstTensor> c);
   /// `file:line` from the innermost frame of a node's stack_trace, and the
   /// module path from its nn_module_stack.
@@ -445,6 +454,74 @@ bool Pt2Importer::foldConstant(Call &call, const std::string &op,
   return true;
 }
 
+bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &what,
+                                 const std::string &at, const std::vector<std::string> &outs,
+                                 const std::vector<std::vector<std::string>> &outLists) {
+  const json::Array &ins = arr(node, "inputs", what);
+  if (ins.size() < 5)
+    bad(what + " (wrap_with_autocast) has " + std::to_string(ins.size()) +
+        " inputs; expected device, dtype, enabled, cache_enabled, the subgraph, operands");
+  auto argAt = [&](size_t i) -> const json::Object & {
+    return obj(obj(&ins[i], what + " input").get("arg"), what + " input " + std::to_string(i));
+  };
+  std::optional<bool> enabled = argAt(2).getBoolean("as_bool");
+  if (!enabled)
+    bad(what + " (wrap_with_autocast): its 'enabled' argument is not a boolean");
+  const json::Object &sub = obj(obj(argAt(4).get("as_graph"), what + " subgraph").get("graph"),
+                                what + " subgraph's graph");
+  if (*enabled) {
+    // The node itself records no source: the block's first line that does.
+    std::string where = at, file, module;
+    int64_t line = 0;
+    if (const json::Array *nodes = sub.getArray("nodes"))
+      for (const json::Value &nv : *nodes)
+        if (const json::Object *n = nv.getAsObject()) {
+          sourceOf(*n, file, line, module);
+          if (!file.empty()) {
+            where = file + ":" + std::to_string(line) + (module.empty() ? "" : " (" + module + ")");
+            break;
+          }
+        }
+    recordUnsupported("higher_order::wrap_with_autocast",
+                      "autocast enabled (mixed precision) is not supported", "", where);
+    return false;
+  }
+  const json::Array &subIns = arr(sub, "inputs", what + " subgraph");
+  if (subIns.size() != ins.size() - 5)
+    bad(what + " (wrap_with_autocast): its subgraph takes " + std::to_string(subIns.size()) +
+        " inputs but the node gives " + std::to_string(ins.size() - 5));
+  // The subgraph's names are its own: the outer values are put back after.
+  std::map<std::string, Arg> outer = vals;
+  for (size_t i = 0; i < subIns.size(); ++i) {
+    const json::Object &si = obj(&subIns[i], what + " subgraph input");
+    const json::Object *tn = si.getObject("as_tensor");
+    if (!tn)
+      bad(what + " (wrap_with_autocast): a subgraph input that is not a tensor");
+    vals[str(*tn, "name", what + " subgraph input")] =
+        argOf(*obj(&ins[5 + i], what + " input").get("arg"), what + " operand");
+  }
+  const json::Array &nodes = arr(sub, "nodes", what + " subgraph");
+  findInPlaceTargets(nodes);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    convertNode(obj(&nodes[k], what + " subgraph node " + std::to_string(k)), k);
+  std::vector<Arg> results;
+  for (const json::Value &ov : arr(sub, "outputs", what + " subgraph")) {
+    const json::Object *tn = obj(&ov, what + " subgraph output").getObject("as_tensor");
+    auto it = tn ? vals.find(str(*tn, "name", what + " subgraph output")) : vals.end();
+    results.push_back(it == vals.end() ? Arg() : it->second);
+  }
+  vals = std::move(outer);
+  // The node's outputs, a tensor or a list each, take the results in order.
+  size_t r = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].empty())
+      vals[outs[i]] = r < results.size() ? results[r++] : Arg();
+    for (const std::string &n : outLists[i])
+      vals[n] = r < results.size() ? results[r++] : Arg();
+  }
+  return true;
+}
+
 void Pt2Importer::convertNode(const json::Object &node, size_t index) {
   std::string what = "node " + std::to_string(index);
   std::string target = str(node, "target", what);
@@ -493,6 +570,12 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
         vals[n] = Arg();
     }
   };
+
+  if (target == "torch.ops.higher_order.wrap_with_autocast") {
+    if (!inlineAutocast(node, what, at, outs, outLists))
+      poison();
+    return;
+  }
 
   bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
   std::string base = inplace ? op.substr(0, op.size() - 1) : op;

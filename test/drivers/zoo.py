@@ -3,6 +3,8 @@
 
     /usr/bin/python3 test/drivers/zoo.py --bin build/bin --work DIR
         [--set smoke|torchvision|blocks|all] [--models a,b,...] [--require-all]
+    scripts/torch2-python python/zoo.py --bin build/bin --work DIR
+        --set timm|timm-smoke [--models a,b,...] [--require-all]
 
 For each model (train mode, batch 2, the smallest input it accepts, every
 dropout and stochastic depth set to p = 0): trace it with torch.jit.trace,
@@ -32,6 +34,19 @@ Verdict (column `grads`):
            conversion gives errors near 1 (see f64_bound for the 1e-6);
   FAIL     otherwise.
 Columns import/train say `ok` or the first line of the error.
+
+The timm sets (PyTorch 2.x: scripts/torch2-python, with BUILD/python on
+PYTHONPATH or found from --bin) build timm models (pretrained=False, 10
+classes, 64x64 or the smallest input a model accepts, dropout and drop-path
+0) and go the way a user goes: offload.compile (torch.export, the .pt2
+importer) with return_gradients=True, one step on the host backend, the same
+gradient verdict as above. Two more columns: `half arena`, whether the step
+compiled with budget = half its unplanned arena (Step.unplanned_arena_bytes
+of the step without returned gradients, SGD) plans and runs one step
+bit-identically to that unplanned step (every tensor of state_dict() after the
+step compared bit for bit; `no plan` gives the smallest arena the planner
+reached); `compile s`, offload.compile's seconds for the unplanned step
+(export, import, autodiff, lowering).
 
 Prints one table row per model as it finishes, then the table in Markdown.
 Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
@@ -202,6 +217,84 @@ SMOKE = ["roundtrip", "mlp_f64", "group_norm", "pixel_shuffle", "upsample_neares
          "lstm", "conv_transpose2d", "mobilenet_v3_small", "squeezenet1_1"]
 
 
+# timm models (the timm sets; PyTorch 2.x): name -> (square input size,
+# keyword arguments of timm.create_model besides pretrained=False and
+# num_classes). Each family's smallest variant at 64x64 where it accepts
+# img_size (or needs no fixed size), else the smallest size it takes.
+TIMM = {
+    "resnet18": (64, {}),
+    "resnet18d": (64, {}),
+    "resnet10t": (64, {}),
+    "regnetx_002": (64, {}),
+    "regnety_002": (64, {}),
+    "efficientnet_b0": (64, {}),
+    "mobilenetv3_small_050": (64, {}),
+    "mobilenetv4_conv_small": (64, {}),
+    "mnasnet_small": (64, {}),
+    "lcnet_050": (64, {}),
+    "ghostnet_050": (64, {}),
+    "rexnet_100": (64, {}),
+    "repvgg_a0": (64, {}),
+    "dla46_c": (64, {}),
+    "cs3darknet_focus_s": (64, {}),
+    "hgnetv2_b0": (64, {}),
+    "convnext_atto": (64, {}),
+    "poolformer_s12": (64, {}),
+    "edgenext_xx_small": (64, {}),
+    "vit_tiny_patch16_224": (64, {"img_size": 64}),
+    "deit_tiny_patch16_224": (64, {"img_size": 64}),
+    "swin_tiny_patch4_window7_224": (64, {"img_size": 64, "window_size": 4}),
+    "maxvit_pico_rw_256": (64, {"img_size": 64}),
+    "coatnet_pico_rw_224": (64, {"img_size": 64}),
+    "mobilevit_xxs": (64, {}),
+    "mobilevitv2_050": (64, {}),
+    "mixer_s16_224": (64, {"img_size": 64}),
+    "resmlp_12_224": (64, {"img_size": 64}),
+    "levit_128s": (64, {"img_size": 64}),
+    "efficientvit_m0": (64, {"img_size": 64}),
+    "efficientvit_b0": (64, {}),
+    "pvt_v2_b0": (64, {}),
+    "pit_ti_224": (64, {"img_size": 64}),
+    "cait_xxs24_224": (64, {"img_size": 64}),
+    "xcit_nano_12_p16_224": (64, {"img_size": 64}),
+    "gmlp_ti16_224": (64, {"img_size": 64}),
+    "tiny_vit_5m_224": (224, {}),
+    "fastvit_t8": (64, {}),
+    "inception_next_atto": (64, {}),
+    "resnest14d": (64, {}),
+    "nf_regnet_b0": (64, {}),
+    "eva02_tiny_patch14_224": (56, {"img_size": 56}),
+}
+
+# What CI runs of the timm set (ctest zoo-timm-smoke): three fast rows, a
+# CNN with batch norm, a ViT (attention decomposed) and a model whose
+# attention bias is gathered by an index buffer (aten.index.Tensor).
+TIMM_SMOKE = ["resnet10t", "vit_tiny_patch16_224", "levit_128s"]
+
+
+def timm_model(name):
+    """timm.create_model(name) as the zoo builds it: pretrained=False, 10
+    classes, drop_rate = drop_path_rate = 0 (the head's functional dropout,
+    GhostNet's p = 0.2 by default, and stochastic depth) where the model
+    takes them, TIMM's keyword arguments; every timm DropPath set to p = 0
+    (build() zeroes the torch.nn dropouts)."""
+    import timm
+    kwargs = {"drop_rate": 0.0, "drop_path_rate": 0.0, **TIMM[name][1]}
+    while True:
+        try:
+            model = timm.create_model(name, pretrained=False, num_classes=NUM_CLASSES, **kwargs)
+            break
+        except TypeError as e:  # a model without one of the two rates
+            unknown = [k for k in ("drop_rate", "drop_path_rate") if k in kwargs and k in str(e)]
+            if not unknown:
+                raise
+            del kwargs[unknown[0]]
+    for mod in model.modules():
+        if type(mod).__name__ == "DropPath":
+            mod.drop_prob = 0.0
+    return model
+
+
 def torchvision_models():
     import torchvision.models as m
     return m.list_models(module=m)
@@ -213,6 +306,9 @@ def build(name):
     if name in BLOCKS:
         ctor, shape = BLOCKS[name]
         model = ctor()
+    elif name in TIMM:
+        model = timm_model(name)
+        shape = (3, TIMM[name][0], TIMM[name][0])
     else:
         import torchvision.models as m
         kwargs = {"num_classes": NUM_CLASSES}
@@ -398,13 +494,87 @@ def our_step(make_model, x, y, d, bin_dir, timeout):
     return imported, "ok", np.load(os.path.join(d, "ours.npz"))
 
 
+def _offload(bin_dir):
+    """The offload package (python/offload, with the runtime extension of
+    BIN/../python), its tools taken from bin_dir."""
+    os.environ["OFFLOAD_BIN"] = os.path.abspath(bin_dir)
+    ext = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "python")
+    if os.path.isdir(ext) and ext not in sys.path:
+        sys.path.append(ext)
+    import offload
+    return offload
+
+
+def _compile_failure(e):
+    """(import status, train status) of an offload.compile error: export and
+    import failures go to the import column, the rest to train."""
+    text = first_line(getattr(e, "message", None) or str(e))
+    if getattr(e, "stage", "") in ("export", "import"):
+        return text, ""
+    return "ok", text
+
+
+def compiled_step(make_model, x, y, d, bin_dir, timeout):
+    """our_step through the Python package, as a PyTorch 2.x user runs it:
+    offload.compile(make_model(), (x, y), return_gradients=True) (torch.export
+    and the .pt2 importer; its files in d) and one step on the host backend.
+    Returns (import status, train status, {"grad:NAME": gradient} or None)."""
+    offload = _offload(bin_dir)
+    try:
+        step = offload.compile(make_model(), (x, y), verbose=False, workdir=d,
+                               return_gradients=True)
+        if "rng_seed" in dict(step.session.input_bindings()):
+            # Our dropout masks are not PyTorch's: the step must have none.
+            return "ok", "a dropout with p > 0 is left in the model", None
+        step(x, y)
+    except offload.CompileError as e:
+        return (*_compile_failure(e), None)
+    except offload.OffloadError as e:
+        return "ok", first_line(str(e)), None
+    return "ok", "ok", {"grad:" + n: g.numpy() for n, g in step.gradients().items()}
+
+
+def half_arena(model, x, y, d, bin_dir):
+    """Whether `model`'s step (SGD, no returned gradients) compiled with
+    budget = half its unplanned arena runs one step bit-identically to the
+    unplanned step: every tensor of state_dict() after the step, bit for bit.
+    Returns (the verdict's text, offload.compile's seconds for the unplanned
+    step)."""
+    offload = _offload(bin_dir)
+    t0 = time.time()
+    try:
+        full = offload.compile(model, (x, y), verbose=False, workdir=os.path.join(d, "unplanned"))
+    except offload.OffloadError as e:
+        return "unplanned: " + first_line(str(e)), time.time() - t0
+    seconds = time.time() - t0
+    full(x, y)
+    want = full.state_dict()
+    arena = full.unplanned_arena_bytes
+    budget = arena // 2
+    try:
+        half = offload.compile(model, (x, y), budget=budget, verbose=False,
+                               workdir=os.path.join(d, "half"))
+        half(x, y)
+    except offload.BudgetError as e:
+        return f"no plan ({arena} B -> {budget} B: smallest {e.smallest_reachable_bytes} B)", \
+            seconds
+    except offload.OffloadError as e:
+        return first_line(str(e)), seconds
+    got = half.state_dict()
+    differ = [k for k in want if want[k].numpy().tobytes() != got[k].numpy().tobytes()]
+    mib = 1 << 20
+    if differ:
+        return f"FAIL ({len(differ)} tensors differ, e.g. {differ[0]})", seconds
+    return f"ok ({arena / mib:.1f} -> {budget / mib:.1f} MiB)", seconds
+
+
 def grad_errors(ours, g64, floor):
     """Per-tensor errors of `ours` against g64, and the names of nonzero
     reference gradients ours lacks."""
     errs, missing = {}, []
     for n, ref in g64.items():
         key = "grad:" + n
-        if key not in ours.files:
+        if key not in ours:
             if np.any(ref != 0):
                 missing.append(n)
             continue
@@ -419,7 +589,12 @@ def run_model(name, bin_dir, work, timeout):
     d = os.path.join(work, name)
     model, x, y = build(name)
     state = state_like(model.state_dict())
-    row["import"], row["train"], ours = our_step(lambda: model, x, y, d, bin_dir, timeout)
+    # timm rows go through offload.compile (PyTorch 2.x), the rest through
+    # the tools on a TorchScript trace; both are judged below alike.
+    step = compiled_step if name in TIMM else our_step
+    row["import"], row["train"], ours = step(lambda: model, x, y, d, bin_dir, timeout)
+    if name in TIMM and ours is not None:
+        row["half"], row["compile"] = half_arena(model, x, y, d, bin_dir)
     if ours is not None:
         # PyTorch's float64 gradients stay on disk (d/ref64/*.npy); every
         # other step is reduced to per-tensor errors as it is computed.
@@ -451,8 +626,8 @@ def run_model(name, bin_dir, work, timeout):
                 # seeded, so both are the same).
                 del model, state
                 gc.collect()
-                _, train64, ours64 = our_step(lambda: build(name)[0].double(), x.double(), y,
-                                              d + "-f64", bin_dir, timeout)
+                _, train64, ours64 = step(lambda: build(name)[0].double(), x.double(), y,
+                                          d + "-f64", bin_dir, timeout)
                 model = build(name)[0]
                 state = state_like(model.state_dict())
                 if ours64 is None:
@@ -483,11 +658,18 @@ def fmt(v):
     return "" if v is None else f"{v:.1e}"
 
 
+def passed(row):
+    """A row's verdict: gradients ok and, for the timm rows, half the arena
+    planned and run bit-identically."""
+    return row["grads"].startswith("ok") and row.get("half", "ok").startswith("ok")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--set", default="smoke", choices=["smoke", "torchvision", "blocks", "all"])
+    ap.add_argument("--set", default="smoke",
+                    choices=["smoke", "torchvision", "blocks", "all", "timm", "timm-smoke"])
     ap.add_argument("--models", default="")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per tool call")
     ap.add_argument("--keep", action="store_true",
@@ -496,41 +678,47 @@ def main(argv=None):
                     help="exit 1 unless every model imports, trains and has ok gradients")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if args.models:
-        names = args.models.split(",")
-    elif args.set == "smoke":
-        names = SMOKE
-    elif args.set == "blocks":
-        names = list(BLOCKS)
-    elif args.set == "torchvision":
-        names = torchvision_models()
-    else:
-        names = torchvision_models() + list(BLOCKS)
-    known = set(BLOCKS) | set(torchvision_models())
+    sets = {"smoke": lambda: SMOKE, "blocks": lambda: list(BLOCKS),
+            "torchvision": torchvision_models,
+            "all": lambda: torchvision_models() + list(BLOCKS),
+            "timm": lambda: list(TIMM), "timm-smoke": lambda: TIMM_SMOKE}
+    names = args.models.split(",") if args.models else sets[args.set]()
+    known = set(BLOCKS) | set(TIMM) | set(torchvision_models())
     bad = [n for n in names if n not in known]
     if bad:
         ap.error("unknown model(s): " + ", ".join(bad))
+    if any(n in TIMM for n in names) and not hasattr(torch, "export"):
+        ap.error(f"the timm models need PyTorch 2.x (torch.export; this is {torch.__version__}): "
+                 "run scripts/torch2-python python/zoo.py ...")
     rows = []
     for name in names:
         row = run_model(name, args.bin, args.work, args.timeout)
         rows.append(row)
-        if not args.keep and row["grads"].startswith("ok"):
+        if not args.keep and passed(row):
             for d in (name, name + "-f64"):  # large models write GBs
                 shutil.rmtree(os.path.join(args.work, d), ignore_errors=True)
+        extra = (f"; half arena {row['half']}; compile {row['compile']:.1f} s"
+                 if "half" in row else "")
         print(f"{row['model']}: import {row['import']}; train {row['train'] or '-'}; "
               f"grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
-              f"pytorch fp32 {fmt(row['torch32'])}, ours in f64 {fmt(row['ours64'])}); "
+              f"pytorch fp32 {fmt(row['torch32'])}, ours in f64 {fmt(row['ours64'])}){extra}; "
               f"{row['seconds']:.0f} s", flush=True)
+    timm_cols = any(r["model"] in TIMM for r in rows)
     print()
     print("| model | import | train | worst grad error vs PyTorch f64 | PyTorch fp32's own | "
-          "ours in f64 | grads | s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "ours in f64 | grads |" + (" half arena | compile s |" if timm_cols else "") + " s |")
+    print("|---|---|---|---|---|---|---|" + ("---|---|" if timm_cols else "") + "---|")
     for r in rows:
+        extra = ""
+        if timm_cols:
+            extra = (f" {r.get('half') or '-'} | "
+                     f"{'' if r.get('compile') is None else format(r['compile'], '.1f')} |")
         print(f"| {r['model']} | {r['import']} | {r['train'] or '-'} | {fmt(r['ours'])} | "
-              f"{fmt(r['torch32'])} | {fmt(r['ours64'])} | {r['grads'] or '-'} | "
+              f"{fmt(r['torch32'])} | {fmt(r['ours64'])} | {r['grads'] or '-'} |{extra} "
               f"{r['seconds']:.0f} |")
-    good = sum(1 for r in rows if r["grads"].startswith("ok"))
-    print(f"\n{good} of {len(rows)} models train with gradients that agree with PyTorch")
+    good = sum(1 for r in rows if passed(r))
+    print(f"\n{good} of {len(rows)} models train with gradients that agree with PyTorch" +
+          (" (timm: and plan half their arena bit-identically)" if timm_cols else ""))
     return 1 if args.require_all and good != len(rows) else 0
 
 
