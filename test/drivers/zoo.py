@@ -3,7 +3,7 @@
 
     /usr/bin/python3 test/drivers/zoo.py --bin build/bin --work DIR
         [--set smoke|torchvision|blocks|all] [--models a,b,...] [--require-all]
-    scripts/torch2-python python/zoo.py --bin build/bin --work DIR
+    scripts/torch2-python test/drivers/zoo.py --bin build/bin --work DIR
         --set timm|timm-smoke [--models a,b,...] [--require-all]
 
 For each model (train mode, batch 2, the smallest input it accepts, every
@@ -495,13 +495,16 @@ def our_step(make_model, x, y, d, bin_dir, timeout):
 
 
 def _offload(bin_dir):
-    """The offload package (python/offload, with the runtime extension of
-    BIN/../python), its tools taken from bin_dir."""
+    """The offload package, its tools taken from bin_dir. The package and its
+    runtime extension come from PYTHONPATH (BUILD/python, as the ctests set
+    it; test/drivers/README.md)."""
     os.environ["OFFLOAD_BIN"] = os.path.abspath(bin_dir)
-    ext = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "python")
-    if os.path.isdir(ext) and ext not in sys.path:
-        sys.path.append(ext)
-    import offload
+    try:
+        import offload
+    except ImportError as e:
+        ext = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "python")
+        sys.exit(f"zoo.py: cannot import the offload package ({e}); run with "
+                 f"PYTHONPATH={ext}")
     return offload
 
 
@@ -689,7 +692,7 @@ def main(argv=None):
         ap.error("unknown model(s): " + ", ".join(bad))
     if any(n in TIMM for n in names) and not hasattr(torch, "export"):
         ap.error(f"the timm models need PyTorch 2.x (torch.export; this is {torch.__version__}): "
-                 "run scripts/torch2-python python/zoo.py ...")
+                 "run scripts/torch2-python test/drivers/zoo.py ...")
     rows = []
     for name in names:
         row = run_model(name, args.bin, args.work, args.timeout)
