@@ -169,32 +169,68 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
     }
   };
 
+  // The placed buffers by (offset, end offset), with their intervals: where
+  // most placed buffers overlap the next one in time (long-lived saved
+  // values), walking them all in offset order is cheaper than collecting
+  // the overlapping ones from the tree and sorting them, and gives the same
+  // sequence (the overlapping ones, in (offset, end) order). Which of the
+  // two runs is chosen from the last placement's overlap; the offsets are
+  // the same either way.
+  struct Placed {
+    int64_t lo, hi, begin, end;
+  };
+  SmallVector<Placed> byOffset;
+  size_t lastFound = 0;
+
   int64_t arenaBytes = 0;
   SmallVector<std::pair<int64_t, int64_t>> busy;
   for (unsigned i : order) {
     const PlannedBuffer &b = buffers[i];
-    found.clear();
-    size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
-    collect(limit, b.begin);
-    workLeft -= int64_t(found.size()) + 1;
-    if (workLeft < 0)
-      return -1;
-    busy.clear();
-    for (unsigned j : found)
-      busy.push_back({offsets[j], offsets[j] + paddedBytes(buffers[j].bytes)});
-    llvm::sort(busy);
-    // Best fit: the smallest gap that holds the buffer, else the end.
+    int64_t need = paddedBytes(b.bytes);
     int64_t bestOffset = -1, bestGap = INT64_MAX, cursor = 0;
-    for (auto [lo, hi] : busy) {
-      if (lo - cursor >= paddedBytes(b.bytes) && lo - cursor < bestGap) {
+    // Best fit: the smallest gap that holds the buffer, else the end.
+    auto visit = [&](int64_t lo, int64_t hi) {
+      if (lo - cursor >= need && lo - cursor < bestGap) {
         bestGap = lo - cursor;
         bestOffset = cursor;
       }
       cursor = std::max(cursor, hi);
+    };
+    if (4 * lastFound >= byOffset.size()) {
+      size_t overlapping = 0;
+      for (const Placed &q : byOffset)
+        overlapping += q.begin <= b.end && q.end >= b.begin;
+      workLeft -= int64_t(overlapping) + 1;
+      if (workLeft < 0)
+        return -1;
+      for (const Placed &q : byOffset)
+        if (q.begin <= b.end && q.end >= b.begin)
+          visit(q.lo, q.hi);
+      lastFound = overlapping;
+    } else {
+      found.clear();
+      size_t limit = std::upper_bound(begins.begin(), begins.end(), b.end) - begins.begin();
+      collect(limit, b.begin);
+      workLeft -= int64_t(found.size()) + 1;
+      if (workLeft < 0)
+        return -1;
+      busy.clear();
+      for (unsigned j : found)
+        busy.push_back({offsets[j], offsets[j] + paddedBytes(buffers[j].bytes)});
+      llvm::sort(busy);
+      for (auto [lo, hi] : busy)
+        visit(lo, hi);
+      lastFound = found.size();
     }
     offsets[i] = bestOffset >= 0 ? bestOffset : cursor;
     arenaBytes = std::max(arenaBytes, offsets[i] + b.bytes);
     setLeaf(leafOf[i], b.end);
+    Placed placed{offsets[i], offsets[i] + need, b.begin, b.end};
+    byOffset.insert(std::upper_bound(byOffset.begin(), byOffset.end(), placed,
+                                     [](const Placed &x, const Placed &y) {
+                                       return x.lo != y.lo ? x.lo < y.lo : x.hi < y.hi;
+                                     }),
+                    placed);
   }
   return arenaBytes;
 }
