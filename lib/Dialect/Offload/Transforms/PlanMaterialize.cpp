@@ -34,9 +34,64 @@ void StepPlan::replace(func::FuncOp replaced) {
   holder = nullptr;
 }
 
+/// The decisions a plan is built from, as a string: each saved
+/// candidate's decision and recompute group, each parameter's decision, the
+/// refetch mode.
+static std::string decisionsKey(const ::offload::planner::PlanState &state,
+                                ::offload::planner::Refetch refetch) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  for (const auto &c : state.saved) {
+    os << char('0' + int(c.decision));
+    if (c.decision == Decision::Recompute && c.group >= 0)
+      os << c.group << ',';
+  }
+  os << '|';
+  for (const auto &p : state.params)
+    os << char('0' + int(p.decision));
+  os << '|' << int(refetch);
+  return key;
+}
+
 llvm::FailureOr<std::unique_ptr<::offload::planner::CheckedPlan>>
 StepChecker::build(const ::offload::planner::PlanState &state,
                    ::offload::planner::Refetch refetch) {
+  std::string key = decisionsKey(state, refetch);
+  if (auto it = cache.find(key); it != cache.end()) {
+    ++reused;
+    auto plan = std::make_unique<StepPlan>(ModuleOp(), func::FuncOp());
+    plan->arenaBytes = it->second.arenaBytes;
+    plan->peakBytes = it->second.peakBytes;
+    plan->key = key;
+    plan->decisions.emplace(state);
+    plan->refetch = refetch;
+    return std::unique_ptr<::offload::planner::CheckedPlan>(std::move(plan));
+  }
+  llvm::FailureOr<std::unique_ptr<StepPlan>> plan = buildStep(state, refetch);
+  if (failed(plan))
+    return failure();
+  ++built;
+  (*plan)->key = key;
+  cache[key] = Figures{(*plan)->arenaBytes, (*plan)->peakBytes, std::nullopt};
+  return std::unique_ptr<::offload::planner::CheckedPlan>(std::move(*plan));
+}
+
+LogicalResult StepChecker::ensureStep(StepPlan &plan) {
+  if (plan.fn)
+    return success();
+  llvm::FailureOr<std::unique_ptr<StepPlan>> built = buildStep(*plan.decisions, plan.refetch);
+  if (failed(built))
+    return failure();
+  plan.holder = (*built)->holder;
+  plan.fn = (*built)->fn;
+  (*built)->holder = nullptr;
+  (*built)->fn = nullptr;
+  return success();
+}
+
+llvm::FailureOr<std::unique_ptr<StepPlan>>
+StepChecker::buildStep(const ::offload::planner::PlanState &state,
+                       ::offload::planner::Refetch refetch) {
   OpBuilder topBuilder = OpBuilder::atBlockEnd(top.getBody());
   auto scratch = ModuleOp::create(topBuilder, base.getLoc());
   OpBuilder b = OpBuilder::atBlockEnd(scratch.getBody());
@@ -104,11 +159,20 @@ StepChecker::build(const ::offload::planner::PlanState &state,
                          ? alignedArenaBytes(mp->deviceArenaBytes) + spec.workspaceBytes
                          : mp->deviceArenaBytes;
   plan->peakBytes = mp->peakDeviceBytes;
-  return std::unique_ptr<::offload::planner::CheckedPlan>(std::move(plan));
+  return plan;
 }
 
 ::offload::planner::SimulatedTime
-StepChecker::simulate(const ::offload::planner::CheckedPlan &plan) {
-  Timeline tl = simulateTimeline(static_cast<const StepPlan &>(plan).step(), model);
-  return {tl.stepSeconds, tl.stallSeconds};
+StepChecker::simulate(const ::offload::planner::CheckedPlan &checked) {
+  auto &plan = const_cast<StepPlan &>(static_cast<const StepPlan &>(checked));
+  Figures &figures = cache[plan.key];
+  if (figures.time)
+    return *figures.time;
+  // A cached plan simulated for the first time: its step is built now (an
+  // error there was already reported when the same decisions were built).
+  if (failed(ensureStep(plan)))
+    return {};
+  Timeline tl = simulateTimeline(plan.step(), model);
+  figures.time = ::offload::planner::SimulatedTime{tl.stepSeconds, tl.stallSeconds};
+  return *figures.time;
 }

@@ -758,11 +758,15 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
       return failure();
     }
     noPlanFit = true;
+    if (failed(checker.ensureStep(static_cast<StepPlan &>(*result->smallest))))
+      return failure();
     return noPlanFits(fn, static_cast<StepPlan &>(*result->smallest).step(),
                       result->smallest->arenaBytes, budgetBytes, spec, attempt.errorNote,
                       jsonSteps ? &*jsonSteps : nullptr);
   }
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
+  if (failed(checker.ensureStep(chosen)))
+    return failure();
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {

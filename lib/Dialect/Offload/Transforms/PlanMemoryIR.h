@@ -23,6 +23,8 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
+#include <map>
+#include <optional>
 
 namespace mlir::offload::planning {
 
@@ -77,14 +79,22 @@ public:
   ~StepPlan() override;
   StepPlan(const StepPlan &) = delete;
   StepPlan &operator=(const StepPlan &) = delete;
+  /// The planned step; null for a plan whose figures came from the
+  /// checker's cache until StepChecker::ensureStep builds it.
   func::FuncOp step() const { return fn; }
   /// Moves the planned step in place of `replaced` (erased), and erases
   /// the scratch module.
   void replace(func::FuncOp replaced);
 
 private:
+  friend class StepChecker;
   ModuleOp holder;
   func::FuncOp fn;
+  /// The decisions it was built from (StepChecker's cache key), and, for a
+  /// cached plan, the decisions themselves to build it from when needed.
+  std::string key;
+  std::optional<::offload::planner::PlanState> decisions;
+  ::offload::planner::Refetch refetch = ::offload::planner::Refetch::Auto;
 };
 
 /// Builds plans by marking a copy of the base step and running the
@@ -103,8 +113,25 @@ public:
   build(const ::offload::planner::PlanState &state,
         ::offload::planner::Refetch refetch) override;
   ::offload::planner::SimulatedTime simulate(const ::offload::planner::CheckedPlan &plan) override;
+  /// Builds the step of a plan whose figures came from the cache.
+  LogicalResult ensureStep(StepPlan &plan);
+  /// Plans built, and checks answered from the cache (the same decisions
+  /// checked again: a run of the search that repeats another's).
+  unsigned built = 0, reused = 0;
 
 private:
+  /// The step built from `state`'s decisions, with its memory plan.
+  llvm::FailureOr<std::unique_ptr<StepPlan>> buildStep(const ::offload::planner::PlanState &state,
+                                                       ::offload::planner::Refetch refetch);
+  /// The figures of each set of decisions built: a plan is a function of its
+  /// decisions (and the refetch mode), so the same decisions are never built
+  /// twice.
+  struct Figures {
+    int64_t arenaBytes = 0, peakBytes = 0;
+    std::optional<::offload::planner::SimulatedTime> time;
+  };
+  std::map<std::string, Figures> cache;
+
   ModuleOp top;
   func::FuncOp base;
   const StepCandidates &candidates;
