@@ -117,8 +117,11 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
       os << llvm::format("; arena %lld bytes, %.4g s%s\n", (long long)run.arena, run.seconds,
                          run.kept ? ", kept" : "");
   }
-  os << llvm::format("  planning took %.3f s (%d checks of the real memory plan)\n",
-                     f.planningSeconds, std::max(result.checks, 1));
+  os << llvm::format("  planning took %.3f s (%d checks of the real memory plan", f.planningSeconds,
+                     std::max(result.checks, 1));
+  if (f.plansBuilt >= 0)
+    os << ", " << f.plansBuilt << " built";
+  os << ")\n";
   os.flush();
 }
 
@@ -186,5 +189,6 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
       {"candidates", std::move(candidates)},
       {"runs", std::move(runs)},
       {"planning_seconds", f.planningSeconds},
-      {"checks", std::max(result.checks, 1)}};
+      {"checks", std::max(result.checks, 1)},
+      {"plans_built", f.plansBuilt}};
 }

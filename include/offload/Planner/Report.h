@@ -26,6 +26,9 @@ struct ReportFigures {
   /// The chosen plan's simulated time.
   SimulatedTime planned;
   double planningSeconds = 0;
+  /// Plans the checker built: the checks less those answered from its cache
+  /// of decisions already checked (< 0: not known).
+  int plansBuilt = -1;
 };
 
 /// Counts of the decisions taken: saves recomputed and offloaded (each save
@@ -49,7 +52,7 @@ void writePlanReport(llvm::raw_ostream &os, const PlanProblem &problem,
 /// "bytes", "decision", "seconds", "why"}] (those not kept, or all with
 /// report-kept), "runs": [{"moves", "link_weight", "checks": [[aim bytes,
 /// arena bytes]], "step_seconds" (null: nothing fit), "arena_bytes",
-/// "kept"}], "planning_seconds", "checks"}.
+/// "kept"}], "planning_seconds", "checks", "plans_built"}.
 llvm::json::Object planReportJson(const PlanProblem &problem, const SearchResult &result,
                                   const ReportFigures &figures);
 

@@ -82,6 +82,7 @@ LogicalResult StepChecker::ensureStep(StepPlan &plan) {
   llvm::FailureOr<std::unique_ptr<StepPlan>> built = buildStep(*plan.decisions, plan.refetch);
   if (failed(built))
     return failure();
+  ++this->built;
   plan.holder = (*built)->holder;
   plan.fn = (*built)->fn;
   (*built)->holder = nullptr;

@@ -781,6 +781,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   // --- The report -------------------------------------------------------------
   ::offload::planner::ReportFigures figures;
   figures.planned = checker.simulate(chosen);
+  figures.plansBuilt = int(checker.built);
   figures.planningSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - clockStart).count();
   ::offload::planner::DecisionCounts counts =
