@@ -10,6 +10,7 @@
 // RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=9000 target=h100-sxm report=json:%t.plan.json" -o %t.planned.mlir
 // RUN: FileCheck %s --check-prefix=PLAN < %t.plan.json
 // PLAN: "format": "offload-plan-report"
+// PLAN: "plans_built": {{[1-9][0-9]*}}
 // PLAN: "status": "planned"
 // PLAN: "text": "plan-memory @forward: budget 9000 bytes
 // PLAN: "version": 1
