@@ -288,7 +288,11 @@ void convertExpand(StepBuilder &im, Call &n) {
                    n, {x}, {}, {RankedTensorType::get(sizes, t.getElementType())}));
 }
 
-void convertCat(StepBuilder &im, Call &n) {
+/// The tensors of list argument 0 of `n` (cat, stack): tensors as they
+/// are, constants materialized in the list's element type; an import error
+/// naming `what` for a list not built in the model, an element that is not
+/// a tensor, or an empty list.
+static std::vector<mlir::Value> tensorListOperands(StepBuilder &im, Call &n, StringRef what) {
   Arg &l = im.in(n, 0);
   std::vector<mlir::Value> ins;
   if (l.kind != Arg::List)
@@ -306,7 +310,12 @@ void convertCat(StepBuilder &im, Call &n) {
       im.fail(n, "list element is not a tensor");
   }
   if (ins.empty())
-    im.fail(n, "cat of an empty list");
+    im.fail(n, what.str() + " of an empty list");
+  return ins;
+}
+
+void convertCat(StepBuilder &im, Call &n) {
+  std::vector<mlir::Value> ins = tensorListOperands(im, n, "cat");
   int64_t dim = normDim(im, n, im.getInt(n, 1), im.tt(ins[0]).getRank());
   if (ins.size() == 1) {
     im.setOut(n, ins[0]);
@@ -318,24 +327,7 @@ void convertCat(StepBuilder &im, Call &n) {
 /// stack(tensors, dim): each tensor given a size-1 dim at `dim` (a
 /// reshape), then cat along it.
 void convertStack(StepBuilder &im, Call &n) {
-  Arg &l = im.in(n, 0);
-  if (l.kind != Arg::List)
-    im.fail(n, "the tensor list must be built in the model");
-  Type hint;
-  for (Arg &e : l.elems)
-    if (e.kind == Arg::Tensor)
-      hint = im.tt(e.value).getElementType();
-  std::vector<mlir::Value> ins;
-  for (Arg &e : l.elems) {
-    if (e.kind == Arg::Tensor)
-      ins.push_back(e.value);
-    else if (e.kind == Arg::Const)
-      ins.push_back(im.materialize(n, e, hint));
-    else
-      im.fail(n, "list element is not a tensor");
-  }
-  if (ins.empty())
-    im.fail(n, "stack of an empty list");
+  std::vector<mlir::Value> ins = tensorListOperands(im, n, "stack");
   auto t = im.tt(ins[0]);
   int64_t dim = normDim(im, n, im.getInt(n, 1), t.getRank() + 1);
   std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
