@@ -122,6 +122,18 @@ struct Strided {
   }
 };
 
+/// `s` over the output `out`: its rank and shape, operand strides still 0
+/// (the caller broadcasts each operand into s.st[k] with broadcastStrides).
+/// "" or the error for a rank above kMaxRank.
+inline std::string stridedOver(const TensorView &out, const char *op, Strided &s) {
+  if (out.rank() > kMaxRank)
+    return std::string(op) + ": rank above 8 is not supported";
+  s.rank = int(out.rank());
+  for (int d = 0; d < s.rank; ++d)
+    s.shape[d] = out.shape[size_t(d)];
+  return "";
+}
+
 /// One table entry, defined by the file that implements the kernel.
 struct Entry {
   const char *name;

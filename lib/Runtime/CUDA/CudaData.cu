@@ -236,12 +236,9 @@ std::string kBroadcastTo(const CudaKernelArgs &a) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
   if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
     return e;
-  if (y.rank() > kMaxRank)
-    return std::string(op) + ": rank above 8 is not supported";
   Strided s;
-  s.rank = int(y.rank());
-  for (int d = 0; d < s.rank; ++d)
-    s.shape[d] = y.shape[size_t(d)];
+  if (auto e = stridedOver(y, op, s); !e.empty())
+    return e;
   if (!broadcastStrides(x.shape, y.shape, s.st[0]))
     return std::string(op) + ": " + shapeStr(x.shape) +
            " does not broadcast to " + shapeStr(y.shape);

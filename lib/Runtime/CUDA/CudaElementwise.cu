@@ -196,12 +196,9 @@ std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
   bool isInt = x.dtype == DType::I64 || x.dtype == DType::I32;
   if (!isFloat && !(isInt && !isDiv))
     return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
-  if (c.rank() > kMaxRank)
-    return std::string(op) + ": rank above 8 is not supported";
   Strided s;
-  s.rank = int(c.rank());
-  for (int d = 0; d < s.rank; ++d)
-    s.shape[d] = c.shape[size_t(d)];
+  if (auto e = stridedOver(c, op, s); !e.empty())
+    return e;
   if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
       !broadcastStrides(y.shape, c.shape, s.st[1]))
     return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
@@ -318,12 +315,9 @@ std::string kMaskedFill(const CudaKernelArgs &a) {
     return e;
   if (auto e = needDType(m, DType::Bool, op, "mask"); !e.empty())
     return e;
-  if (x.rank() > kMaxRank)
-    return std::string(op) + ": rank above 8 is not supported";
   Strided s;
-  s.rank = int(x.rank());
-  for (int d = 0; d < s.rank; ++d)
-    s.shape[d] = x.shape[size_t(d)];
+  if (auto e = stridedOver(x, op, s); !e.empty())
+    return e;
   if (!broadcastStrides(m.shape, x.shape, s.st[0]))
     return std::string(op) + ": mask " + shapeStr(m.shape) +
            " does not broadcast to " + shapeStr(x.shape);
@@ -367,12 +361,9 @@ std::string kWhere(const CudaKernelArgs &a) {
     return e;
   if (x.dtype != y.dtype || x.dtype != c.dtype)
     return std::string(op) + ": dtypes of a, b and result differ";
-  if (c.rank() > kMaxRank)
-    return std::string(op) + ": rank above 8 is not supported";
   Strided s;
-  s.rank = int(c.rank());
-  for (int d = 0; d < s.rank; ++d)
-    s.shape[d] = c.shape[size_t(d)];
+  if (auto e = stridedOver(c, op, s); !e.empty())
+    return e;
   if (!broadcastStrides(cnd.shape, c.shape, s.st[0]) ||
       !broadcastStrides(x.shape, c.shape, s.st[1]) ||
       !broadcastStrides(y.shape, c.shape, s.st[2]))
@@ -438,12 +429,9 @@ std::string logicalBinary(const CudaKernelArgs &a, const char *op, bool isAnd) {
     return e;
   if (auto e = needDType(c, DType::Bool, op, "c"); !e.empty())
     return e;
-  if (c.rank() > kMaxRank)
-    return std::string(op) + ": rank above 8 is not supported";
   Strided s;
-  s.rank = int(c.rank());
-  for (int d = 0; d < s.rank; ++d)
-    s.shape[d] = c.shape[size_t(d)];
+  if (auto e = stridedOver(c, op, s); !e.empty())
+    return e;
   if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
       !broadcastStrides(y.shape, c.shape, s.st[1]))
     return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " + shapeStr(y.shape) +
