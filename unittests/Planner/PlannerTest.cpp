@@ -283,8 +283,8 @@ public:
     plan->seconds = 1 + p.decisionsSeconds(s);
     return std::unique_ptr<CheckedPlan>(std::move(plan));
   }
-  SimulatedTime simulate(const CheckedPlan &plan) override {
-    return {static_cast<const FakePlan &>(plan).seconds, 0};
+  SimulatedTime simulate(CheckedPlan &plan) override {
+    return {static_cast<FakePlan &>(plan).seconds, 0};
   }
   Planner &p;
   int64_t overshoot;

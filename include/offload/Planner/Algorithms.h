@@ -54,7 +54,8 @@ struct Planner {
   double hostSeconds(const PlanState &s, unsigned i) const;
   /// The decisions' price as the problem file states it.
   double decisionsSeconds(const PlanState &s) const;
-  /// Swaps availability and readers of a state assigned back.
+  /// Assigns `snapshot` back to `s` and makes the cones' availability match
+  /// its decisions again.
   void restore(PlanState &s, PlanState snapshot) {
     s = std::move(snapshot);
     cones.sync(s);

@@ -48,7 +48,9 @@ public:
   /// only on an error already reported (invalid IR).
   virtual llvm::FailureOr<std::unique_ptr<CheckedPlan>> build(const PlanState &state,
                                                                Refetch refetch) = 0;
-  virtual SimulatedTime simulate(const CheckedPlan &plan) = 0;
+  /// The simulated step time of `plan` (a checker may build what it
+  /// deferred, hence not const).
+  virtual SimulatedTime simulate(CheckedPlan &plan) = 0;
 };
 
 /// What one run of the rounds tried, for the report.

@@ -156,16 +156,14 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
   if (failed(mp))
     return failure();
   // The lowering puts the workspace above the arena, aligned.
-  plan->arenaBytes = spec.workspaceBytes > 0
-                         ? alignedArenaBytes(mp->deviceArenaBytes) + spec.workspaceBytes
-                         : mp->deviceArenaBytes;
+  plan->arenaBytes = deviceBytesWithWorkspace(mp->deviceArenaBytes, spec.workspaceBytes);
   plan->peakBytes = mp->peakDeviceBytes;
   return plan;
 }
 
 ::offload::planner::SimulatedTime
-StepChecker::simulate(const ::offload::planner::CheckedPlan &checked) {
-  auto &plan = const_cast<StepPlan &>(static_cast<const StepPlan &>(checked));
+StepChecker::simulate(::offload::planner::CheckedPlan &checked) {
+  auto &plan = static_cast<StepPlan &>(checked);
   Figures &figures = cache[plan.key];
   if (figures.time)
     return *figures.time;

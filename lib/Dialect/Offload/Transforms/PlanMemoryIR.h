@@ -112,7 +112,7 @@ public:
   llvm::FailureOr<std::unique_ptr<::offload::planner::CheckedPlan>>
   build(const ::offload::planner::PlanState &state,
         ::offload::planner::Refetch refetch) override;
-  ::offload::planner::SimulatedTime simulate(const ::offload::planner::CheckedPlan &plan) override;
+  ::offload::planner::SimulatedTime simulate(::offload::planner::CheckedPlan &plan) override;
   /// Builds the step of a plan whose figures came from the cache.
   LogicalResult ensureStep(StepPlan &plan);
   /// Plans built, and checks answered from the cache (the same decisions

@@ -381,9 +381,8 @@ PlanProblem mlir::offload::planning::buildPlanProblem(const ProblemInputs &in,
   problem.budgetBytes = in.budgetBytes;
   problem.aimBytes = in.budgetBytes - spec.workspaceBytes;
   problem.baseLive.assign(in.baseMp->liveDeviceBytes.begin(), in.baseMp->liveDeviceBytes.end());
-  problem.baseArenaBytes = (spec.workspaceBytes > 0 ? alignedArenaBytes(in.baseMp->deviceArenaBytes)
-                                                    : in.baseMp->deviceArenaBytes) +
-                           spec.workspaceBytes;
+  problem.baseArenaBytes =
+      deviceBytesWithWorkspace(in.baseMp->deviceArenaBytes, spec.workspaceBytes);
   problem.arenaAlignment = kArenaAlignment;
   problem.basePackedBytes = in.baseMp->deviceArenaBytes;
   problem.movedUpdates = in.movedUpdates;

@@ -50,6 +50,14 @@ inline int64_t alignedArenaBytes(int64_t bytes) {
   return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
+/// The device bytes of a plan whose arena is `arenaBytes`, with the
+/// library workspace of `workspaceBytes` above it as the lowering lays it
+/// out (OffloadToPlan.cpp): the arena aligned plus the workspace, or the
+/// arena alone without one.
+inline int64_t deviceBytesWithWorkspace(int64_t arenaBytes, int64_t workspaceBytes) {
+  return workspaceBytes > 0 ? alignedArenaBytes(arenaBytes) + workspaceBytes : arenaBytes;
+}
+
 /// One allocation: the values that share it, its size in bytes, live
 /// interval [begin, end] in program points, and arena offset in bytes.
 struct PlannedBuffer {
