@@ -9,7 +9,6 @@
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -70,10 +69,8 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
         {"largest_at_peak", std::move(largest)}};
   }
   void runPass() {
-    // The JSON form carries the text too ("text").
-    std::string text;
-    llvm::raw_string_ostream textOS(text);
-    llvm::raw_ostream &os = !out ? llvm::nulls() : out.json() ? textOS : *out.stream();
+    // With report=json:..., the text goes into the JSON form's "text".
+    llvm::raw_ostream &os = out ? *out.stream() : llvm::nulls();
     llvm::json::Array functions;
     bool failedAny = false;
     MemoryPlanAnalysis &plans = getAnalysis<MemoryPlanAnalysis>();
@@ -111,13 +108,9 @@ struct MemoryReportPass : public offload::impl::MemoryReportBase<MemoryReportPas
       }
     });
     if (out.json())
-      *out.stream() << llvm::formatv("{0:2}",
-                                     llvm::json::Value(llvm::json::Object{
-                                         {"format", "offload-memory-report"},
-                                         {"version", 1},
-                                         {"functions", std::move(functions)},
-                                         {"text", text}}))
-                    << "\n";
+      out.setJson(llvm::json::Object{{"format", "offload-memory-report"},
+                                     {"version", 1},
+                                     {"functions", std::move(functions)}});
     if (failedAny)
       signalPassFailure();
     markAllAnalysesPreserved();

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -29,6 +30,9 @@ LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc
   buffer_.reset();
   os_ = nullptr;
   json_ = false;
+  jsonTextBuffer_.clear();
+  jsonText_.reset();
+  jsonObject_ = llvm::json::Object();
   switch (classify(value)) {
   case Kind::Off:
     return success();
@@ -41,6 +45,7 @@ LogicalResult PassReport::open(StringRef value, StringRef passName, Location loc
                                   << ": this pass's report has no JSON form; give report=FILE "
                                      "or report=- for its text";
     json_ = true;
+    jsonText_ = std::make_unique<llvm::raw_string_ostream>(jsonTextBuffer_);
     value = value.drop_front(5);
     if (value == "-") {
       os_ = &llvm::errs();
@@ -72,6 +77,13 @@ void PassReport::keepOnFailure() {
 }
 
 LogicalResult PassReport::close(Location loc) {
+  if (json_ && jsonText_) {
+    jsonText_->flush();
+    jsonObject_["text"] = jsonTextBuffer_;
+    *os_ << llvm::formatv("{0:2}", llvm::json::Value(std::move(jsonObject_))) << "\n";
+    jsonObject_ = llvm::json::Object();
+    jsonText_.reset();
+  }
   if (!buffer_)
     return success();
   buffer_->flush();

@@ -43,7 +43,6 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -303,28 +302,19 @@ void PlanMemoryPass::runOnOperation() {
   PassReport out;
   if (failed(out.open(report, "offload-plan-memory", m.getLoc(), /*hasJson=*/true)))
     return signalPassFailure();
-  // The JSON report carries the text table too ("text"), so one file has
-  // both the figures and what a person reads.
-  std::string text;
-  llvm::raw_string_ostream textOS(text);
-  llvm::raw_ostream *reportOS = out.json() ? &textOS : out.stream();
+  llvm::raw_ostream *reportOS = out.stream();
   if (out.json())
     jsonSteps.emplace();
   // The JSON report is written whether the steps plan or not: it states
   // the smallest reachable arena when no plan fits.
   auto closeReport = [&]() -> LogicalResult {
     if (jsonSteps)
-      *out.stream() << llvm::formatv(
-                           "{0:2}", llvm::json::Value(llvm::json::Object{
-                                        {"format", "offload-plan-report"},
-                                        {"version", 1},
-                                        {"steps", std::move(*jsonSteps)},
-                                        {"text", text}}))
-                    << "\n";
+      out.setJson(llvm::json::Object{{"format", "offload-plan-report"},
+                                     {"version", 1},
+                                     {"steps", std::move(*jsonSteps)}});
     jsonSteps.reset();
     return out.close(m.getLoc());
   };
-
   SmallVector<func::FuncOp> steps;
   m.walk([&](func::FuncOp fn) {
     if (fn->hasAttr(OffloadDialect::kStepAttrName))
@@ -663,8 +653,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
 
   TargetModel model = TargetModel::fromSpec(spec);
   auto arenaOf = [&](const MemoryPlan &mp) {
-    return spec.workspaceBytes > 0 ? alignedArenaBytes(mp.deviceArenaBytes) + spec.workspaceBytes
-                                   : mp.deviceArenaBytes;
+    return deviceBytesWithWorkspace(mp.deviceArenaBytes, spec.workspaceBytes);
   };
   FailureOr<MemoryPlan> unplanned = computeMemoryPlan(fn);
   if (failed(unplanned))

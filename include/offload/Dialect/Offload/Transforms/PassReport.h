@@ -28,6 +28,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -53,11 +54,15 @@ public:
   /// names `passName`, when FILE can not be an output file, or when
   /// `value` asks for JSON (json:FILE) and `hasJson` is false.
   LogicalResult open(StringRef value, StringRef passName, Location loc, bool hasJson = false);
-  /// The report is the pass's JSON form (report=json:...).
+  /// The report is the pass's JSON form (report=json:...): stream() then
+  /// collects the text report, and close() writes the object given to
+  /// setJson() with that text as its "text" member.
   bool json() const { return json_; }
+  /// The JSON form's object (report=json:...; ignored otherwise).
+  void setJson(llvm::json::Object object) { jsonObject_ = std::move(object); }
 
   /// The stream to write the report to, or nullptr when it is off.
-  llvm::raw_ostream *stream() const { return os_; }
+  llvm::raw_ostream *stream() const { return json_ ? jsonText_.get() : os_; }
   explicit operator bool() const { return os_ != nullptr; }
 
   /// Writes FILE (nothing to do for stderr or off). Fails with an error at
@@ -86,6 +91,9 @@ private:
   std::unique_ptr<llvm::raw_string_ostream> buffer_;
   llvm::raw_ostream *os_ = nullptr;
   bool json_ = false;
+  std::string jsonTextBuffer_;
+  std::unique_ptr<llvm::raw_string_ostream> jsonText_;
+  llvm::json::Object jsonObject_;
 };
 
 } // namespace offload
