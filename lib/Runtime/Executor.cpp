@@ -12,6 +12,7 @@
 #include "Executor.h"
 
 #include <algorithm>
+#include <chrono>
 
 using namespace offload::rt;
 
@@ -36,6 +37,12 @@ uint8_t *Executor::address(int id) const {
   return device_->arenaBase(b.space) + b.offset;
 }
 
+static double wallSeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 Status Executor::init(std::shared_ptr<const Plan> plan,
                       const SessionOptions &options) {
   plan_ = std::move(plan);
@@ -49,6 +56,8 @@ Status Executor::init(std::shared_ptr<const Plan> plan,
     if (b.direction == BindingDirection::Out)
       boundOut_[size_t(b.buffer)] = 1;
   live_.assign(d.buffers.size(), 0);
+  if (opts_.profile)
+    seconds_.assign(d.instructions.size(), 0.0);
   return recordWork();
 }
 
@@ -209,8 +218,17 @@ Status Executor::run(int first, int last) {
                               "(SessionOptions::failAtInstruction)");
       break;
     }
-    if (failure = issue(i); !failure.ok())
+    if (opts_.profile) {
+      // One instruction at a time: issue it, then drain every stream.
+      double t0 = wallSeconds();
+      if (failure = issue(i); !failure.ok())
+        break;
+      if (failure = device_->synchronize(i, i + 1); !failure.ok())
+        break;
+      seconds_[size_t(i)] = wallSeconds() - t0;
+    } else if (failure = issue(i); !failure.ok()) {
       break;
+    }
     // Program-order accounting: the interval ends after instruction i.
     release(sched_.freeAfter[size_t(i)]);
   }

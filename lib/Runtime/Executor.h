@@ -82,6 +82,9 @@ public:
   bool keepsBuffersBetweenSteps() const {
     return device_->keepsBuffersBetweenSteps();
   }
+  /// SessionOptions::profile: per instruction, the wall seconds from its
+  /// issue to every stream drained, in the last run that issued it.
+  const std::vector<double> &instructionSeconds() const { return seconds_; }
 
 private:
   /// What one instruction issues besides its waits and event.
@@ -107,6 +110,7 @@ private:
   /// Per buffer: allocated and not yet freed, in program order.
   std::vector<uint8_t> live_;
   uint64_t cur_ = 0, peak_ = 0;
+  std::vector<double> seconds_;
 };
 
 } // namespace rt

@@ -581,6 +581,10 @@ std::array<double, NumStreams> Session::streamBusySeconds() const {
   return executor_->busySeconds();
 }
 
+const std::vector<double> &Session::instructionSeconds() const {
+  return executor_->instructionSeconds();
+}
+
 double Session::copyComputeOverlapSeconds() const {
   return executor_->copyComputeOverlapSeconds();
 }

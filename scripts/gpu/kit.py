@@ -638,6 +638,22 @@ def part_plans():
 SBS_STEPS = 5
 
 
+def parse_profile(text):
+    """offload-run --profile's table: total seconds and the op rows
+    (op, count, seconds), slowest first; the slowest instructions' lines."""
+    ops, slow, total = [], [], None
+    m = re.search(r"profile of the last step: (\d+) instructions, ([0-9.eE+-]+) s", text)
+    if m:
+        total = float(m.group(2))
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0].startswith("offload.") and f[3].endswith("%"):
+            ops.append({"op": f[0], "count": int(f[1]), "seconds": float(f[2])})
+        elif re.match(r"\s+[0-9.]+ s  %\d+ offload\.", line):
+            slow.append(line.strip())
+    return {"total_seconds": total, "ops": ops, "slowest": slow[:10]}
+
+
 def median_after_first(steps, key):
     xs = [s[key] for s in steps[1:]] or [s[key] for s in steps]
     return statistics.median(xs) if xs else None
@@ -687,6 +703,19 @@ def sbs_model(name, d, meta, backend, device, steps, budget_s, rows, part):
             row["error"] = "peak: planned %s measured %s budget %s" % (
                 r["planned_peak"], r["measured_peak"], meta["budget_bytes"])
             failed = True
+        part.save()
+    # Where the unplanned step's time goes: offload-run --profile (each
+    # instruction alone), 2 steps, the last one's table.
+    left = budget_s - (now() - t_model)
+    if left > 40:
+        cmd = [exe, os.path.join(d, "unplanned.oflp"), "--backend", backend, "--threads",
+               "8" if backend == "cuda" else "1", "--steps", "2", "--profile", "--params", p,
+               "--inputs", i, "--workspace-bytes", str(meta["workspace_bytes"])]
+        rc, out, secs = run_cmd(cmd, min(left * 0.25, 90), env=bin_env(),
+                                log=log_path("profile-" + name))
+        prof = parse_profile(out)
+        prof.update(exit=rc, wall_seconds=round(secs, 1))
+        part.data.setdefault("profiles", {})[name] = prof
         part.save()
     left = budget_s - (now() - t_model)
     tjson = os.path.join(work, "torch.json")
@@ -977,6 +1006,14 @@ def markdown(parts, kit):
             if d.get("self_test_rows"):
                 L += ["", "Self-test of the code path (host backend and PyTorch on the CPU; the "
                       "figures say nothing about a GPU):", ""] + table(d["self_test_rows"])
+    if parts.get("sbs", {}).get("profiles"):
+        L += ["", "## 4b. Where the unplanned step's time goes (offload-run --profile: each "
+              "instruction alone, the second step)", ""]
+        for name, pr in parts["sbs"]["profiles"].items():
+            L += ["### %s: %s s in all (exit %s)" % (name, pr.get("total_seconds"), pr.get("exit")), "",
+                  "| op | count | seconds |", "|---|---:|---:|"]
+            L += ["| %s | %d | %.6f |" % (o["op"], o["count"], o["seconds"]) for o in pr.get("ops", [])]
+            L += ["", "```"] + pr.get("slowest", []) + ["```", ""]
     if "copy" in parts:
         d = parts["copy"]
         L += ["", "## 5. Pinned host<->device copies", ""]
@@ -998,6 +1035,10 @@ def summary_table(parts, kit):
             L.append("  %-13s %-20s %10s %10s %10s %10s %s" % (
                 r["model"], r["variant"], ms(r.get("step_seconds")), ms(r.get("instructions_seconds")),
                 ms(r.get("simulated_seconds")), gib(r.get("peak")), (r.get("error") or "")[:80]))
+    for name, pr in (parts.get("sbs", {}).get("profiles") or {}).items():
+        top = ", ".join("%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
+                        for o in pr.get("ops", [])[:8])
+        L.append("profile %s unplanned (%s): %s" % (name, ms(pr.get("total_seconds")), top))
     return "\n".join(L)
 
 

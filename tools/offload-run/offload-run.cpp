@@ -16,6 +16,7 @@
 #include "offload/Support/OutputFiles.h"
 
 #include <algorithm>
+
 #include <cerrno>
 #include <cmath>
 #include <climits>
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <string>
 #include <system_error>
@@ -100,6 +102,12 @@ static const char *kHelp =
     "                       what the run had to hold: the plan arenas kept in\n"
     "                       host memory, the parameter store and the\n"
     "                       session's own tensors, in bytes (Linux /proc)\n"
+    "  --profile            run each instruction alone (every stream drained\n"
+    "                       after it) and, after the run, print where the\n"
+    "                       last step's time went: seconds per op and the 20\n"
+    "                       slowest instructions with their shapes. Profiled\n"
+    "                       steps are slower than plain ones: streams do not\n"
+    "                       overlap, and each wait costs a synchronisation\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --check              load the plan(s) and report, per backend, the ops\n"
     "                       it has no kernel for, without running a step\n"
@@ -198,6 +206,69 @@ static int calibrateMain(const std::string &path, int threads) {
   return 0;
 }
 
+/// "f32[8,1024,768]".
+static std::string bufferShape(const PlanData &d, int id) {
+  if (id < 0)
+    return "-";
+  const BufferDesc &b = d.buffers[size_t(id)];
+  std::string out = std::string(dtypeName(b.dtype)) + "[";
+  for (size_t k = 0; k < b.shape.size(); ++k)
+    out += (k ? "," : "") + std::to_string(b.shape[k]);
+  return out + "]";
+}
+
+/// --profile's table: seconds per op (summed over the step's instructions)
+/// and the slowest instructions, from Session::instructionSeconds.
+static void printProfile(const PlanData &d, const std::vector<double> &sec,
+                         const std::string &tag) {
+  struct OpRow {
+    std::string op;
+    int count = 0;
+    double seconds = 0;
+  };
+  std::vector<OpRow> rows;
+  std::map<std::string, size_t> index;
+  double total = 0;
+  for (size_t i = 0; i < sec.size(); ++i) {
+    const std::string &op = d.instructions[i].op;
+    auto [it, fresh] = index.try_emplace(op, rows.size());
+    if (fresh)
+      rows.push_back({op, 0, 0});
+    rows[it->second].count++;
+    rows[it->second].seconds += sec[i];
+    total += sec[i];
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const OpRow &a,
+                                                const OpRow &b) {
+    return a.seconds > b.seconds;
+  });
+  std::printf("%sprofile of the last step: %zu instructions, %.6f s "
+              "(each instruction alone)\n",
+              tag.c_str(), sec.size(), total);
+  std::printf("  %-34s %6s %12s %7s %12s\n", "op", "count", "seconds", "share",
+              "mean s");
+  for (const OpRow &r : rows)
+    std::printf("  %-34s %6d %12.6f %6.1f%% %12.6f\n", r.op.c_str(), r.count,
+                r.seconds, total > 0 ? 100 * r.seconds / total : 0.0,
+                r.seconds / r.count);
+  std::vector<size_t> order(sec.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sec[a] > sec[b]; });
+  std::printf("  slowest instructions:\n");
+  for (size_t k = 0; k < order.size() && k < 20; ++k) {
+    const InstructionDesc &in = d.instructions[order[k]];
+    std::string ins, outs;
+    for (int id : in.inputs)
+      ins += (ins.empty() ? "" : ", ") + bufferShape(d, id);
+    for (int id : in.outputs)
+      outs += (outs.empty() ? "" : ", ") + bufferShape(d, id);
+    std::printf("  %12.6f s  %%%zu %s(%s) -> %s\n", sec[order[k]], order[k],
+                in.op.c_str(), ins.c_str(), outs.c_str());
+  }
+}
+
 static int runMain(int argc, char **argv) {
   // Resident memory before anything is loaded: the binary and its shared
   // libraries (the CUDA libraries alone are ~200 MB when linked).
@@ -263,6 +334,8 @@ static int runMain(int argc, char **argv) {
         return fail("--calibrate needs the path of the target file to write");
     } else if (a == "--seed") {
       seed = (long long)number("--seed", 0, LLONG_MAX);
+    } else if (a == "--profile") {
+      opts.profile = true;
     } else if (a == "--by-phase") {
       byPhase = true;
     } else if (a == "--strict-params") {
@@ -559,6 +632,10 @@ static int runMain(int argc, char **argv) {
     // the step's uploads at its start and its commit to the store.
     std::printf("  instructions %.6f s\n", s.lastRunSeconds());
   }
+  if (opts.profile)
+    for (size_t p = 0; p < numPlans && p < size_t(steps); ++p)
+      printProfile(sessions[p]->plan().data(),
+                   sessions[p]->instructionSeconds(), planTag(p));
   for (size_t p = 0; p < numPlans; ++p) {
     Session &s = *sessions[p];
     std::printf("%speak device bytes: planned %llu measured %llu%s\n",

@@ -112,6 +112,13 @@ struct SessionOptions {
   /// instruction, its op and the buffer (offload-run --check-finite). Costs
   /// one read of every output; off by default.
   bool checkFinite = false;
+  /// Profiling (offload-run --profile): the executor waits for every
+  /// stream after each instruction and records the wall seconds from its
+  /// issue to that wait (Session::instructionSeconds), so each figure is
+  /// the instruction alone, launch overhead included, with no overlap
+  /// between streams: a profiled step takes longer than an unprofiled one.
+  /// Every backend; off by default.
+  bool profile = false;
   /// Testing: instruction index at which execution reports an injected
   /// failure, or -1.
   int failAtInstruction = -1;
@@ -250,6 +257,10 @@ public:
   /// new parameters and state to the store: the part of the step that the
   /// planner's simulated step time describes.
   double lastRunSeconds() const { return lastRunSeconds_; }
+  /// With SessionOptions::profile: per instruction of the plan, the wall
+  /// seconds it took in the last step that ran it (issue to every stream
+  /// drained); 0 for an instruction not run yet. Empty without profiling.
+  const std::vector<double> &instructionSeconds() const;
   const char *backendName() const;
 
 private:

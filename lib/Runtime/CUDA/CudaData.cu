@@ -5,10 +5,12 @@
 // as the host kernels of Reduction.cpp, Shape.cpp and Embedding.cpp.
 //
 // Determinism without atomics: a reduction's output element is summed in
-// double either by one thread in the host's order (row-major over the
-// reduced index space) or, when there are few outputs and long sums, by one
-// block (each thread a strided partial sum, then a fixed tree). The
-// embedding gradient gives each thread one column and adds the rows in
+// double in a fixed order: by one thread in the host's order (row-major
+// over the reduced index space) when the sum is short; by one block (each
+// thread a strided partial sum, then a fixed tree) along the contiguous
+// innermost dim; by 32 lanes of a tile of 32 outputs (each lane every 32nd
+// reduced index, then a fixed tree) across rows. The embedding gradient
+// gives each thread one column of a vocabulary chunk and adds the rows in
 // index order, exactly as the host kernel: it is bit-identical to the host.
 // Data movement kernels move element words of 1, 4 or 8 bytes (any dtype).
 //
@@ -56,6 +58,8 @@ struct ReduceDesc {
     return b;
   }
   __device__ int64_t redOffset(int64_t r) const {
+    if (nRed == 1)
+      return r * redStr[0];
     int64_t off = 0;
     for (int d = nRed - 1; d >= 0; --d) {
       off += (r % redShape[d]) * redStr[d];
@@ -107,19 +111,78 @@ __global__ void reduceThreadKernel(const T *x, T *y, int64_t nOut,
   }
 }
 
-/// One block per output: strided partial sums per thread, fixed tree.
+/// One block per output (grid-stride over outputs), for sums along the
+/// contiguous innermost dim: each thread a strided partial sum (coalesced
+/// reads), then a fixed tree.
 template <typename T>
-__global__ void reduceBlockKernel(const T *x, T *y, int64_t nRed,
-                                  ReduceDesc rd, int mean) {
+__global__ void reduceBlockKernel(const T *x, T *y, int64_t nOut,
+                                  int64_t nRed, ReduceDesc rd, int mean) {
   __shared__ double shm[kThreads];
-  int64_t o = blockIdx.x;
-  const T *p = x + rd.base(o);
-  double s = 0;
-  for (int64_t r = threadIdx.x; r < nRed; r += kThreads)
-    s += double(p[rd.redOffset(r)]);
-  s = blockSum(s, shm);
-  if (threadIdx.x == 0)
-    y[o] = finishReduce<T>(s, nRed, mean);
+  for (int64_t o = blockIdx.x; o < nOut; o += gridDim.x) {
+    const T *p = x + rd.base(o);
+    double s = 0;
+    for (int64_t r = threadIdx.x; r < nRed; r += kThreads)
+      s += double(p[rd.redOffset(r)]);
+    s = blockSum(s, shm);
+    if (threadIdx.x == 0)
+      y[o] = finishReduce<T>(s, nRed, mean);
+  }
+}
+
+/// Tiles of kTile consecutive outputs, for sums across rows when the
+/// innermost dim is kept (a bias gradient: [rows, C] -> [C]): a block of
+/// kTile x kLanes threads, thread (c, l) adds reduced indices l, l + kLanes,
+/// ... of output c in order (a warp reads kTile consecutive elements), then
+/// the kLanes partial sums of each output add in a fixed tree. A fixed
+/// order, so the same bits every run; not the host's order.
+constexpr int kTile = 32, kLanes = 32;
+template <typename T>
+__global__ void reduceTileKernel(const T *x, T *y, int64_t nOut, int64_t nRed,
+                                 ReduceDesc rd, int mean) {
+  __shared__ double shm[kLanes][kTile + 1];
+  int c = threadIdx.x, l = threadIdx.y;
+  for (int64_t t0 = int64_t(blockIdx.x) * kTile; t0 < nOut;
+       t0 += int64_t(gridDim.x) * kTile) {
+    int64_t o = t0 + c;
+    double s = 0;
+    if (o < nOut) {
+      const T *p = x + rd.base(o);
+      for (int64_t r = l; r < nRed; r += kLanes)
+        s += double(p[rd.redOffset(r)]);
+    }
+    shm[l][c] = s;
+    __syncthreads();
+    for (int h = kLanes / 2; h > 0; h >>= 1) {
+      if (l < h)
+        shm[l][c] += shm[l + h][c];
+      __syncthreads();
+    }
+    if (l == 0 && o < nOut)
+      y[o] = finishReduce<T>(shm[0][c], nRed, mean);
+    __syncthreads();
+  }
+}
+
+/// Merges neighbouring dims of one kind (kept or reduced) that are adjacent
+/// in x (stride[k] == shape[k+1] * stride[k+1]): the row-major order over
+/// that index space is unchanged, and the kernels index fewer dims.
+void collapseDims(int &n, int64_t *shape, int64_t *str) {
+  int out = 0;
+  for (int k = 0; k < n; ++k) {
+    if (out > 0 && str[out - 1] == shape[k] * str[k]) {
+      shape[out - 1] *= shape[k];
+      str[out - 1] = str[k];
+    } else {
+      shape[out] = shape[k];
+      str[out] = str[k];
+      ++out;
+    }
+  }
+  n = out;
+}
+
+int gridFor(int64_t n) {
+  return int(std::max<int64_t>(1, std::min<int64_t>(n, 1 << 20)));
 }
 
 std::string reduce(const CudaKernelArgs &a, const char *op, bool mean) {
@@ -168,22 +231,33 @@ std::string reduce(const CudaKernelArgs &a, const char *op, bool mean) {
   int64_t nOut = y.numel();
   if (nOut == 0)
     return "";
-  bool perBlock = nOut < 2048 && nRed >= 512 && nOut <= INT_MAX;
-  if (x.dtype == DType::F32) {
-    if (perBlock)
-      reduceBlockKernel<float><<<int(nOut), kThreads, 0, a.ctx.stream>>>(
-          x.as<float>(), y.as<float>(), nRed, rd, mean);
+  collapseDims(rd.nKept, rd.keptShape, rd.keptStr);
+  collapseDims(rd.nRed, rd.redShape, rd.redStr);
+  // Along the contiguous innermost dim: a block per output. Across rows
+  // (innermost dim kept) with long sums: tiles of outputs. Short sums: a
+  // thread per output (coalesced when the innermost dim is kept).
+  bool innermostReduced = rd.nRed > 0 && rd.redStr[rd.nRed - 1] == 1;
+  enum { Thread, Block, Tile } kind =
+      nRed >= 64 ? (innermostReduced ? Block : Tile) : Thread;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = x.as<T>();
+    T *yp = y.as<T>();
+    if (kind == Block)
+      reduceBlockKernel<T><<<gridFor(nOut), kThreads, 0, a.ctx.stream>>>(
+          xp, yp, nOut, nRed, rd, mean);
+    else if (kind == Tile)
+      reduceTileKernel<T>
+          <<<gridFor((nOut + kTile - 1) / kTile), dim3(kTile, kLanes), 0,
+             a.ctx.stream>>>(xp, yp, nOut, nRed, rd, mean);
     else
-      reduceThreadKernel<float><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
-          x.as<float>(), y.as<float>(), nOut, nRed, rd, mean);
-  } else {
-    if (perBlock)
-      reduceBlockKernel<double><<<int(nOut), kThreads, 0, a.ctx.stream>>>(
-          x.as<double>(), y.as<double>(), nRed, rd, mean);
-    else
-      reduceThreadKernel<double><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
-          x.as<double>(), y.as<double>(), nOut, nRed, rd, mean);
-  }
+      reduceThreadKernel<T><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
+          xp, yp, nOut, nRed, rd, mean);
+  };
+  if (x.dtype == DType::F32)
+    run(float());
+  else
+    run(double());
   return launched(op);
 }
 
@@ -424,21 +498,30 @@ __global__ void embeddingKernel(const T *w, const int64_t *idx, T *y,
   }
 }
 
-/// Thread j owns column j of dweight and adds the rows of dy in index
-/// order: the host kernel's order, so the result is the host's bit for bit.
+/// Thread (j, b) owns column j of the dweight rows in vocabulary chunk b
+/// ([b * rowsPerChunk, (b+1) * rowsPerChunk)) and adds the rows of dy whose
+/// index falls there, in index order: each dweight element gets the host
+/// kernel's sum in the host's order, bit for bit, while vocabulary chunks
+/// run in parallel. Every thread reads all n indices (one broadcast load
+/// per warp); only chunk 0 reports an index out of range.
 template <typename T>
 __global__ void embeddingBackwardKernel(const T *dy, const int64_t *idx,
                                         T *dw, int64_t n, int64_t d,
-                                        int64_t v, int *flag, int instr) {
-  OFFLOAD_GRID_LOOP(j, d) {
+                                        int64_t v, int64_t rowsPerChunk,
+                                        int64_t chunks, int *flag,
+                                        int instr) {
+  OFFLOAD_GRID_LOOP(t, d * chunks) {
+    int64_t j = t % d, b = t / d;
+    int64_t lo = b * rowsPerChunk, hi = lo + rowsPerChunk;
     for (int64_t i = 0; i < n; ++i) {
       int64_t k = idx[i];
       if (k < 0 || k >= v) {
-        if (j == 0)
+        if (t == 0)
           reportDeviceError(flag, instr, kDeviceErrorIndexRange);
         continue;
       }
-      dw[k * d + j] += dy[i * d + j];
+      if (k >= lo && k < hi)
+        dw[k * d + j] += dy[i * d + j];
     }
   }
 }
@@ -501,16 +584,22 @@ std::string kEmbeddingBackward(const CudaKernelArgs &a) {
   }
   if (d == 0 || n == 0)
     return "";
+  // About 2^18 threads: enough vocabulary chunks to fill the GPU.
+  int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>(v, ((int64_t(1) << 18) + d - 1) / d));
+  int64_t rowsPerChunk = std::max<int64_t>(1, (v + chunks - 1) / chunks);
+  chunks = std::max<int64_t>(1, (v + rowsPerChunk - 1) / rowsPerChunk);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    embeddingBackwardKernel<T><<<blocksFor(d * chunks), kThreads, 0,
+                                 a.ctx.stream>>>(
+        dy.as<T>(), idx.as<int64_t>(), dw.as<T>(), n, d, v, rowsPerChunk,
+        chunks, a.ctx.errorFlag, a.instruction);
+  };
   if (dw.dtype == DType::F32)
-    embeddingBackwardKernel<float><<<blocksFor(d), kThreads, 0,
-                                     a.ctx.stream>>>(
-        dy.as<float>(), idx.as<int64_t>(), dw.as<float>(), n, d, v,
-        a.ctx.errorFlag, a.instruction);
+    run(float());
   else
-    embeddingBackwardKernel<double><<<blocksFor(d), kThreads, 0,
-                                      a.ctx.stream>>>(
-        dy.as<double>(), idx.as<int64_t>(), dw.as<double>(), n, d, v,
-        a.ctx.errorFlag, a.instruction);
+    run(double());
   return launched(op);
 }
 

@@ -117,6 +117,7 @@ private:
   /// Per instruction: the chosen convolution algorithm (convolutions only).
   std::vector<ConvChoice> conv_;
   int *errorFlag_ = nullptr; ///< two device ints (CudaContext::errorFlag)
+  double *partials_ = nullptr; ///< CudaContext::partials
   bool deviceSet_ = false;
   std::array<double, NumStreams> busy_{0, 0, 0};
 };
@@ -133,6 +134,8 @@ CudaDevice::~CudaDevice() {
     cudnnDestroy(cudnn_);
   if (errorFlag_)
     cudaFree(errorFlag_);
+  if (partials_)
+    cudaFree(partials_);
   for (cudaEvent_t e : events_)
     cudaEventDestroy(e);
   for (cudaEvent_t e : timing_)
@@ -226,6 +229,8 @@ Status CudaDevice::createContext() {
   OFFLOAD_CUDA_TRY(cudaMalloc(reinterpret_cast<void **>(&errorFlag_),
                               2 * sizeof(int)));
   OFFLOAD_CUDA_TRY(cudaMemset(errorFlag_, 0, 2 * sizeof(int)));
+  OFFLOAD_CUDA_TRY(cudaMalloc(reinterpret_cast<void **>(&partials_),
+                              kPartialSlots * sizeof(double)));
   return Status::success();
 }
 
@@ -273,6 +278,7 @@ Status CudaDevice::configureLibraries() {
   ctx_.cublas = cublas_;
   ctx_.cudnn = cudnn_;
   ctx_.errorFlag = errorFlag_;
+  ctx_.partials = partials_;
   if (d.workspaceBuffer >= 0) {
     const BufferDesc &w = d.buffers[size_t(d.workspaceBuffer)];
     uintptr_t raw = reinterpret_cast<uintptr_t>(device_ + w.offset);

@@ -59,7 +59,18 @@ struct CudaContext {
   /// bad input on the device, [1] = its DeviceError code. Zeroed at the
   /// start of each step.
   int *errorFlag = nullptr;
+  /// kPartialSlots device doubles of scratch owned by the backend (outside
+  /// the plan, like the library handles' memory) for the partial sums of a
+  /// reduction across blocks: a kernel writes one partial per fixed chunk
+  /// of its rows, a second kernel on the same stream adds them in chunk
+  /// order (the loss kernels). Valid only within one launch pair.
+  double *partials = nullptr;
 };
+
+/// Doubles of CudaContext::partials: three sums for each of up to 1024
+/// row chunks.
+constexpr int kPartialChunks = 1024;
+constexpr int kPartialSlots = 3 * kPartialChunks;
 
 /// A convolution's algorithm, chosen once at session creation.
 struct ConvChoice {

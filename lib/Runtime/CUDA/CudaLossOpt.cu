@@ -6,9 +6,12 @@
 // (em::CrossEntropyLoss / CrossEntropyGrad / MseGrad / nllGradValue,
 // em::SgdStep / AdamWStep).
 //
-// Determinism without atomics: a loss is reduced by one block (rows in
-// order, each row's sums by a fixed tree; the scalar sums in row order as
-// the host kernel does); each row of a cross-entropy gradient is one block.
+// Determinism without atomics: a cross-entropy loss is summed over up to
+// 1024 fixed chunks of rows, one block each (rows in order, each row's sums
+// by a fixed tree), into the backend's partials scratch, then the chunks'
+// sums are added in order by one thread; the other losses are reduced by
+// one block or thread, rows in order as the host kernel; each row of a
+// cross-entropy gradient is one block.
 // The optimizer step counter stays on the device: the update kernel reads
 // it, and a one-thread kernel after it writes new_step (so that new_step
 // may alias step).
@@ -20,6 +23,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
+
+#include <algorithm>
 
 namespace offload {
 namespace rt {
@@ -97,34 +102,68 @@ __device__ double rowLogSumExp(const T *row, int64_t c, double *shm) {
   return m + em::logOf(s);
 }
 
+/// Rows [lo, hi) of chunk b of n rows in `chunks` chunks: a function of n
+/// and chunks only, so the sums' order does not depend on the launch.
+__device__ inline void chunkRows(int64_t n, int64_t chunks, int64_t b,
+                                 int64_t &lo, int64_t &hi) {
+  lo = b * n / chunks;
+  hi = (b + 1) * n / chunks;
+}
+
+/// Block b sums the nll, the label-smoothing term and the count of chunk b
+/// (rows in order, each row's log-sum-exp by a fixed tree) into
+/// partials[b], [chunks + b], [2 chunks + b].
 template <typename T>
-__global__ void crossEntropyKernel(const T *x, const int64_t *t, T *loss,
-                                   CeParams p, int *flag, int instr) {
+__global__ void crossEntropyChunkKernel(const T *x, const int64_t *t,
+                                        double *partials, int64_t chunks,
+                                        CeParams p, int *flag, int instr) {
   __shared__ double shm[kThreads];
-  double nll = 0, sm = 0;
-  int64_t count = 0;
-  for (int64_t i = 0; i < p.n; ++i) {
-    int64_t ti = t[i];
-    if (ti == p.ignore)
-      continue;
-    if (ti < 0 || ti >= p.c) {
-      if (threadIdx.x == 0)
-        reportDeviceError(flag, instr, kDeviceErrorIndexRange);
-      continue;
+  for (int64_t b = blockIdx.x; b < chunks; b += gridDim.x) {
+    int64_t lo, hi;
+    chunkRows(p.n, chunks, b, lo, hi);
+    double nll = 0, sm = 0;
+    int64_t count = 0;
+    for (int64_t i = lo; i < hi; ++i) {
+      int64_t ti = t[i];
+      if (ti == p.ignore)
+        continue;
+      if (ti < 0 || ti >= p.c) {
+        if (threadIdx.x == 0)
+          reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+        continue;
+      }
+      const T *row = x + i * p.c;
+      double lse = rowLogSumExp(row, p.c, shm);
+      nll += lse - double(row[ti]);
+      if (p.ls > 0) {
+        double s = 0;
+        for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
+          s += lse - double(row[k]);
+        sm += blockSum(s, shm);
+      }
+      ++count;
     }
-    const T *row = x + i * p.c;
-    double lse = rowLogSumExp(row, p.c, shm);
-    nll += lse - double(row[ti]);
-    if (p.ls > 0) {
-      double s = 0;
-      for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
-        s += lse - double(row[k]);
-      sm += blockSum(s, shm);
+    if (threadIdx.x == 0) {
+      partials[b] = nll;
+      partials[chunks + b] = sm;
+      partials[2 * chunks + b] = double(count);
     }
-    ++count;
   }
-  if (threadIdx.x == 0)
-    loss[0] = T(em::CrossEntropyLoss{p.ls, p.c, p.mean != 0}(nll, sm, count));
+}
+
+/// One thread adds the chunks' partial sums in chunk order.
+template <typename T>
+__global__ void crossEntropyFinishKernel(const double *partials,
+                                         int64_t chunks, T *loss,
+                                         CeParams p) {
+  double nll = 0, sm = 0, count = 0;
+  for (int64_t b = 0; b < chunks; ++b) {
+    nll += partials[b];
+    sm += partials[chunks + b];
+    count += partials[2 * chunks + b];
+  }
+  loss[0] = T(em::CrossEntropyLoss{p.ls, p.c, p.mean != 0}(
+      nll, sm, int64_t(count)));
 }
 
 /// Number of targets that are not ignore_index, over the block.
@@ -173,14 +212,21 @@ std::string kCrossEntropy(const CudaKernelArgs &a) {
     return e;
   p.n = x.shape[0];
   p.c = x.shape[1];
+  // The rows in up to kPartialChunks fixed chunks, one block each, then
+  // the chunks' sums in order.
+  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(p.n, kPartialChunks));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    crossEntropyChunkKernel<T><<<int(chunks), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), t.as<int64_t>(), a.ctx.partials, chunks, p,
+        a.ctx.errorFlag, a.instruction);
+    crossEntropyFinishKernel<T><<<1, 1, 0, a.ctx.stream>>>(
+        a.ctx.partials, chunks, y.as<T>(), p);
+  };
   if (x.dtype == DType::F32)
-    crossEntropyKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), t.as<int64_t>(), y.as<float>(), p, a.ctx.errorFlag,
-        a.instruction);
+    run(float());
   else
-    crossEntropyKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), t.as<int64_t>(), y.as<double>(), p, a.ctx.errorFlag,
-        a.instruction);
+    run(double());
   return launched(op);
 }
 

@@ -7,8 +7,8 @@
 //
 // Determinism and agreement with the host:
 //   * layer norm: one block per row (statistics in double, fixed tree);
-//     dweight/dbias: one thread per column adding the rows in order, the
-//     host kernel's order (bit-identical to the host).
+//     dweight/dbias: tiles of 32 columns, 32 lanes each adding every 32nd
+//     row in order, then a fixed tree (a fixed order, not the host's).
 //   * pooling: one thread per output (forward) or per input element
 //     (average backward: it gathers the gradients of the outputs whose
 //     window holds the element, in output order); max-pool backward has one
@@ -377,23 +377,45 @@ __global__ void lnBackwardDxKernel(const T *dy, const T *x, const T *w,
   }
 }
 
-/// One thread per column, rows in order (the host kernel's order).
+/// Tiles of kTile columns: thread (c, l) of a kTile x kLanes block adds
+/// rows l, l + kLanes, ... of its column in order (a warp reads kTile
+/// consecutive elements of a row), then the kLanes partial sums of each
+/// column add in a fixed tree. A fixed order, so the same bits every run;
+/// not the host's order (which adds the rows one by one).
+constexpr int kTile = 32, kLanes = 32;
 template <typename T>
 __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
                                        const T *mean, const T *rstd, T *dw,
                                        T *db, int64_t m, int64_t d) {
-  OFFLOAD_GRID_LOOP(j, d) {
-    double sw = 0, sb = 0;
-    for (int64_t r = 0; r < m; ++r) {
-      double mu = double(mean[r]), rs = double(rstd[r]);
-      double g = double(dy[r * d + j]);
-      sw += g * (double(x[r * d + j]) - mu) * rs;
-      sb += g;
+  __shared__ double sw[kLanes][kTile + 1], sb[kLanes][kTile + 1];
+  int c = threadIdx.x, l = threadIdx.y;
+  for (int64_t j0 = int64_t(blockIdx.x) * kTile; j0 < d;
+       j0 += int64_t(gridDim.x) * kTile) {
+    int64_t j = j0 + c;
+    double w = 0, b = 0;
+    if (j < d)
+      for (int64_t r = l; r < m; r += kLanes) {
+        double g = double(dy[r * d + j]);
+        w += g * (double(x[r * d + j]) - double(mean[r])) * double(rstd[r]);
+        b += g;
+      }
+    sw[l][c] = w;
+    sb[l][c] = b;
+    __syncthreads();
+    for (int h = kLanes / 2; h > 0; h >>= 1) {
+      if (l < h) {
+        sw[l][c] += sw[l + h][c];
+        sb[l][c] += sb[l + h][c];
+      }
+      __syncthreads();
     }
-    if (dw)
-      dw[j] = T(sw);
-    if (db)
-      db[j] = T(sb);
+    if (l == 0 && j < d) {
+      if (dw)
+        dw[j] = T(sw[0][c]);
+      if (db)
+        db[j] = T(sb[0][c]);
+    }
+    __syncthreads();
   }
 }
 
@@ -482,14 +504,14 @@ std::string kLayerNormBackward(const CudaKernelArgs &a) {
       return e;
   }
   if ((present(out, 1) || present(out, 2)) && d > 0) {
+    dim3 tile(kTile, kLanes);
+    int grid = rowBlocks((d + kTile - 1) / kTile);
     if (dt == DType::F32)
-      lnBackwardParamsKernel<float><<<blocksFor(d), kThreads, 0,
-                                      a.ctx.stream>>>(
+      lnBackwardParamsKernel<float><<<grid, tile, 0, a.ctx.stream>>>(
           in[0].as<float>(), in[1].as<float>(), in[3].as<float>(),
           in[4].as<float>(), opt<float>(out, 1), opt<float>(out, 2), m, d);
     else
-      lnBackwardParamsKernel<double><<<blocksFor(d), kThreads, 0,
-                                       a.ctx.stream>>>(
+      lnBackwardParamsKernel<double><<<grid, tile, 0, a.ctx.stream>>>(
           in[0].as<double>(), in[1].as<double>(), in[3].as<double>(),
           in[4].as<double>(), opt<double>(out, 1), opt<double>(out, 2), m, d);
     return launched(op);
