@@ -333,6 +333,13 @@ std::vector<OpCase> opCases() {
                {f32({16, 33})}, attrs({{"dim", attrInt(-1)}})});
   c.push_back({"log_softmax_backward", {f32({4, 7, 5}), f32({4, 7, 5})},
                {f32({4, 7, 5})}, attrs({{"dim", attrInt(1)}})});
+  // Long rows (a block per row), an inner stride, and f64.
+  c.push_back({"softmax_backward", {f32({6, 1000}), f32({6, 1000}, positive())},
+               {f32({6, 1000})}, attrs({{"dim", attrInt(-1)}})});
+  c.push_back({"softmax_backward", {f64({3, 9, 4}), f64({3, 9, 4}, positive())},
+               {f64({3, 9, 4})}, attrs({{"dim", attrInt(1)}})});
+  c.push_back({"log_softmax_backward", {f64({5, 300}), f64({5, 300})},
+               {f64({5, 300})}, attrs({{"dim", attrInt(1)}})});
   c.push_back({"linear", {f32({16, 32}), f32({24, 32}), f32({24})}, {f32({16, 24})}, {}});
   c.push_back({"linear", {f64({2, 8, 32}), f64({24, 32}), none()}, {f64({2, 8, 24})}, {}});
   AttrMap tb = attrs({{"transpose_a", attrInt(0)}, {"transpose_b", attrInt(1)}});

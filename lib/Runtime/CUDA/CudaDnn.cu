@@ -616,7 +616,7 @@ std::string kBatchNormBackward(const CudaKernelArgs &a) {
 }
 
 //===----------------------------------------------------------------------===//
-// softmax, log_softmax and backward (cuDNN, channel mode)
+// softmax, log_softmax (cuDNN, channel mode) and their backward (own)
 //===----------------------------------------------------------------------===//
 
 /// x viewed as [outer, n, inner] around attribute `dim`.
@@ -681,17 +681,8 @@ std::string softmaxBackward(const CudaKernelArgs &a, const char *op,
     return e;
   if (y.numel() == 0)
     return "";
-  TensorDesc d;
-  OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
-                    d.set(y.dtype, outer, n, inner, 1));
-  OFFLOAD_CUDNN_TRY("cudnnSoftmaxBackward",
-                    cudnnSoftmaxBackward(
-                        a.ctx.cudnn,
-                        isLog ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
-                        CUDNN_SOFTMAX_MODE_CHANNEL, kOne.ptr(y.dtype), d.d,
-                        y.data, d.d, dy.data, kZero.ptr(y.dtype), d.d,
-                        dx.data));
-  return "";
+  // Own kernel, not cudnnSoftmaxBackward (CudaNormPool.h says why).
+  return softmaxBackwardLines(a, isLog, outer, n, inner);
 }
 
 std::string kSoftmax(const CudaKernelArgs &a) {

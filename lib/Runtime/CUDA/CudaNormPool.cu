@@ -883,6 +883,78 @@ const std::vector<Entry> &normPoolEntries() {
   return e;
 }
 
+
+//===----------------------------------------------------------------------===//
+// softmax_backward / log_softmax_backward
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename T>
+__device__ T softmaxGrad(bool isLog, T g, T y, T s) {
+  return isLog ? g - exp(y) * s : y * (g - s);
+}
+
+/// One block per line of n contiguous elements.
+template <typename T>
+__global__ void softmaxBackwardRowKernel(const T *dy, const T *y, T *dx,
+                                         int64_t lines, int64_t n,
+                                         bool isLog) {
+  __shared__ double shm[kThreads];
+  for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
+    const T *g = dy + r * n, *yy = y + r * n;
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += kThreads)
+      s += isLog ? double(g[j]) : double(g[j]) * double(yy[j]);
+    T sT = T(blockSum(s, shm));
+    T *out = dx + r * n;
+    for (int64_t j = threadIdx.x; j < n; j += kThreads)
+      out[j] = softmaxGrad(isLog, g[j], yy[j], sT);
+  }
+}
+
+/// One thread per line (o, i) of n elements at stride inner.
+template <typename T>
+__global__ void softmaxBackwardStridedKernel(const T *dy, const T *y, T *dx,
+                                             int64_t outer, int64_t n,
+                                             int64_t inner, bool isLog) {
+  OFFLOAD_GRID_LOOP(t, outer * inner) {
+    int64_t base = (t / inner) * n * inner + t % inner;
+    const T *g = dy + base, *yy = y + base;
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j)
+      s += isLog ? double(g[j * inner])
+                 : double(g[j * inner]) * double(yy[j * inner]);
+    T sT = T(s);
+    T *out = dx + base;
+    for (int64_t j = 0; j < n; ++j)
+      out[j * inner] = softmaxGrad(isLog, g[j * inner], yy[j * inner], sT);
+  }
+}
+
+} // namespace
+
+std::string softmaxBackwardLines(const CudaKernelArgs &a, bool isLog,
+                                 int64_t outer, int64_t n, int64_t inner) {
+  const TensorView &dy = a.inputs[0], &y = a.inputs[1], &dx = a.outputs[0];
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1)
+      softmaxBackwardRowKernel<T><<<rowBlocks(outer), kThreads, 0,
+                                    a.ctx.stream>>>(
+          dy.as<T>(), y.as<T>(), dx.as<T>(), outer, n, isLog);
+    else
+      softmaxBackwardStridedKernel<T><<<blocksFor(outer * inner), kThreads,
+                                        0, a.ctx.stream>>>(
+          dy.as<T>(), y.as<T>(), dx.as<T>(), outer, n, inner, isLog);
+  };
+  if (dy.dtype == DType::F32)
+    run(float());
+  else
+    run(double());
+  return launched(isLog ? "log_softmax_backward" : "softmax_backward");
+}
+
 } // namespace cuda
 } // namespace rt
 } // namespace offload
