@@ -14,6 +14,10 @@
 //     found on the device and an injected failure fail the step naming the
 //     op, with parameters unchanged; the workspace is counted in the
 //     measured peak.
+//   * A convolution whose deterministic algorithms all need more workspace
+//     for the whole batch than the plan has runs in batch slices, matches
+//     the host and repeats bit for bit; so does each convolution kernel
+//     given batch slices directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +26,13 @@
 #include <gtest/gtest.h>
 
 #ifdef OFFLOAD_HAVE_CUDA
+#include "CUDA/CudaKernels.h" // smallestConvWorkspace, chooseConvAlgorithm
 #include <cuda_runtime.h>
 #endif
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -619,6 +625,210 @@ TEST(CudaTest, ConvolutionWithoutWorkspaceRunsOrNamesTheBytes) {
               std::string::npos)
         << s.message();
   }
+}
+
+#ifdef OFFLOAD_HAVE_CUDA
+/// The one-instruction case of convolution `op` over x[n,c,h,w] with
+/// weight w[o,c,k,k] (stride s, padding p), bias on the forward.
+OpCase convCase(const std::string &op, std::vector<int64_t> xs,
+                std::vector<int64_t> ws, int64_t s, int64_t p) {
+  int64_t oh = (xs[2] + 2 * p - ws[2]) / s + 1;
+  int64_t ow = (xs[3] + 2 * p - ws[3]) / s + 1;
+  std::vector<int64_t> ys{xs[0], ws[0], oh, ow};
+  AttrMap cv = attrs({{"stride", attrInts({s, s})}, {"padding", attrInts({p, p})},
+                      {"dilation", attrInts({1, 1})}, {"groups", attrInt(1)}});
+  if (op == "offload.conv2d")
+    return {op, {f32(xs), f32(ws), f32({ws[0]})}, {f32(ys)}, cv};
+  if (op == "offload.conv2d_backward_input")
+    return {op, {f32(ys), f32(ws)}, {f32(xs)}, cv};
+  return {op, {f32(ys), f32(xs)}, {f32(ws)}, cv};
+}
+
+/// Shape-only views of a case's operands (the bias left out: it does not
+/// change the algorithm).
+std::vector<TensorView> viewsOf(const std::vector<Operand> &ops, size_t n) {
+  std::vector<TensorView> v;
+  for (size_t k = 0; k < ops.size() && k < n; ++k)
+    v.push_back({nullptr, ops[k].dtype, ops[k].shape});
+  return v;
+}
+#endif
+
+TEST(CudaTest, ConvolutionInBatchSlicesMatchesHostAndRepeats) {
+  // For each convolution op, the first of a few shapes where cuDNN's
+  // deterministic algorithms need workspace for the whole batch and less
+  // for one sample: the plan gets one byte less than the whole batch needs,
+  // so chooseConvAlgorithm must cut the batch (7 samples: slices of 4 and a
+  // last one of 3, or of 2 and 1, or of 1). The result matches the host
+  // within the f32 tolerance and is bit-identical from session to session.
+  SKIP_WITHOUT_GPU();
+#ifdef OFFLOAD_HAVE_CUDA
+  using namespace offload::rt::cuda;
+  cudnnHandle_t h = nullptr;
+  ASSERT_EQ(cudnnCreate(&h), CUDNN_STATUS_SUCCESS);
+  struct Shape {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad;
+  };
+  const std::vector<Shape> shapes = {
+      {{7, 16, 28, 28}, {32, 16, 3, 3}, 1, 1},
+      {{7, 64, 56, 56}, {64, 64, 3, 3}, 1, 1},
+      {{7, 128, 28, 28}, {128, 128, 3, 3}, 2, 1},
+      {{7, 3, 224, 224}, {64, 3, 7, 7}, 2, 3},
+      {{7, 256, 14, 14}, {512, 256, 1, 1}, 2, 0},
+  };
+  std::vector<std::string> untested;
+  int tested = 0;
+  Lcg rng{99};
+  for (const char *op : {"offload.conv2d_backward_weight", "offload.conv2d",
+                         "offload.conv2d_backward_input"}) {
+    bool done = false;
+    for (const Shape &sh : shapes) {
+      OpCase c = convCase(op, sh.x, sh.w, sh.stride, sh.pad);
+      std::vector<TensorView> in = viewsOf(c.inputs, 2),
+                              out = viewsOf(c.outputs, 1);
+      size_t whole = 0, half = 0, one = 0;
+      ASSERT_EQ(smallestConvWorkspace(h, op, in, out, c.attrs, 0, whole), "");
+      ASSERT_EQ(smallestConvWorkspace(h, op, in, out, c.attrs, 4, half), "");
+      ASSERT_EQ(smallestConvWorkspace(h, op, in, out, c.attrs, 1, one), "");
+      std::cout << "[ info ] " << op << " x" << ::testing::PrintToString(sh.x)
+                << " w" << ::testing::PrintToString(sh.w)
+                << ": smallest deterministic workspace, 7 samples " << whole
+                << ", 4 samples " << half << ", 1 sample " << one
+                << " bytes\n";
+      // The session's workspace may lose up to 255 bytes to alignment.
+      if (done || whole == SIZE_MAX || one == SIZE_MAX || whole == 0 ||
+          one + 1024 >= whole)
+        continue;
+      c.workspace = whole - 1;
+      CudaContext ctx;
+      ctx.cudnn = h;
+      ctx.workspaceBytes = whole - 1;
+      ConvChoice choice;
+      ASSERT_EQ(chooseConvAlgorithm(op, in, out, c.attrs, ctx, choice, nullptr),
+                "");
+      EXPECT_GT(choice.batchChunk, 0) << op;
+      std::cout << "[ info ] " << op << ": slices of " << choice.batchChunk
+                << " (algo " << choice.algo << ", " << choice.workspace
+                << " bytes), last slice algo " << choice.restAlgo << " ("
+                << choice.restWorkspace << " bytes)\n";
+      std::map<std::string, Tensor> inputs;
+      for (size_t k = 0; k < c.inputs.size(); ++k)
+        inputs["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+      PlanData d = planOf(c);
+      std::string err;
+      auto host = runPlan(d, "host", inputs, err);
+      ASSERT_EQ(err, "") << op;
+      auto a = runPlan(d, "cuda", inputs, err);
+      ASSERT_EQ(err, "") << op;
+      auto b = runPlan(d, "cuda", inputs, err);
+      ASSERT_EQ(err, "") << op;
+      for (auto &e : host) {
+        EXPECT_LE(relDiff(a.at(e.first), e.second), 1e-5) << op;
+        EXPECT_TRUE(a.at(e.first).bitEqual(b.at(e.first)))
+            << op << " differs between two CUDA sessions";
+      }
+      done = true;
+      ++tested;
+    }
+    if (!done)
+      untested.push_back(op);
+  }
+  cudnnDestroy(h);
+  std::string why;
+  for (const std::string &op : untested)
+    why += (why.empty() ? "" : ", ") + op;
+  if (!tested)
+    GTEST_SKIP() << "this GPU's cuDNN needs no workspace, or as much for one "
+                    "sample as for the batch, for every shape tried: "
+                 << why;
+  if (!untested.empty())
+    std::cout << "[ info ] not sliced by the workspace here (no workspace "
+                 "needed, or no less for one sample): "
+              << why << " (ConvolutionKernelsInForcedBatchSlicesMatchHost "
+                 "runs their slices)\n";
+#endif
+}
+
+TEST(CudaTest, ConvolutionKernelsInForcedBatchSlicesMatchHost) {
+  // The slice loop of each convolution kernel whatever the GPU's cuDNN
+  // needs (it may offer a deterministic forward and input-gradient
+  // algorithm without workspace, so that no plan slices them): the kernels
+  // run straight from the kernel table with slices of 3 of 7 samples
+  // (3 + 3 + 1), the algorithms chosen for the two slice shapes, on outputs
+  // filled with NaN first. They match the host and repeat bit for bit.
+  SKIP_WITHOUT_GPU();
+#ifdef OFFLOAD_HAVE_CUDA
+  using namespace offload::rt::cuda;
+  CudaContext ctx;
+  ASSERT_EQ(cudnnCreate(&ctx.cudnn), CUDNN_STATUS_SUCCESS);
+  ctx.workspaceBytes = 64u << 20;
+  ASSERT_EQ(cudaMalloc(&ctx.workspace, ctx.workspaceBytes), cudaSuccess);
+  Lcg rng{5};
+  std::vector<int64_t> xs{7, 8, 10, 10}, ws{6, 8, 3, 3};
+  for (const char *op : {"offload.conv2d", "offload.conv2d_backward_input",
+                         "offload.conv2d_backward_weight"}) {
+    OpCase c = convCase(op, xs, ws, 2, 1);
+    std::map<std::string, Tensor> in;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    std::string err;
+    auto host = runPlan(planOf(c), "host", in, err);
+    ASSERT_EQ(err, "") << op;
+    ConvChoice choice, last;
+    OpCase s3 = convCase(op, {3, 8, 10, 10}, ws, 2, 1);
+    OpCase s1 = convCase(op, {1, 8, 10, 10}, ws, 2, 1);
+    ASSERT_EQ(chooseConvAlgorithm(op, viewsOf(s3.inputs, 2),
+                                  viewsOf(s3.outputs, 1), c.attrs, ctx, choice,
+                                  nullptr),
+              "");
+    ASSERT_EQ(chooseConvAlgorithm(op, viewsOf(s1.inputs, 2),
+                                  viewsOf(s1.outputs, 1), c.attrs, ctx, last,
+                                  nullptr),
+              "");
+    ASSERT_EQ(choice.batchChunk, 0);
+    choice.batchChunk = 3;
+    choice.restAlgo = last.algo;
+    choice.restMathType = last.mathType;
+    choice.restWorkspace = last.workspace;
+    // Device copies of the inputs and the output.
+    std::vector<void *> mem;
+    std::vector<TensorView> ins, outs;
+    for (size_t k = 0; k < c.inputs.size(); ++k) {
+      const Tensor &t = in.at("in" + std::to_string(k));
+      void *p = nullptr;
+      ASSERT_EQ(cudaMalloc(&p, t.byteSize()), cudaSuccess);
+      mem.push_back(p);
+      ASSERT_EQ(cudaMemcpy(p, t.data(), t.byteSize(), cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ins.push_back({p, t.dtype(), t.shape()});
+    }
+    Tensor y(c.outputs[0].dtype, c.outputs[0].shape), first;
+    void *yd = nullptr;
+    ASSERT_EQ(cudaMalloc(&yd, y.byteSize()), cudaSuccess);
+    mem.push_back(yd);
+    outs.push_back({yd, y.dtype(), y.shape()});
+    CudaKernelFn fn = lookupKernel(op);
+    ASSERT_NE(fn, nullptr) << op;
+    for (int rep = 0; rep < 2; ++rep) {
+      ASSERT_EQ(cudaMemset(yd, 0xff, y.byteSize()), cudaSuccess); // NaN
+      ASSERT_EQ(fn(CudaKernelArgs{ins, outs, c.attrs, ctx, 0, choice}), "")
+          << op;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << op;
+      ASSERT_EQ(cudaMemcpy(y.data(), yd, y.byteSize(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_LE(relDiff(y, host.at("out0")), 1e-5) << op;
+      if (rep == 0)
+        first = y;
+      else
+        EXPECT_TRUE(y.bitEqual(first)) << op << " differs between two runs";
+    }
+    for (void *p : mem)
+      cudaFree(p);
+  }
+  cudaFree(ctx.workspace);
+  cudnnDestroy(ctx.cudnn);
+#endif
 }
 
 TEST(CudaTest, PlanLargerThanTheDeviceFailsAtCreation) {

@@ -14,8 +14,9 @@
 // cuDNN handles, the free-memory check (bytes needed vs free, before any
 // allocation of the arena), the arenas, and (prepare) one cuDNN algorithm
 // per convolution launch (the fastest deterministic one whose workspace
-// fits in the plan's workspace; failing that, an error naming the
-// instruction and the bytes it needs). A failed step leaves nothing
+// fits in the plan's workspace, over the whole batch or else in batch
+// slices; failing that, an error naming the instruction and the bytes it
+// needs). A failed step leaves nothing
 // committed (Session), and its message names the instruction, the op and
 // the failing CUDA / cuBLAS / cuDNN call; bad input seen by a kernel on the
 // device (an index out of range) fails the step after its synchronisation.

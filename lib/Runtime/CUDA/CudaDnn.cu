@@ -10,7 +10,9 @@
 // products in FP32, no TF32), with the plan's workspace set once by the
 // backend; cuDNN convolutions use the algorithm that chooseConvAlgorithm
 // picked at session creation among those cuDNN reports deterministic, with
-// FMA math (no TF32 tensor cores). cuDNN's batch norm and softmax are
+// FMA math (no TF32 tensor cores), over the whole batch or, when no such
+// algorithm fits the workspace, in batch slices (backward weight adds the
+// slices' gradients in batch order). cuDNN's batch norm and softmax are
 // reproducible run to run (cuDNN's "Reproducibility" notes list none of
 // them). Batch norm falls back to the own kernels of CudaNormPool.cu when
 // an operand cuDNN needs is absent (weight, bias, or a gradient output).
@@ -434,11 +436,18 @@ bool tensorCoreMath(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
+/// One algorithm of a heuristic ranking.
+struct ConvPick {
+  int algo = -1;
+  int mathType = 0;
+  size_t workspace = 0;
+};
+
 /// Takes the first usable result of a heuristic ranking: deterministic,
 /// supported, FMA math, fitting in `limit`; records the smallest workspace
 /// of the deterministic ones.
 template <typename Perf>
-void pickFrom(const Perf *perf, int count, size_t limit, ConvChoice &out,
+void pickFrom(const Perf *perf, int count, size_t limit, ConvPick &out,
               size_t &minNeeded) {
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[i];
@@ -465,7 +474,77 @@ const char *convOpCall(ConvKind k) {
   }
 }
 
-/// Runs the convolution of kind `kind` with the chosen algorithm.
+/// cuDNN's heuristic ranking for the convolution `kind` of geometry `g`
+/// (g.n samples), through pickFrom: `out` is the first usable algorithm
+/// within `limit` bytes (algo -1 when none), `minNeeded` the smallest
+/// workspace of the deterministic ones (SIZE_MAX when none).
+std::string rankConv(cudnnHandle_t h, ConvKind kind, DType dt,
+                     const ConvGeom &g, size_t limit, ConvPick &out,
+                     size_t &minNeeded) {
+  out = ConvPick();
+  minNeeded = SIZE_MAX;
+  ConvDescs d;
+  if (auto e = makeConvDescs(dt, g, CUDNN_FMA_MATH, d); !e.empty())
+    return e;
+  int count = 0, got = 0;
+  switch (kind) {
+  case ConvKind::Forward: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionForwardAlgorithmMaxCount",
+                      cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionForwardAlgorithm_v7(
+                          h, d.x.d, d.w.d, d.conv.d, d.y.d, count, &got,
+                          perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  case ConvKind::BackwardData: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
+                      cudnnGetConvolutionBackwardDataAlgorithmMaxCount(
+                          h, &count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(
+        size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                          h, d.w.d, d.y.d, d.conv.d, d.x.d, count, &got,
+                          perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  case ConvKind::BackwardFilter: {
+    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardFilterAlgorithmMaxCount",
+                      cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(
+                          h, &count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(
+        size_t(std::max(count, 1)));
+    OFFLOAD_CUDNN_TRY(convOpCall(kind),
+                      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                          h, d.x.d, d.y.d, d.conv.d, d.w.d, count, &got,
+                          perf.data()));
+    pickFrom(perf.data(), got, limit, out, minNeeded);
+    break;
+  }
+  }
+  return "";
+}
+
+/// The batch slice sizes chooseConvAlgorithm tries for a batch of n, in
+/// order: ceil(n/2), ceil(n/4), ... down to 1, each once.
+std::vector<int64_t> batchSliceSizes(int64_t n) {
+  std::vector<int64_t> sizes;
+  for (int64_t d = 2;; d *= 2) {
+    int64_t k = n / d + (n % d != 0);
+    if (k < n && (sizes.empty() || sizes.back() != k))
+      sizes.push_back(k);
+    if (k <= 1 || d > n)
+      break;
+  }
+  return sizes;
+}
+
+/// Runs the convolution of kind `kind` with the chosen algorithm, over the
+/// whole batch or in the chosen batch slices.
 std::string runConv(const CudaKernelArgs &a, const char *op, ConvKind kind) {
   ConvGeom g;
   DType dt;
@@ -479,50 +558,79 @@ std::string runConv(const CudaKernelArgs &a, const char *op, ConvKind kind) {
       return zeroFill(a.outputs[0].data, a.outputs[0].bytes(), ctx.stream);
     return "";
   }
-  if (a.conv.algo < 0)
+  const ConvChoice &c = a.conv;
+  int64_t chunk = c.batchChunk > 0 && c.batchChunk < g.n ? c.batchChunk : g.n;
+  if (c.algo < 0 || (g.n % chunk != 0 && c.restAlgo < 0))
     return std::string(op) + ": no cuDNN algorithm was chosen at session "
                              "creation";
-  ConvDescs d;
-  if (auto e = makeConvDescs(dt, g, a.conv.mathType, d); !e.empty())
-    return std::string(op) + ": " + e;
-  void *ws = a.conv.workspace ? ctx.workspace : nullptr;
-  size_t wsBytes = a.conv.workspace ? ctx.workspaceBytes : 0;
-  switch (kind) {
-  case ConvKind::Forward: {
-    OFFLOAD_CUDNN_TRY("cudnnConvolutionForward",
-                      cudnnConvolutionForward(
-                          ctx.cudnn, kOne.ptr(dt), d.x.d, a.inputs[0].data,
-                          d.w.d, a.inputs[1].data, d.conv.d,
-                          cudnnConvolutionFwdAlgo_t(a.conv.algo), ws, wsBytes,
-                          kZero.ptr(dt), d.y.d, a.outputs[0].data));
-    if (present(a.inputs, 2)) {
-      TensorDesc b;
-      OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", b.set(dt, 1, g.o, 1, 1));
-      OFFLOAD_CUDNN_TRY("cudnnAddTensor",
-                        cudnnAddTensor(ctx.cudnn, kOne.ptr(dt), b.d,
-                                       a.inputs[2].data, kOne.ptr(dt), d.y.d,
-                                       a.outputs[0].data));
+  // The operands along the batch: x and y (forward), dy and dx (backward
+  // data), dy and x (backward weight); w and dw are whole in every slice.
+  size_t es = dtypeSize(dt);
+  size_t xSample = size_t(g.c * g.h * g.w) * es;
+  size_t ySample = size_t(g.o * g.oh * g.ow) * es;
+  auto at = [](void *p, int64_t n, size_t sample) {
+    return static_cast<void *>(static_cast<char *>(p) + size_t(n) * sample);
+  };
+  bool bias = kind == ConvKind::Forward && present(a.inputs, 2);
+  TensorDesc b;
+  if (bias)
+    OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", b.set(dt, 1, g.o, 1, 1));
+  // At most two slice shapes: `chunk` samples, and the smaller last one.
+  ConvDescs full, last;
+  for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
+    int64_t cnt = std::min(chunk, g.n - n0);
+    bool rest = cnt != chunk;
+    ConvDescs &d = rest ? last : full;
+    int algo = rest ? c.restAlgo : c.algo;
+    size_t need = rest ? c.restWorkspace : c.workspace;
+    if (!d.conv.d) {
+      ConvGeom gs = g;
+      gs.n = cnt;
+      if (auto e = makeConvDescs(dt, gs, rest ? c.restMathType : c.mathType, d);
+          !e.empty())
+        return std::string(op) + ": " + e;
     }
-    return "";
-  }
-  case ConvKind::BackwardData:
-    OFFLOAD_CUDNN_TRY(
-        "cudnnConvolutionBackwardData",
-        cudnnConvolutionBackwardData(
-            ctx.cudnn, kOne.ptr(dt), d.w.d, a.inputs[1].data, d.y.d,
-            a.inputs[0].data, d.conv.d,
-            cudnnConvolutionBwdDataAlgo_t(a.conv.algo), ws, wsBytes,
-            kZero.ptr(dt), d.x.d, a.outputs[0].data));
-    return "";
-  case ConvKind::BackwardFilter:
-    OFFLOAD_CUDNN_TRY(
-        "cudnnConvolutionBackwardFilter",
-        cudnnConvolutionBackwardFilter(
-            ctx.cudnn, kOne.ptr(dt), d.x.d, a.inputs[1].data, d.y.d,
-            a.inputs[0].data, d.conv.d,
-            cudnnConvolutionBwdFilterAlgo_t(a.conv.algo), ws, wsBytes,
-            kZero.ptr(dt), d.w.d, a.outputs[0].data));
-    return "";
+    void *ws = need ? ctx.workspace : nullptr;
+    size_t wsBytes = need ? ctx.workspaceBytes : 0;
+    switch (kind) {
+    case ConvKind::Forward: {
+      void *y = at(a.outputs[0].data, n0, ySample);
+      OFFLOAD_CUDNN_TRY("cudnnConvolutionForward",
+                        cudnnConvolutionForward(
+                            ctx.cudnn, kOne.ptr(dt), d.x.d,
+                            at(a.inputs[0].data, n0, xSample), d.w.d,
+                            a.inputs[1].data, d.conv.d,
+                            cudnnConvolutionFwdAlgo_t(algo), ws, wsBytes,
+                            kZero.ptr(dt), d.y.d, y));
+      if (bias)
+        OFFLOAD_CUDNN_TRY("cudnnAddTensor",
+                          cudnnAddTensor(ctx.cudnn, kOne.ptr(dt), b.d,
+                                         a.inputs[2].data, kOne.ptr(dt), d.y.d,
+                                         y));
+      break;
+    }
+    case ConvKind::BackwardData:
+      OFFLOAD_CUDNN_TRY(
+          "cudnnConvolutionBackwardData",
+          cudnnConvolutionBackwardData(
+              ctx.cudnn, kOne.ptr(dt), d.w.d, a.inputs[1].data, d.y.d,
+              at(a.inputs[0].data, n0, ySample), d.conv.d,
+              cudnnConvolutionBwdDataAlgo_t(algo), ws, wsBytes, kZero.ptr(dt),
+              d.x.d, at(a.outputs[0].data, n0, xSample)));
+      break;
+    case ConvKind::BackwardFilter:
+      // dw = sum over the slices in batch order: the first overwrites
+      // (beta 0), the others add (beta 1).
+      OFFLOAD_CUDNN_TRY(
+          "cudnnConvolutionBackwardFilter",
+          cudnnConvolutionBackwardFilter(
+              ctx.cudnn, kOne.ptr(dt), d.x.d,
+              at(a.inputs[1].data, n0, xSample), d.y.d,
+              at(a.inputs[0].data, n0, ySample), d.conv.d,
+              cudnnConvolutionBwdFilterAlgo_t(algo), ws, wsBytes,
+              (n0 == 0 ? kZero : kOne).ptr(dt), d.w.d, a.outputs[0].data));
+      break;
+    }
   }
   return "";
 }
@@ -718,65 +826,98 @@ std::string chooseConvAlgorithm(const std::string &op,
     out.algo = 0; // never run: the kernel handles empty operands itself
     return "";
   }
-  ConvDescs d;
-  if (auto e = makeConvDescs(dt, g, CUDNN_FMA_MATH, d); !e.empty())
-    return e;
   size_t limit = ctx.workspaceBytes;
-  size_t minNeeded = SIZE_MAX;
-  int count = 0, got = 0;
-  switch (kind) {
-  case ConvKind::Forward: {
-    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionForwardAlgorithmMaxCount",
-                      cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn,
-                                                                  &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(size_t(std::max(count, 1)));
-    OFFLOAD_CUDNN_TRY(convOpCall(kind),
-                      cudnnGetConvolutionForwardAlgorithm_v7(
-                          ctx.cudnn, d.x.d, d.w.d, d.conv.d, d.y.d, count,
-                          &got, perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
-    break;
-  }
-  case ConvKind::BackwardData: {
-    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
-                      cudnnGetConvolutionBackwardDataAlgorithmMaxCount(
-                          ctx.cudnn, &count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(
-        size_t(std::max(count, 1)));
-    OFFLOAD_CUDNN_TRY(convOpCall(kind),
-                      cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                          ctx.cudnn, d.w.d, d.y.d, d.conv.d, d.x.d, count,
-                          &got, perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
-    break;
-  }
-  case ConvKind::BackwardFilter: {
-    OFFLOAD_CUDNN_TRY("cudnnGetConvolutionBackwardFilterAlgorithmMaxCount",
-                      cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(
-                          ctx.cudnn, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(
-        size_t(std::max(count, 1)));
-    OFFLOAD_CUDNN_TRY(convOpCall(kind),
-                      cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                          ctx.cudnn, d.x.d, d.y.d, d.conv.d, d.w.d, count,
-                          &got, perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
-    break;
-  }
-  }
-  if (out.algo >= 0)
+  ConvPick whole;
+  size_t wholeMin = SIZE_MAX;
+  if (auto e = rankConv(ctx.cudnn, kind, dt, g, limit, whole, wholeMin);
+      !e.empty())
+    return e;
+  if (whole.algo >= 0) {
+    out.algo = whole.algo;
+    out.mathType = whole.mathType;
+    out.workspace = whole.workspace;
     return "";
-  if (minNeeded == SIZE_MAX)
+  }
+  // Batch slices: the largest size whose slice (and smaller last slice)
+  // each have a deterministic algorithm within the workspace.
+  size_t sliceMin = SIZE_MAX; // the least workspace a slice size needs
+  int64_t sliceMinSize = 0;
+  for (int64_t k : batchSliceSizes(g.n)) {
+    ConvGeom gs = g;
+    gs.n = k;
+    ConvPick p, r;
+    size_t pMin, rMin = 0;
+    if (auto e = rankConv(ctx.cudnn, kind, dt, gs, limit, p, pMin); !e.empty())
+      return e;
+    int64_t rest = g.n % k;
+    if (rest) {
+      gs.n = rest;
+      if (auto e = rankConv(ctx.cudnn, kind, dt, gs, limit, r, rMin);
+          !e.empty())
+        return e;
+    }
+    if (p.algo >= 0 && (!rest || r.algo >= 0)) {
+      out.algo = p.algo;
+      out.mathType = p.mathType;
+      out.workspace = p.workspace;
+      out.batchChunk = k;
+      if (rest) {
+        out.restAlgo = r.algo;
+        out.restMathType = r.mathType;
+        out.restWorkspace = r.workspace;
+      }
+      return "";
+    }
+    size_t need = std::max(pMin, rMin);
+    if (need < sliceMin) {
+      sliceMin = need;
+      sliceMinSize = k;
+    }
+  }
+  if (wholeMin == SIZE_MAX && sliceMin == SIZE_MAX)
     return "cuDNN offers no deterministic algorithm without tensor-core "
            "math for this convolution (" +
            std::string(dtypeName(dt)) + ", input " +
            shapeStr({g.n, g.c, g.h, g.w}) + ", weight " +
            shapeStr({g.o, g.c / g.g, g.kh, g.kw}) + ")";
   if (needed)
-    *needed = minNeeded;
-  return "no deterministic cuDNN algorithm fits in the plan's workspace of " +
-         std::to_string(limit) + " bytes: the smallest needs " +
-         std::to_string(minNeeded) + " bytes";
+    *needed = std::min(wholeMin, sliceMin);
+  std::string msg = "no deterministic cuDNN algorithm fits in the plan's "
+                    "workspace of " +
+                    std::to_string(limit) + " bytes: ";
+  msg += wholeMin == SIZE_MAX
+             ? std::string("cuDNN offers none for the whole batch")
+             : "the smallest needs " + std::to_string(wholeMin) + " bytes";
+  if (sliceMinSize > 0)
+    msg += "; in batch slices, the least is " + std::to_string(sliceMin) +
+           " bytes (slices of " + std::to_string(sliceMinSize) + " of " +
+           std::to_string(g.n) + " samples)";
+  return msg;
+}
+
+std::string smallestConvWorkspace(cudnnHandle_t cudnn, const std::string &op,
+                                  const std::vector<TensorView> &inputs,
+                                  const std::vector<TensorView> &outputs,
+                                  const AttrMap &attrs, int64_t batch,
+                                  size_t &bytes) {
+  bytes = SIZE_MAX;
+  ConvKind kind;
+  ConvGeom g;
+  DType dt;
+  if (auto e = convOperands(op, inputs, outputs, attrs, kind, g, dt);
+      !e.empty())
+    return e;
+  if (batch < 0 || batch > g.n)
+    return op + ": batch slice of " + std::to_string(batch) +
+           " samples outside the batch of " + std::to_string(g.n);
+  if (batch > 0)
+    g.n = batch;
+  if (g.empty()) {
+    bytes = 0;
+    return "";
+  }
+  ConvPick p;
+  return rankConv(cudnn, kind, dt, g, 0, p, bytes);
 }
 
 const std::vector<Entry> &dnnEntries() {

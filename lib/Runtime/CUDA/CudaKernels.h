@@ -77,6 +77,14 @@ struct ConvChoice {
   int algo = -1;        ///< cudnnConvolution*Algo_t value
   int mathType = 0;     ///< cudnnMathType_t to set on the descriptor
   size_t workspace = 0; ///< bytes the algorithm needs
+  /// 0: one cuDNN call over the whole batch. Otherwise the batch runs in
+  /// slices of batchChunk samples, one call each, in batch order, with the
+  /// algorithm above chosen for a slice's shape; the last slice is smaller
+  /// when batchChunk does not divide the batch, and uses the rest* fields.
+  int64_t batchChunk = 0;
+  int restAlgo = -1;        ///< the last, smaller slice's algorithm; or -1
+  int restMathType = 0;     ///< its cudnnMathType_t
+  size_t restWorkspace = 0; ///< bytes it needs
 };
 
 /// What a kernel sees: the operands in op order (an absent optional operand
@@ -110,14 +118,41 @@ bool isConvOp(const std::string &op);
 /// workspace fits in ctx.workspaceBytes: the first of cuDNN's heuristic
 /// ranking (cudnnGetConvolution*Algorithm_v7) with determinism ==
 /// CUDNN_DETERMINISTIC, status success, no tensor-core math (no TF32) and
-/// memory <= ctx.workspaceBytes. Returns "" and sets `out`, or an error;
-/// when no deterministic algorithm fits, the error says how many bytes the
-/// smallest one needs (`*needed` is set to that, 0 when none exists).
+/// memory <= ctx.workspaceBytes.
+///
+/// When none fits for the whole batch N, the op runs in batch slices
+/// (ConvChoice::batchChunk): slice sizes ceil(N/2), ceil(N/4), ... down to 1
+/// are tried in that order, each by the same rule applied to the ranking for
+/// the slice's shape and, when the size does not divide N, to the ranking
+/// for the smaller last slice's shape (both must fit); the first, largest,
+/// size that fits is taken. The choice depends only on the shapes, the GPU,
+/// the cuDNN version and the workspace size (no timing). Forward and
+/// backward-data slices are independent; backward-weight slices add into
+/// dweight in batch order (cuDNN's beta = 0 for the first, 1 after), a fixed
+/// order: reproducible run to run, though not bit-identical to one call over
+/// the whole batch.
+///
+/// Returns "" and sets `out`, or an error. When nothing fits, the error
+/// says how many bytes the smallest deterministic algorithm needs for the
+/// whole batch and, when N > 1, the least a batch slice size needs; `*needed`
+/// is set to the least workspace with which a choice would succeed (the
+/// smaller of the two), 0 when cuDNN offers no deterministic algorithm.
 std::string chooseConvAlgorithm(const std::string &op,
                                 const std::vector<TensorView> &inputs,
                                 const std::vector<TensorView> &outputs,
                                 const AttrMap &attrs, const CudaContext &ctx,
                                 ConvChoice &out, size_t *needed);
+
+/// The smallest workspace among the algorithms chooseConvAlgorithm accepts
+/// (deterministic, status success, no tensor-core math) for `op` with these
+/// operand views run on `batch` samples at a time (0: the whole batch), by
+/// cuDNN's heuristics on handle `cudnn`; SIZE_MAX when cuDNN offers none.
+/// Returns "" or an error. For tests and diagnostics.
+std::string smallestConvWorkspace(cudnnHandle_t cudnn, const std::string &op,
+                                  const std::vector<TensorView> &inputs,
+                                  const std::vector<TensorView> &outputs,
+                                  const AttrMap &attrs, int64_t batch,
+                                  size_t &bytes);
 
 /// "cudaMalloc: out of memory (cudaErrorMemoryAllocation)".
 std::string cudaErrorText(const char *call, cudaError_t err);
