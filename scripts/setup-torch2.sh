@@ -44,6 +44,10 @@ PIP_NO_DEPS=(
 # needs none of its other dependencies: huggingface_hub, safetensors and pyyaml
 # are imported only to download or read pretrained weights).
 PIP_EXTRAS_NO_DEPS=("torchvision==0.29.2" "pillow==13.0.0" "timm==1.0.31")
+# transformers and diffusers for the HuggingFace models of issue 28 (built from
+# their config classes, no download). Installed with their dependencies (none
+# of them is torch; numpy is already there), the HF libraries pinned.
+PIP_HF=("transformers==5.23.0" "diffusers==0.42.1" "huggingface-hub==2.4.0" "tokenizers==0.23.3" "safetensors==0.8.0")
 PIP_DEPS=(filelock "typing-extensions>=4.13.0" "sympy>=1.13.3" "networkx>=2.5.1" jinja2 "fsspec>=0.8.5" numpy)
 PIP_TEST=("pytest==9.2.0" "matplotlib==3.11.2")
 TEST_IMPORTS="import pytest, matplotlib"
@@ -61,6 +65,10 @@ ensure_extras() {
   if ! "$ROOT/scripts/torch2-python" -c "import torchvision, PIL, timm" 2>/dev/null; then
     echo "setup-torch2: adding ${PIP_EXTRAS_NO_DEPS[*]} to $VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps "${PIP_EXTRAS_NO_DEPS[@]}"
+  fi
+  if ! "$ROOT/scripts/torch2-python" -c "import transformers, diffusers" 2>/dev/null; then
+    echo "setup-torch2: adding ${PIP_HF[*]} to $VENV"
+    install_quietly "${PIP_HF[@]}"
   fi
 }
 

@@ -135,6 +135,49 @@ void convertRsub(StepBuilder &im, Call &n) {
 }
 
 
+/// pow(x, e) for the exponents ATen's CPU kernel computes by multiplication
+/// or a root (pow_tensor_scalar_optimized_kernel: 2 and 3 as products, 0.5
+/// and -0.5 as (r)sqrt, -1 and -2 as reciprocals), so the step rounds as
+/// PyTorch does; RMSNorm's x.pow(2) and GPT-2's GELU x.pow(3).
+void convertPow(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  if (!im.isScalar(im.in(n, 1)))
+    im.fail(n, "pow with a tensor exponent is not supported");
+  if (!isa<FloatType>(im.tt(x).getElementType()))
+    im.fail(n, "pow of an integer tensor of the step is not supported");
+  double e = im.scalarValue(im.in(n, 1));
+  RankedTensorType scalar = RankedTensorType::get({}, im.tt(x).getElementType());
+  auto sq = [&] { return im.emit1<MulOp>(n, {x, x}); };
+  if (e == 1)
+    im.setOut(n, x);
+  else if (e == 2)
+    im.setOut(n, sq());
+  else if (e == 3)
+    im.setOut(n, im.emit1<MulOp>(n, {sq(), x}));
+  else if (e == 0.5)
+    im.setOut(n, im.emit1<SqrtOp>(n, {x}, {}, {x.getType()}));
+  else if (e == -0.5)
+    im.setOut(n, im.emit1<RsqrtOp>(n, {x}, {}, {x.getType()}));
+  else if (e == -1)
+    im.setOut(n, im.emit1<DivOp>(n, {im.fill(n, 1.0, scalar), x}));
+  else if (e == -2)
+    im.setOut(n, im.emit1<DivOp>(n, {im.fill(n, 1.0, scalar), sq()}));
+  else
+    im.fail(n, "pow with exponent " + std::to_string(e) +
+                   " is not supported (2, 3, 0.5, -0.5, -1, -2 and 1 are)");
+}
+
+/// detach / lift_fresh_copy of a value of the step: an integer or bool
+/// tensor (no gradient) passes through; a float one is refused, since the
+/// step has no stop-gradient op.
+void convertDetach(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  if (isa<FloatType>(im.tt(x).getElementType()) && n.kind == "aten::detach")
+    im.fail(n, "detach of a float value of the step is not supported (offload has no "
+               "stop-gradient op)");
+  im.setOut(n, x);
+}
+
 void convertMaskedFill(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0), m = im.tensorIn(n, 1);
   im.setOut(n, im.emit1<MaskedFillOp>(n, {x, m}, {im.f64("value", im.getDouble(n, 2))},
@@ -226,6 +269,9 @@ void ts::registerElementwiseConversions(OpTable &t) {
   t["aten::mul"] = convertBinary<BinKind::Mul>;
   t["aten::div"] = convertBinary<BinKind::Div>;
   t["aten::rsub"] = convertRsub;
+  t["aten::pow"] = convertPow;
+  t["aten::detach"] = convertDetach;
+  t["aten::lift_fresh_copy"] = convertDetach;
   t["aten::addcmul"] = convertAddcmul;
   t["aten::masked_fill"] = convertMaskedFill;
   t["aten::where"] = convertWhere;

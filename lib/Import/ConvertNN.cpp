@@ -214,8 +214,15 @@ void convertSoftmax(StepBuilder &im, Call &n) {
   int64_t r = im.tt(x).getRank();
   if (dim < 0)
     dim += r;
-  if (n.numInputs() > 2 && !im.in(n, 2).isNone())
-    im.fail(n, "softmax with a dtype argument is not supported");
+  // softmax(x, dim, dtype): x is cast to dtype first (ViT's and BERT's
+  // `softmax(..., dtype=torch.float32)` on float32 scores: no cast).
+  if (n.numInputs() > 2 && !im.in(n, 2).isNone()) {
+    const Arg &dt = im.in(n, 2);
+    if (dt.kind != Arg::Dtype || !dt.type || !isa<FloatType>(dt.type))
+      im.fail(n, "softmax with a dtype argument other than float32 or float64 is not supported");
+    if (dt.type != im.tt(x).getElementType())
+      x = im.emit1<CopyOp>(n, {x}, {}, {im.tt(x).clone(dt.type)});
+  }
   im.setOut(n, im.emit1<OpTy>(n, {x}, {im.i64("dim", dim)}, {x.getType()}));
 }
 
@@ -289,12 +296,19 @@ void convertDropout(StepBuilder &im, Call &n) {
 
 void convertEmbedding(StepBuilder &im, Call &n) {
   // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+  // padding_idx: that row gets no gradient (the lookup is unchanged).
   mlir::Value w = im.tensorIn(n, 0), idx = im.tensorIn(n, 1);
-  if (n.numInputs() > 2 && im.getInt(n, 2) != -1)
-    im.fail(n, "embedding with padding_idx is not supported");
+  int64_t pad = n.numInputs() > 2 && !im.in(n, 2).isNone() ? im.getInt(n, 2) : -1;
+  int64_t rows = im.tt(w).getRank() > 0 ? im.tt(w).getDimSize(0) : 0;
+  if (pad < -1 || pad >= rows)
+    im.fail(n, "padding_idx " + std::to_string(pad) + " out of range for " +
+                   std::to_string(rows) + " rows");
   if (n.numInputs() > 3 && im.getBool(n, 3))
     im.fail(n, "embedding with scale_grad_by_freq is not supported");
-  im.setOut(n, im.emit1<EmbeddingOp>(n, {w, idx}));
+  SmallVector<NamedAttribute> attrs;
+  if (pad != -1)
+    attrs.push_back(im.i64("padding_idx", pad));
+  im.setOut(n, im.emit1<EmbeddingOp>(n, {w, idx}, attrs));
 }
 
 Attribute reductionAttr(StepBuilder &im, Call &n, int64_t r) {
@@ -435,6 +449,7 @@ void ts::registerNNConversions(OpTable &t) {
   t["aten::bmm"] = convertMatmul;
   t["aten::mm"] = convertMatmul;
   t["aten::baddbmm"] = convertBaddbmm;
+  t["aten::addmm"] = convertBaddbmm; // same arguments: self, mat1, mat2, beta, alpha
   // Convolution, pooling, normalization.
   t["aten::_convolution"] = convertConvolution;
   t["aten::conv2d"] = convertConv2d;

@@ -12,7 +12,10 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,7 +61,58 @@ public:
   int schemaMajor = 0, schemaMinor = 0;
   llvm::json::Value model = nullptr; // models/model.json
   std::map<std::string, Pt2Weight> weights; // by qualified name
+  /// data/constants: tensors torch.export lifted out of forward
+  /// (`lifted_tensor_N`, a `torch.tensor(...)` in the code) and
+  /// non-persistent buffers, by their name in the signature.
+  std::map<std::string, Pt2Weight> constants;
 };
+
+/// The buffers the exported program updates (buffer_mutation outputs).
+std::set<std::string> pt2MutatedBuffers(const Pt2Archive &ar);
+/// Whether the signature's input spec `buffer` (its JSON object) is a
+/// non-persistent buffer that the program does not update: its value comes
+/// from data/constants and the importer treats it as a constant of the
+/// step (Pt2Importer.cpp).
+bool pt2IsConstantBuffer(const Pt2Archive &ar, const llvm::json::Object &buffer,
+                         const std::set<std::string> &mutated);
+
+//===----------------------------------------------------------------------===//
+// Import-time evaluation (Pt2Fold.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A tensor known at import time: built by arange/ones/full/..., lifted by
+/// torch.export as a constant, or computed from such tensors by the folder.
+/// Elements are held as doubles (integers exactly up to 2^53), each already
+/// rounded to `elemType` (f32 values are floats).
+struct ConstTensor {
+  std::vector<int64_t> shape;
+  mlir::Type elemType;
+  std::vector<double> data;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+using ConstPtr = std::shared_ptr<const ConstTensor>;
+
+/// The constant an argument holds, or null (a tensor of the step, a number).
+using ConstLookup = std::function<ConstPtr(const ts::Arg &)>;
+
+/// Whether the folder evaluates `op` (an ATen name without its namespace
+/// and overload: `add`, `cumsum`, ...).
+bool pt2Foldable(const std::string &op);
+/// Evaluates ATen `op.overload` of `call` at import time when every tensor
+/// it reads is a constant (`lookup`); ops that build a tensor from a shape
+/// (`new_ones`, `full_like`) need only their operand's type. Returns null
+/// when some tensor operand is not a constant; a constant the op cannot
+/// take (a bad dim, a mismatched shape) fails `call` through `sb`.
+ConstPtr pt2Fold(ts::StepBuilder &sb, ts::Call &call, const std::string &op,
+                 const std::string &overload, const ConstLookup &lookup);
+/// The bytes of a weight or constant as a ConstTensor (`what` names it in
+/// errors); null when its dtype is not one offload reads.
+ConstPtr pt2ConstOf(mlir::MLIRContext &ctx, const Pt2Weight &w);
 
 } // namespace import
 } // namespace offload

@@ -230,8 +230,12 @@ std::vector<int64_t> symInts(const json::Object &o, const char *key, const std::
   return r;
 }
 
-void readWeights(Pt2Archive &ar, const Zip &zip) {
-  std::string cfgName = ar.prefix + "data/weights/model_weights_config.json";
+/// Reads the tensors a config member (`data/<dir>/model_<dir>_config.json`)
+/// describes into `out`: data/weights (parameters and persistent buffers) or
+/// data/constants (lifted tensor constants, non-persistent buffers).
+void readTensors(Pt2Archive &ar, const Zip &zip, const std::string &dir,
+                 std::map<std::string, Pt2Weight> &out) {
+  std::string cfgName = ar.prefix + "data/" + dir + "/model_" + dir + "_config.json";
   json::Value cfgV = parseJson(zip, cfgName, ar.path, ::offload::JsonKind::Pt2WeightsConfig);
   const json::Object *cfgTop = cfgV.getAsObject();
   const json::Object *cfg = cfgTop ? cfgTop->getObject("config") : nullptr;
@@ -239,7 +243,8 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
     throw Pt2Error{"'" + ar.path + "': " + cfgName + " has no \"config\" object"};
   for (const auto &kv : *cfg) {
     std::string fqn = kv.first.str();
-    std::string what = "'" + ar.path + "': weight '" + fqn + "'";
+    std::string what = "'" + ar.path + "': " + (dir == "weights" ? "weight" : "constant") +
+                       " '" + fqn + "'";
     const json::Object *e = kv.second.getAsObject();
     if (!e)
       throw Pt2Error{what + ": its config entry is not an object"};
@@ -252,7 +257,7 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
     if (!meta)
       throw Pt2Error{what + " has no tensor_meta"};
     Pt2Weight w;
-    w.member = ar.prefix + "data/weights/" + pathName->str();
+    w.member = ar.prefix + "data/" + dir + "/" + pathName->str();
     w.isParam = e->getBoolean("is_param").value_or(false);
     w.requiresGrad = meta->getBoolean("requires_grad").value_or(false);
     auto dt = meta->getInteger("dtype");
@@ -304,7 +309,7 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
                      shapeText + "] (strides and offset need " + std::to_string(needed) +
                      " bytes of " + std::to_string(es) + "-byte elements)"};
     if (numel == 0) { // no elements: no bytes, whatever the offset says
-      ar.weights[fqn] = std::move(w);
+      out[fqn] = std::move(w);
       continue;
     }
     std::vector<uint8_t> raw = zip.read(w.member, needed);
@@ -319,7 +324,7 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
     if (dense) {
       w.bytes.assign(raw.begin() + size_t(offset) * es,
                      raw.begin() + size_t(offset) * es + size_t(numel) * es);
-      ar.weights[fqn] = std::move(w);
+      out[fqn] = std::move(w);
       continue;
     }
     // A strided view (a broadcast weight: stride 0) is gathered into dense
@@ -347,7 +352,7 @@ void readWeights(Pt2Archive &ar, const Zip &zip) {
         idx[d] = 0;
       }
     }
-    ar.weights[fqn] = std::move(w);
+    out[fqn] = std::move(w);
   }
 }
 
@@ -399,7 +404,10 @@ void readArchive(Pt2Archive &ar, const Zip &zip) {
                    std::to_string(kPt2SchemaMajor) + ".0 to " + std::to_string(kPt2SchemaMajor) +
                    "." + std::to_string(kPt2SchemaMaxMinor) + " (what PyTorch 2.15's "
                    "torch.export.save writes)"};
-  readWeights(ar, zip);
+  readTensors(ar, zip, "weights", ar.weights);
+  // An archive without lifted constants may have no constants member.
+  if (zip.has(ar.prefix + "data/constants/model_constants_config.json"))
+    readTensors(ar, zip, "constants", ar.constants);
 }
 
 Pt2ArchivePtr readFrom(zip_source_t *src, const std::string &path, ImportError &err) {
@@ -440,6 +448,27 @@ size_t offload::import::pt2DtypeSize(int64_t code) {
   case kPt2Bool: return 1;
   default: return 0;
   }
+}
+
+std::set<std::string> offload::import::pt2MutatedBuffers(const Pt2Archive &ar) {
+  std::set<std::string> r;
+  if (const json::Object *top = ar.model.getAsObject())
+    if (const json::Object *gm = top->getObject("graph_module"))
+      if (const json::Object *sig = gm->getObject("signature"))
+        if (const json::Array *specs = sig->getArray("output_specs"))
+          for (const json::Value &s : *specs)
+            if (const json::Object *o = s.getAsObject())
+              if (const json::Object *bm = o->getObject("buffer_mutation"))
+                if (auto n = bm->getString("buffer_name"))
+                  r.insert(n->str());
+  return r;
+}
+
+bool offload::import::pt2IsConstantBuffer(const Pt2Archive &ar, const json::Object &buffer,
+                                          const std::set<std::string> &mutated) {
+  auto n = buffer.getString("buffer_name");
+  return n && !buffer.getBoolean("persistent").value_or(true) && !mutated.count(n->str()) &&
+         !ar.weights.count(n->str()) && ar.constants.count(n->str());
 }
 
 void offload::import::Pt2ArchiveDeleter::operator()(Pt2Archive *a) const { delete a; }
@@ -487,6 +516,7 @@ std::string offload::import::writePt2Params(Pt2Archive &ar, const std::string &p
   // Parameters, then buffers, in the signature's order (the weights map is
   // by name; the signature order is what importPt2 uses for arguments).
   std::vector<std::string> order;
+  std::set<std::string> mutated = pt2MutatedBuffers(ar);
   if (const json::Object *top = ar.model.getAsObject())
     if (const json::Object *gm = top->getObject("graph_module"))
       if (const json::Object *sig = gm->getObject("signature"))
@@ -496,15 +526,23 @@ std::string offload::import::writePt2Params(Pt2Archive &ar, const std::string &p
               if (const json::Object *p = o->getObject("parameter"))
                 if (auto n = p->getString("parameter_name"))
                   order.push_back(n->str());
+              // A non-persistent buffer the program does not update is a
+              // constant of the step, not one of its arguments.
               if (const json::Object *p = o->getObject("buffer"))
                 if (auto n = p->getString("buffer_name"))
-                  order.push_back(n->str());
+                  if (!pt2IsConstantBuffer(ar, *p, mutated))
+                    order.push_back(n->str());
             }
   for (const std::string &name : order) {
     auto it = ar.weights.find(name);
-    if (it == ar.weights.end())
+    const Pt2Weight *found = it == ar.weights.end() ? nullptr : &it->second;
+    if (!found) { // a non-persistent buffer the step updates
+      auto c = ar.constants.find(name);
+      found = c == ar.constants.end() ? nullptr : &c->second;
+    }
+    if (!found)
       return "cannot write parameters: '" + name + "' has no weight in the archive";
-    const Pt2Weight &w = it->second;
+    const Pt2Weight &w = *found;
     size_t n = w.bytes.size() / std::max<size_t>(pt2DtypeSize(w.dtype), 1);
     rt::Tensor t;
     switch (w.dtype) {

@@ -12,8 +12,13 @@
 //     values, are put in schema order with the defaults filled in from
 //     Pt2Schemas.cpp; in-place ops (`add_`, `relu_`) and batch norm's running
 //     statistics update buffers as in TorchScript;
-//   - ops that only build constants (arange, ones, zeros, full, triu, tril)
-//     are evaluated here, so a causal mask becomes one constant;
+//   - ops whose tensor operands are all known at import time (arange, ones,
+//     full, tensors torch.export lifted as constants, non-persistent buffers
+//     the step does not update, and what is computed from them: position
+//     ids, causal masks, T5's relative-position buckets) are evaluated here
+//     (Pt2Fold.cpp), so such a mask becomes one constant of the step;
+//   - `wrap_with_autocast` (autocast disabled) and `wrap_with_set_grad_enabled`
+//     (a `torch.no_grad()` block) are inlined;
 //   - buffer_mutation outputs (functional graphs) set the buffers' new values.
 // Every op without a conversion is collected and reported once, with its
 // count and the source location the archive records (stack_trace, and the
@@ -42,13 +47,6 @@ namespace {
 //===----------------------------------------------------------------------===//
 // The importer
 //===----------------------------------------------------------------------===//
-
-/// A tensor known at import time (built by arange/ones/.../triu).
-struct ConstTensor {
-  std::vector<int64_t> shape;
-  Type elemType;
-  std::vector<double> data;
-};
 
 class Pt2Importer : public StepBuilder {
 public:
@@ -89,7 +87,10 @@ private:
   /// After an in-place op whose target `view` is a view of another value:
   /// every value holding that base holds its new value.
   void functionalize(Call &call, mlir::Value view, mlir::Value result);
-  bool foldConstant(Call &call, const std::string &op, const std::vector<std::string> &outs);
+  /// Evaluates the node at import time when its tensor operands are all
+  /// constants (Pt2Fold.cpp); its output then names a constant.
+  bool foldConstant(Call &call, const std::string &op, const std::string &overload,
+                    const std::vector<std::string> &outs);
   /// `torch.ops.higher_order.wrap_with_autocast(device, dtype, enabled,
   /// cache_enabled, subgraph, *operands)`, what a `with torch.autocast(...,
   /// enabled=False)` block becomes: with autocast disabled the subgraph
@@ -99,7 +100,23 @@ private:
   bool inlineAutocast(const json::Object &node, const std::string &what, const std::string &at,
                       const std::vector<std::string> &outs,
                       const std::vector<std::vector<std::string>> &outLists);
-  Arg constArg(std::shared_ptr<ConstTensor> c);
+  /// `torch.ops.higher_order.wrap_with_set_grad_enabled(enabled, subgraph,
+  /// *operands)`, what a `with torch.no_grad():` block (or a function
+  /// decorated with it, as HF's rotary embeddings) becomes: inlined. With
+  /// gradients disabled, every float result must not depend on a parameter
+  /// (the step has no stop-gradient: it would differentiate through the
+  /// block); HF computes cos/sin tables from buffers and position ids there.
+  bool inlineSetGradEnabled(const json::Object &node, const std::string &what,
+                            const std::string &at, const std::vector<std::string> &outs,
+                            const std::vector<std::vector<std::string>> &outLists);
+  /// Converts `sub`'s nodes in line, its inputs bound to `operands`, and
+  /// binds the node's outputs to its results.
+  void inlineSubgraph(const json::Object &sub, const std::vector<Arg> &operands,
+                      const std::string &what, const std::vector<std::string> &outs,
+                      const std::vector<std::vector<std::string>> &outLists);
+  /// Whether `v` is computed from a parameter of the step.
+  bool dependsOnParameter(mlir::Value v);
+  Arg constArg(ConstPtr c, const std::string &name);
   /// `file:line` from the innermost frame of a node's stack_trace, and the
   /// module path from its nn_module_stack.
   void sourceOf(const json::Object &node, std::string &file, int64_t &line, std::string &module);
@@ -107,7 +124,7 @@ private:
   Pt2Archive &ar;
   const json::Object *graph = nullptr;
   std::map<std::string, Arg> vals;
-  std::map<std::string, std::shared_ptr<ConstTensor>> consts;
+  std::map<std::string, ConstPtr> consts;
   std::set<std::string> writtenInPlace;
 };
 
@@ -208,9 +225,10 @@ RankedTensorType Pt2Importer::tensorType(const std::string &name) {
   return RankedTensorType::get(shape, elemType(*dt, what));
 }
 
-Arg Pt2Importer::constArg(std::shared_ptr<ConstTensor> c) {
+Arg Pt2Importer::constArg(ConstPtr c, const std::string &name) {
   Arg a;
   a.kind = Arg::Const;
+  a.s = name; // the value's name: the folder finds its data by it
   if (c->data.size() == 1) {
     a.isScalar = c->shape.empty();
     a.d = c->data[0];
@@ -219,9 +237,18 @@ Arg Pt2Importer::constArg(std::shared_ptr<ConstTensor> c) {
       a.i = int64_t(c->data[0]);
     }
   }
-  a.materialize = [this, c](Call &n, Type hint) {
+  // Materialized once per element type: every use (a mask read by each
+  // layer) shares one constant of the step.
+  auto made = std::make_shared<std::map<Type, mlir::Value, bool (*)(Type, Type)>>(
+      [](Type x, Type y) { return x.getAsOpaquePointer() < y.getAsOpaquePointer(); });
+  a.materialize = [this, c, made](Call &n, Type hint) {
     Type et = hint && c->shape.empty() ? hint : c->elemType;
-    return constant(n, RankedTensorType::get(c->shape, et), c->data);
+    auto it = made->find(et);
+    if (it != made->end())
+      return it->second;
+    mlir::Value v = constant(n, RankedTensorType::get(c->shape, et), c->data);
+    (*made)[et] = v;
+    return v;
   };
   return a;
 }
@@ -366,91 +393,21 @@ void Pt2Importer::sourceOf(const json::Object &node, std::string &file, int64_t 
   }
 }
 
-bool Pt2Importer::foldConstant(Call &call, const std::string &op,
+bool Pt2Importer::foldConstant(Call &call, const std::string &op, const std::string &overload,
                                const std::vector<std::string> &outs) {
-  static const std::set<std::string> ops = {"arange", "ones", "zeros", "full", "triu", "tril"};
-  if (!ops.count(op) || outs.size() != 1)
+  if (outs.size() != 1 || outs[0].empty())
     return false;
-  auto dtypeArg = [&](Type dflt) -> Type {
-    for (const Arg &a : call.args)
-      if (a.kind == Arg::Dtype) {
-        if (!a.type)
-          fail(call, "unsupported dtype " + a.s);
-        return a.type;
-      }
-    return dflt;
+  ConstLookup lookup = [this](const Arg &a) -> ConstPtr {
+    if (a.kind != Arg::Const)
+      return nullptr;
+    auto it = consts.find(a.s);
+    return it == consts.end() ? nullptr : it->second;
   };
-  auto c = std::make_shared<ConstTensor>();
-  const int64_t kMaxElems = int64_t(1) << 24;
-  if (op == "arange") {
-    // arange(end) / arange(start, end) / arange(start, end, step): the
-    // numeric arguments before the keywords.
-    std::vector<double> nums;
-    bool allInt = true;
-    for (const Arg &a : call.args) {
-      if (a.kind == Arg::Int)
-        nums.push_back(double(a.i));
-      else if (a.kind == Arg::Double) {
-        nums.push_back(a.d);
-        allInt = false;
-      } else
-        break;
-    }
-    if (nums.empty() || nums.size() > 3)
-      fail(call, "arange needs numeric bounds known at import time");
-    double start = nums.size() > 1 ? nums[0] : 0, end = nums.size() > 1 ? nums[1] : nums[0],
-           step = nums.size() > 2 ? nums[2] : 1;
-    if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
-      fail(call, "bad arange bounds");
-    double count = std::ceil((end - start) / step);
-    if (count > double(kMaxElems))
-      fail(call, "constant too large");
-    for (int64_t i = 0; i < int64_t(std::max(count, 0.0)); ++i)
-      c->data.push_back(start + double(i) * step);
-    c->shape = {int64_t(c->data.size())};
-    c->elemType = dtypeArg(allInt ? Type(b.getI64Type()) : Type(b.getF32Type()));
-  } else if (op == "ones" || op == "zeros" || op == "full") {
-    std::vector<int64_t> size = getInts(call, 0);
-    int64_t numel = 1;
-    for (int64_t d : size) {
-      if (d < 0 || (d > 0 && numel > kMaxElems / d))
-        fail(call, "bad or too large constant size");
-      numel *= d;
-    }
-    double v = op == "ones" ? 1.0 : 0.0;
-    Type dflt = b.getF32Type();
-    if (op == "full") {
-      const Arg &fv = in(call, 1);
-      v = getDouble(call, 1);
-      if (fv.kind == Arg::Int)
-        dflt = b.getI64Type();
-      else if (fv.kind == Arg::Bool)
-        dflt = b.getI1Type();
-    }
-    c->shape = size;
-    c->elemType = dtypeArg(dflt);
-    c->data.assign(size_t(numel), v);
-  } else { // triu / tril of a constant
-    const Arg &x = in(call, 0);
-    auto it = x.kind == Arg::Const ? consts.find(call.args[0].s) : consts.end();
-    if (it == consts.end())
-      return false;
-    int64_t diag = call.numInputs() > 1 ? getInt(call, 1) : 0;
-    *c = *it->second;
-    if (c->shape.size() < 2)
-      fail(call, op + " needs a tensor of rank >= 2");
-    int64_t R = c->shape[c->shape.size() - 2], C = c->shape.back();
-    for (size_t k = 0; k < c->data.size(); ++k) {
-      int64_t j = int64_t(k) % C, i = (int64_t(k) / C) % R;
-      bool keep = op == "triu" ? j - i >= diag : j - i <= diag;
-      if (!keep)
-        c->data[k] = 0;
-    }
-  }
+  ConstPtr c = pt2Fold(*this, call, op, overload, lookup);
+  if (!c)
+    return false;
   consts[outs[0]] = c;
-  Arg a = constArg(c);
-  a.s = outs[0]; // the value's name, for ops that fold constants
-  vals[outs[0]] = a;
+  vals[outs[0]] = constArg(c, outs[0]);
   return true;
 }
 
@@ -486,19 +443,88 @@ bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &wh
                       "autocast enabled (mixed precision) is not supported", "", where);
     return false;
   }
+  std::vector<Arg> operands;
+  for (size_t i = 5; i < ins.size(); ++i)
+    operands.push_back(argOf(*obj(&ins[i], what + " input").get("arg"), what + " operand"));
+  inlineSubgraph(sub, operands, what + " (wrap_with_autocast)", outs, outLists);
+  return true;
+}
+
+bool Pt2Importer::inlineSetGradEnabled(const json::Object &node, const std::string &what,
+                                       const std::string &at,
+                                       const std::vector<std::string> &outs,
+                                       const std::vector<std::vector<std::string>> &outLists) {
+  const json::Array &ins = arr(node, "inputs", what);
+  if (ins.size() < 2)
+    bad(what + " (wrap_with_set_grad_enabled) has " + std::to_string(ins.size()) +
+        " inputs; expected enabled, the subgraph, operands");
+  auto argAt = [&](size_t i) -> const json::Object & {
+    return obj(obj(&ins[i], what + " input").get("arg"), what + " input " + std::to_string(i));
+  };
+  std::optional<bool> enabled = argAt(0).getBoolean("as_bool");
+  if (!enabled)
+    bad(what + " (wrap_with_set_grad_enabled): its 'enabled' argument is not a boolean");
+  const json::Object &sub = obj(obj(argAt(1).get("as_graph"), what + " subgraph").get("graph"),
+                                what + " subgraph's graph");
+  std::vector<Arg> operands;
+  for (size_t i = 2; i < ins.size(); ++i)
+    operands.push_back(argOf(*obj(&ins[i], what + " input").get("arg"), what + " operand"));
+  inlineSubgraph(sub, operands, what + " (wrap_with_set_grad_enabled)", outs, outLists);
+  if (*enabled)
+    return true;
+  // No gradient may leave the block: its float results must not depend on
+  // a parameter.
+  auto check = [&](const Arg &a) {
+    if (a.kind == Arg::Tensor && isa<FloatType>(tt(a.value).getElementType()) &&
+        dependsOnParameter(a.value))
+      throw ConvError{at + ": higher_order::wrap_with_set_grad_enabled: a torch.no_grad() block "
+                      "computes a float value from a parameter, which the step would "
+                      "differentiate (offload has no stop-gradient op)"};
+  };
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].empty())
+      check(vals[outs[i]]);
+    for (const std::string &n : outLists[i])
+      check(vals[n]);
+  }
+  return true;
+}
+
+bool Pt2Importer::dependsOnParameter(mlir::Value v) {
+  llvm::SmallVector<mlir::Value> work = {v};
+  llvm::DenseSet<mlir::Value> seen;
+  while (!work.empty()) {
+    mlir::Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      unsigned i = arg.getArgNumber();
+      if (i < argNameRole.size() && argNameRole[i].second == "parameter")
+        return true;
+      continue;
+    }
+    if (Operation *op = x.getDefiningOp())
+      for (mlir::Value o : op->getOperands())
+        work.push_back(o);
+  }
+  return false;
+}
+
+void Pt2Importer::inlineSubgraph(const json::Object &sub, const std::vector<Arg> &operands,
+                                 const std::string &what, const std::vector<std::string> &outs,
+                                 const std::vector<std::vector<std::string>> &outLists) {
   const json::Array &subIns = arr(sub, "inputs", what + " subgraph");
-  if (subIns.size() != ins.size() - 5)
-    bad(what + " (wrap_with_autocast): its subgraph takes " + std::to_string(subIns.size()) +
-        " inputs but the node gives " + std::to_string(ins.size() - 5));
+  if (subIns.size() != operands.size())
+    bad(what + ": its subgraph takes " + std::to_string(subIns.size()) +
+        " inputs but the node gives " + std::to_string(operands.size()));
   // The subgraph's names are its own: the outer values are put back after.
   std::map<std::string, Arg> outer = vals;
   for (size_t i = 0; i < subIns.size(); ++i) {
     const json::Object &si = obj(&subIns[i], what + " subgraph input");
     const json::Object *tn = si.getObject("as_tensor");
     if (!tn)
-      bad(what + " (wrap_with_autocast): a subgraph input that is not a tensor");
-    vals[str(*tn, "name", what + " subgraph input")] =
-        argOf(*obj(&ins[5 + i], what + " input").get("arg"), what + " operand");
+      bad(what + ": a subgraph input that is not a tensor");
+    vals[str(*tn, "name", what + " subgraph input")] = operands[i];
   }
   const json::Array &nodes = arr(sub, "nodes", what + " subgraph");
   findInPlaceTargets(nodes);
@@ -519,7 +545,6 @@ bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &wh
     for (const std::string &n : outLists[i])
       vals[n] = r < results.size() ? results[r++] : Arg();
   }
-  return true;
 }
 
 void Pt2Importer::convertNode(const json::Object &node, size_t index) {
@@ -576,16 +601,19 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
       poison();
     return;
   }
+  if (target == "torch.ops.higher_order.wrap_with_set_grad_enabled") {
+    inlineSetGradEnabled(node, what, at, outs, outLists);
+    return;
+  }
 
   bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
   std::string base = inplace ? op.substr(0, op.size() - 1) : op;
   std::string callKind = ns + "::" + base;
   const auto &table = opTable();
   const std::vector<Pt2ArgSpec> *schema = pt2Schema(base + "." + overload);
-  bool foldable = ns == "aten" && (base == "arange" || base == "ones" || base == "zeros" ||
-                                   base == "full" || base == "triu" || base == "tril");
+  bool foldable = ns == "aten" && pt2Foldable(base);
   auto cit = table.find(callKind);
-  if (ns != "aten" || (!foldable && (!schema || cit == table.end()))) {
+  if (ns != "aten" || !schema || (!foldable && cit == table.end())) {
     recordUnsupported(ns == "aten" ? kind + "." + overload : kind, "", "", at);
     poison();
     return;
@@ -638,10 +666,36 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
     poison();
     return;
   }
-  if (foldable && foldConstant(call, base, outs))
-    return;
+  if (foldable) {
+    bool folded = false;
+    try {
+      folded = foldConstant(call, base, overload, outs);
+    } catch (ConvError &e) {
+      if (e.origin != &call)
+        throw;
+      recordUnsupported(kind, e.reason, e.message, at);
+      poison();
+      return;
+    }
+    if (folded) {
+      // An in-place op's target now holds the result.
+      if (inplace && !positional.empty())
+        if (const json::Object *so = positional[0]->getAsObject())
+          if (const json::Object *tn = so->getObject("as_tensor"))
+            if (auto nm = tn->getString("name"))
+              vals[nm->str()] = vals[outs[0]];
+      return;
+    }
+  }
   if (cit == table.end()) {
-    recordUnsupported(kind + "." + overload, "", "", at);
+    // An op offload evaluates only at import time, on a value computed from
+    // the step's inputs.
+    if (foldable)
+      recordUnsupported(kind, "only supported on values known at import time (constants), "
+                              "not on values computed from the step's inputs",
+                        "", at);
+    else
+      recordUnsupported(kind + "." + overload, "", "", at);
     poison();
     return;
   }
@@ -695,25 +749,61 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
   // Parameters and buffers (in the signature's order), then user inputs.
   std::vector<std::pair<std::string, RankedTensorType>> userInputs;
   size_t k = 0;
+  std::set<std::string> mutated = pt2MutatedBuffers(ar);
+  // A tensor of data/constants as a constant of the step, bound to `argName`.
+  auto constantInput = [&](const std::string &argName, const std::string &name,
+                           const std::string &what) {
+    auto cit = ar.constants.find(name);
+    if (cit == ar.constants.end())
+      bad(what + ": '" + name + "' has no entry in data/constants/model_constants_config.json");
+    ConstPtr c = pt2ConstOf(ctx, cit->second);
+    if (!c)
+      bad(what + ": constant '" + name + "' has dtype " + pt2DtypeName(cit->second.dtype) +
+          ", which offload does not support (float32, float64, int64, int32, bool)");
+    if (RankedTensorType::get(c->shape, c->elemType) != tensorType(argName))
+      bad(what + ": constant '" + name + "' does not match the graph's input '" + argName + "'");
+    consts[argName] = c;
+    vals[argName] = constArg(c, argName);
+  };
   for (const json::Value &sv : arr(sig, "input_specs", "the signature")) {
     std::string what = "input_specs[" + std::to_string(k++) + "]";
     const json::Object &spec = obj(&sv, what);
     const json::Object *p = spec.getObject("parameter");
     const json::Object *bu = spec.getObject("buffer");
     const json::Object *ui = spec.getObject("user_input");
+    if (const json::Object *tc = spec.getObject("tensor_constant")) {
+      // A tensor the forward creates (`torch.tensor([...])`), lifted by
+      // torch.export: a constant of the step.
+      constantInput(str(obj(tc->get("arg"), what + ".arg"), "name", what + ".arg"),
+                    str(*tc, "tensor_constant_name", what), what);
+      continue;
+    }
+    if (bu && pt2IsConstantBuffer(ar, *bu, mutated)) {
+      // A non-persistent buffer (not in the state_dict: derived from the
+      // configuration, as rotary inv_freq or HF's position_ids) that the
+      // step does not update: a constant of the step.
+      constantInput(str(obj(bu->get("arg"), what + ".arg"), "name", what + ".arg"),
+                    str(*bu, "buffer_name", what), what);
+      continue;
+    }
     if (p || bu) {
       const json::Object &s = p ? *p : *bu;
       std::string argName = str(obj(s.get("arg"), what + ".arg"), "name", what + ".arg");
       std::string fqn = str(s, p ? "parameter_name" : "buffer_name", what);
       auto wit = ar.weights.find(fqn);
-      if (wit == ar.weights.end())
+      const Pt2Weight *found = wit == ar.weights.end() ? nullptr : &wit->second;
+      if (!found && bu) { // a non-persistent buffer the step updates: state
+        auto cit = ar.constants.find(fqn);
+        found = cit == ar.constants.end() ? nullptr : &cit->second;
+      }
+      if (!found)
         bad(std::string(p ? "parameter" : "buffer") + " '" + fqn +
             "' has no entry in data/weights/model_weights_config.json" +
             (bu && !bu->getBoolean("persistent").value_or(true)
-                 ? " (a non-persistent buffer, stored as a constant: not supported)"
+                 ? " nor in data/constants/model_constants_config.json"
                  : ""));
       RankedTensorType type = tensorType(argName);
-      const Pt2Weight &w = wit->second;
+      const Pt2Weight &w = *found;
       RankedTensorType wtype =
           RankedTensorType::get(w.shape, elemType(w.dtype, "weight '" + fqn + "'"));
       if (wtype != type) {
@@ -735,7 +825,7 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
     } else {
       std::string kind = spec.empty() ? "?" : spec.begin()->first.str();
       bad(what + " is a '" + kind + "' input, which offload does not support "
-          "(parameters, buffers and tensor user inputs only)");
+          "(parameters, buffers, tensor constants and tensor user inputs only)");
     }
   }
   // --input: entries naming a user input must agree with the archive; one

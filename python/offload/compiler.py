@@ -365,15 +365,11 @@ def _export_pt2(model, forward_inputs, path):
     the parameters and buffers it lifted."""
     import warnings
     import torch
-    # torch.export stores non-persistent buffers as constants, which the
-    # .pt2 importer does not read; exported as persistent they are weights
-    # under their qualified names like any buffer (the Step binds them from
-    # the model's values). The modules' sets are restored afterwards.
-    non_persistent = [(m, set(m._non_persistent_buffers_set)) for m in model.modules()
-                      if getattr(m, "_non_persistent_buffers_set", None)]
+    # torch.export stores non-persistent buffers (not in the state_dict:
+    # rotary tables, HF's position_ids) with the archive's constants; the
+    # importer makes those the step never updates constants of the step and
+    # the others state (the Step binds them from the model's values).
     try:
-        for m, _ in non_persistent:
-            m._non_persistent_buffers_set.clear()
         # torch's loggers print warnings (with graph dumps) on the way to an
         # export error; the error itself is what the CompileError reports.
         with warnings.catch_warnings(), _quiet_logger("torch"):
@@ -385,9 +381,6 @@ def _export_pt2(model, forward_inputs, path):
         if len(text) > _MAX_EXPORT_MESSAGE:
             text = text[:_MAX_EXPORT_MESSAGE] + " [...]"
         raise CompileError("export", f"torch.export.export failed: {text}") from e
-    finally:
-        for m, names in non_persistent:
-            m._non_persistent_buffers_set.update(names)
     sig = ep.graph_signature
     return {"user_inputs": list(sig.user_inputs),
             "parameters": list(sig.inputs_to_parameters.values()),

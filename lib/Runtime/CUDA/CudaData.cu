@@ -508,8 +508,8 @@ template <typename T>
 __global__ void embeddingBackwardKernel(const T *dy, const int64_t *idx,
                                         T *dw, int64_t n, int64_t d,
                                         int64_t v, int64_t rowsPerChunk,
-                                        int64_t chunks, int *flag,
-                                        int instr) {
+                                        int64_t chunks, int64_t pad,
+                                        int *flag, int instr) {
   OFFLOAD_GRID_LOOP(t, d * chunks) {
     int64_t j = t % d, b = t / d;
     int64_t lo = b * rowsPerChunk, hi = lo + rowsPerChunk;
@@ -520,7 +520,7 @@ __global__ void embeddingBackwardKernel(const T *dy, const int64_t *idx,
           reportDeviceError(flag, instr, kDeviceErrorIndexRange);
         continue;
       }
-      if (k >= lo && k < hi)
+      if (k >= lo && k < hi && k != pad)
         dw[k * d + j] += dy[i * d + j];
     }
   }
@@ -594,7 +594,7 @@ std::string kEmbeddingBackward(const CudaKernelArgs &a) {
     embeddingBackwardKernel<T><<<blocksFor(d * chunks), kThreads, 0,
                                  a.ctx.stream>>>(
         dy.as<T>(), idx.as<int64_t>(), dw.as<T>(), n, d, v, rowsPerChunk,
-        chunks, a.ctx.errorFlag, a.instruction);
+        chunks, a.attrs.getInt("padding_idx", -1), a.ctx.errorFlag, a.instruction);
   };
   if (dw.dtype == DType::F32)
     run(float());

@@ -1,8 +1,9 @@
 //===- Embedding.cpp - Embedding lookup and its gradient -------------------===//
 //
 // Part of offload. embedding(weight[V,D], indices(i64)[*]) -> y[*,D] gathers
-// rows (ATen `embedding`, padding_idx none); embedding_backward(dy[*,D],
-// indices) -> dweight[V,D] scatter-adds rows of dy. The backward splits the
+// rows (ATen `embedding`; padding_idx changes nothing here);
+// embedding_backward(dy[*,D], indices) -> dweight[V,D] scatter-adds rows of
+// dy, except into row padding_idx (attribute, -1: none), which stays zero. The backward splits the
 // work by columns of D, each thread adding every row in index order, so
 // results are deterministic and independent of the thread count.
 //
@@ -70,6 +71,7 @@ std::string embeddingBackward(const KernelArgs &args) {
     return std::string(op) + ": dy has shape " + shapeStr(dy.shape) +
            ", expected " + shapeStr(withRow(idx.shape, d));
   const int64_t *ip = idx.as<int64_t>();
+  int64_t pad = args.attrs.getInt("padding_idx", -1);
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *g = dy.as<T>();
@@ -79,6 +81,8 @@ std::string embeddingBackward(const KernelArgs &args) {
                 std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n)),
                 [&](int64_t b, int64_t e) {
                   for (int64_t i = 0; i < n; ++i) {
+                    if (ip[i] == pad)
+                      continue;
                     T *dst = o + ip[i] * d;
                     const T *src = g + i * d;
                     for (int64_t j = b; j < e; ++j) dst[j] += src[j];

@@ -503,7 +503,8 @@ void EmbeddingOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getInd
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
                                     Grads &og) {
   og.push_back(rg[0] ? Value(EmbeddingBackwardOp::create(b, getLoc(), getWeight().getType(),
-                                                         rg[0], saved[0]))
+                                                         rg[0], saved[0],
+                                                         getPaddingIdxAttr()))
                      : Value());
   og.push_back(Value());
   return success();

@@ -609,13 +609,28 @@ def Offload_LogSoftmaxBackwardOp : Offload_SoftmaxLikeBackwardOp<"log_softmax_ba
 
 def Offload_EmbeddingOp : Offload_DiffOp<"embedding", [InferTypeOpAdaptor]> {
   let summary = "Row lookup `weight[indices]`; saves the indices";
-  let arguments = (ins Offload_FloatTensor:$weight, Offload_IndexTensor:$indices);
+  let description = [{
+    `padding_idx` (ATen's, -1 for none) does not change the lookup: row
+    `padding_idx` gets no gradient (`embedding_backward` leaves it zero), as
+    `nn.Embedding(..., padding_idx=p)` trains.
+
+    ```mlir
+    %e = offload.embedding %w, %ids {padding_idx = 0 : i64} : tensor<64x16xf32>, tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$weight, Offload_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "-1">:$padding_idx);
   let results = (outs Offload_FloatTensor:$result);
   let assemblyFormat = "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices)";
 }
 def Offload_EmbeddingBackwardOp : Offload_ComputeOp<"embedding_backward"> {
   let summary = "Gradient of embedding: scatter-add rows of `grad_output`";
-  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_IndexTensor:$indices);
+  let description = [{
+    Row `padding_idx` (when not -1) stays zero: the lookups of that row add
+    nothing to it.
+  }];
+  let arguments = (ins Offload_FloatTensor:$grad_output, Offload_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "-1">:$padding_idx);
   let results = (outs Offload_FloatTensor:$grad_weight);
   let assemblyFormat = "$grad_output `,` $indices attr-dict `:` type($grad_output) `,` type($indices) `->` type($grad_weight)";
 }
