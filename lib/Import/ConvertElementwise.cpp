@@ -254,6 +254,8 @@ void ts::registerElementwiseConversions(OpTable &t) {
   t["aten::sigmoid"] = convertUnary<SigmoidOp>;
   t["aten::tanh"] = convertUnary<TanhOp>;
   t["aten::exp"] = convertUnary<ExpOp>;
+  t["aten::sin"] = convertUnary<SinOp>;
+  t["aten::cos"] = convertUnary<CosOp>;
   t["aten::neg"] = convertUnary<NegOp>;
   t["aten::sqrt"] = convertUnary<SqrtOp>;
   t["aten::rsqrt"] = convertUnary<RsqrtOp>;

@@ -382,6 +382,35 @@ void convertChunk(StepBuilder &im, Call &n) {
   im.setOut(n, 0, list);
 }
 
+/// broadcast_tensors(tensors): each expanded to their common shape (what
+/// F.mse_loss calls before the loss); a tensor of that shape as it is.
+void convertBroadcastTensors(StepBuilder &im, Call &n) {
+  std::vector<mlir::Value> xs = tensorListOperands(im, n, "broadcast_tensors");
+  std::vector<int64_t> shape;
+  for (mlir::Value x : xs) {
+    ArrayRef<int64_t> s = im.tt(x).getShape();
+    std::vector<int64_t> out(std::max(shape.size(), s.size()), 1);
+    for (size_t k = 0; k < out.size(); ++k) {
+      int64_t a = k < out.size() - shape.size() ? 1 : shape[k - (out.size() - shape.size())];
+      int64_t c = k < out.size() - s.size() ? 1 : s[k - (out.size() - s.size())];
+      if (a != c && a != 1 && c != 1)
+        im.fail(n, "the tensors do not broadcast together");
+      out[k] = a == 1 ? c : a;
+    }
+    shape = out;
+  }
+  Arg list;
+  list.kind = Arg::List;
+  for (mlir::Value x : xs) {
+    auto t = im.tt(x);
+    if (t.getShape() != ArrayRef<int64_t>(shape))
+      x = im.emit1<BroadcastToOp>(n, {x}, {},
+                                   {RankedTensorType::get(shape, t.getElementType())});
+    list.elems.push_back(Arg::tensor(x));
+  }
+  im.setOut(n, 0, list);
+}
+
 /// unbind(x, dim): the list of x.select(dim, i) for every i.
 void convertUnbind(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
@@ -469,6 +498,7 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::_assert_tensor_metadata"] = convertAssertTensorMetadata;
   t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
+  t["aten::broadcast_tensors"] = convertBroadcastTensors;
   t["aten::cat"] = convertCat;
   t["aten::stack"] = convertStack;
   t["aten::slice"] = convertSlice;

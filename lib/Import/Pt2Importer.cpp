@@ -114,6 +114,10 @@ private:
   void inlineSubgraph(const json::Object &sub, const std::vector<Arg> &operands,
                       const std::string &what, const std::vector<std::string> &outs,
                       const std::vector<std::vector<std::string>> &outLists);
+  /// `x * ones`, `x + zeros`, `x - zeros` with a constant that changes
+  /// neither x's shape nor its dtype: x itself (diffusers broadcasts its
+  /// int64 timesteps with `timesteps * torch.ones(batch)`).
+  bool foldIdentity(Call &call, const std::string &op, const std::vector<std::string> &outs);
   /// Whether `v` is computed from a parameter of the step.
   bool dependsOnParameter(mlir::Value v);
   Arg constArg(ConstPtr c, const std::string &name);
@@ -411,6 +415,39 @@ bool Pt2Importer::foldConstant(Call &call, const std::string &op, const std::str
   return true;
 }
 
+bool Pt2Importer::foldIdentity(Call &call, const std::string &op,
+                               const std::vector<std::string> &outs) {
+  if ((op != "mul" && op != "add" && op != "sub") || outs.size() != 1 || outs[0].empty() ||
+      call.args.size() < 2)
+    return false;
+  double unit = op == "mul" ? 1.0 : 0.0;
+  for (size_t c = 0; c < 2; ++c) {
+    if (op == "sub" && c == 0)
+      continue; // 0 - x is not x
+    const Arg &k = call.args[c], &x = call.args[1 - c];
+    auto it = k.kind == Arg::Const ? consts.find(k.s) : consts.end();
+    if (it == consts.end() || x.kind != Arg::Tensor)
+      continue;
+    const ConstTensor &ct = *it->second;
+    auto xt = tt(x.value);
+    if (ct.shape.size() > size_t(xt.getRank()))
+      continue;
+    bool fits = true;
+    for (size_t d = 0; d < ct.shape.size(); ++d)
+      fits &= ct.shape[d] == 1 || ct.shape[d] == xt.getShape()[xt.getRank() - ct.shape.size() + d];
+    // The constant's dtype must not promote x's: same kind, no wider float.
+    Type xe = xt.getElementType(), ke = ct.elemType;
+    bool keepsType = xe == ke || (isa<FloatType>(xe) && isa<IntegerType>(ke)) ||
+                     (xe.isF64() && ke.isF32()) || (xe.isInteger(64) && ke.isInteger(1));
+    if (!fits || !keepsType ||
+        !std::all_of(ct.data.begin(), ct.data.end(), [&](double v) { return v == unit; }))
+      continue;
+    vals[outs[0]] = x;
+    return true;
+  }
+  return false;
+}
+
 bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &what,
                                  const std::string &at, const std::vector<std::string> &outs,
                                  const std::vector<std::vector<std::string>> &outLists) {
@@ -687,6 +724,8 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
       return;
     }
   }
+  if (foldIdentity(call, base, outs))
+    return;
   if (cit == table.end()) {
     // An op offload evaluates only at import time, on a value computed from
     // the step's inputs.

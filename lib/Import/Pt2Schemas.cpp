@@ -195,6 +195,11 @@ const char *const kSchemas[][2] = {
     {"amax.default", "self, dim=[], keepdim=False"},
     {"amin.default", "self, dim=[], keepdim=False"},
     {"addmm.default", "self, mat1, mat2, beta=1, alpha=1"},
+    // diffusers' UNet2DModel: nearest upsampling, and the broadcast
+    // F.mse_loss applies first.
+    {"upsample_nearest2d.vec", "input, output_size, scale_factors"},
+    {"upsample_nearest2d.default", "self, output_size, scales_h=None, scales_w=None"},
+    {"broadcast_tensors.default", "tensors"},
 };
 
 

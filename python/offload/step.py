@@ -215,7 +215,8 @@ class Step:
         copy=False: the tensors view the runtime's copies of the gradients
         (read-only; no copy); each step reads its gradients into new memory,
         so a view keeps the values of the step it came from for as long as
-        it exists."""
+        it exists. A tied weight's gradient is given under each of its
+        names (one tensor, as named_parameters() gives it once under either)."""
         import torch
         names = [n for n in self.session.output_names() if n.startswith("grad:")]
         if not names:
@@ -223,10 +224,15 @@ class Step:
         if not self.steps_run:
             raise InputError("gradients(): no step has run yet")
         if not copy:
-            return collections.OrderedDict(
+            out = collections.OrderedDict(
                 (n[len("grad:"):], _torch_view(self.session.output_view(n))) for n in names)
-        return collections.OrderedDict(
-            (n[len("grad:"):], torch.from_numpy(self.session.output(n))) for n in names)
+        else:
+            out = collections.OrderedDict(
+                (n[len("grad:"):], torch.from_numpy(self.session.output(n))) for n in names)
+        for k, held in self._alias.items():
+            if held in out and k not in out:
+                out[k] = out[held]
+        return out
 
     def optimizer_state(self):
         """The optimizer state (momentum buffers, moments, step counter) as

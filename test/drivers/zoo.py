@@ -4,7 +4,7 @@
     /usr/bin/python3 test/drivers/zoo.py --bin build/bin --work DIR
         [--set smoke|torchvision|blocks|all] [--models a,b,...] [--require-all]
     scripts/torch2-python test/drivers/zoo.py --bin build/bin --work DIR
-        --set timm|timm-smoke [--models a,b,...] [--require-all]
+        --set timm|timm-smoke|hf|hf-smoke [--models a,b,...] [--require-all]
 
 For each model (train mode, batch 2, the smallest input it accepts, every
 dropout and stochastic depth set to p = 0): trace it with torch.jit.trace,
@@ -47,6 +47,18 @@ bit-identically to that unplanned step (every tensor of state_dict() after the
 step compared bit for bit; `no plan` gives the smallest arena the planner
 reached); `compile s`, offload.compile's seconds for the unplanned step
 (export, import, autodiff, lowering).
+
+The HuggingFace sets (--set hf|hf-smoke, PyTorch 2.x; issue 28) build
+transformers models from their config classes (no download: 2 layers,
+width 64, vocabulary 128, dropout 0, `attn_implementation` "sdpa" unless the
+row's name ends in `_eager`) and diffusers' UNet2DModel, and train them the
+same way with the loss the model computes itself: each is wrapped in a module
+whose forward takes the row's tensors (input ids or pixels, then labels) and
+returns `model(...).loss` (UNet2DModel: the DDPM loss, MSE of the predicted
+noise), compiled with loss=None. PyTorch's float64 and fp32 references run the
+same wrapped model. T5 takes its decoder_input_ids as an input (the labels
+shifted in Python, as DataCollatorForSeq2Seq does): HF's in-graph shift
+writes labels into a slice of a new tensor, which the importer does not run.
 
 Prints one table row per model as it finishes, then the table in Markdown.
 Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
@@ -272,6 +284,128 @@ TIMM = {
 TIMM_SMOKE = ["resnet10t", "vit_tiny_patch16_224", "levit_128s"]
 
 
+# HuggingFace models (the hf sets; PyTorch 2.x): name -> a function of the
+# attention implementation building (model, forward keyword names, inputs).
+# Sizes: 2 layers, width 64, 4 heads, vocabulary 128, batch 2, 16 tokens.
+HF_VOCAB, HF_SEQ = 128, 16
+
+
+def _hf_tokens(g, n=HF_SEQ, low=0):
+    return torch.randint(low, HF_VOCAB, (BATCH, n), generator=g)
+
+
+def _hf_gpt2(attn, g):
+    import transformers as T
+    cfg = T.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=HF_VOCAB, n_positions=64,
+                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
+                       bos_token_id=0, eos_token_id=0, attn_implementation=attn)
+    ids = _hf_tokens(g)
+    return T.GPT2LMHeadModel(cfg), ("input_ids", "labels"), (ids, ids.clone())
+
+
+def _hf_llama(attn, g):
+    import transformers as T
+    cfg = T.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                        num_attention_heads=4, num_key_value_heads=2, vocab_size=HF_VOCAB,
+                        max_position_embeddings=64, use_cache=False, bos_token_id=0,
+                        eos_token_id=0, pad_token_id=0, attn_implementation=attn)
+    ids = _hf_tokens(g)
+    return T.LlamaForCausalLM(cfg), ("input_ids", "labels"), (ids, ids.clone())
+
+
+def _hf_bert(attn, g):
+    import transformers as T
+    cfg = T.BertConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                       num_attention_heads=4, vocab_size=HF_VOCAB, max_position_embeddings=64,
+                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
+                       attn_implementation=attn)
+    return (T.BertForSequenceClassification(cfg), ("input_ids", "labels"),
+            (_hf_tokens(g), torch.randint(0, 3, (BATCH,), generator=g)))
+
+
+def _hf_vit(attn, g):
+    import transformers as T
+    cfg = T.ViTConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                      num_attention_heads=4, image_size=32, patch_size=8,
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                      num_labels=NUM_CLASSES, attn_implementation=attn)
+    return (T.ViTForImageClassification(cfg), ("pixel_values", "labels"),
+            (torch.randn(BATCH, 3, 32, 32, generator=g),
+             torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)))
+
+
+def _hf_t5(attn, g):
+    import transformers as T
+    cfg = T.T5Config(num_layers=2, num_decoder_layers=2, d_model=64, d_ff=128, d_kv=16,
+                     num_heads=4, vocab_size=HF_VOCAB, dropout_rate=0.0, use_cache=False,
+                     decoder_start_token_id=0, pad_token_id=0, attn_implementation=attn)
+    model = T.T5ForConditionalGeneration(cfg)
+    labels = _hf_tokens(g, low=1)
+    return (model, ("input_ids", "decoder_input_ids", "labels"),
+            (_hf_tokens(g), model._shift_right(labels), labels))
+
+
+class DDPMLoss(nn.Module):
+    """diffusers' UNet2DModel trained as DDPM does: MSE between the noise and
+    the model's prediction from the noisy sample and the timestep."""
+
+    def __init__(self, unet):
+        super().__init__()
+        self.unet = unet
+
+    def forward(self, noisy, timesteps, noise):
+        return F.mse_loss(self.unet(noisy, timesteps).sample, noise)
+
+
+def _hf_unet2d(attn, g):
+    import diffusers
+    unet = diffusers.UNet2DModel(sample_size=16, in_channels=3, out_channels=3,
+                                 layers_per_block=1, block_out_channels=(32, 64),
+                                 down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                                 up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+                                 norm_num_groups=8, attention_head_dim=16)
+    return (DDPMLoss(unet), None,
+            (torch.randn(BATCH, 3, 16, 16, generator=g),
+             torch.randint(0, 1000, (BATCH,), generator=g),
+             torch.randn(BATCH, 3, 16, 16, generator=g)))
+
+
+HF = {
+    "gpt2": _hf_gpt2, "gpt2_eager": _hf_gpt2,
+    "llama": _hf_llama, "llama_eager": _hf_llama,
+    "bert": _hf_bert, "bert_eager": _hf_bert, "vit": _hf_vit, "t5": _hf_t5,
+    "unet2d": _hf_unet2d,
+}
+
+# What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): a decoder
+# with its causal mask folded at import (GPT-2, eager attention) and an
+# encoder with padding_idx and token-type ids (BERT).
+HF_SMOKE = ["gpt2_eager", "bert_eager"]
+
+
+class HFLoss(nn.Module):
+    """A transformers model called with keyword arguments (`keys`) and its
+    own loss returned: `model(**inputs).loss`."""
+
+    def __init__(self, model, keys):
+        super().__init__()
+        self.m, self.keys = model, keys
+
+    def forward(self, *inputs):
+        return self.m(**dict(zip(self.keys, inputs)), return_dict=True).loss
+
+
+def hf_model(name):
+    """(model returning its scalar loss, example inputs) of HF row `name`,
+    from fixed seeds."""
+    attn = "eager" if name.endswith("_eager") else "sdpa"
+    g = torch.Generator().manual_seed(1)
+    model, keys, inputs = HF[name](attn, g)
+    if keys is not None:
+        model = HFLoss(model, keys)
+    return model, tuple(inputs)
+
+
 def timm_model(name):
     """timm.create_model(name) as the zoo builds it: pretrained=False, 10
     classes, drop_rate = drop_path_rate = 0 (the head's functional dropout,
@@ -303,6 +437,12 @@ def torchvision_models():
 def build(name):
     """(eager model in train mode, example input) from fixed seeds."""
     torch.manual_seed(0)
+    if name in HF:
+        model, inputs = hf_model(name)
+        for mod in model.modules():
+            if isinstance(mod, nn.modules.dropout._DropoutNd):
+                mod.p = 0.0
+        return model.train(), inputs, None
     if name in BLOCKS:
         ctor, shape = BLOCKS[name]
         model = ctor()
@@ -363,7 +503,9 @@ def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
     state-dict order and then the input (see perturbed_errors)."""
     m = model.to(dtype)
     m.load_state_dict(state)
-    x = x.to(dtype)
+    # HF rows: a tuple of inputs (floats converted), the model's own loss.
+    xs = tuple(t.to(dtype) if t.is_floating_point() else t
+               for t in (x if isinstance(x, tuple) else (x,)))
     if jitter_rel:
         g = torch.Generator().manual_seed(seed)
 
@@ -374,10 +516,11 @@ def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
             for v in m.state_dict().values():
                 if v.is_floating_point():
                     jitter(v)
-            x = jitter(x.clone())
+            xs = tuple(jitter(t.clone()) if t.is_floating_point() else t for t in xs)
     for p in m.parameters():
         p.grad = None
-    loss = F.cross_entropy(m(x), y)
+    out = m(*xs)
+    loss = out if y is None else F.cross_entropy(out, y)
     loss.backward()
     del loss
     for n, p in m.named_parameters():
@@ -517,19 +660,28 @@ def _compile_failure(e):
     return "ok", text
 
 
+def _step_args(x, y):
+    """offload.compile's example inputs and loss for a row: (x, y) with
+    cross entropy, or an HF row's inputs with the model's own loss."""
+    if y is None:
+        return tuple(x), None
+    return (x, y), "cross_entropy"
+
+
 def compiled_step(make_model, x, y, d, bin_dir, timeout):
     """our_step through the Python package, as a PyTorch 2.x user runs it:
     offload.compile(make_model(), (x, y), return_gradients=True) (torch.export
     and the .pt2 importer; its files in d) and one step on the host backend.
     Returns (import status, train status, {"grad:NAME": gradient} or None)."""
     offload = _offload(bin_dir)
+    args, loss = _step_args(x, y)
     try:
-        step = offload.compile(make_model(), (x, y), verbose=False, workdir=d,
+        step = offload.compile(make_model(), args, loss=loss, verbose=False, workdir=d,
                                return_gradients=True)
         if "rng_seed" in dict(step.session.input_bindings()):
             # Our dropout masks are not PyTorch's: the step must have none.
             return "ok", "a dropout with p > 0 is left in the model", None
-        step(x, y)
+        step(*args)
     except offload.CompileError as e:
         return (*_compile_failure(e), None)
     except offload.OffloadError as e:
@@ -544,20 +696,22 @@ def half_arena(model, x, y, d, bin_dir):
     Returns (the verdict's text, offload.compile's seconds for the unplanned
     step)."""
     offload = _offload(bin_dir)
+    args, loss = _step_args(x, y)
     t0 = time.time()
     try:
-        full = offload.compile(model, (x, y), verbose=False, workdir=os.path.join(d, "unplanned"))
+        full = offload.compile(model, args, loss=loss, verbose=False,
+                               workdir=os.path.join(d, "unplanned"))
     except offload.OffloadError as e:
         return "unplanned: " + first_line(str(e)), time.time() - t0
     seconds = time.time() - t0
-    full(x, y)
+    full(*args)
     want = full.state_dict()
     arena = full.unplanned_arena_bytes
     budget = arena // 2
     try:
-        half = offload.compile(model, (x, y), budget=budget, verbose=False,
+        half = offload.compile(model, args, loss=loss, budget=budget, verbose=False,
                                workdir=os.path.join(d, "half"))
-        half(x, y)
+        half(*args)
     except offload.BudgetError as e:
         return f"no plan ({arena} B -> {budget} B: smallest {e.smallest_reachable_bytes} B)", \
             seconds
@@ -594,9 +748,10 @@ def run_model(name, bin_dir, work, timeout):
     state = state_like(model.state_dict())
     # timm rows go through offload.compile (PyTorch 2.x), the rest through
     # the tools on a TorchScript trace; both are judged below alike.
-    step = compiled_step if name in TIMM else our_step
+    compiled = name in TIMM or name in HF
+    step = compiled_step if compiled else our_step
     row["import"], row["train"], ours = step(lambda: model, x, y, d, bin_dir, timeout)
-    if name in TIMM and ours is not None:
+    if compiled and ours is not None:
         row["half"], row["compile"] = half_arena(model, x, y, d, bin_dir)
     if ours is not None:
         # PyTorch's float64 gradients stay on disk (d/ref64/*.npy); every
@@ -629,7 +784,9 @@ def run_model(name, bin_dir, work, timeout):
                 # seeded, so both are the same).
                 del model, state
                 gc.collect()
-                _, train64, ours64 = step(lambda: build(name)[0].double(), x.double(), y,
+                x64 = tuple(t.double() if t.is_floating_point() else t for t in x) \
+                    if isinstance(x, tuple) else x.double()
+                _, train64, ours64 = step(lambda: build(name)[0].double(), x64, y,
                                           d + "-f64", bin_dir, timeout)
                 model = build(name)[0]
                 state = state_like(model.state_dict())
@@ -672,7 +829,8 @@ def main(argv=None):
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--set", default="smoke",
-                    choices=["smoke", "torchvision", "blocks", "all", "timm", "timm-smoke"])
+                    choices=["smoke", "torchvision", "blocks", "all", "timm", "timm-smoke",
+                             "hf", "hf-smoke"])
     ap.add_argument("--models", default="")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per tool call")
     ap.add_argument("--keep", action="store_true",
@@ -684,14 +842,15 @@ def main(argv=None):
     sets = {"smoke": lambda: SMOKE, "blocks": lambda: list(BLOCKS),
             "torchvision": torchvision_models,
             "all": lambda: torchvision_models() + list(BLOCKS),
-            "timm": lambda: list(TIMM), "timm-smoke": lambda: TIMM_SMOKE}
+            "timm": lambda: list(TIMM), "timm-smoke": lambda: TIMM_SMOKE,
+            "hf": lambda: list(HF), "hf-smoke": lambda: HF_SMOKE}
     names = args.models.split(",") if args.models else sets[args.set]()
-    known = set(BLOCKS) | set(TIMM) | set(torchvision_models())
+    known = set(BLOCKS) | set(TIMM) | set(HF) | set(torchvision_models())
     bad = [n for n in names if n not in known]
     if bad:
         ap.error("unknown model(s): " + ", ".join(bad))
-    if any(n in TIMM for n in names) and not hasattr(torch, "export"):
-        ap.error(f"the timm models need PyTorch 2.x (torch.export; this is {torch.__version__}): "
+    if any(n in TIMM or n in HF for n in names) and not hasattr(torch, "export"):
+        ap.error(f"the timm and HF models need PyTorch 2.x (torch.export; this is {torch.__version__}): "
                  "run scripts/torch2-python test/drivers/zoo.py ...")
     rows = []
     for name in names:
@@ -706,7 +865,7 @@ def main(argv=None):
               f"grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
               f"pytorch fp32 {fmt(row['torch32'])}, ours in f64 {fmt(row['ours64'])}){extra}; "
               f"{row['seconds']:.0f} s", flush=True)
-    timm_cols = any(r["model"] in TIMM for r in rows)
+    timm_cols = any(r["model"] in TIMM or r["model"] in HF for r in rows)
     print()
     print("| model | import | train | worst grad error vs PyTorch f64 | PyTorch fp32's own | "
           "ours in f64 | grads |" + (" half arena | compile s |" if timm_cols else "") + " s |")
@@ -721,7 +880,7 @@ def main(argv=None):
               f"{r['seconds']:.0f} |")
     good = sum(1 for r in rows if passed(r))
     print(f"\n{good} of {len(rows)} models train with gradients that agree with PyTorch" +
-          (" (timm: and plan half their arena bit-identically)" if timm_cols else ""))
+          (" (timm, HF: and plan half their arena bit-identically)" if timm_cols else ""))
     return 1 if args.require_all and good != len(rows) else 0
 
 

@@ -222,7 +222,7 @@ std::string unary(const std::string &op, const std::string &attrs = "") {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  for (std::string op : {"relu", "hardswish", "silu", "sigmoid", "tanh", "exp", "neg"})
+  for (std::string op : {"relu", "hardswish", "silu", "sigmoid", "tanh", "exp", "neg", "sin", "cos"})
     cs.push_back({op, {P("x", T34)}, unary(op), T34});
   cs.push_back({"hardtanh", {P("x", T34)},
                 unary("hardtanh", " {min_val = -0.5 : f64, max_val = 0.5 : f64}"), T34});

@@ -100,6 +100,8 @@ TEST(ElementMath, ActivationsMatchATen) {
     expectNear(mapUnary(x, em::Sigmoid()), at::sigmoid(x), "sigmoid" + tn);
     expectNear(mapUnary(x, em::Tanh()), at::tanh(x), "tanh" + tn);
     expectNear(mapUnary(x, em::Exp()), at::exp(x), "exp" + tn);
+    expectNear(mapUnary(x, em::Sin()), at::sin(x), "sin" + tn);
+    expectNear(mapUnary(x, em::Cos()), at::cos(x), "cos" + tn);
     expectNear(mapUnary(x, em::Neg()), at::neg(x), "neg" + tn);
     expectNear(mapUnary(xp, em::Sqrt()), at::sqrt(xp), "sqrt" + tn);
     expectNear(mapUnary(xp, em::Rsqrt()), at::rsqrt(xp), "rsqrt" + tn);
@@ -212,6 +214,8 @@ TEST(ElementMath, HostKernelsAreTheFunctors) {
     expectKernelIsFunctor("sigmoid", x, em::Sigmoid());
     expectKernelIsFunctor("tanh", x, em::Tanh());
     expectKernelIsFunctor("exp", x, em::Exp());
+    expectKernelIsFunctor("sin", x, em::Sin());
+    expectKernelIsFunctor("cos", x, em::Cos());
     expectKernelIsFunctor("neg", x, em::Neg());
     expectKernelIsFunctor("sqrt", xp, em::Sqrt());
     expectKernelIsFunctor("rsqrt", xp, em::Rsqrt());

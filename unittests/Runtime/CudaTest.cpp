@@ -227,7 +227,7 @@ std::vector<OpCase> opCases() {
   std::vector<int64_t> s{64, 33};
   for (const char *op : {"relu", "hardswish", "neg"})
     c.push_back({op, {f32(s)}, {f32(s)}, {}, true});
-  for (const char *op : {"silu", "sigmoid", "tanh", "exp"})
+  for (const char *op : {"silu", "sigmoid", "tanh", "exp", "sin", "cos"})
     c.push_back({op, {f32(s)}, {f32(s)}, {}});
   c.push_back({"hardtanh", {f32(s)}, {f32(s)}, mm(-1, 2), true});
   c.push_back({"sqrt", {f32(s, positive())}, {f32(s)}, {}, true});

@@ -148,6 +148,12 @@ std::string kTanhBackward(const CudaKernelArgs &a) {
 std::string kExp(const CudaKernelArgs &a) {
   return unaryFloat(a, "exp", em::Exp());
 }
+std::string kSin(const CudaKernelArgs &a) {
+  return unaryFloat(a, "sin", em::Sin());
+}
+std::string kCos(const CudaKernelArgs &a) {
+  return unaryFloat(a, "cos", em::Cos());
+}
 std::string kNeg(const CudaKernelArgs &a) {
   return unaryFloat(a, "neg", em::Neg());
 }
@@ -599,6 +605,8 @@ const std::vector<Entry> &elementwiseEntries() {
       {"offload.tanh", kTanh},
       {"offload.tanh_backward", kTanhBackward},
       {"offload.exp", kExp},
+      {"offload.sin", kSin},
+      {"offload.cos", kCos},
       {"offload.neg", kNeg},
       {"offload.sqrt", kSqrt},
       {"offload.rsqrt", kRsqrt},

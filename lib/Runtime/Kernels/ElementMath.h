@@ -56,6 +56,8 @@ namespace em {
   OFFLOAD_HD inline double NAME(double x) { return std::FN(x); }
 #endif
 OFFLOAD_EM_MATH1(expOf, exp)
+OFFLOAD_EM_MATH1(sinOf, sin)
+OFFLOAD_EM_MATH1(cosOf, cos)
 OFFLOAD_EM_MATH1(logOf, log)
 OFFLOAD_EM_MATH1(erfOf, erf)
 OFFLOAD_EM_MATH1(tanhOf, tanh)
@@ -166,6 +168,12 @@ struct Tanh {
 };
 struct Exp {
   template <typename T> OFFLOAD_HD T operator()(T x) const { return expOf(x); }
+};
+struct Sin {
+  template <typename T> OFFLOAD_HD T operator()(T x) const { return sinOf(x); }
+};
+struct Cos {
+  template <typename T> OFFLOAD_HD T operator()(T x) const { return cosOf(x); }
 };
 struct Neg {
   template <typename T> OFFLOAD_HD T operator()(T x) const { return -x; }

@@ -136,6 +136,12 @@ std::string tanhBackward(const KernelArgs &a) {
   return backwardFloat(a, "tanh_backward", "y", em::TanhBackward());
 }
 
+std::string sinK(const KernelArgs &a) {
+  return unaryFloat(a, "sin", em::Sin());
+}
+std::string cosK(const KernelArgs &a) {
+  return unaryFloat(a, "cos", em::Cos());
+}
 std::string expK(const KernelArgs &a) {
   return unaryFloat(a, "exp", em::Exp());
 }
@@ -405,6 +411,8 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add("offload.tanh", tanhK);
   r.add("offload.tanh_backward", tanhBackward);
   r.add("offload.exp", expK);
+  r.add("offload.sin", sinK);
+  r.add("offload.cos", cosK);
   r.add("offload.neg", negK);
   r.add("offload.sqrt", sqrtK);
   r.add("offload.rsqrt", rsqrtK);

@@ -67,6 +67,27 @@ LogicalResult ExpOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Gra
   return success();
 }
 
+void SinOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getInput()); }
+LogicalResult SinOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  // d sin(x) = cos(x) dy
+  og.push_back(rg[0] ? Value(MulOp::create(b, getLoc(), rg[0],
+                                           CosOp::create(b, getLoc(), saved[0])))
+                     : Value());
+  return success();
+}
+
+void CosOp::getSavedValues(SmallVectorImpl<Value> &s) { s.push_back(getInput()); }
+LogicalResult CosOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  // d cos(x) = -sin(x) dy
+  if (!rg[0]) {
+    og.push_back(Value());
+    return success();
+  }
+  Value s = SinOp::create(b, getLoc(), saved[0]);
+  og.push_back(NegOp::create(b, getLoc(), MulOp::create(b, getLoc(), rg[0], s)));
+  return success();
+}
+
 void NegOp::getSavedValues(SmallVectorImpl<Value> &) {}
 LogicalResult NegOp::buildVJP(OpBuilder &b, ValueRange, ValueRange rg, Grads &og) {
   og.push_back(rg[0] ? Value(NegOp::create(b, getLoc(), rg[0])) : Value());

@@ -109,6 +109,10 @@ def Offload_SigmoidBackwardOp : Offload_UnaryBackwardOp<"sigmoid_backward", "res
 def Offload_TanhOp : Offload_UnaryOp<"tanh", "TanhBackwardOp", 1>;
 def Offload_TanhBackwardOp : Offload_UnaryBackwardOp<"tanh_backward", "result">;
 def Offload_ExpOp : Offload_UnaryOp<"exp", "", 1>;
+// Sinusoidal embeddings of values of the step (diffusers' timestep
+// embedding); VJPs cos(x)·dy and -sin(x)·dy, saving the input.
+def Offload_SinOp : Offload_UnaryOp<"sin", "", 0>;
+def Offload_CosOp : Offload_UnaryOp<"cos", "", 0>;
 def Offload_NegOp : Offload_UnaryOp<"neg", "", 0>;
 def Offload_SqrtOp : Offload_UnaryOp<"sqrt", "", 1>;
 def Offload_RsqrtOp : Offload_UnaryOp<"rsqrt", "", 1>;
