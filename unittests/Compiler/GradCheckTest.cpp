@@ -339,6 +339,21 @@ std::vector<Case> cases() {
                   attn(", %m", "scale = 7.0e-01 : f64, has_mask = true", ", tensor<3x5xf64>",
                        "tensor<2x1x5x4xf64>", "tensor<2x1x5x3xf64>"),
                   y});
+    // A float mask that is a parameter (a learned bias, as timm's Swin
+    // passes its relative-position bias): its gradient is checked too.
+    cs.push_back({"attention_learned_bias_causal_gqa",
+                  {P("q", q), P("k", kv), P("v", v3), P("m", "tensor<4x3x5xf64>")},
+                  attn(", %m", "scale = 5.0e-01 : f64, is_causal = true, has_mask = true",
+                       ", tensor<4x3x5xf64>", kv, v3),
+                  y});
+    cs.push_back({"attention_learned_bias_dropout",
+                  {P("q", q), P("k", kv), P("v", v3), P("m", "tensor<2x1x3x5xf64>"),
+                   In("seed", "tensor<i64>", Fill::Seed)},
+                  attn(", %m, %seed",
+                       "scale = 5.0e-01 : f64, has_mask = true, dropout_p = 2.0e-01 : f64, "
+                       "offset = 7 : i64",
+                       ", tensor<2x1x3x5xf64>, tensor<i64>", kv, v3),
+                  y});
     cs.push_back({"attention_dropout",
                   {P("q", q), P("k", kv), P("v", v3), In("seed", "tensor<i64>", Fill::Seed)},
                   attn(", %seed", "scale = 5.0e-01 : f64, dropout_p = 3.0e-01 : f64, offset = 3 : i64",
