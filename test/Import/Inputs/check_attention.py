@@ -26,6 +26,11 @@ MODEL:
 
 Prints `ok MODEL` or the verdict that failed and exits 1. With WORKDIR the
 intermediate files (model.mlir, step.mlir, ...) stay there.
+
+`check_attention.py bad_masks DIR` exports the additive model to DIR/good.pt2
+and writes copies whose mask input torch.export would never let through:
+int-mask.pt2 (the mask int64), rank5-mask.pt2 (rank 5 against rank-4
+scores), wide-mask.pt2 ([2, 1, 6, 5] against [2, 4, 6, 6]).
 """
 import copy
 import os
@@ -162,8 +167,47 @@ def torch_step(model, inputs, dtype):
     return float(loss), {n: p.grad.detach().clone() for n, p in m.named_parameters()}
 
 
+def bad_masks(out):
+    import json
+    import zipfile
+    model, inputs = build("additive")
+    ep = torch.export.export(model, inputs)
+    good = os.path.join(out, "good.pt2")
+    torch.export.save(ep, good)
+    with zipfile.ZipFile(good) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    key = next(n for n in members if n.endswith("models/model.json"))
+
+    def write(name, edit):
+        d = json.loads(members[key])
+        edit(d["graph_module"]["graph"]["tensor_values"]["extra"])
+        m = dict(members)
+        m[key] = json.dumps(d).encode()
+        with zipfile.ZipFile(os.path.join(out, name), "w", zipfile.ZIP_STORED) as z:
+            for n, data in m.items():
+                z.writestr(n, data)
+
+    def sizes(s):
+        def edit(t):
+            t["sizes"] = [{"as_int": d} for d in s]
+            st, acc = [], 1
+            for d in reversed(s):
+                st.insert(0, {"as_int": acc})
+                acc *= d
+            t["strides"] = st
+        return edit
+
+    write("int-mask.pt2", lambda t: t.update(dtype=5))  # torch.int64
+    write("rank5-mask.pt2", sizes([1, 2, 1, 6, 6]))
+    write("wide-mask.pt2", sizes([2, 1, 6, 5]))
+    print("ok bad_masks")
+
+
 def main():
     which = sys.argv[1]
+    if which == "bad_masks":
+        bad_masks(sys.argv[2])
+        return
     workdir = sys.argv[2] if len(sys.argv) > 2 else None
     model, inputs = build(which)
     l64, g64 = torch_step(model, inputs, torch.float64)
