@@ -377,10 +377,12 @@ HF = {
     "unet2d": _hf_unet2d,
 }
 
-# What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): a decoder
-# with its causal mask folded at import (GPT-2, eager attention) and an
-# encoder with padding_idx and token-type ids (BERT).
-HF_SMOKE = ["gpt2_eager", "bert_eager"]
+# What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): GPT-2 (its
+# causal mask folded at import into a bool constant, SDPA fused into
+# offload.attention, tied embeddings), Llama (GQA through repeat_kv, rotary
+# tables folded from a non-persistent buffer inside torch.no_grad) and BERT
+# in eager attention (padding_idx, token-type ids gathered from a buffer).
+HF_SMOKE = ["gpt2", "llama", "bert_eager"]
 
 
 class HFLoss(nn.Module):
