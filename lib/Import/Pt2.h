@@ -67,7 +67,13 @@ public:
   std::map<std::string, Pt2Weight> constants;
 };
 
-/// The buffers the exported program updates (buffer_mutation outputs).
+/// Adds to `written` the tensors that an in-place op of `nodes` (a graph's
+/// node list; torch.export's training IR keeps `x[a:b].zero_()`,
+/// `buf.add_(1)`) targets, directly or through views (`detach_` excepted:
+/// it changes no value).
+void pt2WrittenInPlace(const llvm::json::Array &nodes, std::set<std::string> &written);
+/// The buffers the exported program updates: buffer_mutation outputs (a
+/// functional graph) and targets of in-place ops (the training IR).
 std::set<std::string> pt2MutatedBuffers(const Pt2Archive &ar);
 /// Whether the signature's input spec `buffer` (its JSON object) is a
 /// non-persistent buffer that the program does not update: its value comes

@@ -450,16 +450,80 @@ size_t offload::import::pt2DtypeSize(int64_t code) {
   }
 }
 
+/// The name of a node's first input when it is a tensor, else "".
+static std::string firstTensorInput(const json::Object &node) {
+  const json::Array *ins = node.getArray("inputs");
+  if (!ins || ins->empty())
+    return "";
+  const json::Object *io = (*ins)[0].getAsObject();
+  const json::Object *a = io ? io->getObject("arg") : nullptr;
+  const json::Object *tn = a ? a->getObject("as_tensor") : nullptr;
+  auto nm = tn ? tn->getString("name") : std::nullopt;
+  return nm ? nm->str() : "";
+}
+
+/// `op` of a `torch.ops.aten.<op>.<overload>` target, else "".
+static std::string atenOp(const json::Object &node) {
+  auto t = node.getString("target");
+  llvm::StringRef r = t ? *t : llvm::StringRef();
+  if (!r.consume_front("torch.ops.aten."))
+    return "";
+  return r.rsplit('.').first.str();
+}
+
+void offload::import::pt2WrittenInPlace(const json::Array &nodes, std::set<std::string> &written) {
+  static const std::set<std::string> views = {
+      "slice", "select", "view", "reshape", "narrow", "unsqueeze", "squeeze",
+      "flatten", "transpose", "permute", "alias", "unflatten", "t"};
+  // Views come before the in-place ops that write through them: one pass
+  // from the end propagates a target to the value it views.
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const json::Object *node = nodes[i].getAsObject();
+    if (!node)
+      continue;
+    std::string op = atenOp(*node), self = firstTensorInput(*node);
+    if (op.empty() || self.empty())
+      continue;
+    bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_' &&
+                   op != "detach_";
+    bool viewOfTarget = false;
+    if (views.count(op))
+      if (const json::Array *outs = node->getArray("outputs"))
+        for (const json::Value &o : *outs)
+          if (const json::Object *oo = o.getAsObject())
+            if (const json::Object *tn = oo->getObject("as_tensor"))
+              if (auto nm = tn->getString("name"))
+                viewOfTarget |= written.count(nm->str()) != 0;
+    if (inplace || viewOfTarget)
+      written.insert(self);
+  }
+}
+
 std::set<std::string> offload::import::pt2MutatedBuffers(const Pt2Archive &ar) {
   std::set<std::string> r;
-  if (const json::Object *top = ar.model.getAsObject())
-    if (const json::Object *gm = top->getObject("graph_module"))
-      if (const json::Object *sig = gm->getObject("signature"))
-        if (const json::Array *specs = sig->getArray("output_specs"))
-          for (const json::Value &s : *specs)
-            if (const json::Object *o = s.getAsObject())
-              if (const json::Object *bm = o->getObject("buffer_mutation"))
-                if (auto n = bm->getString("buffer_name"))
+  const json::Object *top = ar.model.getAsObject();
+  const json::Object *gm = top ? top->getObject("graph_module") : nullptr;
+  const json::Object *sig = gm ? gm->getObject("signature") : nullptr;
+  if (!sig)
+    return r;
+  if (const json::Array *specs = sig->getArray("output_specs"))
+    for (const json::Value &s : *specs)
+      if (const json::Object *o = s.getAsObject())
+        if (const json::Object *bm = o->getObject("buffer_mutation"))
+          if (auto n = bm->getString("buffer_name"))
+            r.insert(n->str());
+  std::set<std::string> written;
+  if (const json::Object *g = gm->getObject("graph"))
+    if (const json::Array *nodes = g->getArray("nodes"))
+      pt2WrittenInPlace(*nodes, written);
+  if (const json::Array *specs = sig->getArray("input_specs"))
+    for (const json::Value &s : *specs)
+      if (const json::Object *o = s.getAsObject())
+        if (const json::Object *bu = o->getObject("buffer"))
+          if (const json::Object *a = bu->getObject("arg"))
+            if (auto arg = a->getString("name"))
+              if (written.count(arg->str()))
+                if (auto n = bu->getString("buffer_name"))
                   r.insert(n->str());
   return r;
 }

@@ -109,6 +109,9 @@ private:
   bool inlineSetGradEnabled(const json::Object &node, const std::string &what,
                             const std::string &at, const std::vector<std::string> &outs,
                             const std::vector<std::vector<std::string>> &outLists);
+  /// Where a higher-order node's block comes from (the node itself records
+  /// no source): the first line of `sub` that does, else `at`.
+  std::string blockSource(const json::Object &sub, const std::string &at);
   /// Converts `sub`'s nodes in line, its inputs bound to `operands`, and
   /// binds the node's outputs to its results.
   void inlineSubgraph(const json::Object &sub, const std::vector<Arg> &operands,
@@ -132,52 +135,8 @@ private:
   std::set<std::string> writtenInPlace;
 };
 
-/// The name of a node's first input when it is a tensor, else "".
-std::string firstTensorInput(const json::Object &node) {
-  const json::Array *ins = node.getArray("inputs");
-  if (!ins || ins->empty())
-    return "";
-  const json::Object *io = (*ins)[0].getAsObject();
-  const json::Object *a = io ? io->getObject("arg") : nullptr;
-  const json::Object *tn = a ? a->getObject("as_tensor") : nullptr;
-  auto nm = tn ? tn->getString("name") : std::nullopt;
-  return nm ? nm->str() : "";
-}
-
-/// `op` of a `torch.ops.aten.<op>.<overload>` target, else "".
-std::string atenOp(const json::Object &node) {
-  auto t = node.getString("target");
-  llvm::StringRef r = t ? *t : llvm::StringRef();
-  if (!r.consume_front("torch.ops.aten."))
-    return "";
-  return r.rsplit('.').first.str();
-}
-
 void Pt2Importer::findInPlaceTargets(const json::Array &nodes) {
-  static const std::set<std::string> views = {
-      "slice", "select", "view", "reshape", "narrow", "unsqueeze", "squeeze",
-      "flatten", "transpose", "permute", "alias", "unflatten", "t"};
-  // Views come before the in-place ops that write through them: one pass
-  // from the end propagates a target to the value it views.
-  for (size_t i = nodes.size(); i-- > 0;) {
-    const json::Object *node = nodes[i].getAsObject();
-    if (!node)
-      continue;
-    std::string op = atenOp(*node), self = firstTensorInput(*node);
-    if (op.empty() || self.empty())
-      continue;
-    bool inplace = op.size() > 1 && op.back() == '_' && op[op.size() - 2] != '_';
-    bool viewOfTarget = false;
-    if (views.count(op))
-      if (const json::Array *outs = node->getArray("outputs"))
-        for (const json::Value &o : *outs)
-          if (const json::Object *oo = o.getAsObject())
-            if (const json::Object *tn = oo->getObject("as_tensor"))
-              if (auto nm = tn->getString("name"))
-                viewOfTarget |= writtenInPlace.count(nm->str()) != 0;
-    if (inplace || viewOfTarget)
-      writtenInPlace.insert(self);
-  }
+  pt2WrittenInPlace(nodes, writtenInPlace);
 }
 
 void Pt2Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
@@ -448,6 +407,19 @@ bool Pt2Importer::foldIdentity(Call &call, const std::string &op,
   return false;
 }
 
+std::string Pt2Importer::blockSource(const json::Object &sub, const std::string &at) {
+  std::string file, module;
+  int64_t line = 0;
+  if (const json::Array *nodes = sub.getArray("nodes"))
+    for (const json::Value &nv : *nodes)
+      if (const json::Object *n = nv.getAsObject()) {
+        sourceOf(*n, file, line, module);
+        if (!file.empty())
+          return file + ":" + std::to_string(line) + (module.empty() ? "" : " (" + module + ")");
+      }
+  return at;
+}
+
 bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &what,
                                  const std::string &at, const std::vector<std::string> &outs,
                                  const std::vector<std::vector<std::string>> &outLists) {
@@ -464,20 +436,9 @@ bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &wh
   const json::Object &sub = obj(obj(argAt(4).get("as_graph"), what + " subgraph").get("graph"),
                                 what + " subgraph's graph");
   if (*enabled) {
-    // The node itself records no source: the block's first line that does.
-    std::string where = at, file, module;
-    int64_t line = 0;
-    if (const json::Array *nodes = sub.getArray("nodes"))
-      for (const json::Value &nv : *nodes)
-        if (const json::Object *n = nv.getAsObject()) {
-          sourceOf(*n, file, line, module);
-          if (!file.empty()) {
-            where = file + ":" + std::to_string(line) + (module.empty() ? "" : " (" + module + ")");
-            break;
-          }
-        }
     recordUnsupported("higher_order::wrap_with_autocast",
-                      "autocast enabled (mixed precision) is not supported", "", where);
+                      "autocast enabled (mixed precision) is not supported", "",
+                      blockSource(sub, at));
     return false;
   }
   std::vector<Arg> operands;
@@ -514,7 +475,8 @@ bool Pt2Importer::inlineSetGradEnabled(const json::Object &node, const std::stri
   auto check = [&](const Arg &a) {
     if (a.kind == Arg::Tensor && isa<FloatType>(tt(a.value).getElementType()) &&
         dependsOnParameter(a.value))
-      throw ConvError{at + ": higher_order::wrap_with_set_grad_enabled: a torch.no_grad() block "
+      throw ConvError{blockSource(sub, at) +
+                      ": higher_order::wrap_with_set_grad_enabled: a torch.no_grad() block "
                       "computes a float value from a parameter, which the step would "
                       "differentiate (offload has no stop-gradient op)"};
   };
