@@ -44,6 +44,10 @@ namespace json = llvm::json;
 
 namespace {
 
+/// The refusal of an op the importer only evaluates on constants.
+const char *const kFoldOnly = "only supported on values known at import time (constants), not "
+                              "on values computed from the step's inputs";
+
 //===----------------------------------------------------------------------===//
 // The importer
 //===----------------------------------------------------------------------===//
@@ -662,6 +666,10 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
       add(*positional[i], std::to_string(i));
   }
   if (poisoned) {
+    // An op offload only evaluates at import, on the result of an
+    // unsupported op (not a constant either): reported too.
+    if (foldable && cit == table.end())
+      recordUnsupported(kind, kFoldOnly, "", at);
     poison();
     return;
   }
@@ -692,9 +700,7 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
     // An op offload evaluates only at import time, on a value computed from
     // the step's inputs.
     if (foldable)
-      recordUnsupported(kind, "only supported on values known at import time (constants), "
-                              "not on values computed from the step's inputs",
-                        "", at);
+      recordUnsupported(kind, kFoldOnly, "", at);
     else
       recordUnsupported(kind + "." + overload, "", "", at);
     poison();

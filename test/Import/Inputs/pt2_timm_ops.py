@@ -56,7 +56,7 @@ class TimmOps(nn.Module):
         h = self.fc(x)                                          # [2, 4]
         h = h.to(torch.float64).to(torch.float32)               # to.dtype
         h = h.to(dtype=torch.float32, device=x.device)          # to.device
-        h = h * torch.ones(2, 4).to(x.dtype).to(x.device)       # to.dtype_layout
+        h = h * torch.full((2, 4), 2.0).to(x.dtype).to(x.device)  # to.dtype_layout
         h = h.reshape_as(x[:, :4].t()).reshape(2, 4)            # reshape_as
         c = torch.cat([h, torch.tanh(h)], 1)[:, :8]             # alias
         c += x
