@@ -382,6 +382,37 @@ void convertChunk(StepBuilder &im, Call &n) {
   im.setOut(n, 0, list);
 }
 
+/// repeat(x, repeats): x reshaped to [1, s0, 1, s1, ...] (leading size-1
+/// dims for extra repeats), broadcast to [r0, s0, r1, s1, ...] and reshaped
+/// to [r0·s0, r1·s1, ...] (XCiT's `pos.repeat(B, 1, 1, 1)`); the gradient
+/// sums the copies through broadcast_to's VJP.
+void convertRepeat(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  std::vector<int64_t> reps = im.getInts(n, 1);
+  if (reps.size() < size_t(t.getRank()))
+    im.fail(n, "repeat needs at least as many repeats as the tensor has dims");
+  size_t off = reps.size() - size_t(t.getRank());
+  std::vector<int64_t> pairs, wide, out;
+  for (size_t k = 0; k < reps.size(); ++k) {
+    int64_t s = k < off ? 1 : t.getDimSize(int64_t(k - off));
+    if (reps[k] < 0)
+      im.fail(n, "negative repeat count");
+    pairs.push_back(1);
+    pairs.push_back(s);
+    wide.push_back(reps[k]);
+    wide.push_back(s);
+    out.push_back(reps[k] * s);
+  }
+  if (ArrayRef<int64_t>(out) == t.getShape()) {
+    im.setOut(n, x);
+    return;
+  }
+  mlir::Value r = im.reshape(n, x, pairs);
+  r = im.emit1<BroadcastToOp>(n, {r}, {}, {RankedTensorType::get(wide, t.getElementType())});
+  im.setOut(n, im.reshape(n, r, out));
+}
+
 /// broadcast_tensors(tensors): each expanded to their common shape (what
 /// F.mse_loss calls before the loss); a tensor of that shape as it is.
 void convertBroadcastTensors(StepBuilder &im, Call &n) {
@@ -499,6 +530,7 @@ void ts::registerShapeConversions(OpTable &t) {
   t["aten::clone"] = convertClone;
   t["aten::expand"] = convertExpand;
   t["aten::broadcast_tensors"] = convertBroadcastTensors;
+  t["aten::repeat"] = convertRepeat;
   t["aten::cat"] = convertCat;
   t["aten::stack"] = convertStack;
   t["aten::slice"] = convertSlice;

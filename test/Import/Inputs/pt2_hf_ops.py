@@ -19,7 +19,8 @@ and diffusers models (issue 28), exported with torch.export (PyTorch 2.x):
   pow.Tensor_Scalar       RMSNorm's x.pow(2) and GELU's x.pow(3);
   addmm                   GPT-2's Conv1D;
   softmax.int with dtype; sin/cos of values of the step; broadcast_tensors;
-  upsample_nearest2d.vec; `timesteps * ones(batch)` on an int64 input.
+  upsample_nearest2d.vec; `timesteps * ones(batch)` on an int64 input;
+  repeat of a value of the step (XCiT's positional encoding).
 
 Usage: pt2_hf_ops.py OUT_DIR   (scripts/torch2-python)
 
@@ -104,7 +105,7 @@ class HFOps(nn.Module):
         t = (steps * torch.ones(B, dtype=torch.long)).float()[:, None] * torch.tensor(
             [1.0, 0.5, 0.25, 0.125])
         temb = self.time(torch.cat([torch.sin(t[:, :2]), torch.cos(t[:, 2:])], -1))
-        g = g + temb[:, None, :]
+        g = g + temb[:, None, :].repeat(1, T, 1)          # repeat of a value of the step
         up = F.interpolate(g[:, None], scale_factor=2.0, mode="nearest")  # upsample .vec
         g = up.mean(1)[:, ::2, ::2]
         logits = self.head(g)
