@@ -477,6 +477,12 @@ TEST(Embedding, ForwardBackward) {
     ASSERT_EQ(run("embedding_backward", {dy, idx}, {dw4}, Attrs(), 4), "");
     expectNear(dw1, dref, "embedding_backward " + tname(t));
     EXPECT_TRUE(at::equal(dw1, dw4));
+    // padding_idx: ATen's embedding_backward leaves that row zero.
+    at::Tensor dpad = at::embedding_backward(dy, idx, 50, 3, false, false);
+    at::Tensor dwp = at::empty_like(w);
+    ASSERT_EQ(run("embedding_backward", {dy, idx}, {dwp}, Attrs().i("padding_idx", {3}), 4), "");
+    expectNear(dwp, dpad, "embedding_backward padding_idx " + tname(t));
+    EXPECT_TRUE(at::equal(dwp[3], at::zeros_like(dwp[3])));
   }
   at::Tensor w = torch::randn({5, 3});
   EXPECT_NE(run("embedding", {w, torch::tensor({0, 5}, torch::kLong)}, {at::empty({2, 3})}), "");

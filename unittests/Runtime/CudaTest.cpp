@@ -328,6 +328,8 @@ std::vector<OpCase> opCases() {
                {f32({4, 6, 8})}, {}, true});
   c.push_back({"embedding_backward", {f32({4, 6, 8}), i64({4, 6}, index(5))},
                {f32({50, 8})}, {}, true});
+  c.push_back({"embedding_backward", {f32({4, 6, 8}), i64({4, 6}, index(5))},
+               {f32({50, 8})}, attrs({{"padding_idx", attrInt(2)}}), true});
   // Many repeated indices over a vocabulary split into chunks.
   c.push_back({"embedding_backward", {f32({40, 60, 8}), i64({40, 60}, index(700))},
                {f32({700, 8})}, {}, true});
