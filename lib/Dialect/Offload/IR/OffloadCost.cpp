@@ -85,6 +85,23 @@ int64_t MatmulOp::getFlops() {
   return out < 0 ? -1 : 2 * out * k;
 }
 
+/// Attention: 2·N·Hq·L·S·(E + Ev) forward (q kᵀ and P v); the backward
+/// recomputes q kᵀ and forms dP, dV, dQ and dK: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
+/// (the FLOP counts of FlashAttention's paper, Dao et al. 2022, section 3).
+static int64_t attentionFlops(RankedTensorType q, RankedTensorType k, RankedTensorType v,
+                              int64_t perE, int64_t perEv) {
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
+    return -1;
+  int64_t rows = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * k.getDimSize(2);
+  return rows * (perE * q.getDimSize(3) + perEv * v.getDimSize(3));
+}
+int64_t AttentionOp::getFlops() {
+  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(), 2, 2);
+}
+int64_t AttentionBackwardOp::getFlops() {
+  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(), 6, 4);
+}
+
 /// 2 · (output elements) · (C/groups · KH · KW): one multiply-add per weight
 /// tap per output element.
 static int64_t convFlops(RankedTensorType out, RankedTensorType weight) {

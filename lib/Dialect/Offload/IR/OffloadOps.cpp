@@ -341,6 +341,86 @@ LogicalResult BatchNormOp::verify() {
   return success();
 }
 
+/// The operand rules that attention and its backward share (the op's
+/// description in OffloadComputeOps.td).
+static LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
+                                             RankedTensorType k, RankedTensorType v,
+                                             ValueRange extras, bool hasMask,
+                                             double dropoutP, double scale) {
+  auto err = [&]() { return op->emitOpError(); };
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return err() << "expects query [N, Hq, L, E], key [N, Hkv, S, E] and value "
+                    "[N, Hkv, S, Ev]";
+  Type et = q.getElementType();
+  if (k.getElementType() != et || v.getElementType() != et)
+    return err() << "query, key and value must have one element type";
+  int64_t n = q.getDimSize(0), hq = q.getDimSize(1), e = q.getDimSize(3);
+  int64_t hkv = k.getDimSize(1), s = k.getDimSize(2);
+  if (k.getDimSize(0) != n || v.getDimSize(0) != n)
+    return err() << "query, key and value must have the same batch size";
+  if (v.getDimSize(1) != hkv || v.getDimSize(2) != s)
+    return err() << "key and value must have the same heads and length";
+  if (k.getDimSize(3) != e)
+    return err() << "query and key must have the same head size";
+  if (hkv <= 0 || hq % hkv != 0)
+    return err() << "query heads (" << hq << ") must be a multiple of key/value heads ("
+                 << hkv << ")";
+  if (!(dropoutP >= 0 && dropoutP < 1))
+    return err() << "dropout_p " << fmtDouble(dropoutP) << " must be in [0, 1)";
+  if (!std::isfinite(scale))
+    return err() << "scale must be finite";
+  size_t want = (hasMask ? 1 : 0) + (dropoutP > 0 ? 1 : 0);
+  if (extras.size() != want)
+    return err() << "expects " << want << " extra operand(s) (the mask when has_mask, then "
+                 << "the seed when dropout_p > 0), got " << extras.size();
+  if (hasMask) {
+    auto m = cast<RankedTensorType>(extras[0].getType());
+    if (!m.getElementType().isInteger(1) && m.getElementType() != et)
+      return err() << "mask must be i1 or the query's element type";
+    if (m.getRank() > 4)
+      return err() << "mask must broadcast to [N, Hq, L, S]";
+    int64_t full[4] = {n, hq, q.getDimSize(2), s};
+    for (int64_t i = 0; i < m.getRank(); ++i) {
+      int64_t d = m.getDimSize(m.getRank() - 1 - i), f = full[3 - i];
+      if (d != 1 && d != f)
+        return err() << "mask must broadcast to [N, Hq, L, S]";
+    }
+  }
+  if (dropoutP > 0) {
+    auto sd = cast<RankedTensorType>(extras.back().getType());
+    if (sd.getRank() != 0 || !sd.getElementType().isInteger(64))
+      return err() << "the dropout seed must be an i64 scalar";
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionOperands(*this, getQuery().getType(), getKey().getType(),
+                                 getValue().getType(), getExtras(), getHasMask(),
+                                 getDropoutP().convertToDouble(),
+                                 getScale().convertToDouble());
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQuery().getType(), getKey().getType(),
+                                     getValue().getType(), getExtras(), getHasMask(),
+                                     getDropoutP().convertToDouble(),
+                                     getScale().convertToDouble())))
+    return failure();
+  auto q = getQuery().getType(), v = getValue().getType();
+  SmallVector<int64_t> outShape{q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
+                                v.getDimSize(3)};
+  if (getGradOut().getType().getShape() != ArrayRef<int64_t>(outShape) ||
+      getOut().getType().getShape() != ArrayRef<int64_t>(outShape))
+    return emitOpError("grad_out and out must be [N, Hq, L, Ev]");
+  if (getLse().getType().getShape() != q.getShape().drop_back())
+    return emitOpError("lse must be [N, Hq, L]");
+  if (getGradQuery().getType() != q || getGradKey().getType() != getKey().getType() ||
+      getGradValue().getType() != v)
+    return emitOpError("gradients must have the query's, key's and value's types");
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0 && p < 1))

@@ -512,6 +512,19 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  auto q = cast<RankedTensorType>(a.getQuery().getType());
+  auto v = cast<RankedTensorType>(a.getValue().getType());
+  if (q.getRank() != 4 || v.getRank() != 4)
+    return fail(loc, "attention expects query [N, Hq, L, E] and value [N, Hkv, S, Ev]");
+  types.push_back(RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType()));
+  types.push_back(RankedTensorType::get(q.getShape().drop_back(), q.getElementType()));
+  return success();
+}
+
 static LogicalResult scalarLike(Type t, SmallVectorImpl<Type> &types) {
   types.push_back(RankedTensorType::get({}, cast<RankedTensorType>(t).getElementType()));
   return success();

@@ -518,6 +518,27 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
   return success();
 }
 
+void AttentionOp::getSavedValues(SmallVectorImpl<Value> &s) {
+  s.append({getQuery(), getKey(), getValue(), getOut(), getLse()});
+  s.append(getExtras().begin(), getExtras().end());
+}
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg, Grads &og) {
+  // Only `out` has a cotangent: `lse` is a statistic no user reads.
+  size_t numOperands = 3 + getExtras().size();
+  if (!rg[0]) {
+    og.append(numOperands, Value());
+    return success();
+  }
+  auto bwd = AttentionBackwardOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(), rg[0],
+      saved[0], saved[1], saved[2], saved[3], saved[4], saved.drop_front(5), getScaleAttr(),
+      getIsCausalAttr(), getHasMaskAttr(), getDropoutPAttr(), getOffsetAttr());
+  og.append({bwd.getGradQuery(), bwd.getGradKey(), bwd.getGradValue()});
+  // No gradient reaches the mask or the seed.
+  og.append(getExtras().size(), Value());
+  return success();
+}
+
 void CrossEntropyOp::getSavedValues(SmallVectorImpl<Value> &s) {
   s.push_back(getLogits());
   s.push_back(getTarget());

@@ -648,6 +648,84 @@ def Offload_DropoutBackwardOp : Offload_ComputeOp<"dropout_backward", [AllTypesM
   let assemblyFormat = "$grad_output `,` $seed attr-dict `:` type($grad_output) `,` type($seed)";
 }
 
+def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
+                                        ["getFlops"]> {
+  let summary = "Fused scaled dot-product attention (`scaled_dot_product_attention`)";
+  let description = [{
+    `query` [N, Hq, L, E], `key` [N, Hkv, S, E], `value` [N, Hkv, S, Ev], with
+    Hq a multiple of Hkv (grouped-query attention: query head h reads key and
+    value head h / (Hq / Hkv), PyTorch's `enable_gqa`). `extras` holds, in
+    this order, the attention mask when `has_mask` (broadcastable to
+    [N, Hq, L, S]; i1: true takes part, as PyTorch's boolean `attn_mask`;
+    float of the query's type: added to the scaled scores) and the dropout
+    seed (i64 scalar, the dropout op's Philox key) when `dropout_p` > 0.
+
+    Results: `out` [N, Hq, L, Ev] = dropout(softmax(scale · q kᵀ + mask)) v,
+    and `lse` [N, Hq, L], the log-sum-exp of each row of the scaled, masked
+    scores. `is_causal` keeps key j for query i iff j <= i (PyTorch's
+    top-left alignment, `tril(ones(L, S))`). A row with no key left has
+    `out` 0 and `lse` -inf (PyTorch's safe softmax, 2.5 and later). Dropout
+    keeps probability element ((n·Hq + h)·L + i)·S + j iff
+    `philox_uniform(seed, offset + that index) >= dropout_p` and scales kept
+    ones by 1 / (1 - dropout_p), as `offload.dropout` over the probability
+    matrix. Saves `query`, `key`, `value`, `out`, `lse` and the extras:
+    N·Hq·L values of statistics instead of the N·Hq·L·S probabilities.
+    FLOPs: 2·N·Hq·L·S·(E + Ev) (the causal mask's skipped half not taken
+    off). Source: FlashAttention (Dao et al., 2022), Algorithm 1 and 2.
+
+    ```mlir
+    %o, %lse = offload.attention %q, %k, %v {scale = 1.25e-01 : f64, is_causal = true}
+        : tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Offload_FloatTensor:$query, Offload_FloatTensor:$key,
+                       Offload_FloatTensor:$value, Variadic<Offload_AnyTensor>:$extras,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$is_causal,
+                       DefaultValuedAttr<BoolAttr, "false">:$has_mask,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Offload_FloatTensor:$out, Offload_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $extras^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) (`,` type($extras)^)?
+  }];
+  let hasVerifier = 1;
+}
+def Offload_AttentionBackwardOp : Offload_ComputeOp<"attention_backward", [
+    AllTypesMatch<["query", "grad_query"]>, AllTypesMatch<["key", "grad_key"]>,
+    AllTypesMatch<["value", "grad_value"]>, AllTypesMatch<["grad_out", "out"]>],
+    ["getFlops"]> {
+  let summary = "Gradient of attention, recomputing the probabilities from `lse`";
+  let description = [{
+    `grad_out`, `query`, `key`, `value`, `out`, `lse` and `extras` as
+    `offload.attention`'s operands and results, with the same attributes ->
+    `grad_query`, `grad_key`, `grad_value` of the query's, key's and value's
+    types (key and value gradients summed over the query heads that share
+    a key/value head). With P the probabilities recomputed as
+    exp(scale · q kᵀ + mask - lse) and D = rowsum(grad_out ∘ out):
+    dV = P̃ᵀ dO, dP = (dO vᵀ) masked by the dropout keep mask / (1 - p),
+    dS = P ∘ (dP - D), dQ = scale · dS k, dK = scale · dSᵀ q (P̃: P after
+    dropout). No gradient reaches the mask. FLOPs: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
+    (a recomputation of q kᵀ, then dP, dV, dQ and dK).
+  }];
+  let arguments = (ins Offload_FloatTensor:$grad_out, Offload_FloatTensor:$query,
+                       Offload_FloatTensor:$key, Offload_FloatTensor:$value,
+                       Offload_FloatTensor:$out, Offload_FloatTensor:$lse,
+                       Variadic<Offload_AnyTensor>:$extras,
+                       F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$is_causal,
+                       DefaultValuedAttr<BoolAttr, "false">:$has_mask,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Offload_FloatTensor:$grad_query, Offload_FloatTensor:$grad_key,
+                      Offload_FloatTensor:$grad_value);
+  let assemblyFormat = [{
+    $grad_out `,` $query `,` $key `,` $value `,` $out `,` $lse (`,` $extras^)? attr-dict
+    `:` type($grad_out) `,` type($query) `,` type($key) `,` type($value) `,` type($lse)
+    (`,` type($extras)^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def Offload_CrossEntropyOp : Offload_DiffOp<"cross_entropy", [InferTypeOpAdaptor]> {
   let summary = "`cross_entropy(logits, target)` with class indices";
   let description = [{
