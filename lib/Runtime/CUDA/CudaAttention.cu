@@ -77,6 +77,24 @@ template <typename A> __device__ A warpSum(A v) {
   return v;
 }
 
+/// sum_d a[d] * b[d] in four interleaved partial sums (independent FMA
+/// chains: a fixed order, and four times the instruction-level
+/// parallelism of one chain).
+template <typename A>
+__device__ A dotRow(const A *a, const A *b, int64_t n) {
+  A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t d = 0;
+  for (; d + 4 <= n; d += 4) {
+    s0 = fma(a[d], b[d], s0);
+    s1 = fma(a[d + 1], b[d + 1], s1);
+    s2 = fma(a[d + 2], b[d + 2], s2);
+    s3 = fma(a[d + 3], b[d + 3], s3);
+  }
+  for (; d < n; ++d)
+    s0 = fma(a[d], b[d], s0);
+  return (s0 + s1) + (s2 + s3);
+}
+
 /// The scaled, masked score of query i and key j of head h (-inf when
 /// masked out): scale * dot, then the additive mask.
 template <typename T, typename A>
@@ -129,6 +147,10 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
   A *sV = sK + kTile * (g.e + 1);           // kTile x (ev + 1)
   A *sQ = sV + kTile * (g.ev + 1);          // kWarps x e
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  // Accumulator chunks in use: every 32nd element of rows of e or ev.
+  const int ce = int((g.e + 31) / 32), cv = int((g.ev + 31) / 32);
+  const int cmax = ce > cv ? ce : cv;
+  (void)ce, (void)cv, (void)cmax;
   const int64_t rowBlocks = (g.l + kWarps - 1) / kWarps;
   const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
   const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
@@ -162,9 +184,7 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
     A sc = A(-INFINITY);
     if (lane < cnt) {
       const A *kr = sK + lane * (g.e + 1);
-      A dot = 0;
-      for (int64_t d = 0; d < g.e; ++d)
-        dot = fma(myQ[d], kr[d], dot);
+      const A dot = dotRow(myQ, kr, g.e);
       sc = maskedScore<T, A>(dot, g, mask, n, h, i, j);
     }
     const A mNew = em::maxOf(m, warpMax(sc));
@@ -181,7 +201,10 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
     for (int r = 0; r < cnt; ++r) {
       const A pr = __shfl_sync(kFull, pd, r);
       const A *vr = sV + r * (g.ev + 1);
+#pragma unroll
       for (int c = 0; c < kMaxPerLane; ++c) {
+        if (c >= cv)
+          break;
         int64_t d = lane + 32 * c;
         if (d < g.ev)
           acc[c] = fma(pr, vr[d], acc[c]);
@@ -218,6 +241,10 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
   A *sQ = sV + kTile * (g.ev + 1);          // kWarps x e
   A *sDO = sQ + kWarps * g.e;               // kWarps x ev
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  // Accumulator chunks in use: every 32nd element of rows of e or ev.
+  const int ce = int((g.e + 31) / 32), cv = int((g.ev + 31) / 32);
+  const int cmax = ce > cv ? ce : cv;
+  (void)ce, (void)cv, (void)cmax;
   const int64_t rowBlocks = (g.l + kWarps - 1) / kWarps;
   const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
   const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
@@ -259,14 +286,10 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
     A ds = 0;
     if (lane < cnt) {
       const A *kr = sK + lane * (g.e + 1), *vr = sV + lane * (g.ev + 1);
-      A dot = 0;
-      for (int64_t d = 0; d < g.e; ++d)
-        dot = fma(myQ[d], kr[d], dot);
+      const A dot = dotRow(myQ, kr, g.e);
       const A sc = maskedScore<T, A>(dot, g, mask, n, h, i, j);
       const A p = sc == A(-INFINITY) ? A(0) : A(exp(sc - rowLse));
-      A dp = 0;
-      for (int64_t d = 0; d < g.ev; ++d)
-        dp = fma(myDO[d], vr[d], dp);
+      A dp = dotRow(myDO, vr, g.ev);
       if (g.p > 0)
         dp = keepProb(g, sd, nh, i, j) ? dp * dropScale : A(0);
       ds = p * (dp - dsum);
@@ -274,7 +297,10 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
     for (int r = 0; r < cnt; ++r) {
       const A dr = __shfl_sync(kFull, ds, r);
       const A *kr = sK + r * (g.e + 1);
+#pragma unroll
       for (int c = 0; c < kMaxPerLane; ++c) {
+        if (c >= ce)
+          break;
         int64_t d = lane + 32 * c;
         if (d < g.e)
           acc[c] = fma(dr, kr[d], acc[c]);
@@ -309,6 +335,10 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
   A *sK = sLse + kTile;                     // kWarps x e
   A *sV = sK + kWarps * g.e;                // kWarps x ev
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  // Accumulator chunks in use: every 32nd element of rows of e or ev.
+  const int ce = int((g.e + 31) / 32), cv = int((g.ev + 31) / 32);
+  const int cmax = ce > cv ? ce : cv;
+  (void)ce, (void)cv, (void)cmax;
   const int64_t rowBlocks = (g.s + kWarps - 1) / kWarps;
   const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
   const int64_t nk = int64_t(blockIdx.x) / rowBlocks; // n * hkv + kvh
@@ -359,14 +389,10 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
       A pd = 0, ds = 0;
       if (lane < cnt && sLse[lane] != A(-INFINITY)) {
         const A *qr = sQ + lane * (g.e + 1), *dor = sDO + lane * (g.ev + 1);
-        A dot = 0;
-        for (int64_t d = 0; d < g.e; ++d)
-          dot = fma(qr[d], myK[d], dot);
+        const A dot = dotRow(qr, myK, g.e);
         const A sc = maskedScore<T, A>(dot, g, mask, n, h, i, j);
         const A p = sc == A(-INFINITY) ? A(0) : A(exp(sc - sLse[lane]));
-        A dp = 0;
-        for (int64_t d = 0; d < g.ev; ++d)
-          dp = fma(dor[d], myV[d], dp);
+        A dp = dotRow(dor, myV, g.ev);
         pd = p;
         if (g.p > 0) {
           const bool keep = keepProb(g, sd, nh, i, j);
@@ -379,7 +405,10 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
         const A pr = __shfl_sync(kFull, pd, r);
         const A dr = __shfl_sync(kFull, ds, r);
         const A *qr = sQ + r * (g.e + 1), *dor = sDO + r * (g.ev + 1);
+#pragma unroll
         for (int c = 0; c < kMaxPerLane; ++c) {
+          if (c >= cmax)
+            break;
           int64_t d = lane + 32 * c;
           if (d < g.ev)
             accV[c] = fma(pr, dor[d], accV[c]);
