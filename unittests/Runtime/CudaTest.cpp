@@ -860,18 +860,19 @@ TEST(CudaTest, PlanLargerThanTheDeviceFailsAtCreation) {
 }
 
 /// p' = p - 0.5 * g (SGD) after an embedding whose index comes from input
-/// "idx": a bad index fails the step on the device.
-PlanData sgdAfterEmbedding() {
+/// "idx": a bad index fails the step on the device. p, g and m have
+/// `width` elements.
+PlanData sgdAfterEmbedding(int64_t width = 4) {
   PlanBuilder b;
-  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
-  int g = b.buffer("g", DType::F32, {4}, BufferRole::Input);
-  int m = b.buffer("m", DType::F32, {4}, BufferRole::OptimizerState);
+  int p = b.buffer("p", DType::F32, {width}, BufferRole::Parameter);
+  int g = b.buffer("g", DType::F32, {width}, BufferRole::Input);
+  int m = b.buffer("m", DType::F32, {width}, BufferRole::OptimizerState);
   int st = b.buffer("step", DType::I64, {}, BufferRole::OptimizerState);
   int tab = b.buffer("table", DType::F32, {3, 4}, BufferRole::Input);
   int idx = b.buffer("idx", DType::I64, {2}, BufferRole::Input);
   int e = b.buffer("e", DType::F32, {2, 4}, BufferRole::Output);
-  int np = b.buffer("new_p", DType::F32, {4}, BufferRole::Parameter);
-  int nm = b.buffer("new_m", DType::F32, {4}, BufferRole::OptimizerState);
+  int np = b.buffer("new_p", DType::F32, {width}, BufferRole::Parameter);
+  int nm = b.buffer("new_m", DType::F32, {width}, BufferRole::OptimizerState);
   int ns = b.buffer("new_step", DType::I64, {}, BufferRole::OptimizerState);
   for (auto [n, id] : std::vector<std::pair<const char *, int>>{
            {"p", p}, {"g", g}, {"m", m}, {"step", st}, {"table", tab}, {"idx", idx}})
@@ -897,6 +898,50 @@ TEST(CudaTest, DevicePlansPassValidationWithoutADevice) {
   }
   auto sgd = Plan::fromData(sgdAfterEmbedding());
   EXPECT_TRUE(sgd.ok()) << sgd.message();
+}
+
+TEST(CudaTest, CommitReadsIntoPageLockedTensors) {
+  // The commit reads new values of 64 KiB and more into page-locked host
+  // tensors (Device::hostTensor), which the store then holds: the values
+  // are the host backend's, bit for bit, step after step.
+  SKIP_WITHOUT_GPU();
+#ifdef OFFLOAD_HAVE_CUDA
+  const int64_t w = 100000;
+  auto plan = Plan::fromData(sgdAfterEmbedding(w));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::vector<float> p0(static_cast<size_t>(w)), g0(static_cast<size_t>(w));
+  for (int64_t i = 0; i < w; ++i) {
+    p0[size_t(i)] = float(i % 97) * 0.25f;
+    g0[size_t(i)] = float(i % 13) - 6.0f;
+  }
+  std::map<std::string, Tensor> finals;
+  for (const char *backend : {"host", "cuda"}) {
+    auto s = Session::create(*plan, backend);
+    ASSERT_TRUE(s.ok()) << s.message();
+    Session &ss = **s;
+    ASSERT_TRUE(ss.bind("p", Tensor::fromVector(DType::F32, {w}, p0)).ok());
+    ASSERT_TRUE(ss.bind("g", Tensor::fromVector(DType::F32, {w}, g0)).ok());
+    ASSERT_TRUE(ss.bindZeros("m").ok());
+    ASSERT_TRUE(ss.bindZeros("step").ok());
+    ASSERT_TRUE(ss.bindZeros("table").ok());
+    ASSERT_TRUE(ss.bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                  std::vector<int64_t>{0, 2}))
+                    .ok());
+    for (int step = 0; step < 3; ++step) {
+      Status st = ss.step();
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
+    finals[backend] = *ss.store().get("p");
+    if (std::string(backend) == "cuda") {
+      cudaPointerAttributes attr;
+      ASSERT_EQ(cudaPointerGetAttributes(&attr, ss.store().get("p")->data()),
+                cudaSuccess);
+      EXPECT_EQ(attr.type, cudaMemoryTypeHost) << "the committed p is not page-locked";
+    }
+  }
+  EXPECT_TRUE(finals["cuda"].bitEqual(finals["host"]));
+  EXPECT_EQ(finals["cuda"].as<float>()[5], p0[5] - 3 * 0.5f * g0[5]);
+#endif
 }
 
 TEST(CudaTest, FailedStepNamesTheOpAndKeepsParameters) {
