@@ -337,58 +337,210 @@ void convertMseLoss(StepBuilder &im, Call &n) {
 }
 
 /// scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal,
-/// scale, enable_gqa) as the ops PyTorch 1.13's multi-head attention runs:
-/// q / sqrt(E) (or q * scale), q @ k^T, the causal mask or an additive float
-/// mask, softmax over the last dim, dropout, @ v.
+/// scale, enable_gqa) as one offload.attention, whose saved values are q, k,
+/// v, the output and the row log-sum-exp (never the L x S probabilities).
+/// q [..., Hq, L, E], k [..., Hkv, S, E], v [..., Hkv, S, Ev]: dim -3 is the
+/// head dim (PyTorch's enable_gqa repeats key/value along it) and the dims
+/// before it are batch dims, collapsed into the op's N (a rank-3 [B, L, E]
+/// input is [1, B, L, E]; rank 2 is [1, 1, L, E]); the result is reshaped
+/// back. Key/value batch dims of size 1 broadcast (a copy), a key/value head
+/// dim of 1 is the op's Hkv = 1 with or without enable_gqa, as PyTorch's
+/// matmul broadcasting gives the same. The mask: bool (true takes part) or
+/// float (added to the scores, cast to the query's type), broadcastable to
+/// [..., Hq, L, S]; it stays broadcast (not materialized) unless its own
+/// batch dims are a mix of 1 and full sizes. Dropout draws from the step's
+/// Philox stream over the N·Hq·L·S probabilities.
 void convertSdpa(StepBuilder &im, Call &n) {
   mlir::Value q = im.tensorIn(n, 0), k = im.tensorIn(n, 1), v = im.tensorIn(n, 2);
-  auto qt = im.tt(q);
+  auto qt = im.tt(q), kt = im.tt(k), vt = im.tt(v);
   int64_t r = qt.getRank();
-  if (r < 2 || im.tt(k).getRank() != r || im.tt(v).getRank() != r)
+  if (r < 2 || kt.getRank() != r || vt.getRank() != r)
     im.fail(n, "query, key and value must have the same rank >= 2");
-  if (n.numInputs() > 7 && im.getBool(n, 7))
-    im.fail(n, "scaled_dot_product_attention with enable_gqa is not supported");
-  int64_t E = qt.getShape().back(), L = qt.getDimSize(r - 2), S = im.tt(k).getDimSize(r - 2);
-  auto scalarT = RankedTensorType::get({}, qt.getElementType());
-  if (n.numInputs() > 6 && !im.in(n, 6).isNone())
-    q = im.emit1<MulScalarOp>(n, {q}, {im.f64("value", im.getDouble(n, 6))}, {q.getType()});
-  else
-    q = im.emit1<DivOp>(n, {q, im.fill(n, std::sqrt(double(E)), scalarT)});
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < r; ++i)
-    perm.push_back(i);
-  std::swap(perm[r - 1], perm[r - 2]);
-  mlir::Value att = im.emit1<MatmulOp>(n, {q, permuted(im, n, k, perm)});
-  if (n.numInputs() > 5 && im.getBool(n, 5)) {
-    std::vector<double> mask(size_t(L * S));
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = i + 1; j < S; ++j)
-        mask[size_t(i * S + j)] = 1.0;
-    mlir::Value m = im.constant(n, RankedTensorType::get({L, S}, im.b.getI1Type()), mask);
-    att = im.emit1<MaskedFillOp>(n, {att, m},
-                                 {im.f64("value", -std::numeric_limits<double>::infinity())},
-                                 {att.getType()});
+  if (!isa<FloatType>(qt.getElementType()) || kt.getElementType() != qt.getElementType() ||
+      vt.getElementType() != qt.getElementType())
+    im.fail(n, "query, key and value must have one float element type");
+  bool gqa = n.numInputs() > 7 && im.getBool(n, 7);
+  auto shapeStr = [](ArrayRef<int64_t> s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  };
+  // [batch..., H, L, E] of each operand, the batch dims collapsed.
+  auto dims4 = [&](RankedTensorType t) {
+    ArrayRef<int64_t> s = t.getShape();
+    int64_t batch = 1;
+    for (int64_t i = 0; i + 3 < r; ++i)
+      batch *= s[i];
+    return SmallVector<int64_t, 4>{batch, r >= 3 ? s[r - 3] : 1, s[r - 2], s[r - 1]};
+  };
+  ArrayRef<int64_t> qs = qt.getShape();
+  ArrayRef<int64_t> qBatch = qs.take_front(std::max<int64_t>(0, r - 3));
+  // Key/value batch dims broadcast to the query's (PyTorch's matmul rule).
+  auto batchLike = [&](mlir::Value x) {
+    auto xt = im.tt(x);
+    ArrayRef<int64_t> xb = xt.getShape().take_front(qBatch.size());
+    if (xb == qBatch)
+      return x;
+    for (size_t i = 0; i < qBatch.size(); ++i)
+      if (xb[i] != qBatch[i] && xb[i] != 1)
+        im.fail(n, "key/value " + shapeStr(xt.getShape()) + " and query " + shapeStr(qs) +
+                       " have batch dims that do not broadcast");
+    SmallVector<int64_t> to(qBatch);
+    to.append(xt.getShape().begin() + qBatch.size(), xt.getShape().end());
+    return im.emit1<BroadcastToOp>(n, {x}, {}, {RankedTensorType::get(to, xt.getElementType())});
+  };
+  k = batchLike(k);
+  v = batchLike(v);
+  SmallVector<int64_t, 4> q4 = dims4(qt), k4 = dims4(im.tt(k)), v4 = dims4(im.tt(v));
+  int64_t hq = q4[1], hkv = k4[1], L = q4[2], S = k4[2], E = q4[3];
+  if (k4[3] != E)
+    im.fail(n, "query " + shapeStr(qs) + " and key " + shapeStr(kt.getShape()) +
+                   " have different head sizes");
+  if (v4[1] != hkv || v4[2] != S)
+    im.fail(n, "key " + shapeStr(kt.getShape()) + " and value " + shapeStr(vt.getShape()) +
+                   " must have the same heads and length");
+  if (hkv != hq && hkv != 1) {
+    if (!gqa)
+      im.fail(n, "query heads (" + std::to_string(hq) + ") and key/value heads (" +
+                     std::to_string(hkv) + ") differ: grouped-query attention needs "
+                     "enable_gqa=True");
+    if (hkv == 0 || hq % hkv != 0)
+      im.fail(n, "query heads (" + std::to_string(hq) +
+                     ") must be a multiple of key/value heads (" + std::to_string(hkv) + ")");
   }
-  if (n.numInputs() > 3 && !im.in(n, 3).isNone()) {
+  q = im.reshape(n, q, q4);
+  k = im.reshape(n, k, k4);
+  v = im.reshape(n, v, v4);
+
+  SmallVector<mlir::Value> extras;
+  bool hasMask = n.numInputs() > 3 && !im.in(n, 3).isNone();
+  if (hasMask) {
     mlir::Value m = im.tensorIn(n, 3);
-    if (!isa<FloatType>(im.tt(m).getElementType()))
-      im.fail(n, "a boolean attn_mask is not supported (pass an additive float mask)");
-    att = im.emit1<AddOp>(n, {att, m});
+    auto mt = im.tt(m);
+    Type et = mt.getElementType();
+    if (isa<FloatType>(et)) {
+      if (et != qt.getElementType())
+        m = im.emit1<CopyOp>(n, {m}, {}, {mt.clone(qt.getElementType())});
+    } else if (!et.isInteger(1)) {
+      im.fail(n, "attn_mask must be bool (true takes part) or float (added to the scores)");
+    }
+    mt = im.tt(m);
+    // Right-aligned against [batch..., Hq, L, S] (the query's rank).
+    SmallVector<int64_t> full(qs.drop_back());
+    full.push_back(S);
+    if (mt.getRank() > r)
+      im.fail(n, "attn_mask " + shapeStr(mt.getShape()) + " has more dims than the scores " +
+                     shapeStr(full));
+    SmallVector<int64_t> ms(size_t(r - mt.getRank()), 1);
+    ms.append(mt.getShape().begin(), mt.getShape().end());
+    for (int64_t i = 0; i < r; ++i)
+      if (ms[i] != 1 && ms[i] != full[i])
+        im.fail(n, "attn_mask " + shapeStr(mt.getShape()) + " does not broadcast to the scores " +
+                       shapeStr(full));
+    // Rank <= 4: the op right-aligns the mask against [N, Hq, L, S] as
+    // PyTorch does against the scores; it stays broadcast.
+    if (r > 4) {
+      ArrayRef<int64_t> mb = ArrayRef<int64_t>(ms).take_front(r - 3);
+      bool allOne = llvm::all_of(mb, [](int64_t d) { return d == 1; });
+      if (!allOne && mb != qBatch) {
+        SmallVector<int64_t> to(qBatch);
+        to.append(ms.begin() + (r - 3), ms.end());
+        m = im.emit1<BroadcastToOp>(n, {im.reshape(n, m, ms)}, {},
+                                    {RankedTensorType::get(to, im.tt(m).getElementType())});
+      }
+      m = im.reshape(n, m, {allOne ? 1 : q4[0], ms[r - 3], ms[r - 2], ms[r - 1]});
+    }
+    extras.push_back(m);
   }
-  att = im.emit1<SoftmaxOp>(n, {att}, {im.i64("dim", r - 1)}, {att.getType()});
   double p = n.numInputs() > 4 ? im.getDouble(n, 4) : 0.0;
+  if (!(p >= 0.0 && p < 1.0))
+    im.fail(n, "dropout probability must be in [0, 1)");
+  int64_t offset = 0;
   if (p > 0.0) {
-    if (p >= 1.0)
-      im.fail(n, "dropout probability must be in [0, 1)");
-    mlir::Value s = im.seed(n);
-    int64_t off = im.nextDropoutOffset(im.tt(att).getNumElements());
-    att = im.emit1<DropoutOp>(n, {att, s}, {im.f64("p", p), im.i64("offset", off)},
-                              {att.getType()});
+    extras.push_back(im.seed(n));
+    offset = im.nextDropoutOffset(q4[0] * hq * L * S);
   }
-  im.setOut(n, im.emit1<MatmulOp>(n, {att, v}));
+  bool causal = n.numInputs() > 5 && im.getBool(n, 5);
+  double scale = n.numInputs() > 6 && !im.in(n, 6).isNone() ? im.getDouble(n, 6)
+                                                             : 1.0 / std::sqrt(double(E));
+  SmallVector<mlir::Value> ops = {q, k, v};
+  ops.append(extras.begin(), extras.end());
+  SmallVector<NamedAttribute> attrs = {im.f64("scale", scale)};
+  if (causal)
+    attrs.push_back(im.attr("is_causal", im.b.getBoolAttr(true)));
+  if (hasMask)
+    attrs.push_back(im.attr("has_mask", im.b.getBoolAttr(true)));
+  if (p > 0.0) {
+    attrs.push_back(im.f64("dropout_p", p));
+    attrs.push_back(im.i64("offset", offset));
+  }
+  mlir::Value out = im.emit1<AttentionOp>(n, ops, attrs);
+  SmallVector<int64_t> outShape(qs.drop_back());
+  outShape.push_back(v4[3]);
+  im.setOut(n, im.reshape(n, out, outShape));
 }
 
 } // namespace
+
+/// HF's repeat_kv: `x[:, :, None, :, :].expand(N, Hkv, rep, S, E)
+/// .reshape(N, Hkv * rep, S, E)`, which the importer sees as a reshape to
+/// [N, Hkv, 1, S, E], a broadcast_to [N, Hkv, rep, S, E] and a reshape to
+/// [N, Hkv * rep, S, E]. When `x` is such a repeat read only by `att`, and
+/// the broadcast only by that reshape, returns the un-repeated [N, Hkv, S, E]
+/// value (a reshape of the broadcast's input when it is not one already)
+/// and sets `rep`; else null.
+static mlir::Value unrepeated(OpBuilder &b, mlir::Value x, AttentionOp att, int64_t &rep) {
+  auto outer = x.getDefiningOp<ReshapeOp>();
+  if (!outer || !llvm::all_of(x.getUsers(), [&](Operation *u) { return u == att; }))
+    return {};
+  auto bc = outer->getOperand(0).getDefiningOp<BroadcastToOp>();
+  if (!bc || !bc->getResult(0).hasOneUse())
+    return {};
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto bt = cast<RankedTensorType>(bc->getResult(0).getType());
+  mlir::Value a = bc->getOperand(0);
+  auto at = cast<RankedTensorType>(a.getType());
+  if (xt.getRank() != 4 || bt.getRank() != 5 || at.getRank() != 5 || at.getDimSize(2) != 1)
+    return {};
+  ArrayRef<int64_t> xs = xt.getShape(), bs = bt.getShape(), as = at.getShape();
+  if (bs[0] != xs[0] || bs[1] * bs[2] != xs[1] || bs[3] != xs[2] || bs[4] != xs[3] ||
+      as[0] != bs[0] || as[1] != bs[1] || as[3] != bs[3] || as[4] != bs[4])
+    return {};
+  rep = bs[2];
+  SmallVector<int64_t> base = {as[0], as[1], as[3], as[4]};
+  if (auto inner = a.getDefiningOp<ReshapeOp>()) {
+    mlir::Value src = inner->getOperand(0);
+    if (cast<RankedTensorType>(src.getType()).getShape() == ArrayRef<int64_t>(base))
+      return src;
+  }
+  b.setInsertionPoint(att);
+  return ReshapeOp::create(b, att.getLoc(), RankedTensorType::get(base, at.getElementType()), a);
+}
+
+/// Feeds attention that reads HF-style repeated key/value heads the
+/// un-repeated ones instead (grouped-query attention): the repeated copies
+/// are then dead, neither computed nor saved. Only where the repeat's
+/// results have no other reader, and key and value repeat alike.
+void ts::foldRepeatedKeyValue(func::FuncOp f) {
+  SmallVector<AttentionOp> atts;
+  f.walk([&](AttentionOp op) { atts.push_back(op); });
+  OpBuilder b(f.getContext());
+  for (AttentionOp att : atts) {
+    int64_t kr = 0, vr = 0;
+    mlir::Value k = unrepeated(b, att.getKey(), att, kr);
+    if (!k)
+      continue;
+    mlir::Value v = att.getValue() == att.getKey() ? k : unrepeated(b, att.getValue(), att, vr);
+    if (!v || (v != k && vr != kr)) {
+      if (k.use_empty() && k.getDefiningOp())
+        k.getDefiningOp()->erase(); // a reshape made above
+      continue;
+    }
+    att->setOperand(1, k);
+    att->setOperand(2, v);
+  }
+}
 
 /// The class-index losses take the class dim 1 of any rank, as PyTorch does:
 /// logits [N, C, d1, ..., dk] with target [N, d1, ..., dk], or logits [C]

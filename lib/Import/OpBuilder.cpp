@@ -424,6 +424,9 @@ OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
   }
   func::ReturnOp::create(b, fileLoc, results);
 
+  // HF's repeat_kv feeding attention becomes grouped-query attention.
+  foldRepeatedKeyValue(func);
+
   // Transposes of the last two dims feeding a matmul fold into its flags
   // (MatmulOp's canonicalization; no other pattern or folder runs here).
   {

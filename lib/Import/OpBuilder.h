@@ -379,6 +379,10 @@ mlir::Value permuted(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_
 /// scalar): rewritten to the dialect's [M, C] and [M] (ConvertNN.cpp). A
 /// target of another shape is an error naming both shapes.
 void classDimLast(StepBuilder &im, Call &n, mlir::Value &z, mlir::Value &t);
+/// Attention that reads key/value heads repeated as HF's repeat_kv does
+/// reads the un-repeated ones as grouped-query attention (ConvertNN.cpp);
+/// run on the finished step, when every use is known.
+void foldRepeatedKeyValue(func::FuncOp f);
 /// Sets `n`'s result to `x` permuted by `perm` (no op for the identity).
 void emitPermute(StepBuilder &im, Call &n, mlir::Value x, std::vector<int64_t> perm);
 

@@ -14,12 +14,17 @@ this checks:
            another op sequence in PyTorch 2.x's graph);
   step     offload-opt --offload-autodiff (SGD, gradients returned) and one
            offload-run step on the host backend, each from its own
-           --params-out file: the loss and every gradient bit-identical.
+           --params-out file: the loss and every gradient bit-identical;
+           for the models of --fused (default: transformer), whose .pt2
+           runs scaled_dot_product_attention as one offload.attention while
+           TorchScript 1.13's graph spells it out (matmul, softmax, matmul),
+           within 1e-4 of each other instead (max |a - b| / max |b| per
+           tensor, the fp32 tolerance of docs/op-semantics.md).
 It also prints each import's time (offload-import --time).
 
 Usage: PYTHONPATH=python:test/drivers /usr/bin/python3 test/drivers/check_pt2.py
            --bin BUILD/bin --work DIR [--models resnet18,transformer,gpt]
-           [--torch2 scripts/torch2-python]
+           [--torch2 scripts/torch2-python] [--fused transformer]
 (export_models and export_pt2 run as modules found on PYTHONPATH, under both
 PyTorch versions.)
 """
@@ -64,6 +69,9 @@ def main(argv=None):
     ap.add_argument("--work", required=True)
     ap.add_argument("--models", default="resnet18,transformer,gpt")
     ap.add_argument("--torch2", default=os.path.join(ROOT, "scripts", "torch2-python"))
+    ap.add_argument("--fused", default="transformer",
+                    help="models whose .pt2 step uses the fused attention op: compared "
+                         "within 1e-4, not bit for bit")
     a = ap.parse_args(argv)
     os.makedirs(a.work, exist_ok=True)
     w = lambda *p: os.path.join(a.work, *p)
@@ -113,13 +121,28 @@ def main(argv=None):
 
         with np.load(w(m + ".pt.step.npz")) as z1, np.load(w(m + ".pt2.step.npz")) as z2:
             names = ["loss"] + sorted(k for k in z1.files if k.startswith("grad:"))
-            bad = [k for k in names
-                   if k not in z2.files or z1[k].tobytes() != z2[k].tobytes()]
+            fused = m in a.fused.split(",")
+
+            def rel(k):
+                x, y = z2[k].astype(np.float64), z1[k].astype(np.float64)
+                return float(np.max(np.abs(x - y)) / max(np.max(np.abs(y)), 1e-30))
+            worst = 0.0
+            bad = []
+            for k in names:
+                if k not in z2.files:
+                    bad.append(k)
+                elif fused:
+                    worst = max(worst, rel(k))
+                    if rel(k) > 1e-4:
+                        bad.append(k)
+                elif z1[k].tobytes() != z2[k].tobytes():
+                    bad.append(k)
             extra = sorted(k for k in z2.files if k.startswith("grad:") and k not in z1.files)
             ok = not bad and not extra and len(names) > 1
+            verdict = ("within 1e-4 (largest %.1e)" % worst if fused else "bit-identical")
             print("%s step: loss %.9g, %d gradients: %s" % (
                 m, float(z1["loss"]), len(names) - 1,
-                "bit-identical" if ok else "FAIL (%s)" % ", ".join((bad + extra)[:5])))
+                verdict if ok else "FAIL (%s)" % ", ".join((bad + extra)[:5])))
             failed |= not ok
     return 1 if failed else 0
 

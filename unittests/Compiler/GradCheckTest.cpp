@@ -316,6 +316,50 @@ std::vector<Case> cases() {
   cs.push_back({"dropout", {P("x", T34), In("seed", "tensor<i64>", Fill::Seed)},
                 "  %y = offload.dropout %x, %seed {p = 0.3 : f64, offset = 5 : i64} : tensor<3x4xf64>, tensor<i64>",
                 T34});
+  // Fused attention: q, k and v are parameters; masks and the seed inputs.
+  {
+    const char *q = "tensor<2x4x3x4xf64>", *kv = "tensor<2x2x5x4xf64>",
+               *v3 = "tensor<2x2x5x3xf64>", *y = "tensor<2x4x3x3xf64>";
+    auto attn = [&](const std::string &extras, const std::string &attrs,
+                    const std::string &extraTypes, const char *kt, const char *vt) {
+      return std::string("  %y, %lse = offload.attention %q, %k, %v") + extras + " {" + attrs +
+             "} : " + q + ", " + kt + ", " + vt + extraTypes;
+    };
+    const char *k4 = "tensor<2x4x5x4xf64>", *v4 = "tensor<2x4x5x3xf64>";
+    cs.push_back({"attention", {P("q", q), P("k", k4), P("v", v4)},
+                  attn("", "scale = 6.0e-01 : f64", "", k4, v4), y});
+    cs.push_back({"attention_causal_bool_mask_gqa",
+                  {P("q", q), P("k", kv), P("v", v3), In("m", "tensor<2x1x1x5xi1>", Fill::Bool)},
+                  attn(", %m", "scale = 5.0e-01 : f64, is_causal = true, has_mask = true",
+                       ", tensor<2x1x1x5xi1>", kv, v3),
+                  y});
+    cs.push_back({"attention_additive_mask_mqa",
+                  {P("q", q), P("k", "tensor<2x1x5x4xf64>"), P("v", "tensor<2x1x5x3xf64>"),
+                   In("m", "tensor<3x5xf64>")},
+                  attn(", %m", "scale = 7.0e-01 : f64, has_mask = true", ", tensor<3x5xf64>",
+                       "tensor<2x1x5x4xf64>", "tensor<2x1x5x3xf64>"),
+                  y});
+    // A float mask that is a parameter (a learned bias, as timm's Swin
+    // passes its relative-position bias): its gradient is checked too.
+    cs.push_back({"attention_learned_bias_causal_gqa",
+                  {P("q", q), P("k", kv), P("v", v3), P("m", "tensor<4x3x5xf64>")},
+                  attn(", %m", "scale = 5.0e-01 : f64, is_causal = true, has_mask = true",
+                       ", tensor<4x3x5xf64>", kv, v3),
+                  y});
+    cs.push_back({"attention_learned_bias_dropout",
+                  {P("q", q), P("k", kv), P("v", v3), P("m", "tensor<2x1x3x5xf64>"),
+                   In("seed", "tensor<i64>", Fill::Seed)},
+                  attn(", %m, %seed",
+                       "scale = 5.0e-01 : f64, has_mask = true, dropout_p = 2.0e-01 : f64, "
+                       "offset = 7 : i64",
+                       ", tensor<2x1x3x5xf64>, tensor<i64>", kv, v3),
+                  y});
+    cs.push_back({"attention_dropout",
+                  {P("q", q), P("k", kv), P("v", v3), In("seed", "tensor<i64>", Fill::Seed)},
+                  attn(", %seed", "scale = 5.0e-01 : f64, dropout_p = 3.0e-01 : f64, offset = 3 : i64",
+                       ", tensor<i64>", kv, v3),
+                  y});
+  }
   cs.push_back({"cross_entropy", {P("z", "tensor<5x4xf64>"), In("t", "tensor<5xi64>", Fill::Index, 4)},
                 "  %y = offload.cross_entropy %z, %t : tensor<5x4xf64>, tensor<5xi64>", "tensor<f64>"});
   cs.push_back({"cross_entropy_smoothing_sum",

@@ -350,6 +350,40 @@ std::vector<OpCase> opCases() {
                {f64({3, 9, 4})}, attrs({{"dim", attrInt(1)}})});
   c.push_back({"log_softmax_backward", {f64({5, 300}), f64({5, 300})},
                {f64({5, 300})}, attrs({{"dim", attrInt(1)}})});
+  // Fused attention (not exact: the CUDA kernel sums in another order).
+  // Backward cases take lse a constant, so that p = exp(s - lse) stays in
+  // range for random operands.
+  {
+    auto at = [&](double scale, int causal, int mask, double p, int64_t offset) {
+      return attrs({{"scale", attrFloat(scale)}, {"is_causal", attrInt(causal)},
+                    {"has_mask", attrInt(mask)}, {"dropout_p", attrFloat(p)},
+                    {"offset", attrInt(offset)}});
+    };
+    std::vector<int64_t> q{2, 4, 33, 16}, kv{2, 4, 40, 16}, o{2, 4, 33, 16}, l{2, 4, 33};
+    std::vector<int64_t> kg{2, 2, 40, 16}, vg{2, 2, 40, 8}, og{2, 4, 33, 8};
+    Operand bmask{DType::Bool, {2, 1, 1, 40}, boolean()};
+    Operand seed = i64({}, constant(1234));
+    c.push_back({"attention", {f32(q), f32(kv), f32(kv)}, {f32(o), f32(l)},
+                 at(0.25, 0, 0, 0, 0)});
+    c.push_back({"attention", {f32(q), f32(kv), f32(kv)}, {f32(o), f32(l)},
+                 at(0.25, 1, 0, 0, 0)});
+    c.push_back({"attention", {f32(q), f32(kg), f32(vg), bmask}, {f32(og), f32(l)},
+                 at(0.3, 1, 1, 0, 0)});
+    c.push_back({"attention", {f64(q), f64(kg), f64(vg), f64({33, 40}), seed},
+                 {f64(og), f64(l)}, at(0.3, 0, 1, 0.2, 17)});
+    c.push_back({"attention", {f32(q), f32({2, 1, 40, 16}), f32({2, 1, 40, 8}), seed},
+                 {f32(og), f32(l)}, at(0.25, 1, 0, 0.3, 5)});
+    c.push_back({"attention_backward",
+                 {f32(o), f32(q), f32(kv), f32(kv), f32(o), f32(l, constant(3))},
+                 {f32(q), f32(kv), f32(kv)}, at(0.25, 1, 0, 0, 0)});
+    c.push_back({"attention_backward",
+                 {f32(og), f32(q), f32(kg), f32(vg), f32(og), f32(l, constant(3)), bmask},
+                 {f32(q), f32(kg), f32(vg)}, at(0.3, 0, 1, 0, 0)});
+    c.push_back({"attention_backward",
+                 {f64(og), f64(q), f64(kg), f64(vg), f64(og), f64(l, constant(3)),
+                  f64({33, 40}), seed},
+                 {f64(q), f64(kg), f64(vg)}, at(0.3, 1, 1, 0.2, 17)});
+  }
   c.push_back({"linear", {f32({16, 32}), f32({24, 32}), f32({24})}, {f32({16, 24})}, {}});
   c.push_back({"linear", {f64({2, 8, 32}), f64({24, 32}), none()}, {f64({2, 8, 24})}, {}});
   AttrMap tb = attrs({{"transpose_a", attrInt(0)}, {"transpose_b", attrInt(1)}});

@@ -25,8 +25,10 @@ void registerRandomKernels(KernelRegistry &r);
 void registerEmbeddingKernels(KernelRegistry &r);
 void registerSoftmaxKernels(KernelRegistry &r);
 
-// Linear algebra (OpenBLAS), convolution, pooling, batch and layer norm.
+// Linear algebra (OpenBLAS), fused attention, convolution, pooling, batch
+// and layer norm.
 void registerLinAlgKernels(KernelRegistry &r);
+void registerAttentionKernels(KernelRegistry &r);
 void registerConvKernels(KernelRegistry &r);
 void registerPoolKernels(KernelRegistry &r);
 void registerNormKernels(KernelRegistry &r);

@@ -114,6 +114,7 @@ void registerAllHostKernels() {
     kernels::registerEmbeddingKernels(r);
     kernels::registerSoftmaxKernels(r);
     kernels::registerLinAlgKernels(r);
+    kernels::registerAttentionKernels(r);
     kernels::registerConvKernels(r);
     kernels::registerPoolKernels(r);
     kernels::registerNormKernels(r);

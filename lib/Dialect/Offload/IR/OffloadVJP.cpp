@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::offload;
 
@@ -518,6 +520,61 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
   return success();
 }
 
+/// The gradient of a float (additive) attention mask: the gradient of the
+/// scores s = scale · q kᵀ + mask, dS = P ∘ (dP - D), summed over the dims
+/// the mask is broadcast along. attention_backward does not return dS (its
+/// results are fixed), so it is composed here from the ops of the unfused
+/// attention, in the element type: it materializes [N, Hq, L, S] values, as
+/// the unfused path did, but only where the mask depends on a parameter (a
+/// learned relative-position bias passed as `attn_mask`, timm's Swin): for
+/// any other mask nothing reads it and autodiff drops these ops as dead.
+/// P = exp(s - lse) with lse clamped to a finite value, so that a row with
+/// no key left (lse -inf) gives P = 0 and no NaN; dropout's keep mask is
+/// dropout_backward's over the same [N, Hq, L, S] index space and offset.
+static Value attentionMaskGrad(OpBuilder &b, AttentionOp op, Value dout, ValueRange saved) {
+  Location loc = op.getLoc();
+  Value q = saved[0], k = saved[1], v = saved[2], out = saved[3], lse = saved[4],
+        mask = saved[5];
+  auto qt = cast<RankedTensorType>(q.getType());
+  auto kt = cast<RankedTensorType>(k.getType());
+  auto vt = cast<RankedTensorType>(v.getType());
+  Type et = qt.getElementType();
+  int64_t n = qt.getDimSize(0), hq = qt.getDimSize(1), l = qt.getDimSize(2),
+          e = qt.getDimSize(3), hkv = kt.getDimSize(1), s = kt.getDimSize(2),
+          ev = vt.getDimSize(3), g = hq / hkv;
+  auto reshape = [&](Value x, ArrayRef<int64_t> shape) -> Value {
+    auto t = RankedTensorType::get(shape, et);
+    return x.getType() == t ? x : Value(ReshapeOp::create(b, loc, t, x));
+  };
+  // Query heads of one key/value head are consecutive: [N, Hkv, G·L, E].
+  Value sc = MatmulOp::create(b, loc, reshape(q, {n, hkv, g * l, e}), k, false, true);
+  sc = reshape(sc, {n, hq, l, s});
+  sc = MulScalarOp::create(b, loc, sc, op.getScaleAttr());
+  sc = AddOp::create(b, loc, sc, mask);
+  if (op.getIsCausal()) {
+    SmallVector<bool> upper(size_t(l * s));
+    for (int64_t i = 0; i < l; ++i)
+      for (int64_t j = i + 1; j < s; ++j)
+        upper[size_t(i * s + j)] = true;
+    auto ut = RankedTensorType::get({l, s}, b.getI1Type());
+    Value c = ConstantOp::create(b, loc, ut, DenseElementsAttr::get(ut, ArrayRef<bool>(upper)));
+    sc = MaskedFillOp::create(b, loc, sc.getType(), sc, c,
+                              b.getF64FloatAttr(-std::numeric_limits<double>::infinity()));
+  }
+  Value finiteLse = HardtanhOp::create(b, loc, lse.getType(), lse, b.getF64FloatAttr(-3.0e38),
+                                       b.getF64FloatAttr(3.0e38));
+  Value p = ExpOp::create(b, loc, SubOp::create(b, loc, sc, reshape(finiteLse, {n, hq, l, 1})));
+  Value dp = MatmulOp::create(b, loc, reshape(dout, {n, hkv, g * l, ev}), v, false, true);
+  dp = reshape(dp, {n, hq, l, s});
+  if (op.getDropoutP().convertToDouble() > 0)
+    dp = DropoutBackwardOp::create(b, loc, dp.getType(), dp, saved.back(),
+                                   op.getDropoutPAttr(), op.getOffsetAttr());
+  Value d = ReduceSumOp::create(b, loc, MulOp::create(b, loc, dout, out),
+                                ArrayRef<int64_t>{3}, true);
+  Value ds = MulOp::create(b, loc, p, SubOp::create(b, loc, dp, d));
+  return reduceToShape(b, loc, ds, mask.getType());
+}
+
 void AttentionOp::getSavedValues(SmallVectorImpl<Value> &s) {
   s.append({getQuery(), getKey(), getValue(), getOut(), getLse()});
   s.append(getExtras().begin(), getExtras().end());
@@ -534,8 +591,16 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange r
       saved[0], saved[1], saved[2], saved[3], saved[4], saved.drop_front(5), getScaleAttr(),
       getIsCausalAttr(), getHasMaskAttr(), getDropoutPAttr(), getOffsetAttr());
   og.append({bwd.getGradQuery(), bwd.getGradKey(), bwd.getGradValue()});
-  // No gradient reaches the mask or the seed.
-  og.append(getExtras().size(), Value());
+  // A float mask gets its gradient (dead, and dropped, unless the mask
+  // depends on a parameter); a boolean mask and the seed get none.
+  Value mask = getHasMask() ? getExtras()[0] : Value();
+  bool floatMask = mask && isa<FloatType>(cast<RankedTensorType>(mask.getType()).getElementType());
+  if (floatMask && !mask.getDefiningOp<ConstantOp>() && !mask.getDefiningOp<FillOp>())
+    og.push_back(attentionMaskGrad(b, *this, rg[0], saved));
+  else if (mask)
+    og.push_back(Value());
+  if (getDropoutP().convertToDouble() > 0)
+    og.push_back(Value());
   return success();
 }
 

@@ -670,6 +670,11 @@ def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
     ones by 1 / (1 - dropout_p), as `offload.dropout` over the probability
     matrix. Saves `query`, `key`, `value`, `out`, `lse` and the extras:
     N·Hq·L values of statistics instead of the N·Hq·L·S probabilities.
+    Gradients: `attention_backward` for query, key and value; a float mask
+    that depends on a parameter (a learned bias) gets dS = P ∘ (dP - D)
+    summed to its shape, composed by the VJP from matmul, exp and
+    reductions (N·Hq·L·S values, only then); a boolean mask and the seed
+    get none.
     FLOPs: 2·N·Hq·L·S·(E + Ev) (the causal mask's skipped half not taken
     off). Source: FlashAttention (Dao et al., 2022), Algorithm 1 and 2.
 
@@ -705,7 +710,8 @@ def Offload_AttentionBackwardOp : Offload_ComputeOp<"attention_backward", [
     exp(scale · q kᵀ + mask - lse) and D = rowsum(grad_out ∘ out):
     dV = P̃ᵀ dO, dP = (dO vᵀ) masked by the dropout keep mask / (1 - p),
     dS = P ∘ (dP - D), dQ = scale · dS k, dK = scale · dSᵀ q (P̃: P after
-    dropout). No gradient reaches the mask. FLOPs: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
+    dropout). It returns no mask gradient (see `offload.attention` for a
+    learned float mask). FLOPs: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
     (a recomputation of q kᵀ, then dP, dV, dQ and dK).
   }];
   let arguments = (ins Offload_FloatTensor:$grad_out, Offload_FloatTensor:$query,
