@@ -143,6 +143,21 @@ public:
   virtual bool keepsBuffersBetweenSteps() const = 0;
   /// True when download() of a buffer cannot fail (a plain memory copy).
   virtual bool downloadsCannotFail() const { return false; }
+  /// A zero-filled host tensor that download() fills at the device's full
+  /// rate: the session's commit reads new parameter and optimizer-state
+  /// values into such tensors. CUDA: page-locked memory (cudaMallocHost),
+  /// which a device-to-host copy reaches at the link's rate instead of
+  /// through the driver's staging buffers; an ordinary tensor when page-
+  /// locked memory cannot be had. Default: an ordinary tensor.
+  virtual Tensor hostTensor(DType dtype, std::vector<int64_t> shape) {
+    return Tensor(dtype, std::move(shape));
+  }
+  /// Whether `t` is a tensor hostTensor() would give (so reusing it keeps
+  /// the fast path).
+  virtual bool isHostTensor(const Tensor &t) const {
+    (void)t;
+    return true;
+  }
 };
 
 /// The host device: arenas in host memory of exactly the plan's

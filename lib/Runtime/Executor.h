@@ -59,6 +59,13 @@ public:
   bool outputReadsCannotFail() const {
     return device_->downloadsCannotFail();
   }
+  /// Device::hostTensor / isHostTensor: where the commit reads new values.
+  Tensor hostTensor(DType dtype, std::vector<int64_t> shape) {
+    return device_->hostTensor(dtype, std::move(shape));
+  }
+  bool isHostTensor(const Tensor &t) const {
+    return device_->isHostTensor(t);
+  }
   /// Issues instructions [first, last) and waits for every stream. The
   /// first error wins: an injected failure or a command's error stops the
   /// issue; otherwise what the device reports when synchronising.

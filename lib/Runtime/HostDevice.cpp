@@ -41,14 +41,6 @@ double now() {
       .count();
 }
 
-/// OFFLOAD_PROFILE=1 in the environment: seconds spent per op name, summed
-/// over the session and printed to stderr when the device is destroyed.
-struct OpProfile {
-  std::mutex mu;
-  std::map<std::string, std::pair<double, long>> seconds;
-  bool enabled = std::getenv("OFFLOAD_PROFILE") != nullptr;
-};
-
 /// A command of one stream: a wait for an instruction, a copy or a launch
 /// (the last two owned by the executor).
 struct Command {
@@ -174,7 +166,6 @@ private:
   int running_[NumStreams] = {-1, -1, -1};
   /// Poison mode: a copy stream runs commands of instructions <= this.
   int released_[NumStreams] = {-1, -1, -1};
-  OpProfile profile_;
   /// Threads blocked in waitDone: a copy thread that finishes a command
   /// wakes the others only when one is (or the issuing thread drains).
   int doneWaiters_ = 0;
@@ -190,19 +181,6 @@ private:
 };
 
 HostDevice::~HostDevice() {
-  if (profile_.enabled && !profile_.seconds.empty()) {
-    std::vector<std::pair<double, std::string>> rows;
-    double total = 0;
-    for (auto &e : profile_.seconds) {
-      rows.push_back({e.second.first, e.first});
-      total += e.second.first;
-    }
-    std::sort(rows.rbegin(), rows.rend());
-    std::fprintf(stderr, "host backend profile (OFFLOAD_PROFILE), %.3f s in total:\n", total);
-    for (auto &r : rows)
-      std::fprintf(stderr, "  %-34s %9.4f s %5.1f%%  %ld calls\n", r.second.c_str(), r.first,
-                   100.0 * r.first / total, profile_.seconds[r.second].second);
-  }
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -434,12 +412,6 @@ void HostDevice::account(int i, int stream, double t0, double t1) {
     std::lock_guard<std::mutex> g(mu_);
     busy_[size_t(stream)] += t1 - t0;
     spans_[size_t(stream)].push_back({t0, t1});
-  }
-  if (profile_.enabled) {
-    std::lock_guard<std::mutex> g(profile_.mu);
-    auto &e = profile_.seconds[plan_->data().instructions[size_t(i)].op];
-    e.first += t1 - t0;
-    e.second += 1;
   }
 }
 

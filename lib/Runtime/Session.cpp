@@ -389,10 +389,11 @@ Status Session::finishStep() {
         if (sp != spare_.end() &&
             sp->second.sameTypeAndShape(b.dtype, boundShape(d, bd)) &&
             (bd.sliceOf.empty() ||
-             sliceBytesOut(name) == sp->second.byteSize()))
+             sliceBytesOut(name) == sp->second.byteSize()) &&
+            executor_->isHostTensor(sp->second))
           t = std::move(sp->second);
         else
-          t = Tensor(b.dtype, boundShape(d, bd));
+          t = executor_->hostTensor(b.dtype, boundShape(d, bd));
         it = fresh.emplace(name, std::move(t)).first;
       }
       if (Status s = executor_->read(

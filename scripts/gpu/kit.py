@@ -420,6 +420,8 @@ def find_sanitizer():
 
 
 MEMCHECK_TESTS = "CudaTest.ConvNetStepMatchesHostAndRepeatsBitForBit:MlpTest.CudaMatchesReference"
+# The fused attention's kernels (dynamic shared memory, masks, grouped heads).
+MEMCHECK_ATTENTION = "CudaTest.AttentionMatchesFloat64Reference"
 
 
 def part_memcheck():
@@ -437,7 +439,9 @@ def part_memcheck():
     part.set(sanitizer=san, runs=runs)
     base = [san, "--tool", "memcheck", "--error-exitcode", "86", "--print-limit", "30"]
     exe = os.path.join(env_path("KIT_BIN"), "OffloadRuntimeTests")
-    todo = [("gtest " + MEMCHECK_TESTS, base + [exe, "--gtest_filter=" + MEMCHECK_TESTS], None)]
+    todo = [("gtest " + MEMCHECK_TESTS, base + [exe, "--gtest_filter=" + MEMCHECK_TESTS], None),
+            ("gtest " + MEMCHECK_ATTENTION, base + [exe, "--gtest_filter=" + MEMCHECK_ATTENTION],
+             None)]
     tr = [(n, d, m) for n, d, m in bundle_models("example") if n == "transformer"]
     if tr:
         n, d, meta = tr[0]

@@ -32,6 +32,17 @@ Verdict (column `grads`):
            behind chaotic batch norms) are left out, and the verdict says how
            many were checked, `ok(f64, k/n tensors)`. A wrong VJP or
            conversion gives errors near 1 (see f64_bound for the 1e-6);
+  ok(f64)  also where our error fails the `ok` bound only because one
+           fp32 step of PyTorch was lucky: a decision (a ReLU's sign, a max
+           pool's argmax) taken on a value whose exact size is within fp32
+           rounding of the tie sends a gradient one way or the other, and
+           which way depends on summation order. PyTorch fp32 is then run
+           again with every parameter, buffer and input element moved by at
+           most 2^-23 of itself, one or two fp32 ulps (fp32_jitter_worst, up
+           to FP32_JITTER_TRIALS
+           steps); if it is then more than 1e-3 off and ours is within 4 x
+           that, the model is judged by the float64 run as above (column
+           `PyTorch fp32's own` then reads `plain / jittered`);
   FAIL     otherwise.
 Columns import/train say `ok` or the first line of the error.
 
@@ -278,10 +289,13 @@ TIMM = {
     "eva02_tiny_patch14_224": (56, {"img_size": 56}),
 }
 
-# What CI runs of the timm set (ctest zoo-timm-smoke): three fast rows, a
-# CNN with batch norm, a ViT (attention decomposed) and a model whose
-# attention bias is gathered by an index buffer (aten.index.Tensor).
-TIMM_SMOKE = ["resnet10t", "vit_tiny_patch16_224", "levit_128s"]
+# What CI runs of the timm set (ctest zoo-timm-smoke): five fast rows, a
+# CNN with batch norm, a ViT (attention decomposed), a model whose attention
+# bias is gathered by an index buffer (aten.index.Tensor), MobileViT v2's
+# linear attention (issue 28's precision report) and dla46_c, whose fp32
+# gradients hang on one ReLU decision within fp32 rounding of its tie (the
+# jittered verdict, fp32_jitter_worst).
+TIMM_SMOKE = ["resnet10t", "vit_tiny_patch16_224", "levit_128s", "mobilevitv2_050", "dla46_c"]
 
 
 # HuggingFace models (the hf sets; PyTorch 2.x): name -> a function of the
@@ -512,8 +526,11 @@ def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
         g = torch.Generator().manual_seed(seed)
 
         def jitter(v):
-            return v.mul_(1 + jitter_rel * (2 * torch.rand(v.shape, generator=g,
-                                                          dtype=v.dtype) - 1))
+            # In float64, rounded once to v's dtype: at jitter_rel = 2^-23 an
+            # fp32 element moves by one or two ulps at most (1 + u x 2^-23
+            # computed in fp32 would round to 1 for most u).
+            u = 2 * torch.rand(v.shape, generator=g, dtype=torch.float64) - 1
+            return v.copy_(v.double() * (1 + jitter_rel * u))
         with torch.no_grad():
             for v in m.state_dict().values():
                 if v.is_floating_point():
@@ -563,6 +580,33 @@ def perturbed_errors(model, state, x, y, g64, floor, rel=2.0 ** -50):
     [-rel, rel] (rel = 2^-50: four ulps): how much of PyTorch's own float64
     result is determined by the inputs at all."""
     return errors_against(model, state, x, y, torch.float64, g64, floor, jitter_rel=rel)
+
+
+# At most this many PyTorch fp32 steps at ulp-sized perturbations
+# (fp32_jitter_worst).
+FP32_JITTER_TRIALS = 16
+
+
+def fp32_jitter_worst(model, state, x, y, g64, floor, names, trials=FP32_JITTER_TRIALS):
+    """PyTorch fp32's worst error against g64 (over the tensors `names`) in up
+    to `trials` steps, each with every floating-point parameter, buffer and
+    input element multiplied by (1 + u), u uniform in [-2^-23, 2^-23] (one
+    or two fp32 ulps at most; seeds 1000, 1001, ...), stopping at the first step
+    above 1e-3: what an fp32 step may be off by when its gradient hangs on a
+    decision (a ReLU's sign, a max pool's argmax) taken on a value within
+    fp32 rounding of the tie. dla46_c at batch 2: one ReLU input of
+    level4.tree1.tree2 is +9.7e-6 in float64 and moves by ~1e-5 with the
+    summation order of the 7x7 stem convolution; under these perturbations
+    PyTorch fp32 flips it in 7 of 20 steps (seeds 1000-1019; the first at
+    1005) and ours in 12, each then 9.4e-2 off."""
+    worst = 0.0
+    for k in range(trials):
+        errs = errors_against(model, state, x, y, torch.float32, g64, floor,
+                              jitter_rel=2.0 ** -23, seed=1000 + k)
+        worst = max(worst, max(errs[n] for n in names))
+        if worst > 1e-3:
+            break
+    return worst
 
 
 def f64_bound(noise64):
@@ -741,6 +785,17 @@ def grad_errors(ours, g64, floor):
     return errs, missing
 
 
+def fp32_decides(row, model, state, x, y, g64, floor, names):
+    """Whether our fp32 error, above the `ok` bound of a model PyTorch fp32
+    gets within 1e-3, is one PyTorch fp32 itself reaches when the inputs move
+    by an ulp or two: its jittered worst (fp32_jitter_worst, kept in
+    row["torch32_jitter"]) above 1e-3 and ours within 4 x that. The model is
+    then judged in float64 like an ill-conditioned one."""
+    jit = fp32_jitter_worst(model, state, x, y, g64, floor, names)
+    row["torch32_jitter"] = jit
+    return jit > 1e-3 and row["ours"] <= 4 * jit
+
+
 def run_model(name, bin_dir, work, timeout):
     row = {"model": name, "import": "", "train": "", "ours": None, "torch32": None,
            "ours64": None, "grads": "", "seconds": 0.0}
@@ -772,9 +827,11 @@ def run_model(name, bin_dir, work, timeout):
             row["torch32"] = max(errs32[n] for n in errs)
             if not np.isfinite(row["ours"]):
                 row["grads"] = "FAIL (non-finite gradient)"
-            elif row["torch32"] <= 1e-3:
-                good = row["ours"] <= max(1e-4, 4 * row["torch32"])
-                row["grads"] = "ok" if good else "FAIL"
+            elif row["torch32"] <= 1e-3 and row["ours"] <= max(1e-4, 4 * row["torch32"]):
+                row["grads"] = "ok"
+            elif row["torch32"] <= 1e-3 and not (
+                    fp32_decides(row, model, state, x, y, g64, floor, list(errs))):
+                row["grads"] = "FAIL"
             else:
                 # Ill-conditioned: fp32 rounding alone decides the digits (and
                 # PyTorch's own fp32 error says so). Run our step in float64:
@@ -818,6 +875,12 @@ def run_model(name, bin_dir, work, timeout):
 
 def fmt(v):
     return "" if v is None else f"{v:.1e}"
+
+
+def fmt32(row):
+    """PyTorch fp32's own error, `plain / jittered` where it was jittered."""
+    jit = row.get("torch32_jitter")
+    return fmt(row["torch32"]) + ("" if jit is None else f" / {jit:.1e}")
 
 
 def passed(row):
@@ -865,7 +928,7 @@ def main(argv=None):
                  if "half" in row else "")
         print(f"{row['model']}: import {row['import']}; train {row['train'] or '-'}; "
               f"grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
-              f"pytorch fp32 {fmt(row['torch32'])}, ours in f64 {fmt(row['ours64'])}){extra}; "
+              f"pytorch fp32 {fmt32(row)}, ours in f64 {fmt(row['ours64'])}){extra}; "
               f"{row['seconds']:.0f} s", flush=True)
     timm_cols = any(r["model"] in TIMM or r["model"] in HF for r in rows)
     print()
@@ -878,7 +941,7 @@ def main(argv=None):
             extra = (f" {r.get('half') or '-'} | "
                      f"{'' if r.get('compile') is None else format(r['compile'], '.1f')} |")
         print(f"| {r['model']} | {r['import']} | {r['train'] or '-'} | {fmt(r['ours'])} | "
-              f"{fmt(r['torch32'])} | {fmt(r['ours64'])} | {r['grads'] or '-'} |{extra} "
+              f"{fmt32(r)} | {fmt(r['ours64'])} | {r['grads'] or '-'} |{extra} "
               f"{r['seconds']:.0f} |")
     good = sum(1 for r in rows if passed(r))
     print(f"\n{good} of {len(rows)} models train with gradients that agree with PyTorch" +

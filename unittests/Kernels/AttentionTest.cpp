@@ -328,6 +328,22 @@ TEST(Attention, FullyMaskedRow) {
   EXPECT_TRUE(r.lse.isneginf().all().item<bool>());
 }
 
+TEST(Attention, NoKeysOrNoQueries) {
+  // S = 0: every row has no key (out 0, lse -inf, zero gradients); L = 0:
+  // nothing to compute, zero key/value gradients.
+  for (int64_t s : {0, 5}) {
+    Cfg c;
+    c.s = s;
+    c.l = s == 0 ? 3 : 0;
+    Inputs in = makeInputs(c, 2);
+    Result r = runOurs(c, in, at::kFloat, 2);
+    EXPECT_TRUE(r.out.eq(0).all().item<bool>());
+    EXPECT_TRUE(r.lse.isneginf().all().item<bool>());
+    for (const at::Tensor &t : {r.dq, r.dk, r.dv})
+      EXPECT_TRUE(t.eq(0).all().item<bool>());
+  }
+}
+
 TEST(Attention, RejectsBadOperands) {
   Cfg c;
   Inputs in = makeInputs(c, 1);

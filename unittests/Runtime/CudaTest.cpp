@@ -14,6 +14,9 @@
 //     found on the device and an injected failure fail the step naming the
 //     op, with parameters unchanged; the workspace is counted in the
 //     measured peak.
+//   * The fused attention's kernels against a float64 reference written in
+//     this file (masks, causal, grouped heads, dropout, head sizes 8-256),
+//     bit for bit run to run; its time at GPT-2 small's shape is printed.
 //   * A convolution whose deterministic algorithms all need more workspace
 //     for the whole batch than the plan has runs in batch slices, matches
 //     the host and repeats bit for bit; so does each convolution kernel
@@ -22,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Runtime.h"
+#include "Kernels/ElementMath.h" // em::Dropout: the attention reference's keep mask
 
 #include <gtest/gtest.h>
 
@@ -892,18 +896,19 @@ TEST(CudaTest, PlanLargerThanTheDeviceFailsAtCreation) {
 }
 
 /// p' = p - 0.5 * g (SGD) after an embedding whose index comes from input
-/// "idx": a bad index fails the step on the device.
-PlanData sgdAfterEmbedding() {
+/// "idx": a bad index fails the step on the device. p, g and m have
+/// `width` elements.
+PlanData sgdAfterEmbedding(int64_t width = 4) {
   PlanBuilder b;
-  int p = b.buffer("p", DType::F32, {4}, BufferRole::Parameter);
-  int g = b.buffer("g", DType::F32, {4}, BufferRole::Input);
-  int m = b.buffer("m", DType::F32, {4}, BufferRole::OptimizerState);
+  int p = b.buffer("p", DType::F32, {width}, BufferRole::Parameter);
+  int g = b.buffer("g", DType::F32, {width}, BufferRole::Input);
+  int m = b.buffer("m", DType::F32, {width}, BufferRole::OptimizerState);
   int st = b.buffer("step", DType::I64, {}, BufferRole::OptimizerState);
   int tab = b.buffer("table", DType::F32, {3, 4}, BufferRole::Input);
   int idx = b.buffer("idx", DType::I64, {2}, BufferRole::Input);
   int e = b.buffer("e", DType::F32, {2, 4}, BufferRole::Output);
-  int np = b.buffer("new_p", DType::F32, {4}, BufferRole::Parameter);
-  int nm = b.buffer("new_m", DType::F32, {4}, BufferRole::OptimizerState);
+  int np = b.buffer("new_p", DType::F32, {width}, BufferRole::Parameter);
+  int nm = b.buffer("new_m", DType::F32, {width}, BufferRole::OptimizerState);
   int ns = b.buffer("new_step", DType::I64, {}, BufferRole::OptimizerState);
   for (auto [n, id] : std::vector<std::pair<const char *, int>>{
            {"p", p}, {"g", g}, {"m", m}, {"step", st}, {"table", tab}, {"idx", idx}})
@@ -929,6 +934,50 @@ TEST(CudaTest, DevicePlansPassValidationWithoutADevice) {
   }
   auto sgd = Plan::fromData(sgdAfterEmbedding());
   EXPECT_TRUE(sgd.ok()) << sgd.message();
+}
+
+TEST(CudaTest, CommitReadsIntoPageLockedTensors) {
+  // The commit reads new values of 64 KiB and more into page-locked host
+  // tensors (Device::hostTensor), which the store then holds: the values
+  // are the host backend's, bit for bit, step after step.
+  SKIP_WITHOUT_GPU();
+#ifdef OFFLOAD_HAVE_CUDA
+  const int64_t w = 100000;
+  auto plan = Plan::fromData(sgdAfterEmbedding(w));
+  ASSERT_TRUE(plan.ok()) << plan.message();
+  std::vector<float> p0(static_cast<size_t>(w)), g0(static_cast<size_t>(w));
+  for (int64_t i = 0; i < w; ++i) {
+    p0[size_t(i)] = float(i % 97) * 0.25f;
+    g0[size_t(i)] = float(i % 13) - 6.0f;
+  }
+  std::map<std::string, Tensor> finals;
+  for (const char *backend : {"host", "cuda"}) {
+    auto s = Session::create(*plan, backend);
+    ASSERT_TRUE(s.ok()) << s.message();
+    Session &ss = **s;
+    ASSERT_TRUE(ss.bind("p", Tensor::fromVector(DType::F32, {w}, p0)).ok());
+    ASSERT_TRUE(ss.bind("g", Tensor::fromVector(DType::F32, {w}, g0)).ok());
+    ASSERT_TRUE(ss.bindZeros("m").ok());
+    ASSERT_TRUE(ss.bindZeros("step").ok());
+    ASSERT_TRUE(ss.bindZeros("table").ok());
+    ASSERT_TRUE(ss.bind("idx", Tensor::fromVector(DType::I64, {2},
+                                                  std::vector<int64_t>{0, 2}))
+                    .ok());
+    for (int step = 0; step < 3; ++step) {
+      Status st = ss.step();
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
+    finals[backend] = *ss.store().get("p");
+    if (std::string(backend) == "cuda") {
+      cudaPointerAttributes attr;
+      ASSERT_EQ(cudaPointerGetAttributes(&attr, ss.store().get("p")->data()),
+                cudaSuccess);
+      EXPECT_EQ(attr.type, cudaMemoryTypeHost) << "the committed p is not page-locked";
+    }
+  }
+  EXPECT_TRUE(finals["cuda"].bitEqual(finals["host"]));
+  EXPECT_EQ(finals["cuda"].as<float>()[5], p0[5] - 3 * 0.5f * g0[5]);
+#endif
 }
 
 TEST(CudaTest, FailedStepNamesTheOpAndKeepsParameters) {
@@ -998,6 +1047,262 @@ TEST(CudaTest, FailedStepNamesTheOpAndKeepsParameters) {
     ASSERT_TRUE(ok.ok()) << ok.message();
     EXPECT_EQ(ss.store().get("p")->as<float>()[0], -1.0f);
   }
+}
+
+/// One attention case for AttentionMatchesFloat64Reference.
+struct AttnCase {
+  const char *name;
+  DType dt;
+  int64_t n, hq, hkv, l, s, e, ev;
+  bool causal = false;
+  int mask = 0; ///< 0 none, 1 bool [L,S] (a fully masked row), 2 additive [N,1,1,S]
+  double p = 0; ///< dropout
+};
+
+/// The attention forward and backward of `c` in double, the ops'
+/// definition (OffloadComputeOps.td) written out: out, lse, dq, dk, dv.
+std::map<std::string, std::vector<double>>
+attentionReference(const AttnCase &c, const std::map<std::string, Tensor> &in,
+                   double scale, const Tensor &mask) {
+  auto val = [&](const char *k, int64_t i) { return in.at(k).at(i); };
+  int64_t g = c.hq / c.hkv;
+  std::vector<double> out(size_t(c.n * c.hq * c.l * c.ev)), lse(size_t(c.n * c.hq * c.l));
+  std::vector<double> dq(size_t(c.n * c.hq * c.l * c.e)), dk(size_t(c.n * c.hkv * c.s * c.e)),
+      dv(size_t(c.n * c.hkv * c.s * c.ev));
+  auto drop = em::Dropout<double>::make(c.p, uint64_t(in.at("seed").as<int64_t>()[0]), 7);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t h = 0; h < c.hq; ++h) {
+      int64_t kv = h / g, nh = n * c.hq + h, nk = n * c.hkv + kv;
+      for (int64_t i = 0; i < c.l; ++i) {
+        std::vector<double> sc(size_t(c.s)), p(size_t(c.s), 0.0), z(size_t(c.s), 1.0);
+        double m = -INFINITY;
+        for (int64_t j = 0; j < c.s; ++j) {
+          double d = 0;
+          for (int64_t x = 0; x < c.e; ++x)
+            d += val("q", (nh * c.l + i) * c.e + x) * val("k", (nk * c.s + j) * c.e + x);
+          double v = d * scale;
+          if (c.causal && j > i)
+            v = -INFINITY;
+          if (c.mask == 1 && !mask.as<uint8_t>()[i * c.s + j])
+            v = -INFINITY;
+          if (c.mask == 2)
+            v += mask.at(n * c.s + j);
+          sc[size_t(j)] = v;
+          m = std::max(m, v);
+          if (c.p > 0)
+            z[size_t(j)] = drop.keep((nh * c.l + i) * c.s + j) ? 1.0 / (1.0 - c.p) : 0.0;
+        }
+        size_t row = size_t(nh * c.l + i);
+        if (m == -INFINITY) {
+          lse[row] = -INFINITY;
+          continue; // out and dq stay 0
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < c.s; ++j)
+          sum += sc[size_t(j)] == -INFINITY ? 0 : std::exp(sc[size_t(j)] - m);
+        lse[row] = m + std::log(sum);
+        for (int64_t j = 0; j < c.s; ++j)
+          p[size_t(j)] = sc[size_t(j)] == -INFINITY ? 0 : std::exp(sc[size_t(j)] - lse[row]);
+        for (int64_t j = 0; j < c.s; ++j)
+          for (int64_t x = 0; x < c.ev; ++x)
+            out[row * size_t(c.ev) + size_t(x)] +=
+                p[size_t(j)] * z[size_t(j)] * val("v", (nk * c.s + j) * c.ev + x);
+        // Backward with grad_out "dout".
+        std::vector<double> dp(size_t(c.s));
+        double dsum = 0;
+        for (int64_t x = 0; x < c.ev; ++x)
+          dsum += val("dout", int64_t(row) * c.ev + x) * out[row * size_t(c.ev) + size_t(x)];
+        for (int64_t j = 0; j < c.s; ++j) {
+          double d = 0;
+          for (int64_t x = 0; x < c.ev; ++x)
+            d += val("dout", int64_t(row) * c.ev + x) * val("v", (nk * c.s + j) * c.ev + x);
+          dp[size_t(j)] = d * z[size_t(j)];
+          for (int64_t x = 0; x < c.ev; ++x)
+            dv[size_t((nk * c.s + j) * c.ev + x)] +=
+                p[size_t(j)] * z[size_t(j)] * val("dout", int64_t(row) * c.ev + x);
+        }
+        for (int64_t j = 0; j < c.s; ++j) {
+          double ds = p[size_t(j)] * (dp[size_t(j)] - dsum) * scale;
+          for (int64_t x = 0; x < c.e; ++x) {
+            dq[row * size_t(c.e) + size_t(x)] += ds * val("k", (nk * c.s + j) * c.e + x);
+            dk[size_t((nk * c.s + j) * c.e + x)] += ds * val("q", int64_t(row) * c.e + x);
+          }
+        }
+      }
+    }
+  return {{"out", out}, {"lse", lse}, {"dq", dq}, {"dk", dk}, {"dv", dv}};
+}
+
+/// max |a - ref| / max |ref| (infinities must match).
+double relDiffRef(const Tensor &a, const std::vector<double> &ref) {
+  double err = 0, scale = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.at(i), y = ref[size_t(i)];
+    if (std::isinf(y) || std::isinf(x)) {
+      if (x != y)
+        return INFINITY;
+      continue;
+    }
+    err = std::max(err, std::fabs(x - y));
+    scale = std::max(scale, std::fabs(y));
+  }
+  return err / std::max(scale, 1e-30);
+}
+
+TEST(CudaTest, AttentionMatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  registerAllHostKernels();
+  std::vector<AttnCase> cases = {
+      {"plain", DType::F32, 2, 4, 4, 37, 45, 16, 24},
+      {"causal gqa", DType::F32, 1, 4, 2, 70, 70, 32, 32, true},
+      {"causal L<S mqa", DType::F32, 2, 3, 1, 20, 50, 8, 8, true},
+      {"bool mask", DType::F32, 2, 2, 2, 33, 40, 16, 16, false, 1},
+      {"additive mask", DType::F32, 2, 2, 1, 17, 29, 16, 16, false, 2},
+      {"dropout", DType::F32, 2, 2, 2, 30, 30, 16, 16, true, 0, 0.2},
+      {"f64", DType::F64, 1, 2, 2, 25, 31, 16, 40, false, 1},
+      {"head 128", DType::F32, 1, 2, 2, 40, 40, 128, 128, true},
+      {"head 256 f64", DType::F64, 1, 1, 1, 9, 12, 256, 256},
+  };
+  for (const AttnCase &c : cases) {
+    SCOPED_TRACE(c.name);
+    Lcg rng{777};
+    auto fill = [&](std::vector<int64_t> shape) {
+      Tensor t(c.dt, shape);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        double v = rng.normal();
+        if (c.dt == DType::F32)
+          t.as<float>()[i] = float(v);
+        else
+          t.as<double>()[i] = v;
+      }
+      return t;
+    };
+    std::map<std::string, Tensor> in;
+    in["q"] = fill({c.n, c.hq, c.l, c.e});
+    in["k"] = fill({c.n, c.hkv, c.s, c.e});
+    in["v"] = fill({c.n, c.hkv, c.s, c.ev});
+    in["dout"] = fill({c.n, c.hq, c.l, c.ev});
+    in["seed"] = Tensor::fromVector(DType::I64, {}, std::vector<int64_t>{4242});
+    Tensor mask;
+    std::vector<int64_t> maskShape;
+    if (c.mask == 1) {
+      maskShape = {c.l, c.s};
+      mask = Tensor(DType::Bool, maskShape);
+      for (int64_t i = 0; i < mask.numel(); ++i)
+        mask.as<uint8_t>()[i] = rng.next() < 0.7;
+      for (int64_t j = 0; j < c.s; ++j) // row 3 sees no key
+        mask.as<uint8_t>()[3 * c.s + j] = 0;
+    } else if (c.mask == 2) {
+      maskShape = {c.n, 1, 1, c.s};
+      mask = fill(maskShape);
+    }
+    double scale = 1.0 / std::sqrt(double(c.e));
+    AttrMap at = attrs({{"scale", attrFloat(scale)},
+                        {"is_causal", attrInt(c.causal)},
+                        {"has_mask", attrInt(c.mask != 0)},
+                        {"dropout_p", attrFloat(c.p)},
+                        {"offset", attrInt(7)}});
+    // One plan: attention, then its backward from grad_out "dout".
+    PlanBuilder b;
+    auto input = [&](const char *name, DType dt, std::vector<int64_t> shape) {
+      int id = b.buffer(name, dt, shape, BufferRole::Input);
+      b.bindIn(name, id);
+      return id;
+    };
+    auto output = [&](const char *name, std::vector<int64_t> shape) {
+      int id = b.buffer(name, c.dt, shape, BufferRole::Output);
+      b.bindOut(name, id);
+      return id;
+    };
+    int q = input("q", c.dt, {c.n, c.hq, c.l, c.e});
+    int k = input("k", c.dt, {c.n, c.hkv, c.s, c.e});
+    int v = input("v", c.dt, {c.n, c.hkv, c.s, c.ev});
+    int dout = input("dout", c.dt, {c.n, c.hq, c.l, c.ev});
+    std::vector<int32_t> extras;
+    if (c.mask) {
+      extras.push_back(input("mask", mask.dtype(), maskShape));
+      in["mask"] = mask;
+    }
+    if (c.p > 0)
+      extras.push_back(input("seed", DType::I64, {}));
+    else
+      in.erase("seed");
+    int out = output("out", {c.n, c.hq, c.l, c.ev});
+    int lse = output("lse", {c.n, c.hq, c.l});
+    std::vector<int32_t> fin{q, k, v}, bin{dout, q, k, v, out, lse};
+    fin.insert(fin.end(), extras.begin(), extras.end());
+    bin.insert(bin.end(), extras.begin(), extras.end());
+    b.instr("offload.attention", fin, {out, lse}, at);
+    b.instr("offload.attention_backward", bin,
+            {output("dq", {c.n, c.hq, c.l, c.e}), output("dk", {c.n, c.hkv, c.s, c.e}),
+             output("dv", {c.n, c.hkv, c.s, c.ev})},
+            at);
+    PlanData d = b.finish();
+    if (c.p == 0)
+      in["seed"] = Tensor::fromVector(DType::I64, {}, std::vector<int64_t>{4242});
+    auto ref = attentionReference(c, in, scale, mask);
+    if (c.p == 0)
+      in.erase("seed");
+    std::string err;
+    auto gpu = runPlan(d, "cuda", in, err);
+    ASSERT_EQ(err, "");
+    double tol = c.dt == DType::F32 ? 2e-5 : 1e-11;
+    for (const char *name : {"out", "lse", "dq", "dk", "dv"})
+      EXPECT_LE(relDiffRef(gpu.at(name), ref.at(name)), tol) << name;
+    // Bit for bit from run to run.
+    auto again = runPlan(d, "cuda", in, err);
+    ASSERT_EQ(err, "");
+    for (auto &e : gpu)
+      EXPECT_TRUE(again.at(e.first).bitEqual(e.second)) << e.first;
+  }
+}
+
+/// Prints the fused attention's time at GPT-2 small's shape (batch 8,
+/// 12 heads, T = 1024, head 64, causal), forward and backward, for the
+/// record (docs/gpu.md); checks only that it runs.
+TEST(CudaTest, AttentionTimeAtGpt2Shape) {
+  SKIP_WITHOUT_GPU();
+  int64_t n = 8, h = 12, t = 1024, e = 64;
+  PlanBuilder b;
+  auto buf = [&](const char *name, std::vector<int64_t> shape, BufferRole r) {
+    int id = b.buffer(name, DType::F32, shape, r);
+    if (r == BufferRole::Input)
+      b.bindIn(name, id);
+    else
+      b.bindOut(name, id);
+    return id;
+  };
+  int q = buf("q", {n, h, t, e}, BufferRole::Input), k = buf("k", {n, h, t, e}, BufferRole::Input),
+      v = buf("v", {n, h, t, e}, BufferRole::Input), dout = buf("dout", {n, h, t, e}, BufferRole::Input);
+  int out = buf("out", {n, h, t, e}, BufferRole::Output), lse = buf("lse", {n, h, t}, BufferRole::Output);
+  AttrMap at = attrs({{"scale", attrFloat(0.125)}, {"is_causal", attrInt(1)}});
+  b.instr("offload.attention", {q, k, v}, {out, lse}, at);
+  b.instr("offload.attention_backward", {dout, q, k, v, out, lse},
+          {buf("dq", {n, h, t, e}, BufferRole::Output), buf("dk", {n, h, t, e}, BufferRole::Output),
+           buf("dv", {n, h, t, e}, BufferRole::Output)},
+          at);
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(bool(plan)) << plan.message();
+  SessionOptions so;
+  so.profile = true;
+  auto s = Session::create(*plan, "cuda", so);
+  ASSERT_TRUE(bool(s)) << s.message();
+  Lcg rng{5};
+  for (const char *name : {"q", "k", "v", "dout"}) {
+    Tensor x(DType::F32, {n, h, t, e});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.as<float>()[i] = float(rng.normal());
+    ASSERT_TRUE((*s)->bind(name, x).ok());
+  }
+  for (int step = 0; step < 3; ++step) {
+    Status st = (*s)->step();
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  const std::vector<double> &sec = (*s)->instructionSeconds();
+  double flopsF = 4.0 * n * h * t * t * e, flopsB = 10.0 * n * h * t * t * e;
+  std::cout << "attention [8,12,1024,64] causal f32: forward " << sec[0] * 1e3 << " ms ("
+            << flopsF / 2 / sec[0] * 1e-12 << " TFLOP/s useful), backward " << sec[1] * 1e3
+            << " ms (" << flopsB / 2 / sec[1] * 1e-12 << " TFLOP/s useful)\n";
 }
 
 } // namespace

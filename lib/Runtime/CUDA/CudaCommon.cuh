@@ -145,6 +145,7 @@ const std::vector<Entry> &dataEntries();
 const std::vector<Entry> &lossOptEntries();
 const std::vector<Entry> &dnnEntries();
 const std::vector<Entry> &normPoolEntries();
+const std::vector<Entry> &attentionEntries();
 
 } // namespace cuda
 } // namespace rt

@@ -58,6 +58,8 @@ public:
   Status download(MemorySpace space, void *dst, const uint8_t *src,
                   size_t bytes) override;
   bool keepsBuffersBetweenSteps() const override { return true; }
+  Tensor hostTensor(DType dtype, std::vector<int64_t> shape) override;
+  bool isHostTensor(const Tensor &t) const override;
 
   Status beginStep() override;
   Status waitEvent(int stream, int event, int instruction) override;
@@ -364,6 +366,35 @@ Status CudaDevice::download(MemorySpace space, void *dst, const uint8_t *src,
   }
   OFFLOAD_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return Status::success();
+}
+
+Tensor CudaDevice::hostTensor(DType dtype, std::vector<int64_t> shape) {
+  size_t bytes = dtypeSize(dtype);
+  for (int64_t d : shape)
+    bytes *= size_t(d);
+  if (bytes < (size_t(1) << 16)) // small: pinning would not pay
+    return Tensor(dtype, std::move(shape));
+  void *p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError(); // clear it: pageable memory works, only slower
+    return Tensor(dtype, std::move(shape));
+  }
+  std::memset(p, 0, bytes);
+  return Tensor::borrow(dtype, std::move(shape), p,
+                        std::shared_ptr<void>(p, [](void *q) {
+                          cudaFreeHost(q);
+                        }));
+}
+
+bool CudaDevice::isHostTensor(const Tensor &t) const {
+  if (t.byteSize() < (size_t(1) << 16))
+    return true;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, t.data()) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
 }
 
 Status CudaDevice::deviceErrors() {

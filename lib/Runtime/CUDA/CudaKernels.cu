@@ -76,7 +76,7 @@ const std::vector<Entry> &table() {
     std::vector<Entry> all;
     for (const std::vector<Entry> *part :
          {&elementwiseEntries(), &dataEntries(), &lossOptEntries(),
-          &dnnEntries(), &normPoolEntries()})
+          &dnnEntries(), &normPoolEntries(), &attentionEntries()})
       all.insert(all.end(), part->begin(), part->end());
     return all;
   }();

@@ -189,6 +189,8 @@ template <typename Fn> void forTasks(int64_t tasks, int threads, Fn &&task) {
 void scores(const Attn &a, int64_t n, int64_t h, int64_t i0, int64_t rows, int64_t cols,
             const double *qd, const double *kd, double *sc, int gemmThreads,
             const void *maskData) {
+  if (cols == 0)
+    return;
   if (a.e == 0)
     for (int64_t r = 0; r < rows; ++r)
       std::fill(sc + r * a.s, sc + r * a.s + cols, 0.0);

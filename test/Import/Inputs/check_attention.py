@@ -16,6 +16,8 @@ MODEL:
                  large negative values on padding, small biases elsewhere),
                  scale=0.3
   input3d        q, k, v of rank 3 [B, T, E] (no head dim), is_causal
+  rank5          q, k, v [B, 2, 2, T, E] (two batch dims before the heads) with
+                 a boolean mask [B, 1, 1, T, T]
   repeat_kv      HF's repeat_kv (x[:, :, None].expand(...).reshape(...)) on 2
                  key/value heads for 4 query heads: imported as GQA, the
                  repeated copies never computed
@@ -76,7 +78,7 @@ class Block(nn.Module):
         self.head = nn.Linear(D, V)
         if mode == "learned_bias":
             self.bias = nn.Parameter(0.5 * torch.randn(hq, T, T))
-        if mode == "decoder_bool":
+        if mode in ("decoder_bool", "rank5"):
             self.register_buffer("causal", torch.ones(T, T, dtype=torch.bool).tril())
 
     def attend(self, h, extra):
@@ -98,6 +100,14 @@ class Block(nn.Module):
                                                is_causal=True)
         elif m == "learned_bias":
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
+        elif m == "rank5":
+            # Heads split into two batch dims [B, 2, 2, T, hd]; the boolean
+            # mask [B, 1, 1, T, T] broadcasts along the second.
+            def five(x):
+                return x.transpose(1, 2).reshape(Bn, Tn, 2, 2, self.hd).permute(0, 2, 3, 1, 4)
+            mask = self.causal & extra[:, None, None, None, :]
+            y = F.scaled_dot_product_attention(five(q), five(k), five(v), attn_mask=mask)
+            return self.o(y.permute(0, 3, 1, 2, 4).reshape(Bn, Tn, -1))
         elif m == "input3d":
             # One head, no head dim: [B, T, E].
             y = F.scaled_dot_product_attention(q.transpose(1, 2).reshape(Bn, Tn, -1),
@@ -141,7 +151,7 @@ def build(which):
     g = torch.Generator().manual_seed(1)
     x = torch.randint(0, V, (B, T), generator=g)
     y = torch.randint(0, V, (B, T), generator=g)
-    if which == "decoder_bool":
+    if which in ("decoder_bool", "rank5"):
         keep = torch.ones(B, T, dtype=torch.bool)
         keep[1, 4:] = False
         return Block(which), (x, keep, y)
