@@ -13,6 +13,10 @@
 # whose test packages import is kept as it is; one with the right torch but
 # without the test packages only gets those installed.
 #
+# Model libraries: torchvision, timm (no dependencies) and transformers,
+# diffusers (with theirs: huggingface-hub, tokenizers, safetensors, ...; not
+# torch), pinned, for the model zoo's timm and HF sets (test/drivers/zoo.py).
+#
 # Test packages (PIP_TEST): pytest for the Python package's tests under
 # PyTorch 2.x (ctest python-package.torch2) and matplotlib for Step.plot_memory
 # and examples/python/train_digits.py's figures. The digits data that example

@@ -116,8 +116,8 @@ bool pt2Foldable(const std::string &op);
 /// take (a bad dim, a mismatched shape) fails `call` through `sb`.
 ConstPtr pt2Fold(ts::StepBuilder &sb, ts::Call &call, const std::string &op,
                  const std::string &overload, const ConstLookup &lookup);
-/// The bytes of a weight or constant as a ConstTensor (`what` names it in
-/// errors); null when its dtype is not one offload reads.
+/// The bytes of a weight or constant as a ConstTensor; null when its dtype
+/// is not one offload reads or its bytes are short.
 ConstPtr pt2ConstOf(mlir::MLIRContext &ctx, const Pt2Weight &w);
 
 } // namespace import

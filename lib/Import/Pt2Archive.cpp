@@ -12,6 +12,9 @@
 //                                   use_pickle, tensor_meta {dtype, sizes,
 //                                   strides, storage_offset, requires_grad}}}}
 //   data/weights/<path_name>        the storage's raw bytes
+//   data/constants/model_constants_config.json, data/constants/<path_name>
+//                                   the same for lifted tensor constants and
+//                                   non-persistent buffers (when present)
 // Members are read in 1 MiB pieces (a declared size is never allocated up
 // front), after their declared size was checked against what deflate can
 // reach from their compressed bytes and, for the JSON members, against
