@@ -81,3 +81,28 @@ func.func @bn_dropout(%w: tensor<4xf32> {offload.name = "bn.weight", offload.rol
   %s = offload.reduce_sum %d : tensor<2x4x3x3xf32>
   return %s, %nrm, %nrv : tensor<f32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// An embedding with padding_idx passes it to its backward (that row of the
+// gradient stays zero); sin and cos save their input and differentiate to
+// cos(x)·dy and -(dy·sin(x)).
+
+// CHECK-LABEL: func.func @embedding_pad_sin_cos
+// CHECK: offload.embedding %{{.*}}, %{{.*}} {padding_idx = 0 : i64}
+// CHECK: offload.sin
+// CHECK: offload.cos
+// CHECK: offload.phase backward
+// CHECK: %[[S:.*]] = offload.sin %{{.*}} : tensor<4x3xf32>
+// CHECK: %[[DS:.*]] = offload.mul %{{.*}}, %[[S]]
+// CHECK: offload.neg %[[DS]]
+// CHECK: %[[C:.*]] = offload.cos %{{.*}} : tensor<4x3xf32>
+// CHECK: offload.mul %{{.*}}, %[[C]]
+// CHECK: offload.embedding_backward %{{.*}}, %{{.*}} {padding_idx = 0 : i64} : tensor<4x3xf32>, tensor<4xi64> -> tensor<10x3xf32>
+func.func @embedding_pad_sin_cos(%w: tensor<10x3xf32> {offload.name = "emb.weight", offload.role = #offload.role<parameter>},
+                                 %ids: tensor<4xi64> {offload.name = "ids", offload.role = #offload.role<input>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}) attributes {offload.step} {
+  %e = offload.embedding %w, %ids {padding_idx = 0 : i64} : tensor<10x3xf32>, tensor<4xi64>
+  %s = offload.sin %e : tensor<4x3xf32>
+  %c = offload.cos %s : tensor<4x3xf32>
+  %l = offload.reduce_sum %c : tensor<4x3xf32>
+  return %l : tensor<f32>
+}

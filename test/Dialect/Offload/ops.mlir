@@ -83,6 +83,10 @@ func.func @elementwise(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %m: tensor<4x8xi1
   %12 = offload.tanh_backward %x, %x : tensor<4x8xf32>
   // CHECK: offload.exp
   %13 = offload.exp %x : tensor<4x8xf32>
+  // CHECK: offload.sin %{{.*}} : tensor<4x8xf32>
+  %sin = offload.sin %x : tensor<4x8xf32>
+  // CHECK: offload.cos %{{.*}} : tensor<4x8xf32>
+  %cos = offload.cos %x : tensor<4x8xf32>
   // CHECK: offload.neg
   %14 = offload.neg %x : tensor<4x8xf32>
   // CHECK: offload.sqrt
@@ -217,6 +221,10 @@ func.func @embedding_dropout_losses(%emb: tensor<256x64xf32>, %tok: tensor<4x32x
   %e = offload.embedding %emb, %tok : tensor<256x64xf32>, tensor<4x32xi64>
   // CHECK: offload.embedding_backward
   %de = offload.embedding_backward %e, %tok : tensor<4x32x64xf32>, tensor<4x32xi64> -> tensor<256x64xf32>
+  // CHECK: offload.embedding %{{.*}}, %{{.*}} {padding_idx = 0 : i64} : tensor<256x64xf32>, tensor<4x32xi64>
+  %ep = offload.embedding %emb, %tok {padding_idx = 0 : i64} : tensor<256x64xf32>, tensor<4x32xi64>
+  // CHECK: offload.embedding_backward %{{.*}}, %{{.*}} {padding_idx = 0 : i64}
+  %dep = offload.embedding_backward %ep, %tok {padding_idx = 0 : i64} : tensor<4x32x64xf32>, tensor<4x32xi64> -> tensor<256x64xf32>
   // CHECK: offload.dropout %{{.*}}, %{{.*}} {offset = 0 : i64, p = 1.000000e-01 : f64} : tensor<4x32x64xf32>, tensor<i64>
   %d = offload.dropout %e, %seed {p = 0.1 : f64, offset = 0 : i64} : tensor<4x32x64xf32>, tensor<i64>
   // CHECK: offload.dropout_backward
