@@ -113,6 +113,18 @@ private:
   bool inlineSetGradEnabled(const json::Object &node, const std::string &what,
                             const std::string &at, const std::vector<std::string> &outs,
                             const std::vector<std::vector<std::string>> &outLists);
+  /// The parts of a higher-order wrapper node `kind`
+  /// (`wrap_with_autocast`, `wrap_with_set_grad_enabled`): its boolean
+  /// `enabled` argument at input `enabledAt`, its subgraph at `graphAt` and
+  /// the operands after it; `expected` lists the inputs for the error when
+  /// there are too few.
+  struct Wrapped {
+    bool enabled = false;
+    const json::Object *sub = nullptr;
+    std::vector<Arg> operands;
+  };
+  Wrapped readWrapped(const json::Object &node, const std::string &what, const char *kind,
+                      size_t enabledAt, size_t graphAt, const char *expected);
   /// Where a higher-order node's block comes from (the node itself records
   /// no source): the first line of `sub` that does, else `at`.
   std::string blockSource(const json::Object &sub, const std::string &at);
@@ -424,31 +436,40 @@ std::string Pt2Importer::blockSource(const json::Object &sub, const std::string 
   return at;
 }
 
-bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &what,
-                                 const std::string &at, const std::vector<std::string> &outs,
-                                 const std::vector<std::vector<std::string>> &outLists) {
+Pt2Importer::Wrapped Pt2Importer::readWrapped(const json::Object &node, const std::string &what,
+                                              const char *kind, size_t enabledAt,
+                                              size_t graphAt, const char *expected) {
   const json::Array &ins = arr(node, "inputs", what);
-  if (ins.size() < 5)
-    bad(what + " (wrap_with_autocast) has " + std::to_string(ins.size()) +
-        " inputs; expected device, dtype, enabled, cache_enabled, the subgraph, operands");
+  if (ins.size() <= graphAt)
+    bad(what + " (" + kind + ") has " + std::to_string(ins.size()) + " inputs; expected " +
+        expected);
   auto argAt = [&](size_t i) -> const json::Object & {
     return obj(obj(&ins[i], what + " input").get("arg"), what + " input " + std::to_string(i));
   };
-  std::optional<bool> enabled = argAt(2).getBoolean("as_bool");
+  std::optional<bool> enabled = argAt(enabledAt).getBoolean("as_bool");
   if (!enabled)
-    bad(what + " (wrap_with_autocast): its 'enabled' argument is not a boolean");
-  const json::Object &sub = obj(obj(argAt(4).get("as_graph"), what + " subgraph").get("graph"),
-                                what + " subgraph's graph");
-  if (*enabled) {
+    bad(what + " (" + kind + "): its 'enabled' argument is not a boolean");
+  Wrapped w;
+  w.enabled = *enabled;
+  w.sub = &obj(obj(argAt(graphAt).get("as_graph"), what + " subgraph").get("graph"),
+               what + " subgraph's graph");
+  for (size_t i = graphAt + 1; i < ins.size(); ++i)
+    w.operands.push_back(argOf(*obj(&ins[i], what + " input").get("arg"), what + " operand"));
+  return w;
+}
+
+bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &what,
+                                 const std::string &at, const std::vector<std::string> &outs,
+                                 const std::vector<std::vector<std::string>> &outLists) {
+  Wrapped w = readWrapped(node, what, "wrap_with_autocast", 2, 4,
+                          "device, dtype, enabled, cache_enabled, the subgraph, operands");
+  if (w.enabled) {
     recordUnsupported("higher_order::wrap_with_autocast",
                       "autocast enabled (mixed precision) is not supported", "",
-                      blockSource(sub, at));
+                      blockSource(*w.sub, at));
     return false;
   }
-  std::vector<Arg> operands;
-  for (size_t i = 5; i < ins.size(); ++i)
-    operands.push_back(argOf(*obj(&ins[i], what + " input").get("arg"), what + " operand"));
-  inlineSubgraph(sub, operands, what + " (wrap_with_autocast)", outs, outLists);
+  inlineSubgraph(*w.sub, w.operands, what + " (wrap_with_autocast)", outs, outLists);
   return true;
 }
 
@@ -456,23 +477,11 @@ bool Pt2Importer::inlineSetGradEnabled(const json::Object &node, const std::stri
                                        const std::string &at,
                                        const std::vector<std::string> &outs,
                                        const std::vector<std::vector<std::string>> &outLists) {
-  const json::Array &ins = arr(node, "inputs", what);
-  if (ins.size() < 2)
-    bad(what + " (wrap_with_set_grad_enabled) has " + std::to_string(ins.size()) +
-        " inputs; expected enabled, the subgraph, operands");
-  auto argAt = [&](size_t i) -> const json::Object & {
-    return obj(obj(&ins[i], what + " input").get("arg"), what + " input " + std::to_string(i));
-  };
-  std::optional<bool> enabled = argAt(0).getBoolean("as_bool");
-  if (!enabled)
-    bad(what + " (wrap_with_set_grad_enabled): its 'enabled' argument is not a boolean");
-  const json::Object &sub = obj(obj(argAt(1).get("as_graph"), what + " subgraph").get("graph"),
-                                what + " subgraph's graph");
-  std::vector<Arg> operands;
-  for (size_t i = 2; i < ins.size(); ++i)
-    operands.push_back(argOf(*obj(&ins[i], what + " input").get("arg"), what + " operand"));
-  inlineSubgraph(sub, operands, what + " (wrap_with_set_grad_enabled)", outs, outLists);
-  if (*enabled)
+  Wrapped w = readWrapped(node, what, "wrap_with_set_grad_enabled", 0, 1,
+                          "enabled, the subgraph, operands");
+  const json::Object &sub = *w.sub;
+  inlineSubgraph(sub, w.operands, what + " (wrap_with_set_grad_enabled)", outs, outLists);
+  if (w.enabled)
     return true;
   // No gradient may leave the block: its float results must not depend on
   // a parameter.
