@@ -2,6 +2,13 @@
 // RUN: offload-opt %s -mlir-print-op-generic | offload-opt | FileCheck %s --check-prefix=ROUND
 // RUN: offload-opt %s --offload-autodiff=optimizer=none | FileCheck %s
 // RUN: offload-opt %s --offload-autodiff=optimizer=none --offload-saved-value-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED
+// RUN: offload-opt %s --offload-autodiff=optimizer=none --offload-cost-report="report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
+// The host kernel's working set per task (OffloadCost.cpp): forward
+// 8*(B*E + S*E + S*Ev + B*S + B*Ev) with B = min(64, L) = 16, S = 16,
+// E = Ev = 8: 6144 bytes; backward 8*(2*(S*E + S*Ev) + 2*B*E + B*Ev + 2*B*S + B)
+// = 11392 bytes.
+// COST: offload.attention {{.*}} scratch=6144
+// COST: offload.attention_backward {{.*}} scratch=11392
 
 // offload.attention: one forward op, one backward op. Its saved values are
 // q, k, v, the output and the row log-sum-exp (N·Hq·L values), never the

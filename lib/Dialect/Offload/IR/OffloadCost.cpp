@@ -8,6 +8,8 @@
 
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::offload;
 
@@ -100,6 +102,34 @@ int64_t AttentionOp::getFlops() {
 }
 int64_t AttentionBackwardOp::getFlops() {
   return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(), 6, 4);
+}
+
+/// The host kernel's working set per task (lib/Runtime/Kernels/Attention.cpp,
+/// blocks of B = 64 query rows, every value widened to double): forward, one
+/// (n, h, row block): the block's queries and output, the head's keys and
+/// values, and a B x S score tile: 8·(B·E + S·E + S·Ev + B·S + B·Ev) bytes.
+/// Backward, one (n, kv head): keys, values and their double gradients, a
+/// block's queries, output gradients and query gradient, and the B x S
+/// probability, gradient and (with dropout) dropped-probability tiles. It is
+/// O(B·S), never the L x S matrix.
+static constexpr int64_t kAttentionHostBlockRows = 64;
+static int64_t attentionScratch(RankedTensorType q, RankedTensorType k, RankedTensorType v,
+                                bool backward, bool dropout) {
+  if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
+    return -1;
+  int64_t b = std::min<int64_t>(kAttentionHostBlockRows, q.getDimSize(2));
+  int64_t s = k.getDimSize(2), e = q.getDimSize(3), ev = v.getDimSize(3);
+  if (!backward)
+    return 8 * (b * e + s * e + s * ev + b * s + b * ev);
+  return 8 * (2 * (s * e + s * ev) + 2 * b * e + b * ev + (dropout ? 3 : 2) * b * s + b);
+}
+int64_t AttentionOp::getScratchBytes() {
+  return attentionScratch(getQuery().getType(), getKey().getType(), getValue().getType(),
+                          false, false);
+}
+int64_t AttentionBackwardOp::getScratchBytes() {
+  return attentionScratch(getQuery().getType(), getKey().getType(), getValue().getType(), true,
+                          getDropoutP().convertToDouble() > 0);
 }
 
 /// 2 · (output elements) · (C/groups · KH · KW): one multiply-add per weight

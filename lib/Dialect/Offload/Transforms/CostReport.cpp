@@ -87,6 +87,9 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
           // With a target: the op's modelled seconds on it.
           if (model)
             os << llvm::format(" seconds=%-11.4e", model->opSeconds(&op));
+          // The host kernel's working set, where it has one.
+          if (int64_t sc = cost.getScratchBytes(); sc != 0)
+            os << " scratch=" << sc;
           os << " " << op.getLoc() << "\n";
         }
       }

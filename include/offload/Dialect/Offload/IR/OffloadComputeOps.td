@@ -668,7 +668,7 @@ def Offload_DropoutBackwardOp : Offload_ComputeOp<"dropout_backward", [AllTypesM
 }
 
 def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
-                                        ["getFlops"]> {
+                                        ["getFlops", "getScratchBytes"]> {
   let summary = "Fused scaled dot-product attention (`scaled_dot_product_attention`)";
   let description = [{
     `query` [N, Hq, L, E], `key` [N, Hkv, S, E], `value` [N, Hkv, S, Ev], with
@@ -718,7 +718,7 @@ def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
 def Offload_AttentionBackwardOp : Offload_ComputeOp<"attention_backward", [
     AllTypesMatch<["query", "grad_query"]>, AllTypesMatch<["key", "grad_key"]>,
     AllTypesMatch<["value", "grad_value"]>, AllTypesMatch<["grad_out", "out"]>],
-    ["getFlops"]> {
+    ["getFlops", "getScratchBytes"]> {
   let summary = "Gradient of attention, recomputing the probabilities from `lse`";
   let description = [{
     `grad_out`, `query`, `key`, `value`, `out`, `lse` and `extras` as

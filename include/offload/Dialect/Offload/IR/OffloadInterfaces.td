@@ -38,6 +38,15 @@ def Offload_CostOpInterface : OpInterface<"CostOpInterface"> {
       "Bytes of tensor results written.",
       "int64_t", "getBytesWritten", (ins), [{}],
       [{ return ::mlir::offload::detail::sumResultBytes($_op.getOperation()); }]>,
+    InterfaceMethod<
+      "Bytes of temporary memory one task of the op's host kernel holds "
+      "beyond its operands and results (the host backend runs up to its "
+      "thread count of tasks at once, on the host heap: not device memory, "
+      "not in the plan's arena). 0 for most ops; the fused attention states "
+      "its blocked working set here. The CUDA kernels need none (shared "
+      "memory only) or take it from the plan's workspace buffer.",
+      "int64_t", "getScratchBytes", (ins), [{}],
+      [{ return 0; }]>,
   ];
 }
 
