@@ -63,9 +63,31 @@ void convertConvCommon(StepBuilder &im, Call &n, std::vector<int64_t> stride,
                        std::vector<int64_t> padding, std::vector<int64_t> dilation,
                        int64_t groups) {
   mlir::Value x = im.tensorIn(n, 0), w = im.tensorIn(n, 1);
-  if (im.tt(x).getRank() != 4)
+  auto xt = im.tt(x), wt = im.tt(w);
+  // 1-D convolution (conv1d, Whisper's and wav2vec's front ends): x [N, C, L]
+  // and w [O, C/groups, K] run as a 2-D convolution of height 1, x [N, C, 1,
+  // L] and w [O, C/groups, 1, K] with stride, padding and dilation (1, s),
+  // (0, p), (1, d), and the [N, O, 1, L'] result is read as [N, O, L'].
+  // Which one the weight's rank says (an unbatched input is refused).
+  bool oneD = wt.getRank() == 3;
+  if (oneD) {
+    if (xt.getRank() != 3)
+      im.fail(n, "1-D convolution: the input has rank " + std::to_string(xt.getRank()) +
+                     " (expected 3: N, C, L)");
+    auto lift = [&](std::vector<int64_t> v, int64_t first, const char *what) {
+      if (v.size() != 1)
+        im.fail(n, std::string("1-D convolution: ") + what + " must have 1 value");
+      return std::vector<int64_t>{first, v[0]};
+    };
+    stride = lift(stride, 1, "stride");
+    padding = lift(padding, 0, "padding");
+    dilation = lift(dilation, 1, "dilation");
+    x = im.reshape(n, x, {xt.getDimSize(0), xt.getDimSize(1), 1, xt.getDimSize(2)});
+    w = im.reshape(n, w, {wt.getDimSize(0), wt.getDimSize(1), 1, wt.getDimSize(2)});
+  } else if (xt.getRank() != 4 || wt.getRank() != 4) {
     im.fail(n, "only 2-D convolution is supported; the input has rank " +
-                   std::to_string(im.tt(x).getRank()) + " (expected 4: N, C, H, W)");
+                   std::to_string(xt.getRank()) + " (expected 4: N, C, H, W)");
+  }
   auto two = [&](std::vector<int64_t> v, const char *what) {
     if (v.size() == 1)
       v.push_back(v[0]);
@@ -76,11 +98,16 @@ void convertConvCommon(StepBuilder &im, Call &n, std::vector<int64_t> stride,
   SmallVector<mlir::Value> ops = {x, w};
   if (mlir::Value bias = im.optTensorIn(n, 2))
     ops.push_back(bias);
-  im.setOut(n, im.emit1<Conv2dOp>(n, ops,
-                                  {im.i64s("stride", two(stride, "stride")),
-                                   im.i64s("padding", two(padding, "padding")),
-                                   im.i64s("dilation", two(dilation, "dilation")),
-                                   im.i64("groups", groups)}));
+  mlir::Value y = im.emit1<Conv2dOp>(n, ops,
+                                     {im.i64s("stride", two(stride, "stride")),
+                                      im.i64s("padding", two(padding, "padding")),
+                                      im.i64s("dilation", two(dilation, "dilation")),
+                                      im.i64("groups", groups)});
+  if (oneD) {
+    auto yt = im.tt(y);
+    y = im.reshape(n, y, {yt.getDimSize(0), yt.getDimSize(1), yt.getDimSize(3)});
+  }
+  im.setOut(n, y);
 }
 
 /// conv_transpose2d(x, w, bias, stride, padding, output_padding, groups,
@@ -144,6 +171,14 @@ void convertConvolution(StepBuilder &im, Call &n) {
 
 void convertConv2d(StepBuilder &im, Call &n) {
   // conv2d(input, weight, bias, stride, padding, dilation, groups)
+  if (im.in(n, 4).kind == Arg::String)
+    im.fail(n, "string padding is not supported");
+  convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
+                    im.getInt(n, 6));
+}
+
+void convertConv1d(StepBuilder &im, Call &n) {
+  // conv1d(input, weight, bias, stride, padding, dilation, groups)
   if (im.in(n, 4).kind == Arg::String)
     im.fail(n, "string padding is not supported");
   convertConvCommon(im, n, im.getInts(n, 3), im.getInts(n, 4), im.getInts(n, 5),
@@ -604,6 +639,7 @@ void ts::registerNNConversions(OpTable &t) {
   t["aten::addmm"] = convertBaddbmm; // same arguments: self, mat1, mat2, beta, alpha
   // Convolution, pooling, normalization.
   t["aten::_convolution"] = convertConvolution;
+  t["aten::conv1d"] = convertConv1d;
   t["aten::conv2d"] = convertConv2d;
   t["aten::conv_transpose2d"] = convertConvTranspose2d;
   t["aten::batch_norm"] = convertBatchNorm;

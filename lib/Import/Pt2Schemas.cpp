@@ -43,6 +43,8 @@ const char *const kSchemas[][2] = {
     {"linear.default", "input, weight, bias=None"}, {"matmul.default", "self, other"},
     {"bmm.default", "self, mat2"}, {"mm.default", "self, mat2"},
     {"baddbmm.default", "self, batch1, batch2, beta=1, alpha=1"},
+    {"conv1d.default",
+     "input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1"},
     {"conv2d.default",
      "input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1"},
     {"batch_norm.default",

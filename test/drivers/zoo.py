@@ -70,6 +70,9 @@ noise), compiled with loss=None. PyTorch's float64 and fp32 references run the
 same wrapped model. T5 takes its decoder_input_ids as an input (the labels
 shifted in Python, as DataCollatorForSeq2Seq does): HF's in-graph shift
 writes labels into a slice of a new tensor, which the importer does not run.
+Rows in HF_KNOWN_FAILING (RoBERTa: position ids computed from the input ids
+at run time) fail for the stated reason and do not count against
+--require-all.
 
 Prints one table row per model as it finishes, then the table in Markdown.
 Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
@@ -327,6 +330,19 @@ def _hf_llama(attn, g):
     return T.LlamaForCausalLM(cfg), ("input_ids", "labels"), (ids, ids.clone())
 
 
+def _hf_mistral(attn, g):
+    # GQA (4 query heads, 2 key/value heads); sliding_window=None: full causal
+    # attention (a window at least the sequence's length masks nothing either).
+    import transformers as T
+    cfg = T.MistralConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                          num_attention_heads=4, num_key_value_heads=2, vocab_size=HF_VOCAB,
+                          max_position_embeddings=64, sliding_window=None, use_cache=False,
+                          bos_token_id=0, eos_token_id=0, pad_token_id=0,
+                          attn_implementation=attn)
+    ids = _hf_tokens(g)
+    return T.MistralForCausalLM(cfg), ("input_ids", "labels"), (ids, ids.clone())
+
+
 def _hf_bert(attn, g):
     import transformers as T
     cfg = T.BertConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
@@ -335,6 +351,20 @@ def _hf_bert(attn, g):
                        attn_implementation=attn)
     return (T.BertForSequenceClassification(cfg), ("input_ids", "labels"),
             (_hf_tokens(g), torch.randint(0, 3, (BATCH,), generator=g)))
+
+
+def _hf_roberta(attn, g):
+    # Token ids from 2 up: 1 is RoBERTa's padding id (pad_token_id, also the
+    # padding_idx of its word and position embeddings), and a user's batch
+    # without padding has none.
+    import transformers as T
+    cfg = T.RobertaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                          num_attention_heads=4, vocab_size=HF_VOCAB, max_position_embeddings=64,
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
+                          pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                          attn_implementation=attn)
+    return (T.RobertaForSequenceClassification(cfg), ("input_ids", "labels"),
+            (_hf_tokens(g, low=2), torch.randint(0, 3, (BATCH,), generator=g)))
 
 
 def _hf_vit(attn, g):
@@ -357,6 +387,25 @@ def _hf_t5(attn, g):
     labels = _hf_tokens(g, low=1)
     return (model, ("input_ids", "decoder_input_ids", "labels"),
             (_hf_tokens(g), model._shift_right(labels), labels))
+
+
+def _hf_whisper(attn, g):
+    # Whisper's encoder under WhisperForAudioClassification (the projector,
+    # the mean over frames, a classifier and its cross entropy on labels, as
+    # audio classification fine-tunes it): 16 mel bins, 16 source positions,
+    # so input features of 32 frames (the two convolutions halve them once).
+    import transformers as T
+    cfg = T.WhisperConfig(encoder_layers=2, decoder_layers=2, d_model=64, encoder_ffn_dim=128,
+                          decoder_ffn_dim=128, encoder_attention_heads=4,
+                          decoder_attention_heads=4, num_mel_bins=16, max_source_positions=16,
+                          max_target_positions=16, vocab_size=HF_VOCAB, classifier_proj_size=32,
+                          num_labels=NUM_CLASSES, dropout=0.0, attention_dropout=0.0,
+                          activation_dropout=0.0, use_cache=False, pad_token_id=0,
+                          bos_token_id=0, eos_token_id=0, decoder_start_token_id=0,
+                          attn_implementation=attn)
+    return (T.WhisperForAudioClassification(cfg), ("input_features", "labels"),
+            (torch.randn(BATCH, 16, 32, generator=g),
+             torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)))
 
 
 class DDPMLoss(nn.Module):
@@ -386,9 +435,23 @@ def _hf_unet2d(attn, g):
 
 HF = {
     "gpt2": _hf_gpt2, "gpt2_eager": _hf_gpt2,
-    "llama": _hf_llama, "llama_eager": _hf_llama,
-    "bert": _hf_bert, "bert_eager": _hf_bert, "vit": _hf_vit, "t5": _hf_t5,
+    "llama": _hf_llama, "llama_eager": _hf_llama, "mistral": _hf_mistral,
+    "bert": _hf_bert, "bert_eager": _hf_bert, "roberta": _hf_roberta,
+    "vit": _hf_vit, "t5": _hf_t5, "whisper": _hf_whisper,
     "unet2d": _hf_unet2d,
+}
+
+# HF rows that fail for a reason docs/import.md states (a feature offload
+# lacks), by name: run and shown as the others, each must fail with its
+# reason's text in the import column, and --require-all does not count
+# them; one that passes (or fails otherwise) fails --require-all until it
+# is taken off this list.
+HF_KNOWN_FAILING = {
+    # create_position_ids_from_input_ids: (input_ids != pad).int(), cumsum,
+    # * mask, + pad, and the token types gathered by those position ids:
+    # integer arithmetic on the step's input, which offload evaluates only
+    # at import (on constants).
+    "roberta": "aten::cumsum: only supported on values known at import time",
 }
 
 # What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): GPT-2 (its
@@ -946,7 +1009,17 @@ def main(argv=None):
     good = sum(1 for r in rows if passed(r))
     print(f"\n{good} of {len(rows)} models train with gradients that agree with PyTorch" +
           (" (timm, HF: and plan half their arena bit-identically)" if timm_cols else ""))
-    return 1 if args.require_all and good != len(rows) else 0
+    known = [r for r in rows if r["model"] in HF_KNOWN_FAILING]
+    for r in known:
+        why = HF_KNOWN_FAILING[r["model"]]
+        if passed(r):
+            print(f"{r['model']}: passes now; take it off HF_KNOWN_FAILING (and docs/import.md)")
+        elif why not in r["import"]:
+            print(f"{r['model']}: expected to fail with '{why}', failed otherwise")
+        else:
+            print(f"{r['model']}: fails as expected ({why})")
+    expected = sum(1 for r in known if not passed(r) and HF_KNOWN_FAILING[r["model"]] in r["import"])
+    return 1 if args.require_all and good + expected != len(rows) else 0
 
 
 if __name__ == "__main__":
