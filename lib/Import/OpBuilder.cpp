@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
+#include "offload/Dialect/Offload/Transforms/FuseAttention.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -423,6 +424,12 @@ OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
     }
   }
   func::ReturnOp::create(b, fileLoc, results);
+
+  // Attention spelled out (matmul, scale, constant mask, softmax, dropout,
+  // matmul: TorchScript 1.13's models) becomes offload.attention where it
+  // is exactly that op (FuseAttention.h, --offload-fuse-attention).
+  if (opts.fuseAttention)
+    fuseAttention(func);
 
   // HF's repeat_kv feeding attention becomes grouped-query attention.
   foldRepeatedKeyValue(func);

@@ -59,6 +59,11 @@ static cl::opt<bool> keepUnused(
              "(by default they are left out and listed: a step must not update a "
              "parameter the loss does not depend on)"),
     cl::init(false), cl::cat(importCategory));
+static cl::opt<bool> noFuseAttention(
+    "no-fuse-attention",
+    cl::desc("Keep spelled-out attention (matmul, softmax, matmul) as imported instead of "
+             "rewriting it into offload.attention (--offload-fuse-attention)"),
+    cl::init(false), cl::cat(importCategory));
 static cl::opt<bool> timeIt("time", cl::desc("Print load and import times to stderr"),
                             cl::init(false), cl::cat(importCategory));
 static cl::opt<bool> noDebugInfo("no-locations",
@@ -82,6 +87,7 @@ int main(int argc, char **argv) {
   ImportOptions opts;
   std::vector<std::string> unused;
   opts.keepUnused = keepUnused;
+  opts.fuseAttention = !noFuseAttention;
   opts.unusedOut = &unused;
   for (const std::string &s : inputSpecs) {
     InputSpec spec;

@@ -63,6 +63,10 @@ struct ImportOptions {
   bool keepUnused = false;
   /// Filled with the names left out.
   std::vector<std::string> *unusedOut = nullptr;
+  /// Rewrite spelled-out attention (matmul(q, kᵀ), scale, constant mask,
+  /// softmax, dropout, matmul(·, v)) into offload.attention where exactly
+  /// equivalent (--offload-fuse-attention, run at the end of the import).
+  bool fuseAttention = true;
 };
 
 /// How an import failed: 1 = user error (bad file, bad inputs, unsupported

@@ -46,6 +46,48 @@ def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def FuseAttention : Pass<"offload-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Rewrites spelled-out softmax(scale · q kᵀ + mask) v into offload.attention";
+  let description = [{
+    Runs on forward-only steps, before `--offload-autodiff` (the importer
+    runs it at the end of every import; `offload-import
+    --no-fuse-attention` turns that off). Models that spell attention out
+    (TorchScript from PyTorch 1.13: nanoGPT-style blocks, the
+    MultiheadAttention of 1.13) import as
+
+        matmul(q, kᵀ) [· c] [masked_fill(M, -inf) | + A] softmax(-1)
+        [dropout] matmul(·, v)
+
+    and each such chain becomes one `offload.attention` when it is exactly
+    that op: the scale c a constant (`mul_scalar`, or `div`/`mul` by a
+    scalar fill or constant, after the matmul or on q before it; none: 1);
+    q, k, v of rank 4 [N, H, L, E] with equal batch dims, or of rank 3
+    [B, L, E] (1.13's MultiheadAttention, B = batch · heads), read as
+    [1, B, L, E] (a view; the dropout's element order is unchanged); a
+    constant i1 mask filled with -inf becomes the op's keep mask (not M),
+    or `is_causal` when M is the strictly upper-triangular [L, S] matrix
+    (with leading dims of 1); a constant float mask A of the query's type
+    is the op's additive mask; a dropout over the softmax's result carries
+    its p, offset and seed over (the op's dropout runs over the same
+    N·H·L·S elements in the same order). Every intermediate (the scores,
+    scaled, masked, the probabilities, dropped out, and a scaled q) must
+    be read by the next op of the chain only.
+
+    Refused (left spelled out; `report=` says why): a second user of an
+    intermediate, a mask or scale that is not a constant, a softmax over
+    another dim, operands whose batch dims broadcast, other ranks, a mask
+    that removes every key of some query (NaN spelled out, 0 fused).
+
+    Example: `offload-opt --offload-fuse-attention=report=- fwd.mlir`
+  }];
+  let options = [
+    TransformReportOption,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "Attentions formed">,
+  ];
+}
+
 def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds the training step: backward from VJPs, saved values, optimizer update";
   let description = [{
