@@ -223,7 +223,6 @@ void Fuser::tryFuse(SoftmaxOp sm, MatmulOp pv) {
   if (qk.getTransposeA())
     return refuse(sm, "matmul(q, k) transposes q");
   Value q = qk.getLhs(), k = qk.getRhs();
-  Operation *kTranspose = nullptr;
   if (!qk.getTransposeB()) {
     auto t = k.getDefiningOp<TransposeOp>();
     SmallVector<int64_t> swapLast;
@@ -232,8 +231,7 @@ void Fuser::tryFuse(SoftmaxOp sm, MatmulOp pv) {
     std::swap(swapLast[r - 1], swapLast[r - 2]);
     if (!t || t.getPerm() != ArrayRef<int64_t>(swapLast))
       return refuse(sm, "the scores are not matmul(q, kᵀ)");
-    kTranspose = t;
-    k = t.getInput();
+    k = t.getInput(); // the transpose is erased below once unused
   }
   // The scale on the query (applied before the matmul).
   Operation *qScaleOp = nullptr;
@@ -368,7 +366,6 @@ void Fuser::tryFuse(SoftmaxOp sm, MatmulOp pv) {
           feeders.insert(d);
     op->erase();
   }
-  (void)kTranspose;
   for (Operation *d : feeders)
     if (d->use_empty())
       d->erase();
