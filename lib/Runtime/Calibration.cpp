@@ -8,6 +8,7 @@
 
 #include "offload/Runtime/Calibration.h"
 #include "offload/Runtime/Kernel.h"
+#include "Device.h" // steadySeconds
 
 #include <algorithm>
 #include <chrono>
@@ -29,18 +30,13 @@
 using namespace offload::rt;
 
 namespace {
-double seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 /// Best time of `reps` runs of `fn` (the least disturbed by other load).
 template <typename Fn> double bestOf(int reps, Fn fn) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
-    double t0 = seconds();
+    double t0 = steadySeconds();
     fn();
-    best = std::min(best, seconds() - t0);
+    best = std::min(best, steadySeconds() - t0);
   }
   return best;
 }
@@ -166,7 +162,7 @@ double handoffSeconds() {
       std::unique_lock<std::mutex> lk(mu);
       cv.wait(lk, [&] { return !ready; });
       ready = true;
-      notified = seconds();
+      notified = steadySeconds();
       cv.notify_all();
     }
   };
@@ -174,7 +170,7 @@ double handoffSeconds() {
     for (int i = 0; i < kRounds; ++i) {
       std::unique_lock<std::mutex> lk(mu);
       cv.wait(lk, [&] { return ready; });
-      lag.push_back(seconds() - notified);
+      lag.push_back(steadySeconds() - notified);
       ready = false;
       cv.notify_all();
     }

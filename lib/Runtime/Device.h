@@ -25,6 +25,7 @@
 #include "offload/Runtime/Runtime.h"
 
 #include <array>
+#include <chrono>
 #include <memory>
 
 namespace offload {
@@ -178,6 +179,14 @@ inline std::string instructionName(const PlanData &plan, int i) {
 inline bool isRuntimeOp(const std::string &op) {
   return op == kOpToHost || op == kOpToDevice || op == kOpWait ||
          op == kOpReshape;
+}
+
+/// Seconds on the monotonic clock (std::chrono::steady_clock): the one
+/// clock of the runtime's timings (step, run, busy and profile seconds).
+inline double steadySeconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 /// "a, b, c".

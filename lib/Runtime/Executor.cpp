@@ -37,12 +37,6 @@ uint8_t *Executor::address(int id) const {
   return device_->arenaBase(b.space) + b.offset;
 }
 
-static double wallSeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Status Executor::init(std::shared_ptr<const Plan> plan,
                       const SessionOptions &options) {
   plan_ = std::move(plan);
@@ -220,12 +214,12 @@ Status Executor::run(int first, int last) {
     }
     if (opts_.profile) {
       // One instruction at a time: issue it, then drain every stream.
-      double t0 = wallSeconds();
+      double t0 = steadySeconds();
       if (failure = issue(i); !failure.ok())
         break;
       if (failure = device_->synchronize(i, i + 1); !failure.ok())
         break;
-      seconds_[size_t(i)] = wallSeconds() - t0;
+      seconds_[size_t(i)] = steadySeconds() - t0;
     } else if (failure = issue(i); !failure.ok()) {
       break;
     }

@@ -35,12 +35,6 @@ using namespace offload::rt;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 /// A command of one stream: a wait for an instruction, a copy or a launch
 /// (the last two owned by the executor).
 struct Command {
@@ -416,7 +410,7 @@ void HostDevice::account(int i, int stream, double t0, double t1) {
 }
 
 std::string HostDevice::runCopy(const Copy &c) {
-  double t0 = now();
+  double t0 = steadySeconds();
   if (c.bytes) {
     if (c.kind == CopyKind::WithinArena)
       std::memmove(c.dst, c.src, size_t(c.bytes));
@@ -432,13 +426,13 @@ std::string HostDevice::runCopy(const Copy &c) {
             std::chrono::ceil<std::chrono::steady_clock::duration>(
                 std::chrono::duration<double>(
                     t0 + double(c.bytes) / opts_.emulatedLinkBytesPerSecond))));
-  account(c.instruction, c.stream, t0, now());
+  account(c.instruction, c.stream, t0, steadySeconds());
   return "";
 }
 
 std::string HostDevice::runLaunch(const Launch &l) {
   const PlanData &d = plan_->data();
-  double t0 = now();
+  double t0 = steadySeconds();
   std::string err = opts_.poison ? poisonedInput(l) : "";
   if (err.empty()) {
     KernelArgs args{l.inputs, l.outputs, l.desc->attrs,
@@ -449,7 +443,7 @@ std::string HostDevice::runLaunch(const Launch &l) {
     else if (opts_.checkFinite)
       err = firstNonFinite(d, l);
   }
-  account(l.instruction, l.stream, t0, now());
+  account(l.instruction, l.stream, t0, steadySeconds());
   return err;
 }
 

@@ -15,12 +15,6 @@
 
 using namespace offload::rt;
 
-static double nowSeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 static bool isStoreRole(BufferRole r) {
   return r == BufferRole::Parameter || r == BufferRole::State ||
          r == BufferRole::OptimizerState;
@@ -225,7 +219,7 @@ Status Session::beginStep() {
                            ", the store has " +
                            typeString(t->dtype(), t->shape()));
   }
-  stepStart_ = nowSeconds();
+  stepStart_ = steadySeconds();
   runSeconds_ = 0;
   // Outputs left in the arena by the last step are overwritten from here.
   inArena_.clear();
@@ -268,9 +262,9 @@ Status Session::beginStep() {
 Status Session::runTo(int end) {
   if (end <= next_)
     return Status::success();
-  double t0 = nowSeconds();
+  double t0 = steadySeconds();
   Status s = executor_->run(next_, end);
-  runSeconds_ += nowSeconds() - t0;
+  runSeconds_ += steadySeconds() - t0;
   if (!s.ok()) {
     abortStep();
     return s.withContext("step failed, parameters and state unchanged: ");
@@ -429,7 +423,7 @@ Status Session::finishStep() {
   outputs_ = std::move(outs);
   inArena_ = std::move(inArena);
   succeeded_ = true;
-  lastStepSeconds_ = nowSeconds() - stepStart_;
+  lastStepSeconds_ = steadySeconds() - stepStart_;
   lastRunSeconds_ = runSeconds_;
   return Status::success();
 }
