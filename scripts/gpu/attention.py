@@ -7,10 +7,10 @@ On the build machine (scripts/gpu/bundle.sh):
 
 writes DIR/attention-NAME/step.oflp and meta.json (kind "attention") for
 every case of CASES (bundle.sh puts them beside the models):
-a step whose parameters are q, k and v, whose input is `dout`, and whose
-loss is sum(attention(q, k, v) * dout), so that its gradients are the
-attention's backward from grad_out = dout (optimizer none, gradients
-returned).
+a step whose parameters are q, k, v and `dout` and whose loss is
+sum(attention(q, k, v) * dout), so that the gradients of q, k and v are
+the attention's backward from grad_out = dout and the gradient of `dout` is
+the attention's output itself (optimizer none, gradients returned).
 
 On the GPU machine the kit's `sdpa` part (scripts/gpu/kit.py) calls
 `check(case_dir, meta, exe, env, work, timeout)`: it draws q, k, v and dout
@@ -19,10 +19,12 @@ CUDA backend (loss and gradients, then --profile for the two ops' times),
 and computes the same loss and gradients with
 torch.nn.functional.scaled_dot_product_attention in float64 (the
 reference) and in float32 (PyTorch's own error; TF32 off), on the same
-GPU. The verdict: for the loss and each gradient, our error
+GPU. The verdict: for the output and each gradient, our error
 max|ours - f64| / max|f64| is at most SDPA_FACTOR times PyTorch fp32's (the
 issue's "within its own fp32-vs-f64 error", with a stated factor for a
 different summation order), or below 1e-6 (a floor: both at rounding).
+The loss (a sum of 10^6-10^7 products of either sign, so its relative
+error mostly measures cancellation) is recorded, not judged.
 """
 import argparse
 import json
@@ -70,7 +72,7 @@ def mlir(c):
         "  %%l = offload.reduce_sum %%p : %s\n"
         "  return %%l : tensor<f32>\n}\n"
         % (q, role("q", "parameter"), kv, role("k", "parameter"), kv, role("v", "parameter"),
-           q, role("dout", "input"), mask_arg, mask_use, has_mask,
+           q, role("dout", "parameter"), mask_arg, mask_use, has_mask,
            "true" if c["causal"] else "false", 1.0 / math.sqrt(c["e"]), q, kv, kv, mask_type,
            q, q, q))
 
@@ -134,10 +136,10 @@ def torch_side(c, q, k, v, dout, mask, dtype, device="cuda"):
                                            enable_gqa=c["hkv"] != c["hq"])
         loss = (o * g).sum()
         loss.backward()
-        return loss
+        return loss, o
 
-    loss = once()
-    res = {"loss": loss.detach().double().cpu().numpy()}
+    loss, o = once()
+    res = {"loss": loss.detach().double().cpu().numpy(), "out": o.detach().double().cpu().numpy()}
     res.update({"grad:" + n: x.grad.double().cpu().numpy() for n, x in t.items()})
     secs = []
     for i in range(7):
@@ -167,11 +169,8 @@ def check(case_dir, meta, exe, env, work, timeout, parse_profile, backend="cuda"
     os.makedirs(work, exist_ok=True)
     q, k, v, dout, mask = inputs(meta, np)
     p, i, dump = (os.path.join(work, x) for x in ("p.npz", "i.npz", "d.npz"))
-    np.savez(p, q=q, k=k, v=v)
-    ins = {"dout": dout}
-    if mask is not None:
-        ins["mask"] = mask
-    np.savez(i, **ins)
+    np.savez(p, q=q, k=k, v=v, dout=dout)
+    np.savez(i, **({"mask": mask} if mask is not None else {}))
     plan = os.path.join(case_dir, "step.oflp")
     row = {"case": meta["name"], "shape": "[%d,%d/%d,%d,%d]%s%s" % (
         meta["n"], meta["hq"], meta["hkv"], meta["t"], meta["e"],
@@ -199,11 +198,14 @@ def check(case_dir, meta, exe, env, work, timeout, parse_profile, backend="cuda"
     row["pytorch_fp32_fwd_bwd_ms"] = round(secs32 * 1e3, 3)
     row["errors"] = {}
     ok = True
-    for name in ("loss", "grad:q", "grad:k", "grad:v"):
+    ours["out"] = ours.pop("grad:dout")
+    for name in ("out", "grad:q", "grad:k", "grad:v", "loss"):
         e_ours, e_torch = rel_err(ours[name], ref[name], np), rel_err(t32[name], ref[name], np)
         good = e_ours <= max(SDPA_FACTOR * e_torch, FLOOR)
-        row["errors"][name] = {"ours": e_ours, "pytorch_fp32": e_torch, "ok": good}
-        ok &= good
+        row["errors"][name] = {"ours": e_ours, "pytorch_fp32": e_torch}
+        if name != "loss":
+            row["errors"][name]["ok"] = good
+            ok &= good
     row["ok"] = ok
     return row
 
