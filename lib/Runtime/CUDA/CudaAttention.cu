@@ -847,10 +847,13 @@ __global__ void __launch_bounds__(kTThreads)
 // Operand checks and launches
 //===----------------------------------------------------------------------===//
 
-/// Checks q [N,Hq,L,E], k [N,Hkv,S,E], v [N,Hkv,S,Ev], the extras (mask
-/// when has_mask, seed when dropout_p > 0) and fills `g`; `mask` and `seed`
-/// point at the extras' data (nullptr when absent). `first` is the index of
-/// the query among the inputs.
+/// Checks q [N,Hq,L,E], k [N,Hkv,S,E], v [N,Hkv,S,Ev] (layout bhld) or
+/// q [N,L,Hq,E], k [N,S,Hkv,E], v [N,S,Hkv,Ev] (layout blhd, the token
+/// layout: out, grad_out and the gradients likewise), the extras (mask
+/// when has_mask, seed when dropout_p > 0) and fills `g`, whose strides
+/// then address either layout; `mask` and `seed` point at the extras' data
+/// (nullptr when absent). `first` is the index of the query among the
+/// inputs.
 std::string attentionGeom(const CudaKernelArgs &a, const char *op,
                           size_t first, AttnGeom &g, const void *&mask,
                           const int64_t *&seed) {
@@ -866,36 +869,44 @@ std::string attentionGeom(const CudaKernelArgs &a, const char *op,
     return std::string(op) + ": query, key and value must be rank 4, got " +
            shapeStr(q.shape) + ", " + shapeStr(k.shape) + ", " +
            shapeStr(v.shape);
+  const std::string layout = a.attrs.getString("layout", "bhld");
+  if (layout != "bhld" && layout != "blhd")
+    return std::string(op) + ": layout must be bhld or blhd, got " + layout;
+  const bool tokens = layout == "blhd";
+  const size_t hd = tokens ? 2 : 1, ld = tokens ? 1 : 2; // heads, length
   g.n = q.shape[0];
-  g.hq = q.shape[1];
-  g.l = q.shape[2];
+  g.hq = q.shape[hd];
+  g.l = q.shape[ld];
   g.e = q.shape[3];
-  g.hkv = k.shape[1];
-  g.s = k.shape[2];
+  g.hkv = k.shape[hd];
+  g.s = k.shape[ld];
   g.ev = v.shape[3];
   if (k.shape[0] != g.n || v.shape[0] != g.n || k.shape[3] != g.e ||
-      v.shape[1] != g.hkv || v.shape[2] != g.s || g.hkv <= 0 ||
+      v.shape[hd] != g.hkv || v.shape[ld] != g.s || g.hkv <= 0 ||
       g.hq % g.hkv != 0)
     return std::string(op) + ": shapes " + shapeStr(q.shape) + ", " +
            shapeStr(k.shape) + ", " + shapeStr(v.shape) +
-           " are not query [N,Hq,L,E], key [N,Hkv,S,E], value [N,Hkv,S,Ev] "
-           "with Hq a multiple of Hkv";
+           (tokens ? " are not query [N,L,Hq,E], key [N,S,Hkv,E], value "
+                     "[N,S,Hkv,Ev] (layout blhd)"
+                   : " are not query [N,Hq,L,E], key [N,Hkv,S,E], value "
+                     "[N,Hkv,S,Ev]") +
+           " with Hq a multiple of Hkv";
   if (g.e > 32 * kMaxPerLane || g.ev > 32 * kMaxPerLane)
     return std::string(op) + ": head sizes above " +
            std::to_string(32 * kMaxPerLane) +
            " are not supported by the CUDA kernel, got " +
            std::to_string(g.e) + " and " + std::to_string(g.ev);
-  // The head layout [N, H, L, E]; the token layout comes with the ops'
-  // layout attribute.
-  auto headLayout = [](int64_t *st, int64_t h, int64_t rows, int64_t width) {
-    st[2] = width;
-    st[1] = rows * width;
+  // Strides (batch, head, row): [N, H, L, E] in bhld, [N, L, H, E] in blhd.
+  auto strides = [tokens](int64_t *st, int64_t h, int64_t rows,
+                          int64_t width) {
     st[0] = h * rows * width;
+    st[1] = tokens ? width : rows * width;
+    st[2] = tokens ? h * width : width;
   };
-  headLayout(g.qs, g.hq, g.l, g.e);
-  headLayout(g.ks, g.hkv, g.s, g.e);
-  headLayout(g.vs, g.hkv, g.s, g.ev);
-  headLayout(g.os, g.hq, g.l, g.ev);
+  strides(g.qs, g.hq, g.l, g.e);
+  strides(g.ks, g.hkv, g.s, g.e);
+  strides(g.vs, g.hkv, g.s, g.ev);
+  strides(g.os, g.hq, g.l, g.ev);
   g.scale = a.attrs.getFloat("scale", 1.0);
   g.causal = a.attrs.getInt("is_causal", 0) != 0;
   bool hasMask = a.attrs.getInt("has_mask", 0) != 0;
@@ -947,6 +958,14 @@ std::string attentionGeom(const CudaKernelArgs &a, const char *op,
     seed = sd.as<int64_t>();
   }
   return "";
+}
+
+/// The shape of out (and grad_out): [N,Hq,L,Ev], or [N,L,Hq,Ev] in the
+/// token layout.
+std::vector<int64_t> outShape(const CudaKernelArgs &a, const AttnGeom &g) {
+  if (a.attrs.getString("layout", "bhld") == "blhd")
+    return {g.n, g.l, g.hq, g.ev};
+  return {g.n, g.hq, g.l, g.ev};
 }
 
 /// Shared memory of a launch; raises the kernel's dynamic limit above
@@ -1003,11 +1022,12 @@ std::string kAttention(const CudaKernelArgs &a) {
     return e;
   const TensorView &out = a.outputs[0], &lse = a.outputs[1];
   const TensorView &q = a.inputs[0];
-  if (out.shape != std::vector<int64_t>{g.n, g.hq, g.l, g.ev} ||
+  if (out.shape != outShape(a, g) ||
       lse.shape != std::vector<int64_t>{g.n, g.hq, g.l} ||
       out.dtype != q.dtype || lse.dtype != q.dtype)
-    return std::string(op) + ": results must be out [N,Hq,L,Ev] and lse "
-                             "[N,Hq,L] of the query's dtype";
+    return std::string(op) + ": results must be out [N,Hq,L,Ev] ([N,L,Hq,Ev] "
+                             "in layout blhd) and lse [N,Hq,L] of the "
+                             "query's dtype";
   if (g.n * g.hq * g.l == 0)
     return "";
   // S == 0 runs too: every row is empty (out 0, lse -inf).
@@ -1061,13 +1081,14 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
                    &v = a.inputs[3], &out = a.inputs[4], &lse = a.inputs[5];
   const TensorView &dq = a.outputs[0], &dk = a.outputs[1],
                    &dv = a.outputs[2];
-  std::vector<int64_t> oshape{g.n, g.hq, g.l, g.ev};
+  std::vector<int64_t> oshape = outShape(a, g);
   if (dout.shape != oshape || out.shape != oshape ||
       lse.shape != std::vector<int64_t>{g.n, g.hq, g.l} ||
       dout.dtype != q.dtype || out.dtype != q.dtype ||
       lse.dtype != q.dtype)
-    return std::string(op) + ": grad_out and out must be [N,Hq,L,Ev] and "
-                             "lse [N,Hq,L], of the query's dtype";
+    return std::string(op) + ": grad_out and out must be [N,Hq,L,Ev] "
+                             "([N,L,Hq,Ev] in layout blhd) and lse "
+                             "[N,Hq,L], of the query's dtype";
   if (auto e = needSame(q, dq, op, "query", "grad_query"); !e.empty())
     return e;
   if (auto e = needSame(k, dk, op, "key", "grad_key"); !e.empty())
