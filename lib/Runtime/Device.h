@@ -181,6 +181,17 @@ inline bool isRuntimeOp(const std::string &op) {
          op == kOpReshape;
 }
 
+/// The first bf16/f16 element type among the buffers instruction `in`
+/// reads or writes, or F32 when it has none (a backend's check that its
+/// kernel takes them: missingOps).
+inline DType lowFloatOf(const PlanData &plan, const InstructionDesc &in) {
+  for (const auto *ids : {&in.inputs, &in.outputs})
+    for (int id : *ids)
+      if (id >= 0 && isLowFloat(plan.buffers[size_t(id)].dtype))
+        return plan.buffers[size_t(id)].dtype;
+  return DType::F32;
+}
+
 /// Seconds on the monotonic clock (std::chrono::steady_clock): the one
 /// clock of the runtime's timings (step, run, busy and profile seconds).
 inline double steadySeconds() {

@@ -56,10 +56,22 @@ public:
   std::vector<std::string> missingOps(const PlanData &d) const override {
     registerAllHostKernels();
     std::vector<std::string> missing;
-    for (const InstructionDesc &in : d.instructions)
-      if (!isRuntimeOp(in.op) && !KernelRegistry::host().lookup(in.op) &&
-          std::find(missing.begin(), missing.end(), in.op) == missing.end())
-        missing.push_back(in.op);
+    for (const InstructionDesc &in : d.instructions) {
+      if (isRuntimeOp(in.op))
+        continue;
+      Kernel k = KernelRegistry::host().lookup(in.op);
+      std::string name = in.op;
+      if (k) {
+        // A kernel without bf16/f16 support given such a buffer: missing
+        // as "offload.x (bf16)", never upcast.
+        DType low = lowFloatOf(d, in);
+        if (!isLowFloat(low) || k.lowFloat() != LowFloat::Rejected)
+          continue;
+        name += std::string(" (") + dtypeName(low) + ")";
+      }
+      if (std::find(missing.begin(), missing.end(), name) == missing.end())
+        missing.push_back(name);
+    }
     return missing;
   }
   Status open(std::shared_ptr<const Plan> plan,
@@ -354,22 +366,32 @@ static std::string firstNonFinite(const PlanData &d, const Launch &l) {
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     int id = l.desc->outputs[k];
     const BufferDesc &b = d.buffers[size_t(id)];
-    if (b.dtype != DType::F32 && b.dtype != DType::F64)
+    if (b.dtype != DType::F32 && b.dtype != DType::F64 && !isLowFloat(b.dtype))
       continue;
     size_t n = size_t(b.dataBytes() / dtypeSize(b.dtype));
     auto scan = [&](const auto *p) -> std::string {
       for (size_t e = 0; e < n; ++e)
-        if (!std::isfinite(p[e]))
+        if (!std::isfinite(double(p[e])))
           return instructionName(d, l.instruction) + " wrote " +
-                 (std::isnan(p[e]) ? "nan" : p[e] > 0 ? "inf" : "-inf") +
+                 (std::isnan(double(p[e])) ? "nan" : p[e] > 0 ? "inf" : "-inf") +
                  " into buffer " + std::to_string(id) + " '" + b.name +
                  "' (element " + std::to_string(e) + " of " + std::to_string(n) +
                  "), the step's first non-finite value (--check-finite)";
       return "";
     };
-    std::string e = b.dtype == DType::F32
-                        ? scan(static_cast<const float *>(l.outputs[k].data))
-                        : scan(static_cast<const double *>(l.outputs[k].data));
+    std::string e;
+    if (isLowFloat(b.dtype)) {
+      // Widened to f32 (exact): inf and NaN stay what they are.
+      const uint16_t *p = static_cast<const uint16_t *>(l.outputs[k].data);
+      std::vector<float> wide(n);
+      for (size_t j = 0; j < n; ++j)
+        wide[j] = b.dtype == DType::BF16 ? bf16ToFloat(p[j]) : f16ToFloat(p[j]);
+      e = scan(wide.data());
+    } else {
+      e = b.dtype == DType::F32
+              ? scan(static_cast<const float *>(l.outputs[k].data))
+              : scan(static_cast<const double *>(l.outputs[k].data));
+    }
     if (!e.empty())
       return e;
   }
@@ -383,7 +405,8 @@ std::string HostDevice::poisonedInput(const Launch &l) const {
     if (id < 0)
       continue;
     const BufferDesc &b = d.buffers[size_t(id)];
-    if (b.dtype != DType::F32 && b.dtype != DType::F64)
+    // 0xFF bytes are a NaN in every float type, bf16 and f16 included.
+    if (b.dtype != DType::F32 && b.dtype != DType::F64 && !isLowFloat(b.dtype))
       continue;
     const uint8_t *p = static_cast<const uint8_t *>(l.inputs[k].data);
     size_t w = dtypeSize(b.dtype);

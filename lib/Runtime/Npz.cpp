@@ -28,6 +28,10 @@ static const char *descrOf(DType t) {
     return "<i4";
   case DType::Bool:
     return "|b1";
+  case DType::BF16:
+    return "<u2"; // raw bits: numpy has no bfloat16 (Npz.h)
+  case DType::F16:
+    return "<f2";
   }
   return "?";
 }
@@ -118,10 +122,15 @@ static Status parseNpyHeader(const uint8_t *p, size_t size, DType &dt,
     dt = DType::I32;
   else if (descr == "|b1" || descr == "<b1")
     dt = DType::Bool;
+  else if (descr == "<f2")
+    dt = DType::F16;
+  else if (descr == "<u2")
+    dt = DType::BF16; // bfloat16 bits (Npz.h)
   else
     return Status::error("dtype '" + descr +
                          "' is not supported (use little-endian float32, "
-                         "float64, int64, int32 or bool)");
+                         "float64, float16, int64, int32, bool, or uint16 "
+                         "holding bfloat16 bits)");
   shape.clear();
   std::string inner = shapeText.substr(1, shapeText.size() - 2);
   size_t pos = 0;

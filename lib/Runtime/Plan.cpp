@@ -416,7 +416,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
   for (int i = 0; i < nb; ++i) {
     const BufferDesc &b = d.buffers[size_t(i)];
     std::string bn = bufName(d, i);
-    if (uint8_t(b.dtype) > uint8_t(DType::Bool))
+    if (uint8_t(b.dtype) > kMaxDType)
       return err(bn + ": unknown dtype " + std::to_string(int(b.dtype)));
     if (uint8_t(b.space) > 1)
       return err(bn + ": unknown memory space");

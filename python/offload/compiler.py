@@ -30,6 +30,8 @@ from .errors import BudgetError, CompileError, InputError
 from .optim import SGD, AdamW, Optimizer
 
 LOSSES = ("cross_entropy", "nll", "mse")
+# offload-autodiff precision= (Lightning's names; docs/precision.md).
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
 # The planner's built-in targets (offload-opt --offload-plan-memory target=).
 TARGETS = ("h100-sxm", "h100-pcie", "a100-80g", "a100-40g", "l4", "rtx-4090", "host")
 # offload-run's bounds: --threads 1..1024, byte counts up to 2^48.
@@ -416,7 +418,8 @@ def _tied_names(model):
 
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
-            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False):
+            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
+            precision="fp32"):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -455,6 +458,14 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     verbose         print one line per stage with its time (to stderr).
     return_gradients  also output every parameter gradient (Step.gradients());
                     they then stay alive to the end of the step (more memory).
+    precision       "fp32" (default), "bf16-mixed" or "fp16-mixed" (Lightning's
+                    names): matmul, linear, conv and attention compute in
+                    bf16/f16 from casts of the fp32 parameters, autocast's
+                    fp32 ops stay fp32, gradients and optimizer state are fp32
+                    (docs/precision.md). Parameters, state_dict() and
+                    gradients() stay fp32. fp16-mixed has no loss scaling yet.
+                    The host backend emulates bf16/f16 exactly; the CUDA
+                    backend has no bf16/f16 kernels yet (OffloadError).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -484,6 +495,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if not isinstance(optimizer, Optimizer):
         raise InputError(f"optimizer: expected offload.SGD(...) or offload.AdamW(...), "
                          f"got {type(optimizer).__name__}")
+    if precision not in PRECISIONS:
+        raise InputError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
     exporter = resolve_exporter(exporter)
     budget_bytes = parse_bytes(budget) if budget is not None else None
     if device_bytes is not None:
@@ -578,7 +591,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     # Step.report.
     stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
-                     (" return-gradients=true" if return_gradients else ""),
+                     (" return-gradients=true" if return_gradients else "") +
+                     f" precision={precision}",
                      "--offload-memory-report=top=5 report=" +
                      _option_value("workdir", "json:" + memory_json),
                      "--mlir-print-debuginfo", "-o", step_mlir], log))

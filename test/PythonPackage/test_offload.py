@@ -552,6 +552,40 @@ def test_wrong_inputs_raise_and_leave_parameters(sgd_step):
     step(x, y)  # still usable
 
 
+def test_bf16_mixed_is_as_close_to_float64_as_torch_autocast(exporter):
+    """precision="bf16-mixed" (issue 29): one step's loss and gradients
+    against PyTorch's float64 step, within 4 x the error of PyTorch's own
+    torch.autocast("cpu", torch.bfloat16) step on fp32 parameters, per tensor
+    (floor: half a bf16 ulp, 2^-9); parameters and gradients stay fp32."""
+    model = mlp(seed=4, hidden=64)
+    x, y = batch(7, n=16)
+    ref64 = copy.deepcopy(model).double()
+    loss64 = F.cross_entropy(ref64(x.double()), y)
+    loss64.backward()
+    refac = copy.deepcopy(model)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lossac = F.cross_entropy(refac(x), y)
+    lossac.backward()
+    step = offload.compile(model, (x, y), optimizer=offload.SGD(lr=0.1), return_gradients=True,
+                           precision="bf16-mixed", exporter=exporter, verbose=False)
+    loss = step(x, y)
+    floor = 2.0 ** -9
+
+    def err(a, b):
+        return rel_err(a, b, 1e-3)
+    assert abs(loss - float(loss64)) <= 4 * max(abs(float(lossac) - float(loss64)), floor)
+    grads = step.gradients()
+    g64 = dict(ref64.named_parameters())
+    gac = dict(refac.named_parameters())
+    for name, g in grads.items():
+        assert g.dtype == torch.float32, name
+        eo = err(g, g64[name].grad)
+        ea = err(gac[name].grad, g64[name].grad)
+        assert eo <= 4 * max(ea, floor), (name, eo, ea)
+    sd = step.state_dict()
+    assert all(t.dtype == torch.float32 for t in sd.values())
+
+
 def test_compile_argument_errors():
     x, y = batch(0)
     with pytest.raises(offload.InputError, match="loss: expected one of"):
@@ -562,6 +596,9 @@ def test_compile_argument_errors():
         offload.compile(mlp(), (x.half(), y), verbose=False)
     with pytest.raises(offload.InputError, match="torch.nn.Module"):
         offload.compile(lambda t: t, (x, y), verbose=False)
+    with pytest.raises(offload.InputError,
+                       match="precision: expected one of fp32, bf16-mixed, fp16-mixed, got 'bf16'"):
+        offload.compile(mlp(), (x, y), precision="bf16", verbose=False)
 
 
 def test_compile_validates_arguments_as_the_tools_do(tmp_path):
@@ -723,7 +760,10 @@ def test_runtime_errors_are_exceptions(sgd_step, tmp_path):
     s = rt.Session(step.plan, "host")
     with pytest.raises(offload.OffloadError, match="nosuch"):
         s.bind("nosuch", np.zeros(3, np.float32))
-    with pytest.raises(TypeError, match="float16"):
+    with pytest.raises(TypeError, match="uint8"):
+        s.bind("input", np.zeros((8, 16), np.uint8))
+    # float16 is the runtime's f16 (uint16: bf16 bits), refused here by type.
+    with pytest.raises(offload.OffloadError, match=r"expects f32\[8,16\], got f16\[8,16\]"):
         s.bind("input", np.zeros((8, 16), np.float16))
     with pytest.raises(offload.OffloadError):
         s.step()  # parameters not bound: an error, not a crash

@@ -49,6 +49,8 @@ def main(argv=None):
     ap.add_argument("--reuse-export", action="store_true",
                     help="skip the export and import when --work already holds them")
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed", "fp16-mixed"],
+                    help="the step's precision policy (--offload-autodiff precision=)")
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
@@ -65,6 +67,7 @@ def main(argv=None):
         export_and_import(m, args.work, args.bin, batch=args.batch, dropout=args.dropout)
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
+    ad += f" precision={args.precision}"
 
     # Two plans per variant: with gradients as outputs (compared bit for bit)
     # and without (the step as trained, whose peak is what the pass changes:

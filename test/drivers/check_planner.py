@@ -47,6 +47,8 @@ def main(argv=None):
     ap.add_argument("--target", default="h100-sxm")
     ap.add_argument("--points", type=int, default=4)
     ap.add_argument("--optimizer", default="sgd", choices=["sgd", "adamw"])
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed", "fp16-mixed"],
+                    help="the step's precision policy (--offload-autodiff precision=)")
     ap.add_argument("--dropout", type=float, default=None)
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
@@ -60,6 +62,7 @@ def main(argv=None):
     opt = os.path.join(args.bin, "offload-opt")
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
+    ad += f" precision={args.precision}"
 
     def offload_run(plan, dump, device_bytes=None):
         cmd = [os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),

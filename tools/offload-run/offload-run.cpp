@@ -158,7 +158,7 @@ static int fail(const std::string &msg) {
 /// Where a float array holds NaN or infinity: "" when it holds none, else
 /// "'NAME' holds N non-finite values (first: nan at element K)".
 static std::string nonFinite(const std::string &name, const Tensor &t) {
-  if (t.dtype() != DType::F32 && t.dtype() != DType::F64)
+  if (t.dtype() != DType::F32 && t.dtype() != DType::F64 && !isLowFloat(t.dtype()))
     return "";
   int64_t n = t.numel(), bad = 0, first = -1;
   for (int64_t i = 0; i < n; ++i)

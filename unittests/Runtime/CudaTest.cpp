@@ -141,6 +141,8 @@ Tensor makeInput(const Operand &o, Lcg &rng) {
     case DType::I64: t.as<int64_t>()[i] = int64_t(v); break;
     case DType::I32: t.as<int32_t>()[i] = int32_t(v); break;
     case DType::Bool: t.as<uint8_t>()[i] = v != 0; break;
+    case DType::BF16: t.as<uint16_t>()[i] = floatToBf16(float(v)); break;
+    case DType::F16: t.as<uint16_t>()[i] = floatToF16(float(v)); break;
     }
   }
   return t;

@@ -59,6 +59,12 @@ const NamedTensors &sampleArrays() {
         "grad:scalar",
         Tensor::fromVector(DType::F32, {}, std::vector<float>{4.25f}));
     a.emplace_back("empty", Tensor(DType::F32, {0, 3}));
+    // 1.5, -2^-24 (the smallest subnormal), 65504 (the largest finite).
+    a.emplace_back("half", Tensor::fromVector(DType::F16, {3},
+                                              std::vector<uint16_t>{0x3e00, 0x8001, 0x7bff}));
+    // bf16 bits, stored as uint16 (Npz.h): 1.0, -2.5, inf.
+    a.emplace_back("bf16", Tensor::fromVector(DType::BF16, {3},
+                                              std::vector<uint16_t>{0x3f80, 0xc020, 0x7f80}));
     return a;
   }();
   return arrays;
@@ -74,6 +80,8 @@ ref = {
   'mask': np.array([True, False]),
   'grad:scalar': np.array(4.25, dtype=np.float32),
   'empty': np.zeros((0, 3), dtype=np.float32),
+  'half': np.array([1.5, -2.0**-24, 65504], dtype=np.float16),
+  'bf16': np.array([0x3f80, 0xc020, 0x7f80], dtype=np.uint16),
 }
 )";
 
@@ -143,7 +151,8 @@ TEST(NpzTest, UnsupportedArraysAreErrors) {
   } cases[] = {
       {"np.asfortranarray(np.ones((2, 3), dtype=np.float32))", "fortran-order"},
       {"np.ones(3, dtype='>f4')", "dtype '>f4' is not supported"},
-      {"np.ones(3, dtype=np.float16)", "dtype '<f2' is not supported"},
+      {"np.ones(3, dtype=np.uint8)", "dtype '|u1' is not supported"},
+      {"np.ones(3, dtype='>u2')", "dtype '>u2' is not supported"},
   };
   for (const Case &c : cases) {
     std::string path = tempPath("bad.npz");

@@ -69,6 +69,24 @@ enum class Absent : uint8_t {
   Allowed,
 };
 
+/// Whether a kernel takes bf16/f16 views (isLowFloat, PlanFormat.h). A plan
+/// that gives a bf16 or f16 buffer to a kernel that does not fails when a
+/// session is created, naming the op and the type (Device::missingOps:
+/// "offload.adamw_update (bf16)"); a direct call fails with the same words.
+/// Never a silent upcast.
+enum class LowFloat : uint8_t {
+  /// Only f32/f64 floats.
+  Rejected,
+  /// The kernel itself handles them (byte moves, casts, fills).
+  Native,
+  /// Through the emulation (lib/Runtime/Kernels/KernelSupport.h,
+  /// emulateLowFloat): bf16/f16 operands are widened to f32 (exactly), the
+  /// f32 kernel runs, and each bf16/f16 result is rounded to its type, to
+  /// nearest even (Float16.h). Host results are therefore those of the f32
+  /// kernel on the same (representable) inputs, rounded once.
+  Emulated,
+};
+
 /// The checks every kernel call needs, done once here instead of in each
 /// kernel: the operand and result counts of the op's signature (the
 /// op-signature table, OpSignatures.h; ops outside the dialect have none),
@@ -86,10 +104,14 @@ std::string checkKernelArgs(const std::string &op, const KernelArgs &args,
 class Kernel {
 public:
   Kernel() = default;
-  Kernel(std::string op, KernelFn fn, Absent absent)
-      : op_(std::move(op)), fn_(fn), absent_(absent) {}
+  Kernel(std::string op, KernelFn fn, Absent absent,
+         LowFloat lowFloat = LowFloat::Rejected)
+      : op_(std::move(op)), fn_(fn), absent_(absent), lowFloat_(lowFloat) {}
+  /// Checks the arguments (checkKernelArgs, and no bf16/f16 view unless
+  /// the kernel takes them), then runs the kernel.
   std::string operator()(const KernelArgs &args) const;
   KernelFn unchecked() const { return fn_; }
+  LowFloat lowFloat() const { return lowFloat_; }
   explicit operator bool() const { return fn_ != nullptr; }
   friend bool operator==(const Kernel &k, std::nullptr_t) { return !k.fn_; }
   friend bool operator!=(const Kernel &k, std::nullptr_t) { return k.fn_ != nullptr; }
@@ -98,6 +120,7 @@ private:
   std::string op_;
   KernelFn fn_ = nullptr;
   Absent absent_ = Absent::Rejected;
+  LowFloat lowFloat_ = LowFloat::Rejected;
 };
 
 /// Process-wide registry of host kernels, keyed by op name
@@ -107,9 +130,11 @@ class KernelRegistry {
 public:
   static KernelRegistry &host();
   /// Registers `fn` for `opName`; `absent` says whether it takes views
-  /// without data (checkKernelArgs).
+  /// without data (checkKernelArgs), `lowFloat` whether and how it takes
+  /// bf16/f16 views.
   void add(const std::string &opName, KernelFn fn,
-           Absent absent = Absent::Rejected);
+           Absent absent = Absent::Rejected,
+           LowFloat lowFloat = LowFloat::Rejected);
   /// The kernel of `opName` (an empty Kernel, == nullptr, when none).
   Kernel lookup(const std::string &opName) const;
   std::vector<std::string> names() const;
@@ -119,6 +144,7 @@ private:
     std::string name;
     KernelFn fn;
     Absent absent;
+    LowFloat lowFloat;
   };
   std::vector<Entry> table_;
 };

@@ -3,8 +3,15 @@
 // Part of offload. .npz is a zip archive of .npy members (numpy's format,
 // https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html).
 // Supported: .npy versions 1.0, 2.0 and 3.0 headers; little-endian f32 (<f4),
-// f64 (<f8), i64 (<i8), i32 (<i4) and bool (|b1); C order; stored or
-// deflated members. Fortran order, big-endian and other dtypes are errors.
+// f64 (<f8), f16 (<f2), i64 (<i8), i32 (<i4) and bool (|b1); C order; stored
+// or deflated members. Fortran order, big-endian and other dtypes are errors.
+//
+// bfloat16: numpy has no such dtype, so a bf16 array is stored as its raw
+// bits, little-endian uint16 (<u2), and a <u2 array reads back as bf16 (the
+// runtime has no uint16 type for it to mean anything else). From PyTorch:
+// `t.view(torch.int16).numpy().view(np.uint16)`; back:
+// `torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)`; with ml_dtypes,
+// `a.view(ml_dtypes.bfloat16)`. docs/precision.md, "Files".
 // Library target OffloadNpz (depends on libzip only).
 //
 //===----------------------------------------------------------------------===//

@@ -23,8 +23,24 @@ namespace offload {
 namespace rt {
 
 /// Element types a plan buffer can hold. Sizes in bytes: F32 4, F64 8, I64 8,
-/// I32 4, Bool 1 (0 or 1).
-enum class DType : uint8_t { F32 = 0, F64 = 1, I64 = 2, I32 = 3, Bool = 4 };
+/// I32 4, Bool 1 (0 or 1), BF16 2 (bfloat16: the top half of an f32), F16 2
+/// (IEEE binary16). New values are appended: the numbers are the ones Plan.fbs
+/// stores. Conversions to and from f32: Float16.h.
+enum class DType : uint8_t {
+  F32 = 0,
+  F64 = 1,
+  I64 = 2,
+  I32 = 3,
+  Bool = 4,
+  BF16 = 5,
+  F16 = 6,
+};
+/// The largest DType value (plan validation refuses larger ones).
+constexpr uint8_t kMaxDType = uint8_t(DType::F16);
+
+/// True for the 16-bit float types (bf16, f16): stored in 2 bytes, computed
+/// in f32 by the kernels (docs/precision.md).
+inline bool isLowFloat(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 /// Size of one element of `t`, in bytes.
 inline size_t dtypeSize(DType t) {
@@ -34,6 +50,8 @@ inline size_t dtypeSize(DType t) {
   case DType::I64: return 8;
   case DType::I32: return 4;
   case DType::Bool: return 1;
+  case DType::BF16: return 2;
+  case DType::F16: return 2;
   }
   return 0;
 }
@@ -46,14 +64,16 @@ inline const char *dtypeName(DType t) {
   case DType::I64: return "i64";
   case DType::I32: return "i32";
   case DType::Bool: return "i1";
+  case DType::BF16: return "bf16";
+  case DType::F16: return "f16";
   }
   return "unknown";
 }
 
 /// "f32[2,3]": dtype and shape in the runtime's error messages.
 inline std::string typeString(DType dt, const std::vector<int64_t> &shape) {
-  static const char *names[] = {"f32", "f64", "i64", "i32", "bool"};
-  std::string s = uint8_t(dt) <= 4 ? names[uint8_t(dt)] : "?";
+  static const char *names[] = {"f32", "f64", "i64", "i32", "bool", "bf16", "f16"};
+  std::string s = uint8_t(dt) <= kMaxDType ? names[uint8_t(dt)] : "?";
   s += "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? "," : "") + std::to_string(shape[i]);

@@ -10,6 +10,7 @@
 #define OFFLOAD_RUNTIME_TENSOR_H
 
 #include "offload/Runtime/Kernel.h"
+#include "offload/Runtime/Float16.h"
 
 #include <cstring>
 #include <memory>
@@ -123,6 +124,10 @@ public:
       return as<int32_t>()[i];
     case DType::Bool:
       return as<uint8_t>()[i];
+    case DType::BF16:
+      return bf16ToFloat(as<uint16_t>()[i]);
+    case DType::F16:
+      return f16ToFloat(as<uint16_t>()[i]);
     }
     return 0;
   }

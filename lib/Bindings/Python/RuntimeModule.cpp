@@ -60,6 +60,9 @@ const char *numpyDtype(DType dt) {
   case DType::I64: return "int64";
   case DType::I32: return "int32";
   case DType::Bool: return "bool";
+  case DType::F16: return "float16";
+  // numpy has no bfloat16: its raw bits, as in .npz files (Npz.h).
+  case DType::BF16: return "uint16";
   }
   return "?";
 }
@@ -77,10 +80,15 @@ DType dtypeOf(const py::array &a, const std::string &what) {
     return DType::I32;
   if (d.equal(py::dtype::of<bool>()))
     return DType::Bool;
+  if (d.equal(py::dtype("float16")))
+    return DType::F16;
+  if (d.equal(py::dtype::of<uint16_t>()))
+    return DType::BF16; // bfloat16 bits (Npz.h)
   throw py::type_error(what + ": numpy dtype " +
                        std::string(py::str(d)) +
-                       " is not one the runtime has (float32, float64, int64, "
-                       "int32, bool)");
+                       " is not one the runtime has (float32, float64, "
+                       "float16, int64, int32, bool, or uint16 holding "
+                       "bfloat16 bits)");
 }
 
 // NumPy 2 moved the element size in its dtype struct (PyArray_Descr);

@@ -55,6 +55,10 @@ static FailureOr<rt::DType> dtypeOf(Location loc, Type t) {
     return rt::DType::I32;
   if (e.isInteger(1))
     return rt::DType::Bool;
+  if (e.isBF16())
+    return rt::DType::BF16;
+  if (e.isF16())
+    return rt::DType::F16;
   return emitError(loc) << "the runtime has no element type for " << t;
 }
 
@@ -80,6 +84,11 @@ static FailureOr<std::vector<uint8_t>> constantBytes(ConstantOp op) {
     for (int32_t v : dense.getValues<int32_t>()) append(&v, 4);
   else if (e.isInteger(1))
     for (bool v : dense.getValues<bool>()) out.push_back(v ? 1 : 0);
+  else if (e.isBF16() || e.isF16())
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      uint16_t bits = uint16_t(v.bitcastToAPInt().getZExtValue());
+      append(&bits, 2);
+    }
   else
     return op.emitOpError() << "constant of element type " << e
                             << " has no runtime layout";

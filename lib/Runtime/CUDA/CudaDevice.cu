@@ -169,9 +169,17 @@ std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
     if (isRuntimeOp(in.op))
       continue;
     bool host = onHost(d, in);
-    bool have = host ? KernelRegistry::host().lookup(in.op) != nullptr
-                     : lookupKernel(in.op) != nullptr;
+    Kernel hostKernel = host ? KernelRegistry::host().lookup(in.op) : Kernel();
+    bool have = host ? hostKernel != nullptr : lookupKernel(in.op) != nullptr;
     std::string name = host ? in.op + " (host)" : in.op;
+    // bf16/f16: the host kernels that take them (emulated in f32); no CUDA
+    // kernel does yet (docs/precision.md).
+    DType low = lowFloatOf(d, in);
+    if (have && isLowFloat(low) &&
+        (!host || hostKernel.lowFloat() == LowFloat::Rejected)) {
+      have = false;
+      name = in.op + " (" + dtypeName(low) + (host ? ", host)" : ")");
+    }
     if (!have && std::find(missing.begin(), missing.end(), name) == missing.end())
       missing.push_back(name);
   }

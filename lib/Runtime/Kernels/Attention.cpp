@@ -449,8 +449,8 @@ std::string attentionBackward(const KernelArgs &args) {
 } // namespace
 
 void registerAttentionKernels(KernelRegistry &r) {
-  r.add("offload.attention", attention);
-  r.add("offload.attention_backward", attentionBackward);
+  addEmulated<attention>(r, "offload.attention");
+  addEmulated<attentionBackward>(r, "offload.attention_backward");
 }
 
 } // namespace kernels

@@ -555,7 +555,7 @@ std::string conv2dBackwardWeightKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerConvKernels(KernelRegistry &r) {
-  r.add("offload.conv2d", conv2dKernel, Absent::Allowed);
-  r.add("offload.conv2d_backward_input", conv2dBackwardInputKernel, Absent::Allowed);
-  r.add("offload.conv2d_backward_weight", conv2dBackwardWeightKernel, Absent::Allowed);
+  addEmulated<conv2dKernel>(r, "offload.conv2d", Absent::Allowed);
+  addEmulated<conv2dBackwardInputKernel>(r, "offload.conv2d_backward_input", Absent::Allowed);
+  addEmulated<conv2dBackwardWeightKernel>(r, "offload.conv2d_backward_weight", Absent::Allowed);
 }

@@ -251,6 +251,9 @@ void storeAs(DType d, void *p, int64_t i, double v) {
   case DType::I64: static_cast<int64_t *>(p)[i] = em::fromDouble<int64_t>(v); break;
   case DType::I32: static_cast<int32_t *>(p)[i] = em::fromDouble<int32_t>(v); break;
   case DType::Bool: static_cast<uint8_t *>(p)[i] = em::fromDouble<uint8_t>(v); break;
+  // Through f32, as PyTorch rounds a double scalar to bfloat16/half.
+  case DType::BF16: static_cast<uint16_t *>(p)[i] = floatToBf16(float(v)); break;
+  case DType::F16: static_cast<uint16_t *>(p)[i] = floatToF16(float(v)); break;
   }
 }
 
@@ -360,6 +363,11 @@ void castLoop(const From *x, To *y, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) y[i] = em::castElem<To>(x[i]);
 }
 
+/// x[i] as f32: bf16/f16 widened exactly, the rest a C++ conversion.
+template <typename From> float toFloat(const From *x, int64_t i) {
+  return em::castElem<float>(x[i]);
+}
+
 template <typename From>
 void castFrom(const From *x, const TensorView &y, int64_t b, int64_t e) {
   switch (y.dtype) {
@@ -368,6 +376,29 @@ void castFrom(const From *x, const TensorView &y, int64_t b, int64_t e) {
   case DType::I64: castLoop(x, y.as<int64_t>(), b, e); break;
   case DType::I32: castLoop(x, y.as<int32_t>(), b, e); break;
   case DType::Bool: castLoop(x, y.as<uint8_t>(), b, e); break;
+  // To bf16/f16: through f32 (exact from f32; from f64 and integers one
+  // rounding to f32 first, as PyTorch's casts), then to nearest even.
+  case DType::BF16:
+    for (int64_t i = b; i < e; ++i) y.as<uint16_t>()[i] = floatToBf16(toFloat(x, i));
+    break;
+  case DType::F16:
+    for (int64_t i = b; i < e; ++i) y.as<uint16_t>()[i] = floatToF16(toFloat(x, i));
+    break;
+  }
+}
+
+/// From bf16/f16 (dtype `dt`): widened to f32 (exact), then the f32 cast.
+void castFromLow(DType dt, const uint16_t *x, const TensorView &y, int64_t b,
+                 int64_t e) {
+  float buf[256];
+  for (int64_t lo = b; lo < e; lo += 256) {
+    int64_t hi = std::min<int64_t>(e, lo + 256);
+    for (int64_t i = lo; i < hi; ++i)
+      buf[i - lo] = dt == DType::BF16 ? bf16ToFloat(x[i]) : f16ToFloat(x[i]);
+    // castFrom indexes from 0: point the output at element lo.
+    TensorView part = y;
+    part.data = static_cast<char *>(y.data) + lo * int64_t(dtypeSize(y.dtype));
+    castFrom(buf, part, 0, hi - lo);
   }
 }
 
@@ -388,6 +419,8 @@ std::string copy(const KernelArgs &args) {
     case DType::I64: castFrom(x.as<int64_t>(), y, b, e); break;
     case DType::I32: castFrom(x.as<int32_t>(), y, b, e); break;
     case DType::Bool: castFrom(x.as<uint8_t>(), y, b, e); break;
+    case DType::BF16:
+    case DType::F16: castFromLow(x.dtype, x.as<uint16_t>(), y, b, e); break;
     }
   });
   return "";
@@ -396,39 +429,39 @@ std::string copy(const KernelArgs &args) {
 } // namespace
 
 void registerElementwiseKernels(KernelRegistry &r) {
-  r.add("offload.relu", relu);
-  r.add("offload.relu_backward", reluBackward);
-  r.add("offload.hardtanh", hardtanh);
-  r.add("offload.hardtanh_backward", hardtanhBackward);
-  r.add("offload.hardswish", hardswish);
-  r.add("offload.hardswish_backward", hardswishBackward);
-  r.add("offload.silu", silu);
-  r.add("offload.silu_backward", siluBackward);
-  r.add("offload.gelu", gelu);
-  r.add("offload.gelu_backward", geluBackward);
-  r.add("offload.sigmoid", sigmoid);
-  r.add("offload.sigmoid_backward", sigmoidBackward);
-  r.add("offload.tanh", tanhK);
-  r.add("offload.tanh_backward", tanhBackward);
-  r.add("offload.exp", expK);
-  r.add("offload.sin", sinK);
-  r.add("offload.cos", cosK);
-  r.add("offload.neg", negK);
-  r.add("offload.sqrt", sqrtK);
-  r.add("offload.rsqrt", rsqrtK);
-  r.add("offload.add", add);
-  r.add("offload.sub", sub);
-  r.add("offload.mul", mul);
-  r.add("offload.div", divK);
-  r.add("offload.add_scalar", addScalar);
-  r.add("offload.mul_scalar", mulScalar);
-  r.add("offload.masked_fill", maskedFill);
-  r.add("offload.where", whereK);
+  addEmulated<relu>(r, "offload.relu");
+  addEmulated<reluBackward>(r, "offload.relu_backward");
+  addEmulated<hardtanh>(r, "offload.hardtanh");
+  addEmulated<hardtanhBackward>(r, "offload.hardtanh_backward");
+  addEmulated<hardswish>(r, "offload.hardswish");
+  addEmulated<hardswishBackward>(r, "offload.hardswish_backward");
+  addEmulated<silu>(r, "offload.silu");
+  addEmulated<siluBackward>(r, "offload.silu_backward");
+  addEmulated<gelu>(r, "offload.gelu");
+  addEmulated<geluBackward>(r, "offload.gelu_backward");
+  addEmulated<sigmoid>(r, "offload.sigmoid");
+  addEmulated<sigmoidBackward>(r, "offload.sigmoid_backward");
+  addEmulated<tanhK>(r, "offload.tanh");
+  addEmulated<tanhBackward>(r, "offload.tanh_backward");
+  addEmulated<expK>(r, "offload.exp");
+  addEmulated<sinK>(r, "offload.sin");
+  addEmulated<cosK>(r, "offload.cos");
+  addEmulated<negK>(r, "offload.neg");
+  addEmulated<sqrtK>(r, "offload.sqrt");
+  addEmulated<rsqrtK>(r, "offload.rsqrt");
+  addEmulated<add>(r, "offload.add");
+  addEmulated<sub>(r, "offload.sub");
+  addEmulated<mul>(r, "offload.mul");
+  addEmulated<divK>(r, "offload.div");
+  addEmulated<addScalar>(r, "offload.add_scalar");
+  addEmulated<mulScalar>(r, "offload.mul_scalar");
+  r.add("offload.masked_fill", maskedFill, Absent::Rejected, LowFloat::Native);
+  r.add("offload.where", whereK, Absent::Rejected, LowFloat::Native);
   r.add("offload.logical_not", logicalNot);
   r.add("offload.logical_and", logicalAnd);
   r.add("offload.logical_or", logicalOr);
-  r.add("offload.fill", fill);
-  r.add("offload.copy", copy);
+  r.add("offload.fill", fill, Absent::Rejected, LowFloat::Native);
+  r.add("offload.copy", copy, Absent::Rejected, LowFloat::Native);
 }
 
 } // namespace kernels

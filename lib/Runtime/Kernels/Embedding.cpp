@@ -97,8 +97,8 @@ std::string embeddingBackward(const KernelArgs &args) {
 } // namespace
 
 void registerEmbeddingKernels(KernelRegistry &r) {
-  r.add("offload.embedding", embedding);
-  r.add("offload.embedding_backward", embeddingBackward);
+  addEmulated<embedding>(r, "offload.embedding");
+  addEmulated<embeddingBackward>(r, "offload.embedding_backward");
 }
 
 } // namespace kernels

@@ -25,6 +25,7 @@
 #include "Geometry.h"
 #include "Kernels.h"
 #include "ThreadPool.h"
+#include "offload/Runtime/Float16.h"
 
 #include <cblas.h>
 
@@ -320,6 +321,86 @@ double dotDevLanes(const T *a, const T *b, int64_t n, double m) {
   for (int l = 0; i < n; ++i, ++l)
     acc[l] += double(a[i]) * (double(b[i]) - m);
   return reduceLanes(acc);
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 and f16: emulated in f32
+//===----------------------------------------------------------------------===//
+
+/// Widens n bf16/f16 elements (dtype `dt`) at `src` to f32 at `dst` (exact).
+inline void widenLowFloat(DType dt, const void *src, float *dst, int64_t n,
+                          int threads) {
+  const uint16_t *p = static_cast<const uint16_t *>(src);
+  parallelFor(n, threads, kGrain, [&](int64_t b, int64_t e) {
+    if (dt == DType::BF16)
+      for (int64_t i = b; i < e; ++i) dst[i] = bf16ToFloat(p[i]);
+    else
+      for (int64_t i = b; i < e; ++i) dst[i] = f16ToFloat(p[i]);
+  });
+}
+
+/// Rounds n f32 elements at `src` to bf16/f16 (dtype `dt`) at `dst`, to
+/// nearest even.
+inline void roundToLowFloat(DType dt, const float *src, void *dst, int64_t n,
+                            int threads) {
+  uint16_t *p = static_cast<uint16_t *>(dst);
+  parallelFor(n, threads, kGrain, [&](int64_t b, int64_t e) {
+    if (dt == DType::BF16)
+      for (int64_t i = b; i < e; ++i) p[i] = floatToBf16(src[i]);
+    else
+      for (int64_t i = b; i < e; ++i) p[i] = floatToF16(src[i]);
+  });
+}
+
+/// The bf16/f16 form of the f32 kernel F (LowFloat::Emulated, Kernel.h):
+/// with no bf16/f16 view it is F itself; otherwise every bf16/f16 input is
+/// widened to an f32 copy, F runs on f32 views (outputs in f32 scratch,
+/// initialised from the outputs' current values), and every bf16/f16
+/// output is rounded from its scratch to nearest even. The scratch is host
+/// memory of the emulation, outside the plan's arenas. Mixing bf16/f16 with
+/// f64 is refused (the dialect never builds it).
+template <KernelFn F> std::string emulateLowFloat(const KernelArgs &args) {
+  bool low = false, f64 = false;
+  for (const auto *views : {&args.inputs, &args.outputs})
+    for (const TensorView &v : *views) {
+      low |= isLowFloat(v.dtype);
+      f64 |= v.dtype == DType::F64;
+    }
+  if (!low)
+    return F(args);
+  if (f64)
+    return "bf16/f16 operands cannot be mixed with f64 ones";
+  std::vector<TensorView> ins(args.inputs), outs(args.outputs);
+  std::vector<std::vector<float>> scratch;
+  scratch.reserve(ins.size() + outs.size());
+  auto widen = [&](TensorView &v) {
+    if (!isLowFloat(v.dtype) || !v.data)
+      return;
+    scratch.emplace_back(size_t(v.numel()));
+    widenLowFloat(v.dtype, v.data, scratch.back().data(), v.numel(),
+                  args.numThreads);
+    v.data = scratch.back().data();
+    v.dtype = DType::F32;
+  };
+  for (TensorView &v : ins) widen(v);
+  for (TensorView &v : outs) widen(v);
+  KernelArgs wide{ins, outs, args.attrs, args.numThreads};
+  if (std::string e = F(wide); !e.empty())
+    return e;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const TensorView &o = args.outputs[k];
+    if (isLowFloat(o.dtype) && o.data)
+      roundToLowFloat(o.dtype, outs[k].as<float>(), o.data, o.numel(),
+                      args.numThreads);
+  }
+  return "";
+}
+
+/// Registers F for `op` with its bf16/f16 form (emulateLowFloat).
+template <KernelFn F>
+void addEmulated(KernelRegistry &r, const char *op,
+                 Absent absent = Absent::Rejected) {
+  r.add(op, &emulateLowFloat<F>, absent, LowFloat::Emulated);
 }
 
 } // namespace kernels

@@ -238,6 +238,6 @@ std::string matmulKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerLinAlgKernels(KernelRegistry &r) {
-  r.add("offload.linear", linearKernel, Absent::Allowed);
-  r.add("offload.matmul", matmulKernel, Absent::Allowed);
+  addEmulated<linearKernel>(r, "offload.linear", Absent::Allowed);
+  addEmulated<matmulKernel>(r, "offload.matmul", Absent::Allowed);
 }

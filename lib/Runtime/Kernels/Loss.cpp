@@ -291,12 +291,12 @@ std::string mseLossBackward(const KernelArgs &args) {
 } // namespace
 
 void registerLossKernels(KernelRegistry &r) {
-  r.add("offload.cross_entropy", crossEntropy);
-  r.add("offload.cross_entropy_backward", crossEntropyBackward);
-  r.add("offload.nll_loss", nllLoss);
-  r.add("offload.nll_loss_backward", nllLossBackward);
-  r.add("offload.mse_loss", mseLoss);
-  r.add("offload.mse_loss_backward", mseLossBackward);
+  addEmulated<crossEntropy>(r, "offload.cross_entropy");
+  addEmulated<crossEntropyBackward>(r, "offload.cross_entropy_backward");
+  addEmulated<nllLoss>(r, "offload.nll_loss");
+  addEmulated<nllLossBackward>(r, "offload.nll_loss_backward");
+  addEmulated<mseLoss>(r, "offload.mse_loss");
+  addEmulated<mseLossBackward>(r, "offload.mse_loss_backward");
 }
 
 } // namespace kernels

@@ -464,8 +464,8 @@ std::string layerNormBackwardKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerNormKernels(KernelRegistry &r) {
-  r.add("offload.batch_norm", batchNormKernel, Absent::Allowed);
-  r.add("offload.batch_norm_backward", batchNormBackwardKernel, Absent::Allowed);
-  r.add("offload.layer_norm", layerNormKernel, Absent::Allowed);
-  r.add("offload.layer_norm_backward", layerNormBackwardKernel, Absent::Allowed);
+  addEmulated<batchNormKernel>(r, "offload.batch_norm", Absent::Allowed);
+  addEmulated<batchNormBackwardKernel>(r, "offload.batch_norm_backward", Absent::Allowed);
+  addEmulated<layerNormKernel>(r, "offload.layer_norm", Absent::Allowed);
+  addEmulated<layerNormBackwardKernel>(r, "offload.layer_norm_backward", Absent::Allowed);
 }

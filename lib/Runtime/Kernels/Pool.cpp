@@ -421,10 +421,10 @@ std::string adaptiveBackwardKernel(const KernelArgs &a) {
 } // namespace
 
 void offload::rt::kernels::registerPoolKernels(KernelRegistry &r) {
-  r.add("offload.max_pool2d", maxPoolKernel, Absent::Allowed);
-  r.add("offload.max_pool2d_backward", maxPoolBackwardKernel, Absent::Allowed);
-  r.add("offload.avg_pool2d", avgPoolKernel, Absent::Allowed);
-  r.add("offload.avg_pool2d_backward", avgPoolBackwardKernel, Absent::Allowed);
-  r.add("offload.adaptive_avg_pool2d", adaptiveKernel, Absent::Allowed);
-  r.add("offload.adaptive_avg_pool2d_backward", adaptiveBackwardKernel, Absent::Allowed);
+  addEmulated<maxPoolKernel>(r, "offload.max_pool2d", Absent::Allowed);
+  addEmulated<maxPoolBackwardKernel>(r, "offload.max_pool2d_backward", Absent::Allowed);
+  addEmulated<avgPoolKernel>(r, "offload.avg_pool2d", Absent::Allowed);
+  addEmulated<avgPoolBackwardKernel>(r, "offload.avg_pool2d_backward", Absent::Allowed);
+  addEmulated<adaptiveKernel>(r, "offload.adaptive_avg_pool2d", Absent::Allowed);
+  addEmulated<adaptiveBackwardKernel>(r, "offload.adaptive_avg_pool2d_backward", Absent::Allowed);
 }

@@ -84,8 +84,8 @@ std::string dropoutBackward(const KernelArgs &a) {
 } // namespace
 
 void registerRandomKernels(KernelRegistry &r) {
-  r.add("offload.dropout", dropout);
-  r.add("offload.dropout_backward", dropoutBackward);
+  addEmulated<dropout>(r, "offload.dropout");
+  addEmulated<dropoutBackward>(r, "offload.dropout_backward");
 }
 
 } // namespace kernels

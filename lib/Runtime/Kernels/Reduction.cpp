@@ -188,9 +188,9 @@ std::string broadcastTo(const KernelArgs &args) {
 } // namespace
 
 void registerReductionKernels(KernelRegistry &r) {
-  r.add("offload.reduce_sum", reduceSum);
-  r.add("offload.reduce_mean", reduceMean);
-  r.add("offload.broadcast_to", broadcastTo);
+  addEmulated<reduceSum>(r, "offload.reduce_sum");
+  addEmulated<reduceMean>(r, "offload.reduce_mean");
+  r.add("offload.broadcast_to", broadcastTo, Absent::Rejected, LowFloat::Native);
 }
 
 } // namespace kernels

@@ -25,21 +25,23 @@ KernelRegistry &KernelRegistry::host() {
   return r;
 }
 
-void KernelRegistry::add(const std::string &opName, KernelFn fn, Absent absent) {
+void KernelRegistry::add(const std::string &opName, KernelFn fn, Absent absent,
+                         LowFloat lowFloat) {
   std::lock_guard<std::mutex> lock(registryMutex());
   for (auto &e : table_)
     if (e.name == opName) {
       e.fn = fn;
       e.absent = absent;
+      e.lowFloat = lowFloat;
       return;
     }
-  table_.push_back({opName, fn, absent});
+  table_.push_back({opName, fn, absent, lowFloat});
 }
 
 Kernel KernelRegistry::lookup(const std::string &opName) const {
   std::lock_guard<std::mutex> lock(registryMutex());
   for (auto &e : table_)
-    if (e.name == opName) return Kernel(e.name, e.fn, e.absent);
+    if (e.name == opName) return Kernel(e.name, e.fn, e.absent, e.lowFloat);
   return Kernel();
 }
 
@@ -90,6 +92,12 @@ std::string Kernel::operator()(const KernelArgs &args) const {
     return op_ + ": no kernel";
   if (std::string e = checkKernelArgs(op_, args, absent_); !e.empty())
     return e;
+  if (lowFloat_ == LowFloat::Rejected)
+    for (const auto *views : {&args.inputs, &args.outputs})
+      for (const TensorView &v : *views)
+        if (isLowFloat(v.dtype))
+          return op_ + ": the host backend has no " + dtypeName(v.dtype) +
+                 " kernel for this op";
   return fn_(args);
 }
 

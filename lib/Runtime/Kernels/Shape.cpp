@@ -52,6 +52,11 @@ std::string transpose(const KernelArgs &args) {
         reinterpret_cast<uint32_t *>(yp)[i] =
             reinterpret_cast<const uint32_t *>(xp)[w.off[0]];
       break;
+    case 2:
+      for (int64_t i = b; i < e; ++i, w.next())
+        reinterpret_cast<uint16_t *>(yp)[i] =
+            reinterpret_cast<const uint16_t *>(xp)[w.off[0]];
+      break;
     default:
       for (int64_t i = b; i < e; ++i, w.next())
         std::memcpy(yp + i * es, xp + w.off[0] * es, es);
@@ -154,11 +159,11 @@ std::string sliceBackward(const KernelArgs &args) {
 } // namespace
 
 void registerShapeKernels(KernelRegistry &r) {
-  r.add("offload.reshape", reshape);
-  r.add("offload.transpose", transpose);
-  r.add("offload.cat", cat);
-  r.add("offload.slice", slice);
-  r.add("offload.slice_backward", sliceBackward);
+  r.add("offload.reshape", reshape, Absent::Rejected, LowFloat::Native);
+  r.add("offload.transpose", transpose, Absent::Rejected, LowFloat::Native);
+  r.add("offload.cat", cat, Absent::Rejected, LowFloat::Native);
+  r.add("offload.slice", slice, Absent::Rejected, LowFloat::Native);
+  r.add("offload.slice_backward", sliceBackward, Absent::Rejected, LowFloat::Native);
 }
 
 } // namespace kernels

@@ -131,10 +131,10 @@ std::string logSoftmaxBackward(const KernelArgs &a) {
 } // namespace
 
 void registerSoftmaxKernels(KernelRegistry &r) {
-  r.add("offload.softmax", softmax);
-  r.add("offload.softmax_backward", softmaxBackward);
-  r.add("offload.log_softmax", logSoftmax);
-  r.add("offload.log_softmax_backward", logSoftmaxBackward);
+  addEmulated<softmax>(r, "offload.softmax");
+  addEmulated<softmaxBackward>(r, "offload.softmax_backward");
+  addEmulated<logSoftmax>(r, "offload.log_softmax");
+  addEmulated<logSoftmaxBackward>(r, "offload.log_softmax_backward");
 }
 
 } // namespace kernels

@@ -433,6 +433,15 @@ func.func @bn_channels(%x: tensor<2x4x3x3xf32>, %c: tensor<5xf32>) {
 
 // -----
 
+// Mixed precision allows a bf16/f16 input with f32 per-channel operands only.
+func.func @bn_mixed_types(%x: tensor<2x4x3x3xf16>, %c: tensor<4xf64>) {
+  // expected-error @+1 {{input element type 'f16' must be the per-channel operands' ('f64'), or bf16/f16 with f32 per-channel operands}}
+  %y, %m, %s, %a, %b = "offload.batch_norm"(%x, %c, %c, %c, %c) {momentum = 0.1 : f64, eps = 1.0e-5 : f64} : (tensor<2x4x3x3xf16>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) -> (tensor<2x4x3x3xf16>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>)
+  return
+}
+
+// -----
+
 func.func @dropout_p(%x: tensor<4xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{dropout probability 1 must be in [0, 1)}}
   %y = offload.dropout %x, %s {p = 1.0 : f64, offset = 0 : i64} : tensor<4xf32>, tensor<i64>

@@ -17,7 +17,20 @@ using namespace mlir::offload;
 
 bool mlir::offload::detail::isFloatTensor(Type t) {
   auto rt = dyn_cast<RankedTensorType>(t);
-  return rt && (rt.getElementType().isF32() || rt.getElementType().isF64());
+  if (!rt)
+    return false;
+  Type e = rt.getElementType();
+  return e.isF32() || e.isF64() || e.isBF16() || e.isF16();
+}
+
+bool mlir::offload::detail::isLowFloat(Type t) {
+  if (auto rt = dyn_cast<RankedTensorType>(t))
+    t = rt.getElementType();
+  return t.isBF16() || t.isF16();
+}
+
+Type mlir::offload::detail::statisticsType(Type t) {
+  return isLowFloat(t) ? Type(Float32Type::get(t.getContext())) : t;
 }
 
 int64_t mlir::offload::detail::tensorBytes(Type t) {

@@ -338,6 +338,12 @@ LogicalResult BatchNormOp::verify() {
       return emitOpError() << "per-channel operand of type " << t
                            << " does not match " << c << " channels";
   }
+  // Mixed precision: a bf16/f16 input may have f32 per-channel operands.
+  Type et = in.getElementType(), pt = getWeight().getType().getElementType();
+  if (et != pt && !(detail::isLowFloat(et) && pt.isF32()))
+    return emitOpError() << "input element type " << et
+                         << " must be the per-channel operands' (" << pt
+                         << "), or bf16/f16 with f32 per-channel operands";
   return success();
 }
 

@@ -475,7 +475,11 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   auto in = cast<RankedTensorType>(a.getInput().getType());
   if (in.getRank() < 2)
     return fail(loc, "batch_norm expects an input of rank >= 2");
-  auto c = RankedTensorType::get({in.getDimSize(1)}, in.getElementType());
+  // Statistics and running statistics in the per-channel operands' type: a
+  // bf16/f16 input with f32 affine parameters and running statistics
+  // (mixed precision, docs/precision.md) keeps them in f32.
+  Type st = cast<RankedTensorType>(a.getRunningMean().getType()).getElementType();
+  auto c = RankedTensorType::get({in.getDimSize(1)}, st);
   types.append({in, c, c, c, c});
   return success();
 }
@@ -495,7 +499,7 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   SmallVector<int64_t> stat(in.getShape());
   for (int64_t i = in.getRank() - nd; i < in.getRank(); ++i)
     stat[i] = 1;
-  auto st = RankedTensorType::get(stat, in.getElementType());
+  auto st = RankedTensorType::get(stat, detail::statisticsType(in.getElementType()));
   types.append({in, st, st});
   return success();
 }
@@ -521,7 +525,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   types.push_back(RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
       q.getElementType()));
-  types.push_back(RankedTensorType::get(q.getShape().drop_back(), q.getElementType()));
+  types.push_back(RankedTensorType::get(q.getShape().drop_back(),
+                                        detail::statisticsType(q.getElementType())));
   return success();
 }
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include "offload/Dialect/Offload/Transforms/Autocast.h"
 #include "offload/Dialect/Offload/Transforms/Autodiff.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
 
@@ -127,6 +128,12 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     return fn.emitOpError("offload-autodiff needs the step's first result to "
                           "be the loss (role 'loss') or a pipeline stage's "
                           "output (role 'output')");
+  // Mixed precision: the casts first, so that the VJPs run the low-type
+  // ops in the low type and the casts' VJPs bring gradients back to f32.
+  if (failed(applyAutocast(fn, precision.getValue().value)))
+    return failure();
+  ret = cast<func::ReturnOp>(body.getTerminator());
+
   Value loss = ret.getOperand(0);
   auto lossType = dyn_cast<RankedTensorType>(loss.getType());
   if (!lossType || !mlir::offload::detail::isFloatTensor(lossType) ||

@@ -121,8 +121,8 @@ def Offload_RsqrtOp : Offload_UnaryOp<"rsqrt", "", 1>;
 // `num_batches_tracked` counter with it (`value` is then integral).
 def Offload_AddScalarOp : Offload_DiffOp<"add_scalar", [SameOperandsAndResultType]> {
   let summary = "Adds a constant: `x + value`";
-  let arguments = (ins RankedTensorOf<[F32, F64, I64]>:$input, F64Attr:$value);
-  let results = (outs RankedTensorOf<[F32, F64, I64]>:$result);
+  let arguments = (ins RankedTensorOf<[F32, F64, BF16, F16, I64]>:$input, F64Attr:$value);
+  let results = (outs RankedTensorOf<[F32, F64, BF16, F16, I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasFolder = 1;
 }

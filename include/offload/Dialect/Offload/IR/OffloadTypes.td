@@ -97,10 +97,12 @@ def Offload_RoleAttr : EnumAttr<Offload_Dialect, Offload_Role, "role"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
-// Type constraints.
-def Offload_FloatTensor : RankedTensorOf<[F32, F64]>;
+// Type constraints. bf16 and f16 are accepted wherever floats are: kernels
+// compute in f32 and round their results to the result type
+// (docs/precision.md).
+def Offload_FloatTensor : RankedTensorOf<[F32, F64, BF16, F16]>;
 def Offload_IndexTensor : RankedTensorOf<[I64]>;
-def Offload_AnyTensor : RankedTensorOf<[F32, F64, I64, I32, I1]>;
+def Offload_AnyTensor : RankedTensorOf<[F32, F64, BF16, F16, I64, I32, I1]>;
 def Offload_SeedTensor : 0DTensorOf<[I64]>;
 
 // Optimizer updates run on the device or, with every operand in host memory,

@@ -19,6 +19,17 @@ class JsonReportOption<string default>
              "(its JSON form, with the text in \"text\"; docs/design.md \"Reports\"), "
              "or false (none)">;
 
+
+// The precision policy's option (Lightning's names), shared by
+// --offload-autodiff and --offload-autocast.
+def PrecisionOption
+    : Option<"precision", "precision", "::mlir::offload::PrecisionOption",
+             /*default=*/"::mlir::offload::Precision::Fp32",
+             "Mixed precision as PyTorch's autocast runs it, with f32 master weights "
+             "(docs/precision.md): fp32 (everything in its own type), bf16-mixed (matmul, "
+             "linear, conv and attention in bf16 from casts of f32 values), fp16-mixed "
+             "(the same in f16; no loss scaling yet)">;
+
 def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   let summary = "Prints FLOPs and bytes of every op of each training step";
   let description = [{
@@ -44,6 +55,45 @@ def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numOps", "ops", "Compute ops counted">,
   ];
+}
+
+def Autocast : Pass<"offload-autocast", "::mlir::ModuleOp"> {
+  let summary = "Inserts the casts of mixed precision into forward-only steps";
+  let description = [{
+    PyTorch's autocast as a rewrite of a forward-only step (what
+    `--offload-autodiff="precision=..."` runs first; docs/precision.md has
+    the tables and their sources, ATen's `autocast_mode.h` op lists for
+    CUDA):
+
+    * low-precision ops (`linear`, `matmul`, `conv2d`,
+      `conv2d_backward_input` as conv_transpose2d, `attention`): every f32
+      operand is cast to bf16/f16 (`offload.copy`) and the result is in the
+      low type;
+    * f32 ops (`softmax`, `log_softmax`, `layer_norm`, `cross_entropy`,
+      `nll_loss`, `mse_loss`, `exp`, `rsqrt`, `reduce_sum`): every bf16/f16
+      operand is cast to f32;
+    * ops that combine floats (`add`, `sub`, `mul`, `div`, `where`, `cat`):
+      operands of different float types are cast to the widest, as PyTorch's
+      type promotion computes them;
+    * every other op runs in the type of its operands (a relu of a bf16
+      value is bf16; `batch_norm` takes a bf16 input with its f32
+      parameters, statistics in f32).
+
+    f64 values are never cast (autocast leaves them alone). One cast per
+    value and type, placed before its first reader and shared by all (PyTorch
+    caches the casts of parameters; it casts activations per use). A step
+    result whose type changed is cast back to its declared type. Running it
+    twice changes nothing.
+
+    Example: `offload-opt --offload-autocast=precision=bf16-mixed fwd.mlir`
+  }];
+  let options = [
+    PrecisionOption,
+  ];
+  let statistics = [
+    Statistic<"numCasts", "casts", "Casts inserted">,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
 def FuseAttention : Pass<"offload-fuse-attention", "::mlir::ModuleOp"> {
@@ -112,6 +162,13 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
        results; updated parameters are `new_parameter` results named like
        the parameter. With `optimizer=none` the gradients are the results.
 
+    With `precision=bf16-mixed` (or `fp16-mixed`) the forward is first
+    rewritten as `--offload-autocast` does (casts to the low type before
+    matmul, linear, conv and attention, to f32 before autocast's f32 ops),
+    so backward runs those ops in the low type too, the casts' VJPs bring
+    gradients back to the f32 master weights, and the optimizer state stays
+    f32.
+
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
   }];
@@ -147,6 +204,7 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     Option<"returnGradients", "return-gradients", "bool", /*default=*/"false",
            "Also return every parameter gradient (role `gradient`, named "
            "`grad:<param>`); they then stay alive until the step ends">,
+    PrecisionOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""bf16-mixed / fp16-mixed steps against PyTorch's autocast, both judged by float64 (issue 29).
+
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_precision.py
+        --model mlp --bin build/bin --work DIR [--precision bf16-mixed] [--k 4]
+
+Exports the example model (export_models.py), imports it, builds its step
+with `offload-autodiff="optimizer=none precision=..."` (gradients only),
+runs one step on the host backend and compares its loss and every parameter
+gradient with PyTorch's float64 step from the same parameters and inputs.
+Next to ours, PyTorch's own mixed precision: the fp32 model under
+`torch.autocast("cpu", dtype=torch.bfloat16)` (float16 for fp16-mixed), its
+gradients on the fp32 parameters, against the same float64 step.
+
+Error of one tensor (the zoo's measure): max|g - g64| / max(max|g64|,
+1e-3 x the model's largest |g64|). The rule, per tensor:
+    ours <= k x max(autocast's error, 2^-9)
+with k = 4 (the zoo's multiple) and 2^-9 a floor of half a bf16 ulp (an
+autocast that happens to be nearly exact on a tensor must not demand more
+of ours than bf16 storage allows); the loss the same way. Prints one line
+per tensor and a verdict; exits 1 if any tensor fails.
+
+PyTorch's CPU autocast is not CUDA's: on the CPU, softmax, log_softmax,
+layer_norm and gelu run in bf16 when their input is bf16; our policy
+follows the CUDA lists (those in f32). So our step is at least as accurate
+where the two differ, and the rule is one-sided.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import export_models as em
+from pipeline import export_and_import, run
+
+FLOOR_BF16 = 2.0 ** -9
+FLOOR_F16 = 2.0 ** -12
+
+
+def torch_step(prefix, dtype, autocast=None):
+    """Loss and {param: grad} of one step of the eager model in `dtype`
+    (optionally under CPU autocast to `autocast`), as float64 numpy."""
+    cfg, model = em.load_eager(prefix)
+    x, y = em.load_inputs(prefix)
+    model = model.to(dtype).train()
+    if x.is_floating_point():
+        x = x.to(dtype)
+    args = em.forward_args(cfg["model"], x, y)
+    ctx = torch.autocast("cpu", dtype=autocast) if autocast is not None else _Null()
+    with ctx:
+        out = model(*args)
+        loss = out if cfg["returns_loss"] else F.cross_entropy(out, y)
+    loss.float().backward() if autocast is not None else loss.backward()
+    grads = {n: (p.grad if p.grad is not None else torch.zeros_like(p)).double().numpy()
+             for n, p in model.named_parameters()}
+    return float(loss.double()), grads
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def rel_err(a, b, floor):
+    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), floor)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--precision", default="bf16-mixed", choices=["bf16-mixed", "fp16-mixed"])
+    ap.add_argument("--k", type=float, default=4.0)
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+
+    m = args.model
+    w = lambda name: os.path.join(args.work, name)
+    export_and_import(m, args.work, args.bin, batch=args.batch)
+    prefix = w(m)
+    plan = w(m + "." + args.precision + ".oflp")
+    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
+         f"--offload-autodiff=optimizer=none precision={args.precision}",
+         f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".step.mlir")])
+    # The step must compute in the low type (the rule is one-sided: an fp32
+    # step would pass it).
+    lowname = "bf16" if args.precision == "bf16-mixed" else "f16"
+    step_text = open(w(m + ".step.mlir")).read()
+    nlow = sum(1 for line in step_text.splitlines()
+               if any(f"offload.{op} " in line for op in ("linear", "matmul", "conv2d", "attention"))
+               and f"x{lowname}>" in line.split(":")[-1])
+    print(f"{m} {args.precision}: {nlow} linear/matmul/conv2d/attention ops in {lowname}: "
+          + ("ok" if nlow else "FAIL"))
+    dump = w(m + "." + args.precision + ".npz")
+    run([os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),
+         "--params", prefix + ".params.npz", "--inputs", prefix + ".inputs.npz",
+         "--dump", dump])
+    ours = np.load(dump)
+
+    low = torch.bfloat16 if args.precision == "bf16-mixed" else torch.float16
+    floor_low = FLOOR_BF16 if low == torch.bfloat16 else FLOOR_F16
+    loss64, g64 = torch_step(prefix, torch.float64)
+    lossac, gac = torch_step(prefix, torch.float32, autocast=low)
+    floor = 1e-3 * max(float(np.max(np.abs(g))) for g in g64.values())
+
+    failed = [] if nlow else ["no low-type op"]
+    rows = [("loss", float(ours["loss"]), lossac, loss64)]
+    e_ours = abs(float(ours["loss"]) - loss64) / abs(loss64)
+    e_ac = abs(lossac - loss64) / abs(loss64)
+    print(f"{m} {args.precision} loss: ours {float(ours['loss']):.6f} autocast {lossac:.6f} "
+          f"float64 {loss64:.6f}; error ours {e_ours:.2e} autocast {e_ac:.2e}: "
+          + ("ok" if e_ours <= args.k * max(e_ac, floor_low) else "FAIL"))
+    if not e_ours <= args.k * max(e_ac, floor_low):
+        failed.append("loss")
+    worst = (0.0, 0.0, "")
+    for n, ref in g64.items():
+        key = "grad:" + n
+        if key not in ours.files:
+            print(f"{m} {args.precision} {n}: no gradient in our dump: FAIL")
+            failed.append(n)
+            continue
+        g = ours[key].astype(np.float64)
+        eo, ea = rel_err(g, ref, floor), rel_err(gac[n], ref, floor)
+        ok = eo <= args.k * max(ea, floor_low)
+        if not ok:
+            failed.append(n)
+        if eo / max(ea, floor_low) > worst[0]:
+            worst = (eo / max(ea, floor_low), eo, n)
+        print(f"  {n}: ours {eo:.2e} autocast {ea:.2e}" + ("" if ok else "  FAIL"))
+    print(f"{m} {args.precision} gradients: {len(g64)} tensors, worst ratio to "
+          f"max(autocast, {floor_low:.2g}) {worst[0]:.2f} ({worst[2]}), rule <= {args.k:g}: "
+          + ("ok" if not failed else "FAIL (" + ", ".join(failed[:5]) + ")"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
