@@ -416,7 +416,8 @@ def _tied_names(model):
 
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
-            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False):
+            seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
+            attention_layout=None):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -455,6 +456,12 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     verbose         print one line per stage with its time (to stderr).
     return_gradients  also output every parameter gradient (Step.gradients());
                     they then stay alive to the end of the step (more memory).
+    attention_layout  "blhd": attention that the model wraps in transpose(1, 2)s
+                    (HF, nanoGPT) takes the token layout [N, L, H, E] without
+                    those copies (offload-import --attention-layout); "bhld":
+                    every attention in the head layout [N, H, L, E]. Default:
+                    "blhd" on the host backend, "bhld" on cuda (the CUDA
+                    attention kernels take only bhld for now).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -494,6 +501,10 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     seed = _check_seed(seed)
     if backend not in ("host", "cuda"):
         raise InputError(f"backend: expected 'host' or 'cuda', got {backend!r}")
+    if attention_layout is None:
+        attention_layout = "bhld" if backend == "cuda" else "blhd"
+    if attention_layout not in ("blhd", "bhld"):
+        raise InputError(f"attention_layout: expected 'blhd' or 'bhld', got {attention_layout!r}")
     workdir = _check_workdir(workdir)
     names = _forward_names(model, n_forward)
     if loss is not None:
@@ -550,6 +561,7 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     for s in specs:
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
+    imp += ["--attention-layout=" + attention_layout]
     no_loss_hint = (" (offload.compile: the forward returns no scalar loss; give the target as "
                     "the last example input and loss='cross_entropy', 'nll' or 'mse')")
 

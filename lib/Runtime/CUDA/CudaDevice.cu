@@ -172,6 +172,16 @@ std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
     bool have = host ? KernelRegistry::host().lookup(in.op) != nullptr
                      : lookupKernel(in.op) != nullptr;
     std::string name = host ? in.op + " (host)" : in.op;
+    // The CUDA attention kernels (CudaAttention.cu) read query, key, value
+    // and out in the head layout [N, H, L, E] only: a token-layout (blhd)
+    // attention is refused here by name rather than run on misread dims.
+    std::string layout = in.attrs.getString("layout", "bhld");
+    if (!host && have && layout != "bhld" &&
+        (in.op == "offload.attention" || in.op == "offload.attention_backward")) {
+      have = false;
+      name = in.op + " (layout " + layout +
+             "; the CUDA kernels take bhld: import with --attention-layout=bhld)";
+    }
     if (!have && std::find(missing.begin(), missing.end(), name) == missing.end())
       missing.push_back(name);
   }
