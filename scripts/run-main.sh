@@ -46,6 +46,12 @@ args = ['--input %s=%s' % (k, v) for k, v in m['inputs'].items()]
 if not m.get('returns_loss'): args.append('--loss ' + m['loss'])
 print(' '.join(args))")
 
+# Step 5 runs on the GPU when there is one; its attention kernels take the
+# head layout only for now (the CUDA backend refuses layout blhd by name).
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  INPUT_ARGS="$INPUT_ARGS --attention-layout=bhld"
+fi
+
 say "2. import: offload-import $MODEL.pt $INPUT_ARGS"
 "$BIN/offload-import" "$OUT/$MODEL.pt" $INPUT_ARGS -o "$OUT/$MODEL.mlir"
 

@@ -417,7 +417,7 @@ def _tied_names(model):
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
-            attention_layout=None):
+            attention_layout=None, fuse_attention=True):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -462,6 +462,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     every attention in the head layout [N, H, L, E]. Default:
                     "blhd" on the host backend, "bhld" on cuda (the CUDA
                     attention kernels take only bhld for now).
+    fuse_attention  False: attention the model spells out (matmul, softmax,
+                    matmul) stays as written instead of becoming one
+                    offload.attention (offload-import --no-fuse-attention).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -562,6 +565,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
     imp += ["--attention-layout=" + attention_layout]
+    if not fuse_attention:
+        imp += ["--no-fuse-attention"]
     no_loss_hint = (" (offload.compile: the forward returns no scalar loss; give the target as "
                     "the last example input and loss='cross_entropy', 'nll' or 'mse')")
 

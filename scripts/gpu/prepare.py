@@ -141,6 +141,9 @@ def prepare(name, a, target_file, out_root, work):
         imp += ["--input", "%s=%s" % (e["name"], models.type_string(e))]
     if not models.returns_loss(name):
         imp += ["--loss", "cross_entropy"]
+    # The CUDA attention kernels take the head layout only for now (the CUDA
+    # backend refuses layout blhd by name): keep the GPT blocks' transposes.
+    imp += ["--attention-layout=bhld"]
     run(imp, log)
     os.remove(os.path.join(w, "model.pt"))
 

@@ -36,6 +36,10 @@ def export_and_import(model, work, bin_dir, batch=0, dropout=None):
         imp += ["--input", f"{k}={v}"]
     if not meta.get("returns_loss"):
         imp += ["--loss", meta["loss"]]
+    if cuda_device_present():
+        # The plans also run on the CUDA backend (cuda_runnable), whose
+        # attention kernels take the head layout only for now.
+        imp += ["--attention-layout=bhld"]
     run(imp)
     return meta
 
