@@ -416,8 +416,8 @@ unsigned mlir::offload::foldAttentionTokenLayout(func::FuncOp fn, raw_ostream *l
       continue;
     }
     Value out = att.getOut();
-    if (out.use_empty() ||
-        !llvm::all_of(out.getUsers(), [](Operation *u) { return swapsOneTwo(dyn_cast<TransposeOp>(u)); })) {
+    auto swapped = [](Operation *u) { return swapsOneTwo(dyn_cast<TransposeOp>(u)); };
+    if (out.use_empty() || !llvm::all_of(out.getUsers(), swapped)) {
       keep("the output is not read only through transpose(1, 2)");
       continue;
     }
