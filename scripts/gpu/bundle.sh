@@ -121,6 +121,8 @@ PREP=(env PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/gpu/prepare.
 [[ -n "$MODELS" ]] && PREP+=(--models "$MODELS")
 nice -n 5 "${PREP[@]}"
 rm -rf "$SCRATCH/work"
+# The fused attention's steps for the sdpa part (scripts/gpu/attention.py).
+/usr/bin/python3 "$ROOT/scripts/gpu/attention.py" build --bin "$BUILD_DIR/bin" --out "$NEW/models"
 # The plans hold their constants (gpt2-small's causal masks: 13 and 26 MB),
 # which compress well.
 tar -C "$NEW" -czf "$SCRATCH/models.tar.gz" models

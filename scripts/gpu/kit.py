@@ -824,13 +824,44 @@ def part_copy():
     return part.done("ok", **got)
 
 
+def part_sdpa():
+    """The fused attention against PyTorch's SDPA (scripts/gpu/attention.py)."""
+    part = Part("sdpa")
+    if ENV("KIT_BACKEND") != "cuda":
+        return part.done("skipped", reason="no GPU (host backend rehearsal)")
+    import attention
+    rows = []
+    part.set(rows=rows, rule="max|x - f64| / max|f64| of the output and each gradient: ours <= "
+             "%g x PyTorch fp32 SDPA's, or <= %g" % (attention.SDPA_FACTOR, attention.FLOOR))
+    failed = False
+    cases = bundle_models("attention")
+    for idx, (name, d, meta) in enumerate(cases):
+        if remaining() < 15:
+            rows.append({"case": name, "ok": False, "error": "out of time"})
+            failed = True
+            continue
+        try:
+            row = attention.check(d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"),
+                                  bin_env(), os.path.join(env_path("KIT_WORK"), "sdpa", name),
+                                  max(10, remaining(reserve=2) / (len(cases) - idx)),
+                                  parse_profile)
+        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
+            row = {"case": name, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        rows.append(row)
+        failed |= not row.get("ok")
+        part.save()
+        shutil.rmtree(os.path.join(env_path("KIT_WORK"), "sdpa", name), ignore_errors=True)
+    return part.done("fail" if failed or not rows else "ok")
+
+
 # ---------------------------------------------------------------------------
 # Report: results.json, results.md and the summary printed last
 # ---------------------------------------------------------------------------
-ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy"]  # the issue's order
+ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa"]  # the issue's order
 TITLES = {"versions": "1. device, driver, libraries", "gtests": "2. Cuda* gtests",
           "memcheck": "2. compute-sanitizer memcheck", "plans": "3. carried plans vs host",
-          "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput"}
+          "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput",
+          "sdpa": "6. attention vs PyTorch SDPA"}
 
 
 def load_parts():
@@ -921,6 +952,24 @@ def one_line(name, d):
                    d.get("h2d_gbps") or 0, pct(d.get("h2d_gbps")), d.get("d2h_gbps") or 0,
                    pct(d.get("d2h_gbps")), d.get("both_directions_gbps_each") or 0, d.get("link", "?"),
                    pub if pub else "?")
+    if name == "sdpa":
+        parts = []
+        for r in d.get("rows", []):
+            if r.get("error"):
+                parts.append("%s: %s" % (r["case"], r["error"][:120]))
+                continue
+            o = r.get("ours_ms", {})
+            worst = max([kv for kv in r.get("errors", {}).items() if kv[0] != "loss"],
+                        key=lambda kv: kv[1]["ours"] /
+                        max(kv[1]["pytorch_fp32"], 1e-30), default=None)
+            parts.append("%s %s: ours %s+%s ms, PyTorch fp32 %s ms fwd+bwd; worst %s %.1e vs "
+                         "PyTorch's %.1e%s" % (
+                             r["case"], r.get("shape", ""), o.get("attention", "?"),
+                             o.get("attention_backward", "?"), r.get("pytorch_fp32_fwd_bwd_ms"),
+                             worst[0] if worst else "-", worst[1]["ours"] if worst else 0,
+                             worst[1]["pytorch_fp32"] if worst else 0,
+                             "" if r.get("ok") else " FAIL"))
+        return "; ".join(parts)
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
@@ -1072,7 +1121,7 @@ def main(argv):
         return 0
     cmd = argv[0]
     table = {"versions": part_versions, "gtests": part_gtests, "memcheck": part_memcheck,
-             "plans": part_plans, "sbs": part_sbs, "copy": part_copy}
+             "plans": part_plans, "sbs": part_sbs, "copy": part_copy, "sdpa": part_sdpa}
     if cmd == "report" and "--line" in argv:
         name = argv[argv.index("--line") + 1]
         d = load_parts().get(name)

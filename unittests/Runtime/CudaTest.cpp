@@ -1254,11 +1254,22 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
       {"f64", DType::F64, 1, 2, 2, 25, 31, 16, 40, false, 1},
       {"head 128", DType::F32, 1, 2, 2, 40, 40, 128, 128, true},
       {"head 256 f64", DType::F64, 1, 1, 1, 9, 12, 256, 256},
-      // The token layout (layout blhd).
+      // The register-tiled kernels (f32, E = Ev of 64 or 128): partial
+      // tiles of rows and keys, masks, dropout, grouped heads, L != S.
+      {"tiled gqa", DType::F32, 2, 4, 2, 100, 130, 64, 64},
+      {"tiled causal bool mask", DType::F32, 1, 2, 2, 77, 77, 64, 64, true, 1},
+      {"tiled additive dropout", DType::F32, 2, 2, 1, 65, 129, 64, 64, false, 2, 0.1},
+      {"tiled causal L<S 128", DType::F32, 1, 2, 1, 50, 90, 128, 128, true},
+      {"tiled causal L>S", DType::F32, 1, 3, 3, 130, 70, 64, 64, true},
+      {"tiled dropout 128", DType::F32, 1, 2, 2, 64, 64, 128, 128, true, 0, 0.3},
+      // The token layout (layout blhd), warp-per-row and tiled shapes.
       {"tokens causal gqa", DType::F32, 2, 4, 2, 70, 70, 32, 32, true, 0, 0, true},
       {"tokens bool mask f64", DType::F64, 1, 2, 2, 25, 31, 16, 40, false, 1, 0, true},
       {"tokens additive mask dropout", DType::F32, 2, 2, 1, 17, 29, 16, 16, false, 2, 0.2,
        true},
+      {"tokens tiled gqa causal", DType::F32, 2, 4, 2, 100, 130, 64, 64, true, 0, 0, true},
+      {"tokens tiled additive dropout 128", DType::F32, 1, 2, 1, 65, 129, 128, 128, false, 2,
+       0.1, true},
   };
   for (const AttnCase &c : cases) {
     SCOPED_TRACE(c.name);
@@ -1373,52 +1384,58 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
   }
 }
 
-/// Prints the fused attention's time at GPT-2 small's shape (batch 8,
-/// 12 heads, T = 1024, head 64, causal), forward and backward, for the
-/// record (docs/gpu.md); checks only that it runs.
+/// Prints the fused attention's time, forward and backward, at GPT-2
+/// small's shape (batch 8, 12 heads, T = 1024, head 64, causal) and at
+/// Llama-3-8B's (batch 1, 32 query and 8 key/value heads, T = 4096, head
+/// 128, causal), for the record (docs/gpu.md); checks only that it runs.
 TEST(CudaTest, AttentionTimeAtGpt2Shape) {
   SKIP_WITHOUT_GPU();
-  int64_t n = 8, h = 12, t = 1024, e = 64;
-  PlanBuilder b;
-  auto buf = [&](const char *name, std::vector<int64_t> shape, BufferRole r) {
-    int id = b.buffer(name, DType::F32, shape, r);
-    if (r == BufferRole::Input)
-      b.bindIn(name, id);
-    else
-      b.bindOut(name, id);
-    return id;
+  auto time = [](const char *what, int64_t n, int64_t h, int64_t hkv, int64_t t, int64_t e) {
+    PlanBuilder b;
+    auto buf = [&](const char *name, std::vector<int64_t> shape, BufferRole r) {
+      int id = b.buffer(name, DType::F32, shape, r);
+      if (r == BufferRole::Input)
+        b.bindIn(name, id);
+      else
+        b.bindOut(name, id);
+      return id;
+    };
+    std::vector<int64_t> qs{n, h, t, e}, kvs{n, hkv, t, e};
+    int q = buf("q", qs, BufferRole::Input), k = buf("k", kvs, BufferRole::Input),
+        v = buf("v", kvs, BufferRole::Input), dout = buf("dout", qs, BufferRole::Input);
+    int out = buf("out", qs, BufferRole::Output), lse = buf("lse", {n, h, t}, BufferRole::Output);
+    AttrMap at = attrs({{"scale", attrFloat(1.0 / std::sqrt(double(e)))}, {"is_causal", attrInt(1)}});
+    b.instr("offload.attention", {q, k, v}, {out, lse}, at);
+    b.instr("offload.attention_backward", {dout, q, k, v, out, lse},
+            {buf("dq", qs, BufferRole::Output), buf("dk", kvs, BufferRole::Output),
+             buf("dv", kvs, BufferRole::Output)},
+            at);
+    auto plan = Plan::fromData(b.finish());
+    ASSERT_TRUE(bool(plan)) << plan.message();
+    SessionOptions so;
+    so.profile = true;
+    auto s = Session::create(*plan, "cuda", so);
+    ASSERT_TRUE(bool(s)) << s.message();
+    Lcg rng{5};
+    for (const char *name : {"q", "k", "v", "dout"}) {
+      Tensor x(DType::F32, name[0] == 'k' || name[0] == 'v' ? kvs : qs);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        x.as<float>()[i] = float(rng.normal());
+      ASSERT_TRUE((*s)->bind(name, x).ok());
+    }
+    for (int step = 0; step < 3; ++step) {
+      Status st = (*s)->step();
+      ASSERT_TRUE(st.ok()) << st.message();
+    }
+    const std::vector<double> &sec = (*s)->instructionSeconds();
+    // Useful FLOPs: 2 GEMMs forward, 5 backward, half of them (causal).
+    double flopsF = 4.0 * n * h * t * t * e, flopsB = 10.0 * n * h * t * t * e;
+    std::cout << "attention " << what << " causal f32: forward " << sec[0] * 1e3 << " ms ("
+              << flopsF / 2 / sec[0] * 1e-12 << " TFLOP/s useful), backward " << sec[1] * 1e3
+              << " ms (" << flopsB / 2 / sec[1] * 1e-12 << " TFLOP/s useful)\n";
   };
-  int q = buf("q", {n, h, t, e}, BufferRole::Input), k = buf("k", {n, h, t, e}, BufferRole::Input),
-      v = buf("v", {n, h, t, e}, BufferRole::Input), dout = buf("dout", {n, h, t, e}, BufferRole::Input);
-  int out = buf("out", {n, h, t, e}, BufferRole::Output), lse = buf("lse", {n, h, t}, BufferRole::Output);
-  AttrMap at = attrs({{"scale", attrFloat(0.125)}, {"is_causal", attrInt(1)}});
-  b.instr("offload.attention", {q, k, v}, {out, lse}, at);
-  b.instr("offload.attention_backward", {dout, q, k, v, out, lse},
-          {buf("dq", {n, h, t, e}, BufferRole::Output), buf("dk", {n, h, t, e}, BufferRole::Output),
-           buf("dv", {n, h, t, e}, BufferRole::Output)},
-          at);
-  auto plan = Plan::fromData(b.finish());
-  ASSERT_TRUE(bool(plan)) << plan.message();
-  SessionOptions so;
-  so.profile = true;
-  auto s = Session::create(*plan, "cuda", so);
-  ASSERT_TRUE(bool(s)) << s.message();
-  Lcg rng{5};
-  for (const char *name : {"q", "k", "v", "dout"}) {
-    Tensor x(DType::F32, {n, h, t, e});
-    for (int64_t i = 0; i < x.numel(); ++i)
-      x.as<float>()[i] = float(rng.normal());
-    ASSERT_TRUE((*s)->bind(name, x).ok());
-  }
-  for (int step = 0; step < 3; ++step) {
-    Status st = (*s)->step();
-    ASSERT_TRUE(st.ok()) << st.message();
-  }
-  const std::vector<double> &sec = (*s)->instructionSeconds();
-  double flopsF = 4.0 * n * h * t * t * e, flopsB = 10.0 * n * h * t * t * e;
-  std::cout << "attention [8,12,1024,64] causal f32: forward " << sec[0] * 1e3 << " ms ("
-            << flopsF / 2 / sec[0] * 1e-12 << " TFLOP/s useful), backward " << sec[1] * 1e3
-            << " ms (" << flopsB / 2 / sec[1] * 1e-12 << " TFLOP/s useful)\n";
+  time("[8,12,1024,64]", 8, 12, 12, 1024, 64);
+  time("[1,32/8,4096,128]", 1, 32, 8, 4096, 128);
 }
 
 } // namespace
