@@ -434,6 +434,11 @@ OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
   // HF's repeat_kv feeding attention becomes grouped-query attention.
   foldRepeatedKeyValue(func);
 
+  // Attention between transpose(1, 2)s (q.view(N, L, H, E).transpose(1, 2)
+  // ... out.transpose(1, 2)) takes the token layout without the copies.
+  if (opts.attentionTokenLayout)
+    foldAttentionTokenLayout(func);
+
   // Transposes of the last two dims feeding a matmul fold into its flags
   // (MatmulOp's canonicalization; no other pattern or folder runs here).
   {

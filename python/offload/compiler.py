@@ -419,7 +419,7 @@ def _tied_names(model):
 def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
-            precision="fp32"):
+            precision="fp32", attention_layout="blhd", fuse_attention=True):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -466,6 +466,14 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     gradients() stay fp32. fp16-mixed has no loss scaling yet.
                     The host backend emulates bf16/f16 exactly; the CUDA
                     backend has no bf16/f16 kernels yet (OffloadError).
+    attention_layout  "blhd": attention that the model wraps in transpose(1, 2)s
+                    (HF, nanoGPT) takes the token layout [N, L, H, E] without
+                    those copies (offload-import --attention-layout); "bhld":
+                    every attention in the head layout [N, H, L, E]. Default:
+                    "blhd".
+    fuse_attention  False: attention the model spells out (matmul, softmax,
+                    matmul) stays as written instead of becoming one
+                    offload.attention (offload-import --no-fuse-attention).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -507,6 +515,8 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     seed = _check_seed(seed)
     if backend not in ("host", "cuda"):
         raise InputError(f"backend: expected 'host' or 'cuda', got {backend!r}")
+    if attention_layout not in ("blhd", "bhld"):
+        raise InputError(f"attention_layout: expected 'blhd' or 'bhld', got {attention_layout!r}")
     workdir = _check_workdir(workdir)
     names = _forward_names(model, n_forward)
     if loss is not None:
@@ -563,6 +573,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     for s in specs:
         imp += ["--input", s]
     imp += ["--loss", loss if loss is not None else "cross_entropy"]
+    imp += ["--attention-layout=" + attention_layout]
+    if not fuse_attention:
+        imp += ["--no-fuse-attention"]
     no_loss_hint = (" (offload.compile: the forward returns no scalar loss; give the target as "
                     "the last example input and loss='cross_entropy', 'nll' or 'mse')")
 

@@ -64,6 +64,13 @@ static cl::opt<bool> noFuseAttention(
     cl::desc("Keep spelled-out attention (matmul, softmax, matmul) as imported instead of "
              "rewriting it into offload.attention (--offload-fuse-attention)"),
     cl::init(false), cl::cat(importCategory));
+static cl::opt<std::string> attentionLayout(
+    "attention-layout",
+    cl::desc("blhd (default): attention between transpose(1, 2)s of its query, key, value "
+             "and output (HF, nanoGPT) takes the token layout [N, L, H, E] without those "
+             "copies; bhld: every attention stays in the head layout [N, H, L, E] (what "
+             "the CUDA attention kernels take for now)"),
+    cl::value_desc("blhd|bhld"), cl::init("blhd"), cl::cat(importCategory));
 static cl::opt<bool> timeIt("time", cl::desc("Print load and import times to stderr"),
                             cl::init(false), cl::cat(importCategory));
 static cl::opt<bool> noDebugInfo("no-locations",
@@ -88,6 +95,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> unused;
   opts.keepUnused = keepUnused;
   opts.fuseAttention = !noFuseAttention;
+  if (attentionLayout != "blhd" && attentionLayout != "bhld")
+    return failWith(1, "--attention-layout must be blhd or bhld, got '" + attentionLayout + "'");
+  opts.attentionTokenLayout = attentionLayout == "blhd";
   opts.unusedOut = &unused;
   for (const std::string &s : inputSpecs) {
     InputSpec spec;

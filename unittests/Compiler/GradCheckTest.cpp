@@ -359,6 +359,26 @@ std::vector<Case> cases() {
                   attn(", %seed", "scale = 5.0e-01 : f64, dropout_p = 3.0e-01 : f64, offset = 3 : i64",
                        ", tensor<i64>", kv, v3),
                   y});
+    // The token layout (layout blhd: q [N, L, Hq, E], k and v [N, S, Hkv, .],
+    // the output [N, L, Hq, Ev]), and a learned bias with dropout in it (its
+    // gradient composed in the head layout through transposes).
+    const char *qT = "tensor<2x3x4x4xf64>", *kvT = "tensor<2x5x2x4xf64>",
+               *v3T = "tensor<2x5x2x3xf64>", *yT = "tensor<2x3x4x3xf64>";
+    cs.push_back({"attention_tokens_causal_bool_mask_gqa",
+                  {P("q", qT), P("k", kvT), P("v", v3T),
+                   In("m", "tensor<2x1x1x5xi1>", Fill::Bool)},
+                  std::string("  %y, %lse = offload.attention %q, %k, %v, %m layout blhd "
+                              "{scale = 5.0e-01 : f64, is_causal = true, has_mask = true} : ") +
+                      qT + ", " + kvT + ", " + v3T + ", tensor<2x1x1x5xi1>",
+                  yT});
+    cs.push_back({"attention_tokens_learned_bias_dropout",
+                  {P("q", qT), P("k", kvT), P("v", v3T), P("m", "tensor<2x1x3x5xf64>"),
+                   In("seed", "tensor<i64>", Fill::Seed)},
+                  std::string("  %y, %lse = offload.attention %q, %k, %v, %m, %seed layout blhd "
+                              "{scale = 5.0e-01 : f64, has_mask = true, dropout_p = 2.0e-01 : f64, "
+                              "offset = 7 : i64} : ") +
+                      qT + ", " + kvT + ", " + v3T + ", tensor<2x1x3x5xf64>, tensor<i64>",
+                  yT});
   }
   cs.push_back({"cross_entropy", {P("z", "tensor<5x4xf64>"), In("t", "tensor<5xi64>", Fill::Index, 4)},
                 "  %y = offload.cross_entropy %z, %t : tensor<5x4xf64>, tensor<5xi64>", "tensor<f64>"});

@@ -72,11 +72,21 @@ Attrs attrsOf(const Cfg &c) {
 
 at::Tensor seedTensor(const Cfg &c) { return torch::full({}, c.seed, torch::kLong); }
 
-/// offload.attention then offload.attention_backward in dtype `t`.
-Result runOurs(const Cfg &c, const Inputs &in, at::ScalarType t, int threads) {
+/// offload.attention then offload.attention_backward in dtype `t`. With
+/// `tokens`, in the token layout (layout = blhd): q, k, v and dout are
+/// passed as [N, L, H, E] (transposed copies) and out, dq, dk, dv come back
+/// transposed to the head layout, so that results compare element for
+/// element with the head layout's.
+Result runOurs(const Cfg &c, const Inputs &in, at::ScalarType t, int threads,
+               bool tokens = false) {
   Result r;
   at::Tensor q = in.q.to(t), k = in.k.to(t), v = in.v.to(t), dout = in.dout.to(t);
-  r.out = at::empty({c.n, c.hq, c.l, c.ev}, q.options());
+  auto lay = [&](const at::Tensor &x) { return tokens ? x.transpose(1, 2).contiguous() : x; };
+  q = lay(q), k = lay(k), v = lay(v), dout = lay(dout);
+  Attrs at = attrsOf(c);
+  if (tokens)
+    at.s("layout", "blhd");
+  r.out = lay(at::empty({c.n, c.hq, c.l, c.ev}, q.options()));
   r.lse = at::empty({c.n, c.hq, c.l}, q.options());
   std::vector<at::Tensor> extras;
   if (c.mask.defined())
@@ -85,16 +95,17 @@ Result runOurs(const Cfg &c, const Inputs &in, at::ScalarType t, int threads) {
     extras.push_back(seedTensor(c));
   std::vector<at::Tensor> ins = {q, k, v};
   ins.insert(ins.end(), extras.begin(), extras.end());
-  EXPECT_EQ(runKernel("attention", ins, {r.out, r.lse}, attrsOf(c).m, threads), "")
-      << c.name;
+  EXPECT_EQ(runKernel("attention", ins, {r.out, r.lse}, at.m, threads), "") << c.name;
   r.dq = at::empty_like(q);
   r.dk = at::empty_like(k);
   r.dv = at::empty_like(v);
   std::vector<at::Tensor> bins = {dout, q, k, v, r.out, r.lse};
   bins.insert(bins.end(), extras.begin(), extras.end());
-  EXPECT_EQ(runKernel("attention_backward", bins, {r.dq, r.dk, r.dv}, attrsOf(c).m, threads),
-            "")
+  EXPECT_EQ(runKernel("attention_backward", bins, {r.dq, r.dk, r.dv}, at.m, threads), "")
       << c.name;
+  if (tokens)
+    for (at::Tensor *x : {&r.out, &r.dq, &r.dk, &r.dv})
+      *x = x->transpose(1, 2).contiguous();
   return r;
 }
 
@@ -376,6 +387,65 @@ TEST(Attention, RejectsBadOperands) {
 
 // The host backend runs real models in CI: a [2, 4, 128, 64] attention's
 // forward and backward on one thread, timed (best of 5).
+// The token layout (layout = blhd: q, k, v, out and the gradients
+// [N, L, H, E]) gives the head layout's results bit for bit: the kernels
+// gather a head's rows into the same packed buffers and run the same GEMMs.
+// Every feature (masks, causal, grouped heads, dropout, several row blocks,
+// a fully masked row, L != S, E != Ev), both dtypes, 1 and 3 threads.
+TEST(Attention, TokenLayoutIsBitIdenticalToHeadLayout) {
+  std::vector<Cfg> cfgs;
+  Cfg c;
+  c.name = "plain";
+  cfgs.push_back(c);
+  c.name = "causal, L != S, several blocks";
+  c.n = 2, c.hq = 3, c.hkv = 3, c.l = 150, c.s = 70, c.e = 16, c.ev = 8, c.causal = true;
+  cfgs.push_back(c);
+  c = Cfg();
+  c.name = "grouped query, bool mask with a fully masked row";
+  c.hq = 4, c.hkv = 2, c.l = 9, c.s = 11;
+  at::Tensor m = at::rand({c.n, 1, c.l, c.s}) < 0.7;
+  m[1][0][3].fill_(false);
+  c.mask = m;
+  cfgs.push_back(c);
+  c = Cfg();
+  c.name = "multi-query, additive mask, dropout";
+  c.hq = 4, c.hkv = 1, c.l = 70, c.s = 66, c.p = 0.25, c.offset = 11;
+  c.mask = at::randn({c.n, 1, 1, c.s}, at::kDouble);
+  cfgs.push_back(c);
+  for (const Cfg &cfg : cfgs) {
+    SCOPED_TRACE(cfg.name);
+    Inputs in = makeInputs(cfg, 5);
+    for (at::ScalarType t : floatTypes())
+      for (int threads : {1, 3}) {
+        Result head = runOurs(cfg, in, t, threads);
+        Result tok = runOurs(cfg, in, t, threads, true);
+        const char *names[] = {"out", "lse", "dq", "dk", "dv"};
+        at::Tensor Result::*fields[] = {&Result::out, &Result::lse, &Result::dq, &Result::dk,
+                                        &Result::dv};
+        for (int f = 0; f < 5; ++f)
+          EXPECT_TRUE((head.*fields[f]).equal(tok.*fields[f]))
+              << names[f] << " " << tname(t) << " threads " << threads
+              << ": token layout differs from head layout";
+      }
+  }
+  // Shapes are checked in the layout: a head-layout value among token-layout
+  // query and key is refused, and a bad layout name too.
+  Cfg b;
+  b.hq = 4, b.hkv = 2, b.l = 5, b.s = 7;
+  Inputs in = makeInputs(b, 1);
+  at::Tensor qt = in.q.transpose(1, 2).contiguous(), kt = in.k.transpose(1, 2).contiguous();
+  at::Tensor out = at::empty({b.n, b.l, b.hq, b.ev}, at::kDouble);
+  at::Tensor lse = at::empty({b.n, b.hq, b.l}, at::kDouble);
+  Attrs a = attrsOf(b);
+  a.s("layout", "blhd");
+  EXPECT_EQ(run("attention", {qt, kt, in.v.transpose(1, 2).contiguous()}, {out, lse}, a), "");
+  EXPECT_NE(run("attention", {qt, kt, in.v}, {out, lse}, a).find("(layout blhd)"),
+            std::string::npos);
+  a.s("layout", "bshd");
+  EXPECT_NE(run("attention", {in.q, in.k, in.v}, {out, lse}, a).find("layout must be"),
+            std::string::npos);
+}
+
 TEST(Attention, HostKernelTime) {
   Cfg c;
   c.n = 2, c.hq = 4, c.hkv = 4, c.l = 128, c.s = 128, c.e = 64, c.ev = 64;

@@ -17,6 +17,9 @@
 //   * The fused attention's kernels against a float64 reference written in
 //     this file (masks, causal, grouped heads, dropout, head sizes 8-256),
 //     bit for bit run to run; its time at GPT-2 small's shape is printed.
+//     Token-layout cases (layout = blhd: q, k, v, out and the gradients
+//     [N, L, H, E]) are among them, in both the tiled and the warp-per-row
+//     kernels.
 //   * A convolution whose deterministic algorithms all need more workspace
 //     for the whole batch than the plan has runs in batch slices, matches
 //     the host and repeats bit for bit; so does each convolution kernel
@@ -387,6 +390,25 @@ std::vector<OpCase> opCases() {
                  {f64(og), f64(q), f64(kg), f64(vg), f64(og), f64(l, constant(3)),
                   f64({33, 40}), seed},
                  {f64(q), f64(kg), f64(vg)}, at(0.3, 1, 1, 0.2, 17)});
+    // The token layout (layout blhd): q [N, L, Hq, E], key and value
+    // [N, S, Hkv, E|Ev], out and the gradients alike; lse [N, Hq, L].
+    auto tok = [&](AttrMap m) {
+      m.set("layout", attrString("blhd"));
+      return m;
+    };
+    std::vector<int64_t> qT{2, 33, 4, 16}, kgT{2, 40, 2, 16}, vgT{2, 40, 2, 8},
+        ogT{2, 33, 4, 8};
+    c.push_back({"attention", {f32(qT), f32(kgT), f32(vgT), bmask}, {f32(ogT), f32(l)},
+                 tok(at(0.3, 1, 1, 0, 0))});
+    c.push_back({"attention", {f64(qT), f64(kgT), f64(vgT), f64({33, 40}), seed},
+                 {f64(ogT), f64(l)}, tok(at(0.3, 0, 1, 0.2, 17))});
+    c.push_back({"attention_backward",
+                 {f32(ogT), f32(qT), f32(kgT), f32(vgT), f32(ogT), f32(l, constant(3)), bmask},
+                 {f32(qT), f32(kgT), f32(vgT)}, tok(at(0.3, 1, 1, 0, 0))});
+    c.push_back({"attention_backward",
+                 {f64(ogT), f64(qT), f64(kgT), f64(vgT), f64(ogT), f64(l, constant(3)),
+                  f64({33, 40}), seed},
+                 {f64(qT), f64(kgT), f64(vgT)}, tok(at(0.3, 1, 1, 0.2, 17))});
   }
   c.push_back({"linear", {f32({16, 32}), f32({24, 32}), f32({24})}, {f32({16, 24})}, {}});
   c.push_back({"linear", {f64({2, 8, 32}), f64({24, 32}), none()}, {f64({2, 8, 24})}, {}});
@@ -1059,7 +1081,27 @@ struct AttnCase {
   bool causal = false;
   int mask = 0; ///< 0 none, 1 bool [L,S] (a fully masked row), 2 additive [N,1,1,S]
   double p = 0; ///< dropout
+  bool tokens = false; ///< layout blhd: q, k, v, dout, out, dq, dk, dv [N, L, H, E]
 };
+
+/// `t` (rank 4, f32 or f64) with dims 1 and 2 swapped, contiguous: head
+/// layout [N, H, L, E] <-> token layout [N, L, H, E].
+Tensor swapDims12(const Tensor &t) {
+  std::vector<int64_t> s = t.shape();
+  Tensor r(t.dtype(), {s[0], s[2], s[1], s[3]});
+  for (int64_t a = 0; a < s[0]; ++a)
+    for (int64_t b = 0; b < s[1]; ++b)
+      for (int64_t c = 0; c < s[2]; ++c)
+        for (int64_t e = 0; e < s[3]; ++e) {
+          int64_t from = ((a * s[1] + b) * s[2] + c) * s[3] + e;
+          int64_t to = ((a * s[2] + c) * s[1] + b) * s[3] + e;
+          if (t.dtype() == DType::F32)
+            r.as<float>()[to] = t.as<float>()[from];
+          else
+            r.as<double>()[to] = t.as<double>()[from];
+        }
+  return r;
+}
 
 /// The attention forward and backward of `c` in double, the ops'
 /// definition (OffloadComputeOps.td) written out: out, lse, dq, dk, dv.
@@ -1172,6 +1214,14 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
       {"tiled causal L<S 128", DType::F32, 1, 2, 1, 50, 90, 128, 128, true},
       {"tiled causal L>S", DType::F32, 1, 3, 3, 130, 70, 64, 64, true},
       {"tiled dropout 128", DType::F32, 1, 2, 2, 64, 64, 128, 128, true, 0, 0.3},
+      // The token layout (layout blhd), warp-per-row and tiled shapes.
+      {"tokens causal gqa", DType::F32, 2, 4, 2, 70, 70, 32, 32, true, 0, 0, true},
+      {"tokens bool mask f64", DType::F64, 1, 2, 2, 25, 31, 16, 40, false, 1, 0, true},
+      {"tokens additive mask dropout", DType::F32, 2, 2, 1, 17, 29, 16, 16, false, 2, 0.2,
+       true},
+      {"tokens tiled gqa causal", DType::F32, 2, 4, 2, 100, 130, 64, 64, true, 0, 0, true},
+      {"tokens tiled additive dropout 128", DType::F32, 1, 2, 1, 65, 129, 128, 128, false, 2,
+       0.1, true},
   };
   for (const AttnCase &c : cases) {
     SCOPED_TRACE(c.name);
@@ -1212,6 +1262,14 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
                         {"has_mask", attrInt(c.mask != 0)},
                         {"dropout_p", attrFloat(c.p)},
                         {"offset", attrInt(7)}});
+    // Token layout: the plan's q, k, v, dout, out and gradients are
+    // [N, L, H, E]; the reference stays in the head layout, and results are
+    // swapped back to it before comparing.
+    if (c.tokens)
+      at.set("layout", attrString("blhd"));
+    auto lay = [&](int64_t h, int64_t l, int64_t e) {
+      return c.tokens ? std::vector<int64_t>{c.n, l, h, e} : std::vector<int64_t>{c.n, h, l, e};
+    };
     // One plan: attention, then its backward from grad_out "dout".
     PlanBuilder b;
     auto input = [&](const char *name, DType dt, std::vector<int64_t> shape) {
@@ -1224,10 +1282,10 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
       b.bindOut(name, id);
       return id;
     };
-    int q = input("q", c.dt, {c.n, c.hq, c.l, c.e});
-    int k = input("k", c.dt, {c.n, c.hkv, c.s, c.e});
-    int v = input("v", c.dt, {c.n, c.hkv, c.s, c.ev});
-    int dout = input("dout", c.dt, {c.n, c.hq, c.l, c.ev});
+    int q = input("q", c.dt, lay(c.hq, c.l, c.e));
+    int k = input("k", c.dt, lay(c.hkv, c.s, c.e));
+    int v = input("v", c.dt, lay(c.hkv, c.s, c.ev));
+    int dout = input("dout", c.dt, lay(c.hq, c.l, c.ev));
     std::vector<int32_t> extras;
     if (c.mask) {
       extras.push_back(input("mask", mask.dtype(), maskShape));
@@ -1237,15 +1295,15 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
       extras.push_back(input("seed", DType::I64, {}));
     else
       in.erase("seed");
-    int out = output("out", {c.n, c.hq, c.l, c.ev});
+    int out = output("out", lay(c.hq, c.l, c.ev));
     int lse = output("lse", {c.n, c.hq, c.l});
     std::vector<int32_t> fin{q, k, v}, bin{dout, q, k, v, out, lse};
     fin.insert(fin.end(), extras.begin(), extras.end());
     bin.insert(bin.end(), extras.begin(), extras.end());
     b.instr("offload.attention", fin, {out, lse}, at);
     b.instr("offload.attention_backward", bin,
-            {output("dq", {c.n, c.hq, c.l, c.e}), output("dk", {c.n, c.hkv, c.s, c.e}),
-             output("dv", {c.n, c.hkv, c.s, c.ev})},
+            {output("dq", lay(c.hq, c.l, c.e)), output("dk", lay(c.hkv, c.s, c.e)),
+             output("dv", lay(c.hkv, c.s, c.ev))},
             at);
     PlanData d = b.finish();
     if (c.p == 0)
@@ -1253,14 +1311,21 @@ TEST(CudaTest, AttentionMatchesFloat64Reference) {
     auto ref = attentionReference(c, in, scale, mask);
     if (c.p == 0)
       in.erase("seed");
+    std::map<std::string, Tensor> planIn = in;
+    if (c.tokens)
+      for (const char *name : {"q", "k", "v", "dout"})
+        planIn[name] = swapDims12(in.at(name));
     std::string err;
-    auto gpu = runPlan(d, "cuda", in, err);
+    auto gpu = runPlan(d, "cuda", planIn, err);
     ASSERT_EQ(err, "");
     double tol = c.dt == DType::F32 ? 2e-5 : 1e-11;
-    for (const char *name : {"out", "lse", "dq", "dk", "dv"})
-      EXPECT_LE(relDiffRef(gpu.at(name), ref.at(name)), tol) << name;
+    for (const char *name : {"out", "lse", "dq", "dk", "dv"}) {
+      bool swap = c.tokens && std::string(name) != "lse";
+      EXPECT_LE(relDiffRef(swap ? swapDims12(gpu.at(name)) : gpu.at(name), ref.at(name)), tol)
+          << name;
+    }
     // Bit for bit from run to run.
-    auto again = runPlan(d, "cuda", in, err);
+    auto again = runPlan(d, "cuda", planIn, err);
     ASSERT_EQ(err, "");
     for (auto &e : gpu)
       EXPECT_TRUE(again.at(e.first).bitEqual(e.second)) << e.first;

@@ -67,6 +67,12 @@ struct ImportOptions {
   /// softmax, dropout, matmul(·, v)) into offload.attention where exactly
   /// equivalent (--offload-fuse-attention, run at the end of the import).
   bool fuseAttention = true;
+  /// Attention whose query, key, value and output the model transposes
+  /// (1, 2) (HF, nanoGPT: the heads of a projection) takes the token layout
+  /// (offload.attention layout blhd) instead of those copies
+  /// (foldAttentionTokenLayout, run at the end of the import; offload-import
+  /// --attention-layout=bhld turns it off).
+  bool attentionTokenLayout = true;
 };
 
 /// How an import failed: 1 = user error (bad file, bad inputs, unsupported

@@ -7,6 +7,16 @@
 // operands after value are the mask (when has_mask) and the dropout seed
 // (when dropout_p > 0).
 //
+// Layout (attribute `layout`): bhld, the above; blhd, the token layout,
+// stores query, key, value, out and (backward) grad_out and the three
+// gradients with the length and heads dims swapped: query [N, L, Hq, E],
+// key [N, S, Hkv, E], value [N, S, Hkv, Ev], out [N, L, Hq, Ev]. The
+// kernels read and write rows of one head through its row stride (E in
+// bhld, H·E in blhd), gathering them into the same packed double buffers,
+// so both layouts run the same GEMMs on the same values and give bit-
+// identical results. lse is [N, Hq, L] and the mask and dropout index the
+// logical [N, Hq, L, S] in either layout.
+//
 // Forward, per block of query rows of one (n, h), never the whole L x S
 // matrix:
 //   s[i, j] = scale * q_i . k_j  (+ additive mask; -inf where the boolean
@@ -64,6 +74,7 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 /// The resolved operands and attributes of one attention call.
 struct Attn {
   int64_t n = 0, hq = 0, hkv = 0, l = 0, s = 0, e = 0, ev = 0, group = 1;
+  bool tokens = false; // layout blhd: [N, L, H, E]
   double scale = 1;
   bool causal = false;
   double p = 0;
@@ -83,22 +94,28 @@ std::string resolve(const KernelArgs &args, const char *op, size_t first,
   if (auto e = checkFloat(q, op, "query"); !e.empty()) return e;
   if (auto e = checkDType(k, q.dtype, op, "key"); !e.empty()) return e;
   if (auto e = checkDType(v, q.dtype, op, "value"); !e.empty()) return e;
+  std::string layout = args.attrs.getString("layout", "bhld");
+  if (layout != "bhld" && layout != "blhd")
+    return cat(op, ": layout must be bhld or blhd, got ", layout);
+  a.tokens = layout == "blhd";
+  const char *fit = a.tokens ? "[N, L, Hq, E], [N, S, Hkv, E], [N, S, Hkv, Ev] (layout blhd)"
+                              : "[N, Hq, L, E], [N, Hkv, S, E], [N, Hkv, S, Ev]";
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return cat(op, ": expects query [N, Hq, L, E], key [N, Hkv, S, E] and value "
-                   "[N, Hkv, S, Ev], got ",
-               shapeStr(q.shape), ", ", shapeStr(k.shape), ", ", shapeStr(v.shape));
+    return cat(op, ": expects query, key and value ", fit, ", got ", shapeStr(q.shape), ", ",
+               shapeStr(k.shape), ", ", shapeStr(v.shape));
+  // The heads and length dims of the layout.
+  size_t hd = a.tokens ? 2 : 1, ld = a.tokens ? 1 : 2;
   a.n = q.shape[0];
-  a.hq = q.shape[1];
-  a.l = q.shape[2];
+  a.hq = q.shape[hd];
+  a.l = q.shape[ld];
   a.e = q.shape[3];
-  a.hkv = k.shape[1];
-  a.s = k.shape[2];
+  a.hkv = k.shape[hd];
+  a.s = k.shape[ld];
   a.ev = v.shape[3];
   if (k.shape[0] != a.n || v.shape[0] != a.n || k.shape[3] != a.e ||
-      v.shape[1] != a.hkv || v.shape[2] != a.s)
+      v.shape[hd] != a.hkv || v.shape[ld] != a.s)
     return cat(op, ": query ", shapeStr(q.shape), ", key ", shapeStr(k.shape),
-               " and value ", shapeStr(v.shape), " do not fit [N, Hq, L, E], [N, Hkv, S, E], "
-               "[N, Hkv, S, Ev]");
+               " and value ", shapeStr(v.shape), " do not fit ", fit);
   if (a.hkv <= 0 ? a.hq != 0 : a.hq % a.hkv != 0)
     return cat(op, ": query heads (", a.hq, ") must be a multiple of key/value heads (",
                a.hkv, ")");
@@ -145,20 +162,34 @@ std::string resolve(const KernelArgs &args, const char *op, size_t first,
   return "";
 }
 
-/// `n` values from `src` as doubles: `src` itself when T is double, else
-/// widened into `buf`.
+/// The rows of one head of an operand with `heads` heads of `len` rows of
+/// `d` values: the element offset of row `i` of head (n, h) and the stride
+/// from one row to the next (d in bhld, heads · d in blhd).
+struct Rows {
+  int64_t at, stride;
+};
+inline Rows rowsOf(const Attn &a, int64_t n, int64_t h, int64_t i, int64_t heads, int64_t len,
+                   int64_t d) {
+  if (a.tokens)
+    return {((n * len + i) * heads + h) * d, heads * d};
+  return {((n * heads + h) * len + i) * d, d};
+}
+
+/// `rows` rows of `d` values, `stride` apart from `src`, as packed doubles
+/// ([rows, d]): `src` itself when T is double and the rows are packed,
+/// else gathered (and widened) into `buf`.
 template <typename T>
-const double *widen(const T *src, int64_t n, std::vector<double> &buf) {
+const double *widenRows(const T *src, int64_t rows, int64_t d, int64_t stride,
+                        std::vector<double> &buf) {
   if constexpr (std::is_same_v<T, double>) {
-    (void)n;
-    (void)buf;
-    return src;
-  } else {
-    buf.resize(size_t(n));
-    for (int64_t i = 0; i < n; ++i)
-      buf[size_t(i)] = double(src[i]);
-    return buf.data();
+    if (stride == d || rows <= 1)
+      return src;
   }
+  buf.resize(size_t(rows * d));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < d; ++c)
+      buf[size_t(r * d + c)] = double(src[r * stride + c]);
+  return buf.data();
 }
 
 /// Columns of the score rows [i0, i1) that can take part: with is_causal, key
@@ -246,12 +277,11 @@ template <typename T> std::string forwardImpl(const KernelArgs &args, const Attn
     int64_t cols = blockCols(a, i0 + rows);
     std::vector<double> qbuf, kbuf, vbuf, sc(size_t(rows * a.s)),
         ob(size_t(rows * a.ev));
-    const T *q = qp + ((n * a.hq + h) * a.l + i0) * a.e;
-    const T *k = kp + (n * a.hkv + g) * a.s * a.e;
-    const T *v = vp + (n * a.hkv + g) * a.s * a.ev;
-    const double *qd = widen(q, rows * a.e, qbuf);
-    const double *kd = widen(k, cols * a.e, kbuf);
-    const double *vd = widen(v, cols * a.ev, vbuf);
+    Rows qr = rowsOf(a, n, h, i0, a.hq, a.l, a.e), kr = rowsOf(a, n, g, 0, a.hkv, a.s, a.e),
+         vr = rowsOf(a, n, g, 0, a.hkv, a.s, a.ev), orow = rowsOf(a, n, h, i0, a.hq, a.l, a.ev);
+    const double *qd = widenRows(qp + qr.at, rows, a.e, qr.stride, qbuf);
+    const double *kd = widenRows(kp + kr.at, cols, a.e, kr.stride, kbuf);
+    const double *vd = widenRows(vp + vr.at, cols, a.ev, vr.stride, vbuf);
     scores(a, n, h, i0, rows, cols, qd, kd, sc.data(), gemmThreads, maskData);
     std::vector<char> dead(size_t(rows), 0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -289,10 +319,10 @@ template <typename T> std::string forwardImpl(const KernelArgs &args, const Attn
                    ob.data(), a.ev, gemmThreads);
     else
       std::fill(ob.begin(), ob.end(), 0.0);
-    T *o = op + ((n * a.hq + h) * a.l + i0) * a.ev;
+    T *o = op + orow.at;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < a.ev; ++c)
-        o[r * a.ev + c] = dead[size_t(r)] ? T(0) : T(ob[size_t(r * a.ev + c)]);
+        o[r * orow.stride + c] = dead[size_t(r)] ? T(0) : T(ob[size_t(r * a.ev + c)]);
   });
   return "";
 }
@@ -311,10 +341,9 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
   forTasks(tasks, args.numThreads, [&](int64_t t, int gemmThreads) {
     int64_t n = t / a.hkv, g = t % a.hkv;
     std::vector<double> kbuf, vbuf, qbuf, dobuf;
-    const T *k = kp + (n * a.hkv + g) * a.s * a.e;
-    const T *v = vp + (n * a.hkv + g) * a.s * a.ev;
-    const double *kd = widen(k, a.s * a.e, kbuf);
-    const double *vd = widen(v, a.s * a.ev, vbuf);
+    Rows kr = rowsOf(a, n, g, 0, a.hkv, a.s, a.e), vr = rowsOf(a, n, g, 0, a.hkv, a.s, a.ev);
+    const double *kd = widenRows(kp + kr.at, a.s, a.e, kr.stride, kbuf);
+    const double *vd = widenRows(vp + vr.at, a.s, a.ev, vr.stride, vbuf);
     std::vector<double> dk(size_t(a.s * a.e), 0.0), dv(size_t(a.s * a.ev), 0.0);
     int64_t tileRows = std::min(kBlockRows, a.l);
     std::vector<double> p(size_t(tileRows * a.s)), dp(size_t(tileRows * a.s)),
@@ -324,12 +353,14 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
       for (int64_t blk = 0; blk < blocks; ++blk) {
         int64_t i0 = blk * kBlockRows, rows = std::min(kBlockRows, a.l - i0);
         int64_t cols = blockCols(a, i0 + rows);
-        int64_t rowOff = (n * a.hq + h) * a.l + i0;
-        const double *qd = widen(qp + rowOff * a.e, rows * a.e, qbuf);
-        const double *dod = widen(dop + rowOff * a.ev, rows * a.ev, dobuf);
-        T *dqOut = dqp + rowOff * a.e;
+        int64_t rowOff = (n * a.hq + h) * a.l + i0; // of lse
+        Rows qr = rowsOf(a, n, h, i0, a.hq, a.l, a.e), orow = rowsOf(a, n, h, i0, a.hq, a.l, a.ev);
+        const double *qd = widenRows(qp + qr.at, rows, a.e, qr.stride, qbuf);
+        const double *dod = widenRows(dop + orow.at, rows, a.ev, orow.stride, dobuf);
+        T *dqOut = dqp + qr.at;
         if (cols == 0) {
-          std::fill(dqOut, dqOut + rows * a.e, T(0));
+          for (int64_t r = 0; r < rows; ++r)
+            std::fill(dqOut + r * qr.stride, dqOut + r * qr.stride + a.e, T(0));
           continue;
         }
         // P from the saved statistics; D = rowsum(dO * out).
@@ -343,7 +374,7 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
             for (int64_t j = 0; j < cols; ++j)
               row[j] = std::exp(row[j] - lse);
           }
-          const T *o = outp + (rowOff + r) * a.ev;
+          const T *o = outp + orow.at + r * orow.stride;
           const double *d = dod + r * a.ev;
           double s = 0;
           for (int64_t c = 0; c < a.ev; ++c)
@@ -387,21 +418,30 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
         if (a.e > 0) {
           gemmParallel(false, false, rows, a.e, cols, a.scale, p.data(), a.s, kd, a.e, 0.0,
                        dq.data(), a.e, gemmThreads);
-          for (int64_t x = 0; x < rows * a.e; ++x)
-            dqOut[x] = T(dq[size_t(x)]);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < a.e; ++c)
+              dqOut[r * qr.stride + c] = T(dq[size_t(r * a.e + c)]);
           gemmParallel(true, false, cols, a.e, rows, a.scale, p.data(), a.s, qd, a.e, 1.0,
                        dk.data(), a.e, gemmThreads);
         }
       }
     }
-    T *dkOut = dkp + (n * a.hkv + g) * a.s * a.e;
-    T *dvOut = dvp + (n * a.hkv + g) * a.s * a.ev;
-    for (int64_t x = 0; x < a.s * a.e; ++x)
-      dkOut[x] = T(dk[size_t(x)]);
-    for (int64_t x = 0; x < a.s * a.ev; ++x)
-      dvOut[x] = T(dv[size_t(x)]);
+    T *dkOut = dkp + kr.at, *dvOut = dvp + vr.at;
+    for (int64_t j = 0; j < a.s; ++j) {
+      for (int64_t c = 0; c < a.e; ++c)
+        dkOut[j * kr.stride + c] = T(dk[size_t(j * a.e + c)]);
+      for (int64_t c = 0; c < a.ev; ++c)
+        dvOut[j * vr.stride + c] = T(dv[size_t(j * a.ev + c)]);
+    }
   });
   return "";
+}
+
+/// out's (and grad_out's) shape: [N, Hq, L, Ev], or [N, L, Hq, Ev] in blhd.
+std::vector<int64_t> outShape(const Attn &a) {
+  if (a.tokens)
+    return {a.n, a.l, a.hq, a.ev};
+  return {a.n, a.hq, a.l, a.ev};
 }
 
 std::string attention(const KernelArgs &args) {
@@ -410,7 +450,7 @@ std::string attention(const KernelArgs &args) {
   if (auto e = resolve(args, op, 0, 3, a); !e.empty()) return e;
   const TensorView &q = args.inputs[0];
   if (auto e = checkTensor(op, "out", args.outputs[0], q.dtype); !e.empty()) return e;
-  if (auto e = checkShape(op, "out", args.outputs[0], {a.n, a.hq, a.l, a.ev}); !e.empty())
+  if (auto e = checkShape(op, "out", args.outputs[0], outShape(a)); !e.empty())
     return e;
   if (auto e = checkTensor(op, "lse", args.outputs[1], q.dtype); !e.empty()) return e;
   if (auto e = checkShape(op, "lse", args.outputs[1], {a.n, a.hq, a.l}); !e.empty())
@@ -425,12 +465,12 @@ std::string attentionBackward(const KernelArgs &args) {
     return cat(op, ": expects grad_out, query, key, value, out, lse and the extras");
   if (auto e = resolve(args, op, 1, 6, a); !e.empty()) return e;
   DType dt = args.inputs[1].dtype;
-  std::vector<int64_t> outShape{a.n, a.hq, a.l, a.ev};
+  std::vector<int64_t> oshape = outShape(a);
   const char *names[] = {"grad_out", "out"};
   size_t at[] = {0, 4};
   for (int i = 0; i < 2; ++i) {
     if (auto e = checkTensor(op, names[i], args.inputs[at[i]], dt); !e.empty()) return e;
-    if (auto e = checkShape(op, names[i], args.inputs[at[i]], outShape); !e.empty()) return e;
+    if (auto e = checkShape(op, names[i], args.inputs[at[i]], oshape); !e.empty()) return e;
   }
   if (auto e = checkTensor(op, "lse", args.inputs[5], dt); !e.empty()) return e;
   if (auto e = checkShape(op, "lse", args.inputs[5], {a.n, a.hq, a.l}); !e.empty()) return e;

@@ -111,3 +111,45 @@ func.func @bwd_lse(%q: tensor<2x4x8x16xf32>, %l: tensor<2x4x8x1xf32>) {
   %dq, %dk, %dv = offload.attention_backward %q, %q, %q, %q, %q, %l {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x1xf32>
   return
 }
+
+// -----
+
+// The token layout (blhd) reads heads from dim 2: 3 query heads do not
+// group over 2 key/value heads (the same shapes are fine in bhld).
+func.func @tokens_heads(%q: tensor<2x8x3x16xf32>, %k: tensor<2x8x2x16xf32>) {
+  // expected-error @+1 {{query heads (3) must be a multiple of key/value heads (2)}}
+  %o, %l = offload.attention %q, %k, %k layout blhd {scale = 0.25 : f64} : tensor<2x8x3x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @tokens_rank(%q: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{expects (layout blhd) query [N, L, Hq, E], key [N, S, Hkv, E] and value [N, S, Hkv, Ev]}}
+  %o, %l = "offload.attention"(%q, %q, %q) {scale = 0.25 : f64, layout = 1 : i32} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @tokens_bwd_out(%q: tensor<2x8x4x16xf32>, %o: tensor<2x4x8x16xf32>, %l: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{grad_out and out must be [N, L, Hq, Ev] (layout blhd)}}
+  %dq, %dk, %dv = offload.attention_backward %o, %q, %q, %q, %o, %l layout blhd {scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @tokens_bwd_lse(%q: tensor<2x8x4x16xf32>, %l: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{lse must be [N, Hq, L]}}
+  %dq, %dk, %dv = offload.attention_backward %q, %q, %q, %q, %q, %l layout blhd {scale = 0.25 : f64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_layout(%q: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'layout' [bhld, blhd]}}
+  %o, %l = offload.attention %q, %q, %q layout bshd {scale = 0.25 : f64} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>
+  return
+}

@@ -9,6 +9,9 @@
 // = 11392 bytes.
 // COST: offload.attention {{.*}} scratch=6144
 // COST: offload.attention_backward {{.*}} scratch=11392
+// The token layout (@decoder_tokens) has the same FLOPs and working set.
+// COST: offload.attention {{.*}} scratch=6144
+// COST: offload.attention_backward {{.*}} scratch=11392
 
 // offload.attention: one forward op, one backward op. Its saved values are
 // q, k, v, the output and the row log-sum-exp (N·Hq·L values), never the
@@ -104,5 +107,73 @@ func.func @learned_bias(%q: !q {offload.name = "q", offload.role = #offload.role
   %o, %lse = offload.attention %q, %k, %v, %b {scale = 0.25 : f64, has_mask = true}
       : !q, !kv, !kv, tensor<4x16x16xf32>
   %l = offload.reduce_sum %o : !q
+  return %l : tensor<f32>
+}
+
+// The token layout (layout blhd: q, k, v, out [N, L, H, E], lse [N, Hq, L]),
+// as the importer makes @decoder's attention: the reshapes of the
+// projections go in (views: the saved q, k and v are the projections'
+// buffers), the backward takes the layout and returns the gradients in it,
+// and the output gradient reaches the projections through reshapes only.
+// ROUND-LABEL: func.func @decoder_tokens
+// ROUND: offload.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} layout blhd {has_mask = true, is_causal = true, scale = 0.3535{{[0-9]*}} : f64} : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x1x1x16xi1>
+// CHECK-LABEL: func.func @decoder_tokens
+// CHECK: offload.phase forward
+// CHECK-NOT: offload.transpose
+// CHECK: %[[O:.*]], %[[LSE:.*]] = offload.attention {{.*}} layout blhd
+// CHECK: offload.phase backward
+// CHECK-NOT: offload.transpose
+// CHECK: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = offload.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %arg4 layout blhd {has_mask = true, is_causal = true, {{.*}}} : tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x4x16xf32>, tensor<2x1x1x16xi1>
+// CHECK-DAG: offload.reshape %[[DQ]] {{.*}}: tensor<2x16x4x8xf32> -> tensor<2x16x32xf32>
+// CHECK-DAG: offload.reshape %[[DK]] {{.*}}: tensor<2x16x2x8xf32> -> tensor<2x16x16xf32>
+// CHECK-DAG: offload.reshape %[[DV]] {{.*}}: tensor<2x16x2x8xf32> -> tensor<2x16x16xf32>
+// CHECK-NOT: offload.transpose
+// CHECK: return
+func.func @decoder_tokens(%wq: tensor<32x8xf32> {offload.name = "wq", offload.role = #offload.role<parameter>},
+                          %wk: tensor<16x8xf32> {offload.name = "wk", offload.role = #offload.role<parameter>},
+                          %wv: tensor<16x8xf32> {offload.name = "wv", offload.role = #offload.role<parameter>},
+                          %x: !x {offload.name = "x", offload.role = #offload.role<input>},
+                          %m: tensor<2x1x1x16xi1> {offload.name = "keep", offload.role = #offload.role<input>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}) attributes {offload.step} {
+  offload.phase forward
+  %q0 = offload.linear %x, %wq : !x, tensor<32x8xf32>
+  %q = offload.reshape %q0 : tensor<2x16x32xf32> -> tensor<2x16x4x8xf32>
+  %k0 = offload.linear %x, %wk : !x, tensor<16x8xf32>
+  %k = offload.reshape %k0 : tensor<2x16x16xf32> -> tensor<2x16x2x8xf32>
+  %v0 = offload.linear %x, %wv : !x, tensor<16x8xf32>
+  %v = offload.reshape %v0 : tensor<2x16x16xf32> -> tensor<2x16x2x8xf32>
+  %o, %lse = offload.attention %q, %k, %v, %m layout blhd {scale = 0.35355339059327379 : f64, is_causal = true, has_mask = true}
+      : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x1x1x16xi1>
+  %y = offload.reshape %o : tensor<2x16x4x8xf32> -> tensor<2x16x32xf32>
+  %l = offload.reduce_sum %y : tensor<2x16x32xf32>
+  return %l : tensor<f32>
+}
+
+// SAVED: saved values of @decoder_tokens
+// SAVED-DAG: 4096 offload.reshape attention_backward
+// SAVED-DAG: 2048 offload.reshape attention_backward
+// SAVED-DAG: 2048 offload.reshape attention_backward
+// SAVED-DAG: 512 offload.attention attention_backward
+// SAVED-DAG: 4096 offload.attention attention_backward
+// SAVED: total: 12800 bytes in 5 saved values
+
+// A learned bias in the token layout: its gradient is composed in the head
+// layout, from q, k, v, the output and its gradient transposed to it.
+// CHECK-LABEL: func.func @learned_bias_tokens
+// CHECK-SAME: tensor<4x16x16xf32> {offload.name = "grad:bias", offload.role = #offload.role<gradient>}
+// CHECK: offload.attention_backward {{.*}} layout blhd
+// CHECK: offload.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x8xf32>
+// CHECK: offload.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<2x2x32x8xf32>, tensor<2x2x16x8xf32>
+// CHECK: offload.exp
+// CHECK: offload.reduce_sum %{{.*}} {dims = array<i64: 0>} : tensor<2x4x16x16xf32>
+func.func @learned_bias_tokens(%q: tensor<2x16x4x8xf32> {offload.name = "q", offload.role = #offload.role<parameter>},
+                               %k: tensor<2x16x2x8xf32> {offload.name = "k", offload.role = #offload.role<parameter>},
+                               %v: tensor<2x16x2x8xf32> {offload.name = "v", offload.role = #offload.role<parameter>},
+                               %b: tensor<4x16x16xf32> {offload.name = "bias", offload.role = #offload.role<parameter>})
+    -> (tensor<f32> {offload.name = "loss", offload.role = #offload.role<loss>}) attributes {offload.step} {
+  offload.phase forward
+  %o, %lse = offload.attention %q, %k, %v, %b layout blhd {scale = 0.25 : f64, has_mask = true}
+      : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<4x16x16xf32>
+  %l = offload.reduce_sum %o : tensor<2x16x4x8xf32>
   return %l : tensor<f32>
 }

@@ -29,6 +29,14 @@ MODEL:
 Prints `ok MODEL` or the verdict that failed and exits 1. With WORKDIR the
 intermediate files (model.mlir, step.mlir, ...) stay there.
 
+`check_attention.py layouts DIR` compiles decoder_bool, gqa, learned_bias,
+repeat_kv and dropout (SDPA's own dropout_p = 0.3, causal) twice, with
+attention_layout "blhd" (the default: the block's transposes fold into the
+token-layout op) and "bhld" (head layout, transposes kept), checks that
+the first imported `layout blhd` and no transpose and the second no
+`layout blhd`, runs one step of each from the same parameters and inputs
+on the host backend, and requires the loss and every gradient bit-identical.
+
 `check_attention.py bad_masks DIR` exports the additive model to DIR/good.pt2
 and writes copies whose mask input torch.export would never let through:
 int-mask.pt2 (the mask int64), rank5-mask.pt2 (rank 5 against rank-4
@@ -98,6 +106,8 @@ class Block(nn.Module):
             rep = self.hq // self.hkv
             y = F.scaled_dot_product_attention(q, repeat_kv(k, rep), repeat_kv(v, rep),
                                                is_causal=True)
+        elif m == "dropout":
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
         elif m == "learned_bias":
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias)
         elif m == "rank5":
@@ -161,7 +171,7 @@ def build(which):
         return Block(which), (x, mask, y)
     if which in ("gqa", "repeat_kv"):
         return NoExtra(Block(which, hq=4, hkv=2)), (x, y)
-    if which in ("input3d", "learned_bias"):
+    if which in ("input3d", "learned_bias", "dropout"):
         return NoExtra(Block(which, hq=1 if which == "input3d" else 4,
                              hkv=1 if which == "input3d" else 4)), (x, y)
     if which == "encoder_layer":
@@ -213,10 +223,44 @@ def bad_masks(out):
     print("ok bad_masks")
 
 
+def layouts(out):
+    ok = True
+    for which in ("decoder_bool", "gqa", "learned_bias", "repeat_kv", "dropout"):
+        model, inputs = build(which)
+        got = {}
+        for layout in ("blhd", "bhld"):
+            wd = os.path.join(out, f"{which}-{layout}")
+            os.makedirs(wd, exist_ok=True)
+            step = offload.compile(copy.deepcopy(model), inputs, loss=None,
+                                   return_gradients=True, exporter="export", verbose=False,
+                                   workdir=wd, attention_layout=layout)
+            loss = step(*inputs)
+            got[layout] = (loss, step.gradients())
+            with open(os.path.join(wd, "model.mlir")) as f:
+                text = f.read()
+            folded = "layout blhd" in text and "offload.transpose" not in text
+            if folded != (layout == "blhd"):
+                print(f"{which}: attention_layout={layout} imported "
+                      f"{'the token layout' if folded else 'no token layout'}")
+                ok = False
+        (lt, gt), (lh, gh) = got["blhd"], got["bhld"]
+        diff = [n for n in gh if not torch.equal(gt[n], gh[n])]
+        same = lt == lh and not diff and set(gt) == set(gh)
+        print(f"{which}: token layout vs head layout: loss {lt!r} vs {lh!r}, "
+              f"{len(gh)} gradients, {'bit-identical' if same else 'differ: ' + ', '.join(diff)}")
+        ok &= same
+    if not ok:
+        sys.exit(1)
+    print("ok layouts")
+
+
 def main():
     which = sys.argv[1]
     if which == "bad_masks":
         bad_masks(sys.argv[2])
+        return
+    if which == "layouts":
+        layouts(sys.argv[2])
         return
     workdir = sys.argv[2] if len(sys.argv) > 2 else None
     model, inputs = build(which)

@@ -104,17 +104,20 @@ int64_t MatmulOp::getFlops() {
 /// recomputes q kᵀ and forms dP, dV, dQ and dK: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
 /// (the FLOP counts of FlashAttention's paper, Dao et al. 2022, section 3).
 static int64_t attentionFlops(RankedTensorType q, RankedTensorType k, RankedTensorType v,
-                              int64_t perE, int64_t perEv) {
+                              AttentionLayout layout, int64_t perE, int64_t perEv) {
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
     return -1;
-  int64_t rows = q.getDimSize(0) * q.getDimSize(1) * q.getDimSize(2) * k.getDimSize(2);
-  return rows * (perE * q.getDimSize(3) + perEv * v.getDimSize(3));
+  AttentionDims qd = attentionDims(q, layout);
+  int64_t rows = qd.n * qd.h * qd.l * attentionDims(k, layout).l;
+  return rows * (perE * qd.e + perEv * v.getDimSize(3));
 }
 int64_t AttentionOp::getFlops() {
-  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(), 2, 2);
+  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(),
+                        getLayout(), 2, 2);
 }
 int64_t AttentionBackwardOp::getFlops() {
-  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(), 6, 4);
+  return attentionFlops(getQuery().getType(), getKey().getType(), getValue().getType(),
+                        getLayout(), 6, 4);
 }
 
 /// The host kernel's working set per task (lib/Runtime/Kernels/Attention.cpp,
@@ -124,25 +127,26 @@ int64_t AttentionBackwardOp::getFlops() {
 /// Backward, one (n, kv head): keys, values and their double gradients, a
 /// block's queries, output gradients and query gradient, and the B x S
 /// probability, gradient and (with dropout) dropped-probability tiles. It is
-/// O(B·S), never the L x S matrix.
+/// O(B·S), never the L x S matrix. The same in either layout: a token-layout
+/// (blhd) head's rows are gathered into the same packed buffers.
 static constexpr int64_t kAttentionHostBlockRows = 64;
 static int64_t attentionScratch(RankedTensorType q, RankedTensorType k, RankedTensorType v,
-                                bool backward, bool dropout) {
+                                AttentionLayout layout, bool backward, bool dropout) {
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
     return -1;
-  int64_t b = std::min<int64_t>(kAttentionHostBlockRows, q.getDimSize(2));
-  int64_t s = k.getDimSize(2), e = q.getDimSize(3), ev = v.getDimSize(3);
+  int64_t b = std::min<int64_t>(kAttentionHostBlockRows, attentionDims(q, layout).l);
+  int64_t s = attentionDims(k, layout).l, e = q.getDimSize(3), ev = v.getDimSize(3);
   if (!backward)
     return 8 * (b * e + s * e + s * ev + b * s + b * ev);
   return 8 * (2 * (s * e + s * ev) + 2 * b * e + b * ev + (dropout ? 3 : 2) * b * s + b);
 }
 int64_t AttentionOp::getScratchBytes() {
   return attentionScratch(getQuery().getType(), getKey().getType(), getValue().getType(),
-                          false, false);
+                          getLayout(), false, false);
 }
 int64_t AttentionBackwardOp::getScratchBytes() {
-  return attentionScratch(getQuery().getType(), getKey().getType(), getValue().getType(), true,
-                          getDropoutP().convertToDouble() > 0);
+  return attentionScratch(getQuery().getType(), getKey().getType(), getValue().getType(),
+                          getLayout(), true, getDropoutP().convertToDouble() > 0);
 }
 
 /// 2 · (output elements) · (C/groups · KH · KW): one multiply-add per weight

@@ -348,25 +348,32 @@ LogicalResult BatchNormOp::verify() {
 }
 
 /// The operand rules that attention and its backward share (the op's
-/// description in OffloadComputeOps.td).
+/// description in OffloadComputeOps.td); `layout` says where the heads dim
+/// is (bhld: [N, H, L, E], blhd: [N, L, H, E]).
 static LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
                                              RankedTensorType k, RankedTensorType v,
                                              ValueRange extras, bool hasMask,
-                                             double dropoutP, double scale) {
+                                             double dropoutP, double scale,
+                                             AttentionLayout layout) {
   auto err = [&]() { return op->emitOpError(); };
+  bool tokens = layout == AttentionLayout::blhd;
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
-    return err() << "expects query [N, Hq, L, E], key [N, Hkv, S, E] and value "
-                    "[N, Hkv, S, Ev]";
+    return err() << (tokens ? "expects (layout blhd) query [N, L, Hq, E], key [N, S, Hkv, E] "
+                              "and value [N, S, Hkv, Ev]"
+                            : "expects query [N, Hq, L, E], key [N, Hkv, S, E] and value "
+                              "[N, Hkv, S, Ev]");
   Type et = q.getElementType();
   if (k.getElementType() != et || v.getElementType() != et)
     return err() << "query, key and value must have one element type";
-  int64_t n = q.getDimSize(0), hq = q.getDimSize(1), e = q.getDimSize(3);
-  int64_t hkv = k.getDimSize(1), s = k.getDimSize(2);
-  if (k.getDimSize(0) != n || v.getDimSize(0) != n)
+  AttentionDims qd = attentionDims(q, layout), kd = attentionDims(k, layout),
+                vd = attentionDims(v, layout);
+  int64_t n = qd.n, hq = qd.h, e = qd.e;
+  int64_t hkv = kd.h, s = kd.l;
+  if (kd.n != n || vd.n != n)
     return err() << "query, key and value must have the same batch size";
-  if (v.getDimSize(1) != hkv || v.getDimSize(2) != s)
+  if (vd.h != hkv || vd.l != s)
     return err() << "key and value must have the same heads and length";
-  if (k.getDimSize(3) != e)
+  if (kd.e != e)
     return err() << "query and key must have the same head size";
   if (hkv <= 0 || hq % hkv != 0)
     return err() << "query heads (" << hq << ") must be a multiple of key/value heads ("
@@ -385,7 +392,7 @@ static LogicalResult verifyAttentionOperands(Operation *op, RankedTensorType q,
       return err() << "mask must be i1 or the query's element type";
     if (m.getRank() > 4)
       return err() << "mask must broadcast to [N, Hq, L, S]";
-    int64_t full[4] = {n, hq, q.getDimSize(2), s};
+    int64_t full[4] = {n, hq, qd.l, s};
     for (int64_t i = 0; i < m.getRank(); ++i) {
       int64_t d = m.getDimSize(m.getRank() - 1 - i), f = full[3 - i];
       if (d != 1 && d != f)
@@ -404,22 +411,26 @@ LogicalResult AttentionOp::verify() {
   return verifyAttentionOperands(*this, getQuery().getType(), getKey().getType(),
                                  getValue().getType(), getExtras(), getHasMask(),
                                  getDropoutP().convertToDouble(),
-                                 getScale().convertToDouble());
+                                 getScale().convertToDouble(), getLayout());
 }
 
 LogicalResult AttentionBackwardOp::verify() {
+  AttentionLayout layout = getLayout();
   if (failed(verifyAttentionOperands(*this, getQuery().getType(), getKey().getType(),
                                      getValue().getType(), getExtras(), getHasMask(),
                                      getDropoutP().convertToDouble(),
-                                     getScale().convertToDouble())))
+                                     getScale().convertToDouble(), layout)))
     return failure();
   auto q = getQuery().getType(), v = getValue().getType();
-  SmallVector<int64_t> outShape{q.getDimSize(0), q.getDimSize(1), q.getDimSize(2),
-                                v.getDimSize(3)};
+  AttentionDims qd = attentionDims(q, layout);
+  SmallVector<int64_t, 4> outShape =
+      attentionShape({qd.n, qd.h, qd.l, attentionDims(v, layout).e}, layout);
+  bool tokens = layout == AttentionLayout::blhd;
   if (getGradOut().getType().getShape() != ArrayRef<int64_t>(outShape) ||
       getOut().getType().getShape() != ArrayRef<int64_t>(outShape))
-    return emitOpError("grad_out and out must be [N, Hq, L, Ev]");
-  if (getLse().getType().getShape() != q.getShape().drop_back())
+    return emitOpError(tokens ? "grad_out and out must be [N, L, Hq, Ev] (layout blhd)"
+                              : "grad_out and out must be [N, Hq, L, Ev]");
+  if (getLse().getType().getShape() != ArrayRef<int64_t>{qd.n, qd.h, qd.l})
     return emitOpError("lse must be [N, Hq, L]");
   if (getGradQuery().getType() != q || getGradKey().getType() != getKey().getType() ||
       getGradValue().getType() != v)

@@ -520,12 +520,19 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   auto q = cast<RankedTensorType>(a.getQuery().getType());
   auto v = cast<RankedTensorType>(a.getValue().getType());
+  // Unset before the op exists (its defaults are filled in at creation).
+  AttentionLayout layout =
+      a.getLayoutAttr() ? a.getLayoutAttr().getValue() : AttentionLayout::bhld;
   if (q.getRank() != 4 || v.getRank() != 4)
-    return fail(loc, "attention expects query [N, Hq, L, E] and value [N, Hkv, S, Ev]");
+    return fail(loc, layout == AttentionLayout::blhd
+                         ? "attention (layout blhd) expects query [N, L, Hq, E] and value "
+                           "[N, S, Hkv, Ev]"
+                         : "attention expects query [N, Hq, L, E] and value [N, Hkv, S, Ev]");
+  // out: the query's layout with the value's head size; lse [N, Hq, L].
+  AttentionDims qd = attentionDims(q, layout);
   types.push_back(RankedTensorType::get(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType()));
-  types.push_back(RankedTensorType::get(q.getShape().drop_back(),
+      attentionShape({qd.n, qd.h, qd.l, v.getDimSize(3)}, layout), q.getElementType()));
+  types.push_back(RankedTensorType::get({qd.n, qd.h, qd.l},
                                         detail::statisticsType(q.getElementType())));
   return success();
 }

@@ -553,10 +553,22 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
 /// P = exp(s - lse) with lse clamped to a finite value, so that a row with
 /// no key left (lse -inf) gives P = 0 and no NaN; dropout's keep mask is
 /// dropout_backward's over the same [N, Hq, L, S] index space and offset.
+/// In the token layout (blhd) q, k, v, out and dout are first transposed to
+/// the head layout this composition is written in.
 static Value attentionMaskGrad(OpBuilder &b, AttentionOp op, Value dout, ValueRange saved) {
   Location loc = op.getLoc();
   Value q = saved[0], k = saved[1], v = saved[2], out = saved[3], lse = saved[4],
         mask = saved[5];
+  if (op.getLayout() == AttentionLayout::blhd) {
+    auto heads = [&](Value x) -> Value {
+      return TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    };
+    q = heads(q);
+    k = heads(k);
+    v = heads(v);
+    out = heads(out);
+    dout = heads(dout);
+  }
   auto qt = cast<RankedTensorType>(q.getType());
   auto kt = cast<RankedTensorType>(k.getType());
   auto vt = cast<RankedTensorType>(v.getType());
@@ -611,7 +623,8 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange r
   auto bwd = AttentionBackwardOp::create(
       b, getLoc(), getQuery().getType(), getKey().getType(), getValue().getType(), rg[0],
       saved[0], saved[1], saved[2], saved[3], saved[4], saved.drop_front(5), getScaleAttr(),
-      getIsCausalAttr(), getHasMaskAttr(), getDropoutPAttr(), getOffsetAttr());
+      getIsCausalAttr(), getHasMaskAttr(), getDropoutPAttr(), getOffsetAttr(),
+      getLayoutAttr());
   og.append({bwd.getGradQuery(), bwd.getGradKey(), bwd.getGradValue()});
   // A float mask gets its gradient (dead, and dropped, unless the mask
   // depends on a parameter); a boolean mask and the seed get none.

@@ -33,6 +33,24 @@
 //    the spelled-out softmax gives NaN there, the op 0;
 //  * dropout over the softmax's own result (same shape, same order).
 //
+// Then (foldAttentionTokenLayout, for every head-layout attention of the
+// step, fused here or imported from scaled_dot_product_attention) the
+// transposes that HF and nanoGPT code write around attention,
+//
+//   q = transpose(x_q) {perm 0 2 1 3}   (x_q = proj(x).view(N, L, H, E))
+//   k = transpose(x_k), v = transpose(x_v)      (the same perm)
+//   o, lse = attention(q, k, v, extras)          (layout bhld)
+//   y = transpose(o) {perm 0 2 1 3}      (every reader of o)
+//
+// become o', lse = attention(x_q, x_k, x_v, extras) {layout = blhd} with y
+// replaced by o'. Exact: a transpose copies, and the token-layout op
+// computes the same values (the mask, the dropout's element index and lse
+// are the logical [N, H, L, S] ones in either layout); the host kernels
+// give the same bits. The q/k/v transposes go when nothing else reads them,
+// and o' is then what y.reshape(N, L, H·E) views: the step saves one
+// buffer where it saved o for attention's backward and y for the output
+// projection's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "offload/Dialect/Offload/Transforms/FuseAttention.h"
@@ -372,7 +390,64 @@ void Fuser::tryFuse(SoftmaxOp sm, MatmulOp pv) {
   ++fused;
 }
 
+/// Whether `t` swaps dims 1 and 2 of a rank-4 value (`transpose(1, 2)`).
+bool swapsOneTwo(TransposeOp t) {
+  return t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3};
+}
+
 } // namespace
+
+unsigned mlir::offload::foldAttentionTokenLayout(func::FuncOp fn, raw_ostream *log) {
+  SmallVector<AttentionOp> atts;
+  fn.walk([&](AttentionOp op) { atts.push_back(op); });
+  unsigned folded = 0;
+  for (AttentionOp att : atts) {
+    if (att.getLayout() != AttentionLayout::bhld)
+      continue;
+    auto keep = [&](const Twine &why) {
+      if (log)
+        *log << "head layout kept: " << att.getLoc() << ": " << why << "\n";
+    };
+    SmallVector<TransposeOp, 3> in;
+    for (Value x : {att.getQuery(), att.getKey(), att.getValue()})
+      in.push_back(x.getDefiningOp<TransposeOp>());
+    if (!llvm::all_of(in, swapsOneTwo)) {
+      keep("query, key and value are not all transpose(1, 2) of a value");
+      continue;
+    }
+    Value out = att.getOut();
+    auto swapped = [](Operation *u) { return swapsOneTwo(dyn_cast<TransposeOp>(u)); };
+    if (out.use_empty() || !llvm::all_of(out.getUsers(), swapped)) {
+      keep("the output is not read only through transpose(1, 2)");
+      continue;
+    }
+    OpBuilder b(att);
+    SmallVector<Value> operands = {in[0].getInput(), in[1].getInput(), in[2].getInput()};
+    operands.append(att.getExtras().begin(), att.getExtras().end());
+    NamedAttrList attrs(att->getAttrDictionary());
+    attrs.set(att.getLayoutAttrName(),
+              AttentionLayoutAttr::get(b.getContext(), AttentionLayout::blhd));
+    auto tok = AttentionOp::create(b, att.getLoc(), operands, attrs.getAttrs());
+    for (Operation *u : llvm::make_early_inc_range(out.getUsers())) {
+      u->getResult(0).replaceAllUsesWith(tok.getOut());
+      u->erase();
+    }
+    att.getLse().replaceAllUsesWith(tok.getLse());
+    att->erase();
+    // q, k and v may share a transpose: each erased once.
+    llvm::SetVector<Operation *> ins;
+    for (TransposeOp t : in)
+      ins.insert(t);
+    for (Operation *t : ins)
+      if (t->use_empty())
+        t->erase();
+    if (log)
+      *log << "token layout: " << tok.getLoc()
+           << ": the transposes around attention folded (layout blhd)\n";
+    ++folded;
+  }
+  return folded;
+}
 
 unsigned mlir::offload::fuseAttention(func::FuncOp fn, raw_ostream *log) {
   Fuser f{log};
@@ -403,16 +478,23 @@ struct FuseAttentionPass : public offload::impl::FuseAttentionBase<FuseAttention
   PassReport out;
   void runOnOperation() override {
     if (failed(out.run(report, "offload-fuse-attention", getOperation().getLoc(), [&] {
-          unsigned n = 0;
+          unsigned n = 0, t = 0;
           getOperation().walk([&](func::FuncOp fn) {
             if (!fn->hasAttr(OffloadDialect::kStepAttrName))
               return;
             n += fuseAttention(fn, out.stream());
+            if (tokenLayout)
+              t += foldAttentionTokenLayout(fn, out.stream());
           });
           numFused += n;
-          if (raw_ostream *os = out.stream())
-            *os << "offload-fuse-attention: " << n << " attention(s) fused\n";
-          if (!n)
+          numTokenLayout += t;
+          if (raw_ostream *os = out.stream()) {
+            *os << "offload-fuse-attention: " << n << " attention(s) fused";
+            if (tokenLayout)
+              *os << ", " << t << " in the token layout";
+            *os << "\n";
+          }
+          if (!n && !t)
             markAllAnalysesPreserved();
         })))
       signalPassFailure();

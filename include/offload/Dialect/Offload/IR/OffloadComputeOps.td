@@ -697,9 +697,25 @@ def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
     FLOPs: 2·N·Hq·L·S·(E + Ev) (the causal mask's skipped half not taken
     off). Source: FlashAttention (Dao et al., 2022), Algorithm 1 and 2.
 
+    `layout` (default `bhld`) says where the heads dim is in `query`, `key`,
+    `value` and `out`: `bhld` is the head layout above (query [N, Hq, L, E],
+    key [N, Hkv, S, E], value [N, Hkv, S, Ev], out [N, Hq, L, Ev]); `blhd`
+    the token layout, the length and heads dims swapped: query [N, L, Hq, E],
+    key [N, S, Hkv, E], value [N, S, Hkv, Ev], out [N, L, Hq, Ev], so that
+    `x.view(N, L, H, E)` of a projection feeds the op and its output views
+    as [N, L, H·Ev] without a transpose (FlashAttention's and cuDNN's own
+    layout). Only where the tensors live changes: element (n, h, i, e) of
+    the head layout is element (n, i, h, e) of the token layout, and the op
+    computes the same values. `lse` is [N, Hq, L] and the mask broadcasts
+    to [N, Hq, L, S] in either layout, and the dropout's element index is
+    the one above. The importer uses `blhd` where the model transposes
+    (1, 2) into and out of attention (docs/import.md).
+
     ```mlir
     %o, %lse = offload.attention %q, %k, %v {scale = 1.25e-01 : f64, is_causal = true}
         : tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>, tensor<2x4x16x64xf32>
+    %o2, %lse2 = offload.attention %q2, %k2, %v2 layout blhd {scale = 1.25e-01 : f64}
+        : tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>, tensor<2x16x4x64xf32>
     ```
   }];
   let arguments = (ins Offload_FloatTensor:$query, Offload_FloatTensor:$key,
@@ -707,11 +723,13 @@ def Offload_AttentionOp : Offload_DiffOp<"attention", [InferTypeOpAdaptor],
                        F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        DefaultValuedAttr<BoolAttr, "false">:$has_mask,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       DefaultValuedAttr<Offload_AttentionLayout,
+                                         "::mlir::offload::AttentionLayout::bhld">:$layout);
   let results = (outs Offload_FloatTensor:$out, Offload_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`,` $extras^)? attr-dict `:` type($query) `,` type($key) `,`
-    type($value) (`,` type($extras)^)?
+    $query `,` $key `,` $value (`,` $extras^)? (`layout` $layout^)? attr-dict `:` type($query)
+    `,` type($key) `,` type($value) (`,` type($extras)^)?
   }];
   let hasVerifier = 1;
 }
@@ -731,7 +749,11 @@ def Offload_AttentionBackwardOp : Offload_ComputeOp<"attention_backward", [
     dS = P ∘ (dP - D), dQ = scale · dS k, dK = scale · dSᵀ q (P̃: P after
     dropout). It returns no mask gradient (see `offload.attention` for a
     learned float mask). FLOPs: 4·N·Hq·L·S·E + 2·N·Hq·L·S·Ev
-    (a recomputation of q kᵀ, then dP, dV, dQ and dK).
+    (a recomputation of q kᵀ, then dP, dV, dQ and dK). `layout` as the
+    forward's: with `blhd`, `grad_out`, `out` and the three gradients are
+    in the token layout too (grad_out and out [N, L, Hq, Ev], grad_query
+    [N, L, Hq, E], grad_key [N, S, Hkv, E], grad_value [N, S, Hkv, Ev]);
+    `lse` is [N, Hq, L] in either.
   }];
   let arguments = (ins Offload_FloatTensor:$grad_out, Offload_FloatTensor:$query,
                        Offload_FloatTensor:$key, Offload_FloatTensor:$value,
@@ -740,11 +762,14 @@ def Offload_AttentionBackwardOp : Offload_ComputeOp<"attention_backward", [
                        F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        DefaultValuedAttr<BoolAttr, "false">:$has_mask,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       DefaultValuedAttr<Offload_AttentionLayout,
+                                         "::mlir::offload::AttentionLayout::bhld">:$layout);
   let results = (outs Offload_FloatTensor:$grad_query, Offload_FloatTensor:$grad_key,
                       Offload_FloatTensor:$grad_value);
   let assemblyFormat = [{
-    $grad_out `,` $query `,` $key `,` $value `,` $out `,` $lse (`,` $extras^)? attr-dict
+    $grad_out `,` $query `,` $key `,` $value `,` $out `,` $lse (`,` $extras^)?
+    (`layout` $layout^)? attr-dict
     `:` type($grad_out) `,` type($query) `,` type($key) `,` type($value) `,` type($lse)
     (`,` type($extras)^)?
   }];

@@ -44,6 +44,31 @@ LogicalResult buildUnaryVJP(Operation *op, OpBuilder &b, ValueRange saved,
 
 namespace mlir {
 namespace offload {
+/// Sizes of an attention operand (query, key, value, out or a gradient of
+/// one) in the op's logical order [N, H, L, E]: `layout` bhld stores them in
+/// that order, blhd as [N, L, H, E] (AttentionLayout, OffloadTypes.td).
+struct AttentionDims {
+  int64_t n, h, l, e;
+};
+/// The dim of the heads (1 in bhld, 2 in blhd) and of the length (the other).
+inline int64_t attentionHeadDim(AttentionLayout layout) {
+  return layout == AttentionLayout::blhd ? 2 : 1;
+}
+inline int64_t attentionLengthDim(AttentionLayout layout) {
+  return layout == AttentionLayout::blhd ? 1 : 2;
+}
+/// `t` (rank 4) read as [N, H, L, E] under `layout`.
+inline AttentionDims attentionDims(ShapedType t, AttentionLayout layout) {
+  return {t.getDimSize(0), t.getDimSize(attentionHeadDim(layout)),
+          t.getDimSize(attentionLengthDim(layout)), t.getDimSize(3)};
+}
+/// The shape of [N, H, L, E] sizes stored in `layout`.
+inline SmallVector<int64_t, 4> attentionShape(AttentionDims d, AttentionLayout layout) {
+  if (layout == AttentionLayout::blhd)
+    return {d.n, d.l, d.h, d.e};
+  return {d.n, d.h, d.l, d.e};
+}
+
 /// The layer a location belongs to: the innermost NameLoc's name (the
 /// importer records module paths such as `layer1.0.conv1` that way), else
 /// `file:line`, else `?`.

@@ -66,6 +66,16 @@ def Offload_GeluApprox : I32EnumAttr<"GeluApproximation", "GELU approximation", 
   let cppNamespace = "::mlir::offload";
 }
 
+// Where the heads dim sits in attention's query, key, value and output
+// (`offload.attention`, `offload.attention_backward`): bhld is head layout
+// [N, H, L, E] (PyTorch's scaled_dot_product_attention), blhd token layout
+// [N, L, H, E] (what a linear projection's output is when viewed as heads;
+// FlashAttention's and cuDNN's native layout).
+def Offload_AttentionLayout : I32EnumAttr<"AttentionLayout", "attention operand layout", [
+    I32EnumAttrCase<"bhld", 0>, I32EnumAttrCase<"blhd", 1>]> {
+  let cppNamespace = "::mlir::offload";
+}
+
 // Roles of a training step's arguments and results (`offload.role`), read
 // through getArgRole/getResultRole (OffloadDialect.h). Arguments: parameter
 // (trained), state (updated, not trained: batch-norm statistics),

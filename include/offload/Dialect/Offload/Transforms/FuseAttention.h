@@ -24,6 +24,17 @@ namespace offload {
 /// (a softmax over the last dim feeding a matmul) with the reason.
 unsigned fuseAttention(func::FuncOp fn, llvm::raw_ostream *log = nullptr);
 
+/// Rewrites every head-layout offload.attention of `fn`'s forward whose
+/// query, key and value are each `transpose(x, 1, 2)` (perm [0, 2, 1, 3])
+/// and whose output is read only through such transposes into the
+/// token-layout op (layout = blhd) on the untransposed x, its output in
+/// place of the transposed ones: exactly the same values, no transpose
+/// copies, and one buffer where the head-layout output and its transpose
+/// were two (FuseAttention.cpp). Transposes left unused are erased. Returns
+/// the number rewritten; `log` gets one line per attention rewritten or
+/// kept in head layout, with the reason.
+unsigned foldAttentionTokenLayout(func::FuncOp fn, llvm::raw_ostream *log = nullptr);
+
 } // namespace offload
 } // namespace mlir
 

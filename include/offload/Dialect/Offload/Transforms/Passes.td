@@ -128,13 +128,29 @@ def FuseAttention : Pass<"offload-fuse-attention", "::mlir::ModuleOp"> {
     another dim, operands whose batch dims broadcast, other ranks, a mask
     that removes every key of some query (NaN spelled out, 0 fused).
 
+    Then, with `token-layout` (the default), every head-layout attention of
+    the step (fused here or already there) whose query, key and value are
+    each `transpose(x, 1, 2)` and whose output is read only through
+    `transpose(1, 2)`, as HF's and nanoGPT's attention is written
+    (`q.view(B, T, H, E).transpose(1, 2)` ... `y.transpose(1, 2)
+    .contiguous().view(B, T, C)`), becomes the token-layout op
+    (`layout blhd`) on the untransposed values (foldAttentionTokenLayout,
+    FuseAttention.h): the same values, no transpose copies, and its output
+    is the buffer the output projection's reshape views, saved once.
+    `token-layout=false` keeps the head layout (the CUDA kernels take only
+    bhld until they learn blhd; docs/import.md).
+
     Example: `offload-opt --offload-fuse-attention=report=- fwd.mlir`
   }];
   let options = [
     TransformReportOption,
+    Option<"tokenLayout", "token-layout", "bool", "true",
+           "Fold transpose(1, 2) of query, key, value and output into the "
+           "token-layout attention (layout blhd)">,
   ];
   let statistics = [
     Statistic<"numFused", "fused", "Attentions formed">,
+    Statistic<"numTokenLayout", "token-layout", "Attentions put in the token layout">,
   ];
 }
 
