@@ -94,6 +94,10 @@ private:
   }
   Type elemType(int64_t code, const std::string &what);
   RankedTensorType tensorType(const std::string &name);
+  /// Throws the error of a node whose result has a data-dependent shape or
+  /// is a number read from a tensor's data; `op` and `at` name it.
+  void dataDependentResult(const json::Object &node, const std::string &op,
+                           const std::string &at);
   Arg argOf(const json::Value &v, const std::string &what);
   void convertNode(const json::Object &node, size_t index);
   /// Fills `writtenInPlace`: the tensors that an in-place op of the graph
@@ -218,6 +222,56 @@ RankedTensorType Pt2Importer::tensorType(const std::string &name) {
         ": offload needs static shapes; export without dynamic_shapes");
   }
   return RankedTensorType::get(shape, elemType(*dt, what));
+}
+
+/// The symbol of a size `as_expr` (sympy's `Symbol('u0', integer=True)`):
+/// `u0`.
+static std::string symbolOf(const json::Object &size) {
+  if (const json::Object *e = size.getObject("as_expr"))
+    if (auto t = e->getString("expr_str")) {
+      llvm::StringRef x = *t;
+      if (x.consume_front("Symbol('"))
+        x = x.take_until([](char c) { return c == '\''; });
+      return x.str();
+    }
+  return "";
+}
+
+void Pt2Importer::dataDependentResult(const json::Object &node, const std::string &op,
+                                      const std::string &at) {
+  const json::Array *outs = node.getArray("outputs");
+  const json::Object *tv = graph->getObject("tensor_values");
+  if (!outs)
+    return;
+  for (const json::Value &o : *outs) {
+    const json::Object *oo = o.getAsObject();
+    if (!oo)
+      continue;
+    if (oo->getObject("as_sym_int") || oo->getObject("as_sym_bool") ||
+        oo->getObject("as_sym_float"))
+      if (llvm::StringRef(op).starts_with("aten::item") ||
+          llvm::StringRef(op).starts_with("aten::_local_scalar_dense"))
+        throw ConvError{at + op + ": reads a number from a tensor's data (`.item()`, "
+                        "`int(t)`): offload compiles one static graph, whose sizes and "
+                        "branches cannot depend on the data"};
+    const json::Object *tn = oo->getObject("as_tensor");
+    auto name = tn ? tn->getString("name") : std::nullopt;
+    const json::Object *meta = name && tv ? tv->getObject(*name) : nullptr;
+    const json::Array *sizes = meta ? meta->getArray("sizes") : nullptr;
+    if (!sizes)
+      continue;
+    for (size_t d = 0; d < sizes->size(); ++d) {
+      const json::Object *s = (*sizes)[d].getAsObject();
+      std::string sym = s ? symbolOf(*s) : "";
+      if (!sym.empty() && sym[0] == 'u') // unbacked: known only from the data
+        throw ConvError{at + op + ": its result's shape depends on the tensor's data (dim " +
+                        std::to_string(d) + " is " + sym +
+                        ", known only when the step runs): offload compiles static shapes; "
+                        "boolean-mask indexing (`x[mask]`), nonzero, unique and masked_select "
+                        "cannot be compiled (keep the shape and mask the values: where, "
+                        "masked_fill, a product with the mask)"};
+    }
+  }
 }
 
 Arg Pt2Importer::constArg(ConstPtr c, const std::string &name) {
@@ -619,6 +673,11 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
       outs.push_back("");
     outLists.push_back(list);
   }
+  // A result whose shape torch.export could not know before running (an
+  // unbacked size, `u0`: boolean-mask indexing, nonzero, unique) or a number
+  // read from a tensor's data (`.item()`): one error at this node.
+  dataDependentResult(node, kind + (overload.empty() ? "" : "." + overload),
+                      file.empty() ? "" : file + ":" + std::to_string(line) + ": ");
   auto poison = [&] {
     for (size_t i = 0; i < outs.size(); ++i) {
       if (!outs[i].empty())
