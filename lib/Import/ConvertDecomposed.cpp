@@ -81,6 +81,66 @@ void convertRoll(StepBuilder &im, Call &n) {
 
 /// index(x, [None, ..., idx, None...]) with exactly one index tensor: a
 /// gather of slices along that dim, as embedding on x moved to [L, rest].
+/// `x[i0, i1, ...]` of an integer or bool value of the step (HF's padding
+/// mask read as `mask[batch_idx, kv_idx]`) by index tensors known at
+/// import: the result's offsets into x are computed here (AdvancedIndex,
+/// the rule the import-time evaluation uses) and read with one gather of x
+/// flattened to [1, numel].
+void indexIntegerValue(StepBuilder &im, Call &n, mlir::Value x, const std::vector<Arg> &elems) {
+  auto t = im.tt(x);
+  std::vector<AdvancedIndex::Index> store(elems.size());
+  std::vector<const AdvancedIndex::Index *> idx(elems.size(), nullptr);
+  for (size_t k = 0; k < elems.size(); ++k) {
+    if (elems[k].isNone())
+      continue;
+    std::vector<double> vals;
+    mlir::Value v = elems[k].kind == Arg::Const ? im.materialize(n, elems[k], {}) : mlir::Value();
+    if (!v || !constantValues(v, vals))
+      im.fail(n, "indexing an integer or bool value of the step needs index tensors known at "
+                 "import time (constants), not values computed from the step's inputs");
+    if (im.tt(v).getElementType().isInteger(1))
+      im.fail(n, "boolean mask indexing is not supported");
+    store[k].shape.assign(im.tt(v).getShape().begin(), im.tt(v).getShape().end());
+    store[k].values.assign(vals.begin(), vals.end());
+    idx[k] = &store[k];
+  }
+  AdvancedIndex ai(t.getShape(), idx);
+  if (!ai.error().empty())
+    im.fail(n, ai.error());
+  const std::vector<int64_t> &out = ai.shape();
+  int64_t m = 1;
+  for (int64_t d : out)
+    m *= d;
+  std::vector<double> offsets;
+  offsets.reserve(size_t(m));
+  std::vector<int64_t> o(out.size(), 0);
+  for (int64_t k = 0; k < m; ++k) {
+    std::string err;
+    offsets.push_back(double(ai.offset(o, err)));
+    if (!err.empty())
+      im.fail(n, err);
+    for (size_t d = o.size(); d-- > 0;) {
+      if (++o[d] < out[d])
+        break;
+      o[d] = 0;
+    }
+  }
+  // Offsets 0, 1, ..., numel - 1 (HF's mask[arange(B)[:, None, None, None],
+  // arange(S)[None, None, None, :]]): x itself, reshaped.
+  bool identity = m == t.getNumElements();
+  for (int64_t k = 0; identity && k < m; ++k)
+    identity = offsets[size_t(k)] == double(k);
+  if (identity) {
+    im.setOut(n, im.reshape(n, x, out));
+    return;
+  }
+  mlir::Value flat = im.reshape(n, x, {1, t.getNumElements()});
+  mlir::Value lin =
+      im.constant(n, RankedTensorType::get({1, m}, im.b.getI64Type()), offsets);
+  mlir::Value g = im.emit1<GatherOp>(n, {flat, lin}, {im.i64("dim", 1)});
+  im.setOut(n, im.reshape(n, g, out));
+}
+
 void convertIndex(StepBuilder &im, Call &n) {
   mlir::Value x = im.tensorIn(n, 0);
   auto t = im.tt(x);
@@ -90,6 +150,10 @@ void convertIndex(StepBuilder &im, Call &n) {
     elems = l.elems;
   else
     im.fail(n, "the index list must be built in the model");
+  if (!isa<FloatType>(t.getElementType())) {
+    indexIntegerValue(im, n, x, elems);
+    return;
+  }
   int64_t dim = -1;
   Arg idxV;
   for (size_t i = 0; i < elems.size(); ++i) {
@@ -102,8 +166,6 @@ void convertIndex(StepBuilder &im, Call &n) {
   }
   if (dim < 0)
     im.fail(n, "indexing without an index tensor");
-  if (!isa<FloatType>(t.getElementType()))
-    im.fail(n, "indexing an integer or boolean tensor is not supported");
   mlir::Value idx;
   if (idxV.kind == Arg::Tensor)
     idx = idxV.value;
@@ -288,6 +350,22 @@ void convertPad(StepBuilder &im, Call &n) {
   im.setOut(n, v);
 }
 
+/// gather(self, dim, index, sparse_grad) of an integer or bool tensor (BERT
+/// and RoBERTa gather their zero token types by position ids): one
+/// offload.gather, run at run time when the index depends on the step's
+/// inputs. A float gather would need a VJP and is refused.
+void convertGather(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0), idx = im.tensorIn(n, 2);
+  auto t = im.tt(x);
+  if (isa<FloatType>(t.getElementType()))
+    im.fail(n, "gather of a float tensor is not supported (only integer and bool gathers, as "
+               "of ids and masks, run in the step)");
+  if (!im.tt(idx).getElementType().isInteger(64))
+    im.fail(n, "the gather index must be int64");
+  int64_t d = normDim(im, n, im.getInt(n, 1), t.getRank());
+  im.setOut(n, im.emit1<GatherOp>(n, {x, idx}, {im.i64("dim", d)}));
+}
+
 } // namespace
 
 void ts::registerDecomposedConversions(OpTable &t) {
@@ -297,6 +375,7 @@ void ts::registerDecomposedConversions(OpTable &t) {
   t["aten::clamp_max"] = convertClamp<2>;
   t["aten::roll"] = convertRoll;
   t["aten::index"] = convertIndex;
+  t["aten::gather"] = convertGather;
   t["aten::group_norm"] = convertGroupNorm;
   t["aten::instance_norm"] = convertInstanceNorm;
   t["aten::pixel_shuffle"] = convertPixelShuffle;

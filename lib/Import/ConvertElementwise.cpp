@@ -1,12 +1,14 @@
 //===- ConvertElementwise.cpp - Elementwise ATen ops ----------------------===//
 //
 // Part of offload. Unary activations, binary arithmetic with tensors or
-// numbers (PyTorch's scalar promotion: a number or 0-dim tensor takes the
-// other operand's element type), masked_fill/where, not/and/or of bool masks,
-// and dtype casts.
+// numbers in PyTorch's result type (resultType, OpBuilder.h; integer
+// add/sub/mul for position ids), comparisons, cumsum of ids,
+// masked_fill/where, not/and/or of bool masks, copy and dtype casts.
 //
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::offload;
@@ -54,7 +56,12 @@ void convertGelu(StepBuilder &im, Call &n) {
   im.setOut(n, im.emit1<GeluOp>(n, {x}, {im.attr("approximate", approx)}, {x.getType()}));
 }
 
-/// add/sub/mul/div with tensors or numbers (aten::add(self, other, alpha)).
+/// add/sub/mul/div with tensors or numbers (aten::add(self, other, alpha)),
+/// in PyTorch's result type of the two operands (resultType: an int64
+/// tensor times a float number is float32, an int32 tensor plus a number
+/// int32, a float32 tensor plus a 0-dim float64 tensor float32); true
+/// division of integers is float32. Integer results (position ids) are
+/// add/sub/mul on i64 or i32; they carry no gradient.
 enum class BinKind { Add, Sub, Mul, Div };
 template <BinKind K>
 void convertBinary(StepBuilder &im, Call &n) {
@@ -64,9 +71,36 @@ void convertBinary(StepBuilder &im, Call &n) {
     alpha = im.getDouble(n, 2);
   if (K == BinKind::Div && n.numInputs() > 2 && !im.in(n, 2).isNone())
     im.fail(n, "division with a rounding mode on tensors is not supported");
+  Type et = resultType(im.ctx, {im.promoted(n, 0), im.promoted(n, 1)});
+  if (K == BinKind::Div && !isa<FloatType>(et))
+    et = im.b.getF32Type();
+  if (!isa<FloatType>(et)) {
+    if (et.isInteger(1))
+      im.fail(n, "arithmetic on bool tensors is not supported");
+    if (alpha != std::trunc(alpha))
+      im.fail(n, "a non-integral alpha on integer tensors");
+    bool rhsNumber = rhsV.kind == Arg::Int || rhsV.kind == Arg::Double || rhsV.kind == Arg::Bool;
+    mlir::Value a = im.tensorAs(n, 0, et);
+    // x + 0, x - 0, x * 1 (RoBERTa's `+ past_key_values_length`): x.
+    double c = rhsNumber ? im.scalarValue(rhsV) * (K == BinKind::Mul ? 1 : alpha) : 0;
+    if (rhsNumber && ((K != BinKind::Mul && c == 0) || (K == BinKind::Mul && c == 1))) {
+      im.setOut(n, a);
+      return;
+    }
+    mlir::Value d = im.tensorAs(n, 1, et);
+    if (alpha != 1.0)
+      d = im.emit1<MulOp>(n, {d, im.fill(n, alpha, RankedTensorType::get({}, et))});
+    if (K == BinKind::Add)
+      im.setOut(n, im.emit1<AddOp>(n, {a, d}));
+    else if (K == BinKind::Sub)
+      im.setOut(n, im.emit1<SubOp>(n, {a, d}));
+    else
+      im.setOut(n, im.emit1<MulOp>(n, {a, d}));
+    return;
+  }
   // Tensor op number: the scalar ops.
   if (lhsV.kind == Arg::Tensor && im.isScalar(rhsV) && K != BinKind::Div) {
-    mlir::Value x = lhsV.value;
+    mlir::Value x = im.tensorAs(n, 0, et);
     double c = im.scalarValue(rhsV);
     if (K == BinKind::Mul)
       im.setOut(n, im.emit1<MulScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
@@ -78,7 +112,7 @@ void convertBinary(StepBuilder &im, Call &n) {
   }
   if (rhsV.kind == Arg::Tensor && im.isScalar(lhsV) &&
       (K == BinKind::Mul || (K == BinKind::Add && alpha == 1.0))) {
-    mlir::Value x = rhsV.value;
+    mlir::Value x = im.tensorAs(n, 1, et);
     double c = im.scalarValue(lhsV);
     if (K == BinKind::Mul)
       im.setOut(n, im.emit1<MulScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
@@ -86,12 +120,7 @@ void convertBinary(StepBuilder &im, Call &n) {
       im.setOut(n, im.emit1<AddScalarOp>(n, {x}, {im.f64("value", c)}, {x.getType()}));
     return;
   }
-  Type hint;
-  if (lhsV.kind == Arg::Tensor)
-    hint = im.tt(lhsV.value).getElementType();
-  else if (rhsV.kind == Arg::Tensor)
-    hint = im.tt(rhsV.value).getElementType();
-  mlir::Value a = im.tensorIn(n, 0, hint), c = im.tensorIn(n, 1, hint);
+  mlir::Value a = im.tensorAs(n, 0, et), c = im.tensorAs(n, 1, et);
   if (alpha != 1.0)
     c = im.emit1<MulScalarOp>(n, {c}, {im.f64("value", alpha)}, {c.getType()});
   switch (K) {
@@ -110,6 +139,54 @@ void convertBinary(StepBuilder &im, Call &n) {
   }
 }
 
+/// eq/ne/lt/le/gt/ge (Tensor and Scalar overloads): both operands in their
+/// PyTorch result type (an int64 tensor against a float number compares in
+/// float32), then offload.compare; the result is a bool tensor, computed at
+/// run time when an operand depends on the step's inputs (padding masks,
+/// RoBERTa's `input_ids != pad`).
+template <ComparePredicate P>
+void convertCompare(StepBuilder &im, Call &n) {
+  Type et = resultType(im.ctx, {im.promoted(n, 0), im.promoted(n, 1)});
+  mlir::Value a = im.tensorAs(n, 0, et), c = im.tensorAs(n, 1, et);
+  im.setOut(n, im.emit1<CompareOp>(
+                   n, {a, c}, {im.attr("predicate", ComparePredicateAttr::get(&im.ctx, P))}));
+}
+
+/// cumsum(self, dim, dtype=None) of an integer or bool value of the step
+/// (RoBERTa's position ids): int64 unless `dtype` says otherwise, as
+/// PyTorch; a float cumsum would need a VJP and is refused.
+void convertCumsum(StepBuilder &im, Call &n) {
+  mlir::Value x = im.tensorIn(n, 0);
+  auto t = im.tt(x);
+  if (isa<FloatType>(t.getElementType()))
+    im.fail(n, "cumsum of a float value of the step is not supported (only integer and bool "
+               "cumsums, as position ids, run in the step; they carry no gradient)");
+  int64_t d = normDim(im, n, im.getInt(n, 1), t.getRank());
+  Type out = im.b.getI64Type();
+  if (n.numInputs() > 2 && im.in(n, 2).kind == Arg::Dtype) {
+    out = im.in(n, 2).type;
+    if (!out || isa<FloatType>(out))
+      im.fail(n, "cumsum to dtype " + im.in(n, 2).s + " is not supported");
+  }
+  mlir::Value y = im.tensorAs(n, 0, im.b.getI64Type());
+  if (t.getRank() > 0)
+    y = im.emit1<CumsumOp>(n, {y}, {im.i64("dim", d)}, {y.getType()});
+  if (out != im.b.getI64Type())
+    y = im.emit1<CopyOp>(n, {y}, {}, {im.tt(y).clone(out)});
+  im.setOut(n, y);
+}
+
+/// copy(self, src): src cast to self's dtype and broadcast to its shape (the
+/// in-place `x[a:b].copy_(src)` of T5's _shift_right; the write into x is
+/// the importer's in-place handling).
+void convertCopy(StepBuilder &im, Call &n) {
+  auto self = im.tt(im.tensorIn(n, 0));
+  mlir::Value v = im.tensorAs(n, 1, self.getElementType());
+  if (im.tt(v).getShape() != self.getShape())
+    v = im.emit1<BroadcastToOp>(n, {v}, {}, {self});
+  im.setOut(n, v);
+}
+
 /// addcmul(self, tensor1, tensor2, value) = self + value * tensor1 * tensor2
 /// (broadcasting; timm's ResMLP and LayerScale affine layers).
 void convertAddcmul(StepBuilder &im, Call &n) {
@@ -124,14 +201,26 @@ void convertAddcmul(StepBuilder &im, Call &n) {
 }
 
 void convertRsub(StepBuilder &im, Call &n) {
-  // rsub(self, other, alpha) = other - alpha * self.
-  mlir::Value x = im.tensorIn(n, 0);
+  // rsub(self, other, alpha) = other - alpha * self, in the operands'
+  // result type (`1 - mask` of an integer mask is integer).
   double alpha = n.numInputs() > 2 ? im.getDouble(n, 2) : 1.0;
   if (!im.isScalar(im.in(n, 1)))
     im.fail(n, "rsub with a tensor 'other' is not supported");
+  Type et = resultType(im.ctx, {im.promoted(n, 0), im.promoted(n, 1)});
+  mlir::Value x = im.tensorAs(n, 0, et);
+  double other = im.scalarValue(im.in(n, 1));
+  if (!isa<FloatType>(et)) {
+    if (et.isInteger(1) || alpha != std::trunc(alpha))
+      im.fail(n, "rsub on bool tensors, or with a non-integral alpha on integers, is not "
+                 "supported");
+    auto scalar = RankedTensorType::get({}, et);
+    if (alpha != 1.0)
+      x = im.emit1<MulOp>(n, {x, im.fill(n, alpha, scalar)});
+    im.setOut(n, im.emit1<SubOp>(n, {im.fill(n, other, scalar), x}));
+    return;
+  }
   mlir::Value y = im.emit1<MulScalarOp>(n, {x}, {im.f64("value", -alpha)}, {x.getType()});
-  im.setOut(n, im.emit1<AddScalarOp>(n, {y}, {im.f64("value", im.scalarValue(im.in(n, 1)))},
-                                     {x.getType()}));
+  im.setOut(n, im.emit1<AddScalarOp>(n, {y}, {im.f64("value", other)}, {x.getType()}));
 }
 
 
@@ -184,12 +273,11 @@ void convertMaskedFill(StepBuilder &im, Call &n) {
                                       {x.getType()}));
 }
 
+/// where(cond, a, b): a and b in their PyTorch result type (HF's
+/// `where(mask, tensor(0.0), finfo.min)` is float32, ids select as ints).
 void convertWhere(StepBuilder &im, Call &n) {
-  Type hint;
-  for (size_t i = 1; i < 3; ++i)
-    if (im.in(n, i).kind == Arg::Tensor)
-      hint = im.tt(im.in(n, i).value).getElementType();
-  mlir::Value c = im.tensorIn(n, 0), a = im.tensorIn(n, 1, hint), d = im.tensorIn(n, 2, hint);
+  Type et = resultType(im.ctx, {im.promoted(n, 1), im.promoted(n, 2)});
+  mlir::Value c = im.tensorIn(n, 0), a = im.tensorAs(n, 1, et), d = im.tensorAs(n, 2, et);
   im.setOut(n, im.emit1<WhereOp>(n, {c, a, d}));
 }
 
@@ -277,6 +365,14 @@ void ts::registerElementwiseConversions(OpTable &t) {
   t["aten::addcmul"] = convertAddcmul;
   t["aten::masked_fill"] = convertMaskedFill;
   t["aten::where"] = convertWhere;
+  t["aten::eq"] = convertCompare<ComparePredicate::eq>;
+  t["aten::ne"] = convertCompare<ComparePredicate::ne>;
+  t["aten::lt"] = convertCompare<ComparePredicate::lt>;
+  t["aten::le"] = convertCompare<ComparePredicate::le>;
+  t["aten::gt"] = convertCompare<ComparePredicate::gt>;
+  t["aten::ge"] = convertCompare<ComparePredicate::ge>;
+  t["aten::cumsum"] = convertCumsum;
+  t["aten::copy"] = convertCopy;
   t["aten::to"] = convertTo;
   t["aten::type_as"] = convertTypeAs;
   // Bool masks.

@@ -53,6 +53,170 @@ Type ts::elementTypeNamed(MLIRContext &ctx, const std::string &dtype) {
 }
 
 //===----------------------------------------------------------------------===//
+// Type promotion, advanced indexing, constant values
+//===----------------------------------------------------------------------===//
+
+namespace {
+int kindOf(Type t) { // 0 bool, 1 integer, 2 float
+  if (t.isInteger(1))
+    return 0;
+  return isa<IntegerType>(t) ? 1 : 2;
+}
+int widthOf(Type t) { // order within PyTorch's promotion lattice
+  if (t.isInteger(1)) return 0;
+  if (t.isInteger(32)) return 1;
+  if (t.isInteger(64)) return 2;
+  if (t.isF32()) return 3;
+  return 4;
+}
+} // namespace
+
+Type ts::resultType(MLIRContext &ctx, ArrayRef<Promoted> ops) {
+  Builder b(&ctx);
+  int kind = 0;
+  for (const Promoted &o : ops)
+    kind = std::max(kind, kindOf(o.type));
+  for (int p = 2; p >= 0; --p) {
+    Type t;
+    for (const Promoted &o : ops)
+      if (o.priority == p && kindOf(o.type) == kind && (!t || widthOf(o.type) > widthOf(t)))
+        t = o.type;
+    if (!t)
+      continue;
+    if (p == 0) // numbers: the default dtypes
+      return kind == 2 ? Type(b.getF32Type()) : kind == 1 ? Type(b.getI64Type()) : t;
+    return t;
+  }
+  return b.getF32Type();
+}
+
+static std::vector<int64_t> rowMajorStrides(ArrayRef<int64_t> s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;)
+    st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+static std::string shapeText(ArrayRef<int64_t> s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+AdvancedIndex::AdvancedIndex(ArrayRef<int64_t> inShape, std::vector<const Index *> indices)
+    : in(inShape.begin(), inShape.end()), idx(std::move(indices)) {
+  int64_t rank = int64_t(in.size());
+  inSt = rowMajorStrides(in);
+  if (int64_t(idx.size()) > rank) {
+    err = "too many indices for a tensor of rank " + std::to_string(rank);
+    return;
+  }
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (!idx[k])
+      continue;
+    at.push_back(int64_t(k));
+    // Broadcast the index shapes together (numpy rules).
+    const std::vector<int64_t> &s = idx[k]->shape;
+    std::vector<int64_t> o(std::max(bshape.size(), s.size()), 1);
+    for (size_t q = 0; q < o.size(); ++q) {
+      int64_t x = q < o.size() - bshape.size() ? 1 : bshape[q - (o.size() - bshape.size())];
+      int64_t y = q < o.size() - s.size() ? 1 : s[q - (o.size() - s.size())];
+      if (x != y && x != 1 && y != 1) {
+        err = "index shapes " + shapeText(bshape) + " and " + shapeText(s) + " do not broadcast";
+        return;
+      }
+      o[q] = x == 1 ? y : x;
+    }
+    bshape = o;
+  }
+  if (at.empty()) {
+    out = in;
+    return;
+  }
+  bool adjacent = at.back() - at.front() + 1 == int64_t(at.size());
+  int64_t first = adjacent ? at.front() : 0;
+  for (int64_t k = 0; k < rank; ++k)
+    if (size_t(k) >= idx.size() || !idx[size_t(k)])
+      rest.push_back(k);
+  for (int64_t k : rest)
+    if (k < first)
+      ++restBefore;
+  for (size_t k = 0; k < restBefore; ++k)
+    out.push_back(in[size_t(rest[k])]);
+  out.insert(out.end(), bshape.begin(), bshape.end());
+  for (size_t k = restBefore; k < rest.size(); ++k)
+    out.push_back(in[size_t(rest[k])]);
+  // Strides of each index tensor read as broadcast to bshape.
+  for (const Index *c : idx) {
+    std::vector<int64_t> r(bshape.size(), 0);
+    if (c) {
+      std::vector<int64_t> st = rowMajorStrides(c->shape);
+      size_t off = bshape.size() - c->shape.size();
+      for (size_t q = 0; q < c->shape.size(); ++q)
+        r[off + q] = c->shape[q] == 1 ? 0 : st[q];
+    }
+    ist.push_back(std::move(r));
+  }
+}
+
+int64_t AdvancedIndex::offset(ArrayRef<int64_t> o, std::string &error) const {
+  if (at.empty()) {
+    int64_t off = 0;
+    for (size_t k = 0; k < o.size(); ++k)
+      off += o[k] * inSt[k];
+    return off;
+  }
+  size_t nb = bshape.size();
+  int64_t off = 0;
+  for (size_t k = 0; k < restBefore; ++k)
+    off += o[k] * inSt[size_t(rest[k])];
+  for (size_t k = restBefore; k < rest.size(); ++k)
+    off += o[k + nb] * inSt[size_t(rest[k])];
+  for (int64_t k : at) {
+    int64_t flat = 0;
+    for (size_t q = 0; q < nb; ++q)
+      flat += o[restBefore + q] * ist[size_t(k)][q];
+    int64_t v = idx[size_t(k)]->values[size_t(flat)], n = in[size_t(k)];
+    if (v < 0)
+      v += n;
+    if (v < 0 || v >= n) {
+      error = "index " + std::to_string(idx[size_t(k)]->values[size_t(flat)]) +
+              " out of range for size " + std::to_string(n);
+      return 0;
+    }
+    off += v * inSt[size_t(k)];
+  }
+  return off;
+}
+
+bool ts::constantValues(mlir::Value v, std::vector<double> &out) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape())
+    return false;
+  out.clear();
+  if (auto f = v.getDefiningOp<FillOp>()) {
+    out.assign(size_t(t.getNumElements()), f.getValue().convertToDouble());
+    return true;
+  }
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense)
+    return false;
+  Type et = t.getElementType();
+  if (isa<FloatType>(et))
+    for (APFloat x : dense.getValues<APFloat>())
+      out.push_back(x.convertToDouble());
+  else if (et.isInteger(1))
+    for (bool x : dense.getValues<bool>())
+      out.push_back(x ? 1 : 0);
+  else
+    for (APInt x : dense.getValues<APInt>())
+      out.push_back(double(x.getSExtValue()));
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // Arguments
 //===----------------------------------------------------------------------===//
 
@@ -145,6 +309,33 @@ mlir::Value StepBuilder::tensorIn(Call &n, size_t i, Type elemHint) {
     return fill(n, scalarValue(v), RankedTensorType::get({}, et));
   }
   fail(n, "argument " + std::to_string(i) + " must be a tensor");
+}
+
+Promoted StepBuilder::promoted(Call &n, size_t i) {
+  Arg &v = in(n, i);
+  switch (v.kind) {
+  case Arg::Tensor:
+    return {tt(v.value).getElementType(), tt(v.value).getRank() > 0 ? 2 : 1};
+  case Arg::Const: {
+    Type et = v.type ? v.type : tt(materialize(n, v, {})).getElementType();
+    return {et, v.isScalar ? 1 : 2};
+  }
+  case Arg::Double:
+    return {b.getF64Type(), 0};
+  case Arg::Int:
+    return {b.getI64Type(), 0};
+  case Arg::Bool:
+    return {b.getI1Type(), 0};
+  default:
+    fail(n, "argument " + std::to_string(i) + " must be a tensor or a number");
+  }
+}
+
+mlir::Value StepBuilder::tensorAs(Call &n, size_t i, Type et) {
+  mlir::Value v = tensorIn(n, i, et);
+  if (tt(v).getElementType() == et)
+    return v;
+  return emit1<CopyOp>(n, {v}, {}, {tt(v).clone(et)});
 }
 
 //===----------------------------------------------------------------------===//

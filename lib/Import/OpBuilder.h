@@ -74,6 +74,8 @@ struct Arg {
   std::vector<int64_t> ints;
   std::vector<double> doubles;
   std::string s;
+  /// Dtype: the dtype; Const: its element type when the front end knows it
+  /// without materializing (else null).
   mlir::Type type;
   std::vector<Arg> elems;
   /// Const: builds the constant as an op of the step; `elemHint`, when set,
@@ -164,6 +166,54 @@ struct ConvError {
 /// or null.
 mlir::Type elementTypeNamed(mlir::MLIRContext &ctx, const std::string &dtype);
 
+/// One operand of PyTorch's type promotion: its element type and its
+/// priority, 2 for a tensor with dimensions, 1 for a 0-dim tensor, 0 for a
+/// Python number (typed f64, i64 or i1 by its kind).
+struct Promoted {
+  mlir::Type type;
+  int priority = 2;
+};
+/// torch.result_type of `ops`: the highest kind (bool < integer < float)
+/// among all operands; within that kind the widest type among the operands
+/// of the highest priority that have it; numbers alone give the default
+/// dtypes (float32, int64). The one promotion rule of both the import-time
+/// evaluation (Pt2Fold.cpp) and the conversions (ConvertElementwise.cpp).
+mlir::Type resultType(mlir::MLIRContext &ctx, llvm::ArrayRef<Promoted> ops);
+
+/// PyTorch's advanced indexing `x[i0, i1, ...]` (`index.Tensor`) of a tensor
+/// of shape `in` by index tensors known at import (a null entry: that dim
+/// taken whole): the index tensors broadcast together, and their dims go
+/// where the first one stands when they are adjacent, else first. One rule
+/// for the import-time evaluation and for the conversion of an integer or
+/// boolean value of the step (a gather by these offsets).
+class AdvancedIndex {
+public:
+  struct Index {
+    std::vector<int64_t> shape;
+    std::vector<int64_t> values; ///< row-major
+  };
+  /// `error()` says why the indexing is invalid ("" when it is valid).
+  AdvancedIndex(llvm::ArrayRef<int64_t> in, std::vector<const Index *> indices);
+  const std::string &error() const { return err; }
+  const std::vector<int64_t> &shape() const { return out; }
+  /// The row-major offset in x of the result element at `idx`; sets `error`
+  /// (and returns 0) for an index out of range (negative indices count from
+  /// the end).
+  int64_t offset(llvm::ArrayRef<int64_t> idx, std::string &error) const;
+
+private:
+  std::vector<int64_t> in, inSt, out, bshape, rest, at;
+  std::vector<const Index *> idx;
+  std::vector<std::vector<int64_t>> ist;
+  size_t restBefore = 0;
+  std::string err;
+};
+
+/// The elements of a value defined by offload.fill or offload.constant
+/// (what a constant argument materializes to), as doubles; false for any
+/// other value.
+bool constantValues(mlir::Value v, std::vector<double> &out);
+
 class StepBuilder;
 using ConvertFn = std::function<void(StepBuilder &, Call &)>;
 
@@ -222,6 +272,13 @@ public:
   bool isScalar(const Arg &v);
   double scalarValue(const Arg &v);
   mlir::Value tensorIn(Call &n, size_t i, Type elemHint = {});
+  /// Argument i as an operand of PyTorch's type promotion (a constant
+  /// tensor of unknown type is materialized to learn it).
+  Promoted promoted(Call &n, size_t i);
+  /// Argument i (a tensor, a constant or a number) as a tensor of element
+  /// type `et`: a number is a 0-dim fill of it, a tensor of another type is
+  /// cast (offload.copy).
+  mlir::Value tensorAs(Call &n, size_t i, Type et);
   mlir::Value optTensorIn(Call &n, size_t i) {
     return i >= n.args.size() || in(n, i).isNone() ? mlir::Value() : tensorIn(n, i);
   }
@@ -275,25 +332,34 @@ public:
   /// value, and so does the parameter or buffer it names. Refuses, by
   /// failing `n`, a parameter written through a slice (the step never
   /// updates parameters) and a base no tracked value holds.
+  /// A view of a view that no tracked value holds (`x[:, 0]`: a reshape of a
+  /// slice) is written through to the first base that one holds.
   template <typename Map>
   void rebindThroughView(Call &n, mlir::Value view, mlir::Value result, Map &tracked) {
     mlir::Value base;
     mlir::Value newBase = writeThroughView(n, view, result, base);
     if (!newBase)
       return;
-    bool isSlice = static_cast<bool>(view.getDefiningOp<SliceOp>());
-    bool found = false;
-    for (auto &entry : tracked) {
-      auto &v = entry.second;
-      using Record = std::remove_reference_t<decltype(v)>;
-      if (v.kind != Record::Tensor || v.value != base)
-        continue;
-      if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
-        fail(n, "in-place update of parameter '" + v.path + "' through a slice is not supported");
-      if (!v.path.empty() && current.count(v.path))
-        current[v.path] = newBase;
-      v.value = newBase;
-      found = true;
+    bool isSlice = false, found = false;
+    for (;;) {
+      isSlice |= static_cast<bool>(view.getDefiningOp<SliceOp>());
+      for (auto &entry : tracked) {
+        auto &v = entry.second;
+        using Record = std::remove_reference_t<decltype(v)>;
+        if (v.kind != Record::Tensor || v.value != base)
+          continue;
+        if (isSlice && !v.path.empty() && roleOf(v.path) == "parameter")
+          fail(n, "in-place update of parameter '" + v.path + "' through a slice is not "
+                  "supported");
+        if (!v.path.empty() && current.count(v.path))
+          current[v.path] = newBase;
+        v.value = newBase;
+        found = true;
+      }
+      if (found || !(base.getDefiningOp<ReshapeOp>() || base.getDefiningOp<SliceOp>()))
+        break;
+      view = base;
+      newBase = writeThroughView(n, view, newBase, base);
     }
     if (!found)
       fail(n, isSlice ? "in-place op on a slice of a value the importer cannot track is not "

@@ -72,6 +72,9 @@ public:
 /// `buf.add_(1)`) targets, directly or through views (`detach_` excepted:
 /// it changes no value).
 void pt2WrittenInPlace(const llvm::json::Array &nodes, std::set<std::string> &written);
+/// Adds to `viewOf` each output of a view op of `nodes` (slice, select,
+/// view, unsqueeze, ...) with the tensor it views.
+void pt2ViewSources(const llvm::json::Array &nodes, std::map<std::string, std::string> &viewOf);
 /// The buffers the exported program updates: buffer_mutation outputs (a
 /// functional graph) and targets of in-place ops (the training IR).
 std::set<std::string> pt2MutatedBuffers(const Pt2Archive &ar);

@@ -474,10 +474,33 @@ static std::string atenOp(const json::Object &node) {
   return r.rsplit('.').first.str();
 }
 
-void offload::import::pt2WrittenInPlace(const json::Array &nodes, std::set<std::string> &written) {
+/// The ATen ops whose result views their first operand.
+static const std::set<std::string> &viewOps() {
   static const std::set<std::string> views = {
       "slice", "select", "view", "reshape", "narrow", "unsqueeze", "squeeze",
       "flatten", "transpose", "permute", "alias", "unflatten", "t"};
+  return views;
+}
+
+void offload::import::pt2ViewSources(const json::Array &nodes,
+                                     std::map<std::string, std::string> &viewOf) {
+  for (const json::Value &nv : nodes) {
+    const json::Object *node = nv.getAsObject();
+    if (!node || !viewOps().count(atenOp(*node)))
+      continue;
+    std::string self = firstTensorInput(*node);
+    if (const json::Array *outs = node->getArray("outputs"))
+      for (const json::Value &o : *outs)
+        if (const json::Object *oo = o.getAsObject())
+          if (const json::Object *tn = oo->getObject("as_tensor"))
+            if (auto nm = tn->getString("name"))
+              if (!self.empty())
+                viewOf[nm->str()] = self;
+  }
+}
+
+void offload::import::pt2WrittenInPlace(const json::Array &nodes, std::set<std::string> &written) {
+  const std::set<std::string> &views = viewOps();
   // Views come before the in-place ops that write through them: one pass
   // from the end propagates a target to the value it views.
   for (size_t i = nodes.size(); i-- > 0;) {

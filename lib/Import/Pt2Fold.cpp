@@ -41,20 +41,6 @@ int category(Type t) { // 0 bool, 1 integer, 2 float
     return 0;
   return isa<IntegerType>(t) ? 1 : 2;
 }
-int rankOf(Type t) { // order within PyTorch's promotion lattice
-  if (t.isInteger(1)) return 0;
-  if (t.isInteger(32)) return 1;
-  if (t.isInteger(64)) return 2;
-  if (t.isF32()) return 3;
-  return 4;
-}
-Type wider(Type a, Type b) {
-  if (!a)
-    return b;
-  if (!b)
-    return a;
-  return rankOf(a) >= rankOf(b) ? a : b;
-}
 
 /// `v` rounded to element type `t`.
 double roundTo(Type t, double v) {
@@ -186,23 +172,12 @@ private:
       fail("dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
     return d < 0 ? d + r : d;
   }
-  /// PyTorch's result_type of the operands.
+  /// PyTorch's result_type of the operands (OpBuilder.h: the one rule).
   Type promote(llvm::ArrayRef<Operand> ops) {
-    int cat = 0;
+    std::vector<Promoted> p;
     for (const Operand &o : ops)
-      cat = std::max(cat, category(o.type));
-    for (int p = 2; p >= 0; --p) {
-      Type t;
-      for (const Operand &o : ops)
-        if (o.priority == p && category(o.type) == cat)
-          t = wider(t, o.type);
-      if (!t)
-        continue;
-      if (p == 0) // numbers: the default dtypes
-        return cat == 2 ? Type(b.getF32Type()) : cat == 1 ? Type(b.getI64Type()) : t;
-      return t;
-    }
-    return b.getF32Type();
+      p.push_back({o.type, o.priority});
+    return resultType(*b.getContext(), p);
   }
   Shape broadcast(const Shape &a, const Shape &c) {
     Shape out(std::max(a.size(), c.size()), 1);
@@ -666,7 +641,7 @@ ConstPtr Folder::shapeOp(const std::string &op, const std::string &overload) {
     if (list.kind != Arg::List)
       fail(op + " needs a list of tensors");
     std::vector<ConstPtr> parts;
-    Type et;
+    std::vector<Promoted> types;
     for (const Arg &e : list.elems) {
       ConstPtr c = e.kind == Arg::Const ? lookup(e) : nullptr;
       if (!c)
@@ -675,10 +650,11 @@ ConstPtr Folder::shapeOp(const std::string &op, const std::string &overload) {
       if (op == "cat" && c->shape.size() == 1 && c->shape[0] == 0)
         continue;
       parts.push_back(c);
-      et = wider(et, c->elemType);
+      types.push_back({c->elemType, 2});
     }
     if (parts.empty())
       return nullptr;
+    Type et = resultType(*b.getContext(), types);
     Shape base = parts[0]->shape;
     int64_t d0 = nargs() > 1 ? getInt(1) : 0;
     if (op == "stack") {
@@ -954,17 +930,12 @@ ConstPtr Folder::shapeOp(const std::string &op, const std::string &overload) {
     });
   }
   if (op == "index") {
-    // Advanced indexing: index tensors (None for a full dim) broadcast
-    // together; their dims go where the first one stands when they are
-    // adjacent, else first.
+    // Advanced indexing (OpBuilder.h's AdvancedIndex: the one rule).
     const Arg &list = arg(1);
     if (list.kind != Arg::List)
       fail("index needs a list of index tensors");
-    if (int64_t(list.elems.size()) > rank)
-      fail("too many indices for a tensor of rank " + std::to_string(rank));
-    std::vector<ConstPtr> idx(list.elems.size());
-    std::vector<int64_t> at;
-    Shape bshape;
+    std::vector<AdvancedIndex::Index> store(list.elems.size());
+    std::vector<const AdvancedIndex::Index *> idx(list.elems.size(), nullptr);
     for (size_t k = 0; k < list.elems.size(); ++k) {
       const Arg &e = list.elems[k];
       if (e.isNone())
@@ -974,50 +945,18 @@ ConstPtr Folder::shapeOp(const std::string &op, const std::string &overload) {
         return nullptr;
       if (c->elemType.isInteger(1))
         fail("boolean mask indexing is not supported");
-      idx[k] = c;
-      at.push_back(int64_t(k));
-      bshape = broadcast(bshape, c->shape);
+      store[k].shape = c->shape;
+      store[k].values.assign(c->data.begin(), c->data.end());
+      idx[k] = &store[k];
     }
-    if (at.empty())
-      return x;
-    bool adjacent = at.back() - at.front() + 1 == int64_t(at.size());
-    int64_t first = adjacent ? at.front() : 0;
-    Shape rest; // the dims not indexed, in order
-    for (int64_t k = 0; k < rank; ++k)
-      if (size_t(k) >= idx.size() || !idx[size_t(k)])
-        rest.push_back(k);
-    Shape out;
-    size_t restBefore = 0;
-    for (int64_t k : rest)
-      if (k < first)
-        ++restBefore;
-    for (size_t k = 0; k < restBefore; ++k)
-      out.push_back(in[size_t(rest[k])]);
-    out.insert(out.end(), bshape.begin(), bshape.end());
-    for (size_t k = restBefore; k < rest.size(); ++k)
-      out.push_back(in[size_t(rest[k])]);
-    std::vector<Shape> ist;
-    for (const ConstPtr &c : idx)
-      ist.push_back(c ? bstrides(c->shape, bshape) : Shape());
-    size_t nb = bshape.size();
-    return gatherFrom(*x, out, et, [&](const Shape &o) {
-      int64_t off = 0;
-      for (size_t k = 0; k < restBefore; ++k)
-        off += o[k] * inSt[size_t(rest[k])];
-      for (size_t k = restBefore; k < rest.size(); ++k)
-        off += o[k + nb] * inSt[size_t(rest[k])];
-      for (int64_t k : at) {
-        int64_t flat = 0;
-        for (size_t q = 0; q < nb; ++q)
-          flat += o[restBefore + q] * ist[size_t(k)][q];
-        int64_t v = int64_t(idx[size_t(k)]->data[size_t(flat)]);
-        int64_t n = in[size_t(k)];
-        if (v < 0)
-          v += n;
-        if (v < 0 || v >= n)
-          fail("index " + std::to_string(v) + " out of range for size " + std::to_string(n));
-        off += v * inSt[size_t(k)];
-      }
+    AdvancedIndex ai(in, idx);
+    if (!ai.error().empty())
+      fail(ai.error());
+    return gatherFrom(*x, ai.shape(), et, [&](const Shape &o) {
+      std::string e;
+      int64_t off = ai.offset(o, e);
+      if (!e.empty())
+        fail(e);
       return off;
     });
   }

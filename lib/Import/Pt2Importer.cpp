@@ -52,10 +52,22 @@ const char *const kFoldOnly = "only supported on values known at import time (co
 // The importer
 //===----------------------------------------------------------------------===//
 
+/// Thrown by Pt2Importer::run when an in-place op writes through a view of
+/// a value it evaluated at import time (T5's _shift_right:
+/// `shifted[..., 1:] = labels[..., :-1]` on `labels.new_zeros(...)`): the
+/// import starts over with the view's base kept as a value of the step
+/// (`keep`), so that the write reaches it as for any other tensor.
+struct Pt2Retry {
+  std::set<std::string> keep;
+};
+
 class Pt2Importer : public StepBuilder {
 public:
-  Pt2Importer(Pt2Archive &ar, MLIRContext &ctx, const ImportOptions &opts)
-      : StepBuilder(ctx, opts), ar(ar) {}
+  /// `keepAsValues`: values (by graph name) that stay values of the step
+  /// even when the importer can evaluate them (see Pt2Retry).
+  Pt2Importer(Pt2Archive &ar, MLIRContext &ctx, const ImportOptions &opts,
+              std::set<std::string> keepAsValues)
+      : StepBuilder(ctx, opts), ar(ar), keepAsValues(std::move(keepAsValues)) {}
   OwningOpRef<ModuleOp> run(ImportError &err);
 
 private:
@@ -82,6 +94,10 @@ private:
   }
   Type elemType(int64_t code, const std::string &what);
   RankedTensorType tensorType(const std::string &name);
+  /// Throws the error of a node whose result has a data-dependent shape or
+  /// is a number read from a tensor's data; `op` and `at` name it.
+  void dataDependentResult(const json::Object &node, const std::string &op,
+                           const std::string &at);
   Arg argOf(const json::Value &v, const std::string &what);
   void convertNode(const json::Object &node, size_t index);
   /// Fills `writtenInPlace`: the tensors that an in-place op of the graph
@@ -149,10 +165,14 @@ private:
   std::map<std::string, Arg> vals;
   std::map<std::string, ConstPtr> consts;
   std::set<std::string> writtenInPlace;
+  /// Each view op's output and the tensor it views.
+  std::map<std::string, std::string> viewOf;
+  std::set<std::string> keepAsValues, retryKeeping;
 };
 
 void Pt2Importer::findInPlaceTargets(const json::Array &nodes) {
   pt2WrittenInPlace(nodes, writtenInPlace);
+  pt2ViewSources(nodes, viewOf);
 }
 
 void Pt2Importer::functionalize(Call &call, mlir::Value view, mlir::Value result) {
@@ -204,10 +224,61 @@ RankedTensorType Pt2Importer::tensorType(const std::string &name) {
   return RankedTensorType::get(shape, elemType(*dt, what));
 }
 
+/// The symbol of a size `as_expr` (sympy's `Symbol('u0', integer=True)`):
+/// `u0`.
+static std::string symbolOf(const json::Object &size) {
+  if (const json::Object *e = size.getObject("as_expr"))
+    if (auto t = e->getString("expr_str")) {
+      llvm::StringRef x = *t;
+      if (x.consume_front("Symbol('"))
+        x = x.take_until([](char c) { return c == '\''; });
+      return x.str();
+    }
+  return "";
+}
+
+void Pt2Importer::dataDependentResult(const json::Object &node, const std::string &op,
+                                      const std::string &at) {
+  const json::Array *outs = node.getArray("outputs");
+  const json::Object *tv = graph->getObject("tensor_values");
+  if (!outs)
+    return;
+  for (const json::Value &o : *outs) {
+    const json::Object *oo = o.getAsObject();
+    if (!oo)
+      continue;
+    if (oo->getObject("as_sym_int") || oo->getObject("as_sym_bool") ||
+        oo->getObject("as_sym_float"))
+      if (llvm::StringRef(op).starts_with("aten::item") ||
+          llvm::StringRef(op).starts_with("aten::_local_scalar_dense"))
+        throw ConvError{at + op + ": reads a number from a tensor's data (`.item()`, "
+                        "`int(t)`): offload compiles one static graph, whose sizes and "
+                        "branches cannot depend on the data"};
+    const json::Object *tn = oo->getObject("as_tensor");
+    auto name = tn ? tn->getString("name") : std::nullopt;
+    const json::Object *meta = name && tv ? tv->getObject(*name) : nullptr;
+    const json::Array *sizes = meta ? meta->getArray("sizes") : nullptr;
+    if (!sizes)
+      continue;
+    for (size_t d = 0; d < sizes->size(); ++d) {
+      const json::Object *s = (*sizes)[d].getAsObject();
+      std::string sym = s ? symbolOf(*s) : "";
+      if (!sym.empty() && sym[0] == 'u') // unbacked: known only from the data
+        throw ConvError{at + op + ": its result's shape depends on the tensor's data (dim " +
+                        std::to_string(d) + " is " + sym +
+                        ", known only when the step runs): offload compiles static shapes; "
+                        "boolean-mask indexing (`x[mask]`), nonzero, unique and masked_select "
+                        "cannot be compiled (keep the shape and mask the values: where, "
+                        "masked_fill, a product with the mask)"};
+    }
+  }
+}
+
 Arg Pt2Importer::constArg(ConstPtr c, const std::string &name) {
   Arg a;
   a.kind = Arg::Const;
   a.s = name; // the value's name: the folder finds its data by it
+  a.type = c->elemType;
   if (c->data.size() == 1) {
     a.isScalar = c->shape.empty();
     a.d = c->data[0];
@@ -387,6 +458,9 @@ bool Pt2Importer::foldConstant(Call &call, const std::string &op, const std::str
     return false;
   consts[outs[0]] = c;
   vals[outs[0]] = constArg(c, outs[0]);
+  if (keepAsValues.count(outs[0])) // written through a view later: a value
+    vals[outs[0]] = Arg::tensor(constant(call, RankedTensorType::get(c->shape, c->elemType),
+                                         c->data));
   return true;
 }
 
@@ -599,6 +673,11 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
       outs.push_back("");
     outLists.push_back(list);
   }
+  // A result whose shape torch.export could not know before running (an
+  // unbacked size, `u0`: boolean-mask indexing, nonzero, unique) or a number
+  // read from a tensor's data (`.item()`): one error at this node.
+  dataDependentResult(node, kind + (overload.empty() ? "" : "." + overload),
+                      file.empty() ? "" : file + ":" + std::to_string(line) + ": ");
   auto poison = [&] {
     for (size_t i = 0; i < outs.size(); ++i) {
       if (!outs[i].empty())
@@ -674,6 +753,24 @@ void Pt2Importer::convertNode(const json::Object &node, size_t index) {
     for (size_t i = 0; i < positional.size(); ++i)
       add(*positional[i], std::to_string(i));
   }
+  // An in-place op that writes through a view of a value evaluated at
+  // import: that value must be a value of the step (Pt2Retry).
+  if (inplace && !positional.empty() && !poisoned)
+    if (const json::Object *so = positional[0]->getAsObject())
+      if (const json::Object *tn = so->getObject("as_tensor"))
+        if (auto nm = tn->getString("name")) {
+          std::string root = nm->str();
+          auto sv = vals.find(root);
+          if (sv != vals.end() && sv->second.kind == Arg::Const && viewOf.count(root)) {
+            while (viewOf.count(root))
+              root = viewOf[root];
+            if (!keepAsValues.count(root)) {
+              retryKeeping.insert(root);
+              poison();
+              return;
+            }
+          }
+        }
   if (poisoned) {
     // An op offload only evaluates at import, on the result of an
     // unsupported op (not a constant either): reported too.
@@ -780,6 +877,11 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
       bad(what + ": constant '" + name + "' does not match the graph's input '" + argName + "'");
     consts[argName] = c;
     vals[argName] = constArg(c, argName);
+    if (keepAsValues.count(argName)) { // written through a view: a value
+      Call at("constant", fileLoc, what);
+      vals[argName] =
+          Arg::tensor(constant(at, RankedTensorType::get(c->shape, c->elemType), c->data));
+    }
   };
   for (const json::Value &sv : arr(sig, "input_specs", "the signature")) {
     std::string what = "input_specs[" + std::to_string(k++) + "]";
@@ -873,6 +975,8 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
   size_t idx = 0;
   for (const json::Value &nv : arr(*graph, "nodes", "the graph"))
     convertNode(obj(&nv, "node " + std::to_string(idx)), idx), ++idx;
+  if (!retryKeeping.empty())
+    throw Pt2Retry{retryKeeping};
   throwIfUnsupported();
 
   // Outputs: the first user (or loss) output, and buffer mutations.
@@ -934,15 +1038,28 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
 auto ::offload::import::importPt2(Pt2Archive &archive, MLIRContext &ctx,
                                    const ImportOptions &options, ImportError &err)
     -> OwningOpRef<ModuleOp> {
-  Pt2Importer im(archive, ctx, options);
-  try {
-    return im.run(err);
-  } catch (const ConvError &e) {
-    err = {1, e.message};
-  } catch (const std::bad_alloc &) {
-    err = {1, "out of memory while importing '" + archive.path + "'"};
-  } catch (const std::exception &e) {
-    err = {2, std::string("internal error: ") + e.what()};
+  // At most one more pass per view base found written in place (Pt2Retry);
+  // each pass keeps more values, so the loop ends.
+  std::set<std::string> keep;
+  for (;;) {
+    Pt2Importer im(archive, ctx, options, keep);
+    try {
+      return im.run(err);
+    } catch (const Pt2Retry &r) {
+      size_t before = keep.size();
+      keep.insert(r.keep.begin(), r.keep.end());
+      if (keep.size() == before) {
+        err = {2, "internal error: the import of '" + archive.path + "' did not settle"};
+        return nullptr;
+      }
+      continue;
+    } catch (const ConvError &e) {
+      err = {1, e.message};
+    } catch (const std::bad_alloc &) {
+      err = {1, "out of memory while importing '" + archive.path + "'"};
+    } catch (const std::exception &e) {
+      err = {2, std::string("internal error: ") + e.what()};
+    }
+    return nullptr;
   }
-  return nullptr;
 }

@@ -129,6 +129,7 @@ const char *const kSchemas[][2] = {
     {"upsample_bilinear2d.default",
      "self, output_size, align_corners, scales_h=None, scales_w=None"},
     {"zero.default", "self"}, {"fill.Scalar", "self, value"},
+    {"copy.default", "self, src, non_blocking=False"},
     {"unbind.int", "self, dim=0"},
     // What torch.export writes for HuggingFace transformers (issue 28): the
     // ops Pt2Fold.cpp evaluates on constants (position ids, masks, T5's

@@ -32,6 +32,9 @@ from .optim import SGD, AdamW, Optimizer
 LOSSES = ("cross_entropy", "nll", "mse")
 # offload-autodiff precision= (Lightning's names; docs/precision.md).
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
+# compile's default loss: "cross_entropy" for positional inputs (the last is
+# the target), the model's own (None) for keyword inputs.
+AUTO_LOSS = "auto"
 # The planner's built-in targets (offload-opt --offload-plan-memory target=).
 TARGETS = ("h100-sxm", "h100-pcie", "a100-80g", "a100-40g", "l4", "rtx-4090", "host")
 # offload-run's bounds: --threads 1..1024, byte counts up to 2^48.
@@ -359,12 +362,102 @@ def _quiet_logger(name):
         logger.setLevel(level)
 
 
-def _export_pt2(model, forward_inputs, path):
+def _source_of(fn):
+    """`file:line` of a function's definition, or "" when unknown."""
+    try:
+        fn = inspect.unwrap(fn)
+        return f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
+    except (TypeError, OSError):
+        return ""
+
+
+# torch.export's message for a value the graph would branch on or size by:
+# "Could not guard on data-dependent expression Eq(u0, 1) ..." or "Could not
+# extract specialized integer from data-dependent expression u0 ...", then
+# "The following call raised this error:" and the user's frame.
+_DATA_DEPENDENT = re.compile(r"(Could not (?:guard on|extract specialized integer from) "
+                             r"data-dependent expression [^\n]*?)\s*\(unhinted")
+_RAISED_AT = re.compile(r'The following call raised this error:\s*\n\s*File "([^"]+)", '
+                        r'line (\d+), in [^\n]*\n\s*([^\n]*)')
+
+
+def _data_dependent_error(text):
+    """One line for torch.export's error on a data-dependent value (a
+    generation loop's stopping test, padding trimmed to the batch's longest
+    sequence, `int(mask.sum())`), naming the construct and the source line;
+    None for any other error."""
+    m = _DATA_DEPENDENT.search(text)
+    if not m:
+        return None
+    at = _RAISED_AT.search(text)
+    where = f" at {at.group(1)}:{at.group(2)} (`{at.group(3).strip()}`)" if at else ""
+    return ("the forward computes a Python value, a branch or a shape from a tensor's "
+            f"data{where}: torch.export: {m.group(1).strip()}. offload compiles one static "
+            "graph for every batch: a generation loop, a stopping test on the data or padding "
+            "trimmed to a batch's longest sequence cannot be compiled; train on fixed shapes "
+            "(pad every batch to one length and pass the attention mask)")
+
+
+def _model_frame(exc):
+    """`file:line` and the source text of the innermost frame of `exc`'s
+    traceback that is the model's code (not PyTorch's own nor offload's):
+    where a torch.export failure happened in the user's or a library's
+    model (transformers' modeling files included). None when there is none."""
+    import traceback
+    import torch
+    skip = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
+    found = None
+    for fs in traceback.extract_tb(exc.__traceback__):
+        name = fs.filename or ""
+        if name.startswith(skip) or name.startswith("<"):
+            continue
+        found = fs
+    if found is None:
+        return None
+    return f"{found.filename}:{found.lineno}", (found.line or "").strip()
+
+
+def _model_output_check(model, out_spec, own_loss):
+    """With the model's own loss (loss=None): a forward that returns a
+    transformers ModelOutput (or another dict of outputs) must hold a
+    `loss`, first. CompileError naming the output class, its fields and the
+    forward's source line otherwise. No check for other output kinds."""
+    try:
+        from torch.utils import _pytree as pytree
+    except ImportError:  # pragma: no cover
+        return
+    if out_spec is None or not own_loss:
+        return
+    # A tuple of one structure (torch.export's outputs) holds the forward's.
+    spec = out_spec
+    while spec.type in (tuple, list) and spec.num_children == 1:
+        spec = spec.children_specs[0]
+    keys = spec.context if isinstance(spec.context, (list, tuple)) else None
+    if keys is None or not all(isinstance(k, str) for k in keys):
+        return
+    kind = getattr(spec.type, "__name__", str(spec.type))
+    where = _source_of(type(model).forward)
+    where = f" ({type(model).__name__}.forward at {where})" if where else ""
+    if "loss" not in keys:
+        raise CompileError(
+            "export", f"the forward returns a {kind} without a loss (its fields: "
+            f"{', '.join(keys)}){where}, and loss=None takes the model's own loss: pass the "
+            "labels among the inputs (e.g. {'input_ids': ids, 'labels': labels}) so that the "
+            "model computes its loss, or give a loss ('cross_entropy', 'nll', 'mse') with the "
+            "target as the last positional input")
+    if keys[0] != "loss":
+        raise CompileError(
+            "export", f"the forward returns a {kind} whose loss is not its first field "
+            f"(fields: {', '.join(keys)}){where}; offload trains the first output")
+
+
+def _export_pt2(model, forward_inputs, path, kwargs=None):
     """torch.export.export of the train-mode model (PyTorch 2.x; the training
     IR: dropout and batch norm as in training, buffer updates in the graph),
-    saved with torch.export.save to `path`. Returns the ExportedProgram's
-    graph signature: its user-input names and the fully qualified names of
-    the parameters and buffers it lifted."""
+    saved with torch.export.save to `path`; `kwargs`: keyword inputs of the
+    forward. Returns the ExportedProgram's graph signature: its user-input
+    names, the fully qualified names of the parameters and buffers it
+    lifted, and the output's pytree spec."""
     import warnings
     import torch
     # torch.export stores non-persistent buffers (not in the state_dict:
@@ -376,31 +469,41 @@ def _export_pt2(model, forward_inputs, path):
         # export error; the error itself is what the CompileError reports.
         with warnings.catch_warnings(), _quiet_logger("torch"):
             warnings.simplefilter("ignore")
-            ep = torch.export.export(model, tuple(forward_inputs))
+            ep = torch.export.export(model, tuple(forward_inputs), kwargs or None)
             torch.export.save(ep, path)
     except Exception as e:  # export runs the user's code: report, do not crash
         text = f"{type(e).__name__}: {e}".strip()
+        clear = _data_dependent_error(text)
+        if clear is not None:
+            raise CompileError("export", clear) from e
         if len(text) > _MAX_EXPORT_MESSAGE:
             text = text[:_MAX_EXPORT_MESSAGE] + " [...]"
-        raise CompileError("export", f"torch.export.export failed: {text}") from e
+        # Where in the model's code it failed (an attention mask of a rank
+        # the model's mask code cannot expand, say).
+        frame = _model_frame(e)
+        at = f" at {frame[0]}" + (f" (`{frame[1]}`)" if frame[1] else "") if frame else ""
+        raise CompileError("export", f"torch.export.export failed{at}: {text}") from e
     sig = ep.graph_signature
+    spec = getattr(ep, "call_spec", None)
     return {"user_inputs": list(sig.user_inputs),
             "parameters": list(sig.inputs_to_parameters.values()),
-            "buffers": list(sig.inputs_to_buffers.values())}
+            "buffers": list(sig.inputs_to_buffers.values()),
+            "out_spec": getattr(spec, "out_spec", None)}
 
 
-def _export(model, forward_inputs, path, exporter):
+def _export(model, forward_inputs, path, exporter, kwargs=None):
     """Exports `model` in train mode with `exporter` ("torchscript": a .pt,
-    "export": a .pt2) to `path`. The model's parameters and buffers are left
-    as they were (tracing a train-mode batch norm updates its running
-    statistics; every tensor is restored) and so is its train/eval mode.
-    Returns None (TorchScript) or the .pt2's signature (_export_pt2)."""
+    "export": a .pt2) to `path`; `kwargs`: keyword inputs (torch.export
+    only). The model's parameters and buffers are left as they were
+    (tracing a train-mode batch norm updates its running statistics; every
+    tensor is restored) and so is its train/eval mode. Returns None
+    (TorchScript) or the .pt2's signature (_export_pt2)."""
     saved = _snapshot(model)
     was_training = model.training
     model.train()
     try:
         if exporter == "export":
-            return _export_pt2(model, forward_inputs, path)
+            return _export_pt2(model, forward_inputs, path, kwargs)
         return _export_torchscript(model, forward_inputs, path)
     finally:
         _restore(saved)
@@ -416,7 +519,7 @@ def _tied_names(model):
     return {k: g for g in groups.values() if len(g) > 1 for k in g}
 
 
-def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=None,
+def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
             precision="fp32", attention_layout="blhd", fuse_attention=True):
@@ -427,9 +530,17 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                     every batch: with a `loss`, the forward's inputs then the
                     target (e.g. (x [N, ...] float32, y [N] int64) for
                     cross_entropy); with loss=None, the forward's inputs and
-                    the forward returns the scalar loss itself.
-    loss            "cross_entropy" (mean, target int64 class indices), "nll",
-                    "mse" (mean), or None. For outputs of rank > 2 the
+                    the forward returns the scalar loss itself. Or a dict of
+                    the forward's keyword inputs (torch.export only), e.g. a
+                    HuggingFace model's {"input_ids": ids, "attention_mask":
+                    mask, "labels": labels}: the model computes its own loss
+                    (a ModelOutput's `.loss`, which must be set); the step is
+                    then called with the same keywords.
+    loss            "auto" (default: "cross_entropy" for positional inputs,
+                    None for keyword inputs), "cross_entropy" (mean, target
+                    int64 class indices), "nll", "mse" (mean), or None (the
+                    forward returns its loss: a scalar, or a ModelOutput
+                    whose `.loss` is set). For outputs of rank > 2 the
                     target's shape says where the classes are: dim 1 for
                     [N, C, H, W] with [N, H, W] (as F.cross_entropy), the
                     last dim for [B, T, V] with [B, T] (a language model's
@@ -488,10 +599,25 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
         raise InputError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
+    keywords = None
+    if isinstance(example_inputs, dict):
+        # Keyword inputs: the model's own loss (labels among them).
+        if not example_inputs or not all(isinstance(k, str) for k in example_inputs):
+            raise InputError("example_inputs: a dict of keyword inputs needs at least one "
+                             "entry, each named by a string")
+        if loss not in (AUTO_LOSS, None):
+            raise InputError(f"loss={loss!r} with keyword inputs: the model computes its own "
+                             "loss from keyword inputs (pass its labels among them); give "
+                             "positional inputs and the target last to use a loss")
+        loss = None
+        keywords = list(example_inputs)
+        example_inputs = tuple(example_inputs.values())
     if not isinstance(example_inputs, (tuple, list)):
-        raise InputError(f"example_inputs: expected a tuple of torch.Tensors, got "
-                         f"{type(example_inputs).__name__}")
+        raise InputError(f"example_inputs: expected a tuple of torch.Tensors or a dict of "
+                         f"keyword inputs, got {type(example_inputs).__name__}")
     example_inputs = tuple(example_inputs)
+    if loss == AUTO_LOSS:
+        loss = "cross_entropy"
     if loss is not None and loss not in LOSSES:
         raise InputError(f"loss: expected one of {', '.join(LOSSES)} or None, got {loss!r}")
     n_forward = len(example_inputs) - (1 if loss is not None else 0)
@@ -506,6 +632,9 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if precision not in PRECISIONS:
         raise InputError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
     exporter = resolve_exporter(exporter)
+    if keywords is not None and exporter != "export":
+        raise InputError("example_inputs: keyword inputs need exporter='export' (torch.export, "
+                         "PyTorch 2.x); a TorchScript trace takes positional inputs")
     budget_bytes = parse_bytes(budget) if budget is not None else None
     if device_bytes is not None:
         device_bytes = parse_bytes(device_bytes, "device_bytes")
@@ -518,7 +647,7 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     if attention_layout not in ("blhd", "bhld"):
         raise InputError(f"attention_layout: expected 'blhd' or 'bhld', got {attention_layout!r}")
     workdir = _check_workdir(workdir)
-    names = _forward_names(model, n_forward)
+    names = keywords if keywords is not None else _forward_names(model, n_forward)
     if loss is not None:
         target_name = "target" if "target" not in names else "target_"
         names = names + [target_name]
@@ -555,14 +684,25 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
     extra = {k: v.detach().clone() for k, v in model.named_buffers() if k not in initial}
     _warn_non_finite(initial)
     _warn_non_finite(extra)
-    signature = stage("export", lambda: _export(model, example_inputs[:n_forward], pt, exporter))
+    if keywords is not None:
+        signature = stage("export", lambda: _export(model, (), pt, exporter,
+                                                    dict(zip(keywords, example_inputs))))
+    else:
+        signature = stage("export", lambda: _export(model, example_inputs[:n_forward], pt,
+                                                    exporter))
     if signature is not None:
+        _model_output_check(model, signature.get("out_spec"), loss is None)
         # A .pt2 names its inputs itself (the forward's argument names; a
         # *rest parameter's become rest_0, rest_1, ...); the importer checks
         # --input against them.
         names = list(signature["user_inputs"]) + (
             [] if loss is None else
             ["target" if "target" not in signature["user_inputs"] else "target_"])
+        if keywords is not None and list(signature["user_inputs"]) != keywords:
+            # torch.export names keyword inputs by their keywords, in order.
+            raise CompileError("export", "torch.export named the keyword inputs " +
+                               ", ".join(signature["user_inputs"]) + ", not " +
+                               ", ".join(keywords))
         if len(names) != len(example_inputs):
             raise CompileError("export", f"torch.export made {len(signature['user_inputs'])} "
                                f"user inputs ({', '.join(signature['user_inputs'])}) of the "
@@ -658,4 +798,4 @@ def compile(model, example_inputs, loss="cross_entropy", optimizer=None, budget=
                 exporter=exporter, seed=seed, report=report, budget_bytes=budget_bytes,
                 unplanned_arena_bytes=unplanned, device_bytes=device_bytes, times=times,
                 workdir=workdir, tmpdir=tmp, log=log, target=target, optimizer=optimizer,
-                loss=loss)
+                loss=loss, keywords=keywords is not None)

@@ -55,7 +55,8 @@ class Step:
 
     def __init__(self, model, session, plan, input_names, initial_state, seed, report,
                  budget_bytes, unplanned_arena_bytes, device_bytes, times, workdir, tmpdir,
-                 log, target, optimizer, loss, extra_state=None, tied=None, exporter=None):
+                 log, target, optimizer, loss, extra_state=None, tied=None, exporter=None,
+                 keywords=False):
         """initial_state: the model's state_dict (its keys and order are
         state_dict()'s); extra_state: non-persistent buffers (bound when the
         step reads them, never in state_dict()); tied: {key: [keys of the
@@ -78,6 +79,8 @@ class Step:
         self.target = target
         self.optimizer = optimizer
         self.loss_name = loss
+        # Compiled from keyword inputs: step() takes them by keyword.
+        self.keywords = keywords
         self.steps_run = 0
         roles = dict(session.input_bindings())
         self._store_names = [n for n, r in roles.items()
@@ -127,12 +130,27 @@ class Step:
                              (" (compile again for another shape)" if what else ""))
         self.session.bind(name, arr)
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, **kw_inputs):
         """Runs one training step on `inputs` (same count, dtypes and shapes
-        as compile's example_inputs; torch tensors or numpy arrays) and
-        returns the loss as a float. InputError for a wrong count, dtype or
+        as compile's example_inputs; torch tensors or numpy arrays), or on
+        keyword inputs (`step(input_ids=..., labels=...)`, or a dict as the
+        one argument) for a step compiled from keyword inputs, and returns
+        the loss as a float. InputError for a wrong count, name, dtype or
         shape; OffloadError when the runtime fails the step (the parameters
         are then unchanged)."""
+        if len(inputs) == 1 and not kw_inputs and isinstance(inputs[0], dict):
+            kw_inputs, inputs = dict(inputs[0]), ()
+        if kw_inputs:
+            if inputs:
+                raise InputError("step() takes its inputs by position or by keyword, not both")
+            if set(kw_inputs) != set(self.input_names):
+                missing = [n for n in self.input_names if n not in kw_inputs]
+                extra = [n for n in kw_inputs if n not in self.input_names]
+                raise InputError(f"step() takes the keyword inputs "
+                                 f"{', '.join(self.input_names)}" +
+                                 (f"; missing {', '.join(missing)}" if missing else "") +
+                                 (f"; unexpected {', '.join(extra)}" if extra else ""))
+            inputs = tuple(kw_inputs[n] for n in self.input_names)
         if len(inputs) != len(self.input_names):
             raise InputError(f"step() takes {len(self.input_names)} inputs "
                              f"({', '.join(self.input_names)}), got {len(inputs)}")

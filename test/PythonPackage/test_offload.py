@@ -473,7 +473,7 @@ def test_torch_export_failure_is_a_compile_error():
             self.fc = nn.Linear(16, 4)
 
         def forward(self, x):
-            if x.sum() > 0:  # control flow on a value: torch.export refuses it
+            if x.sum() > 0:  # control flow on a value: torch.export refuses it  # IF-LINE
                 return self.fc(x)
             return -self.fc(x)
 
@@ -481,8 +481,176 @@ def test_torch_export_failure_is_a_compile_error():
     with pytest.raises(offload.CompileError) as info:
         offload.compile(DataDependent(), (x, y), exporter="export", verbose=False)
     assert info.value.stage == "export"
-    assert "torch.export.export failed: " in str(info.value)
-    assert "data-dependent" in str(info.value)  # PyTorch's own message
+    # One line: what, where (the source line and its code) and PyTorch's reason.
+    assert "\n" not in info.value.message
+    assert f"data at {__file__}:{source_line('# IF-LINE')} (`if x.sum() > 0:" in str(info.value)
+    assert "torch.export: Could not guard on data-dependent expression" in str(info.value)
+
+
+def source_line(marker):
+    """The line of this file that holds `marker` (and is not this lookup)."""
+    return next(i for i, text in enumerate(open(__file__), 1)
+                if marker in text and "source_line(" not in text)
+
+
+class GenerationLoop(nn.Module):
+    """Greedy decoding in the forward: a data-dependent stopping test."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.head = nn.Embedding(10, 8), nn.Linear(8, 10)
+
+    def forward(self, ids):
+        while ids.shape[1] < 6:
+            nxt = self.head(self.emb(ids)[:, -1]).argmax(-1, keepdim=True)
+            if (nxt == 0).all():  # STOP-LINE
+                break
+            ids = torch.cat([ids, nxt], 1)
+        return self.head(self.emb(ids)).logsumexp(-1).mean()
+
+
+class DynamicPadding(nn.Module):
+    """Padding trimmed to the batch's longest sequence: a data-dependent size."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+
+    def forward(self, ids, mask):
+        n = int(mask.sum(1).max())  # TRIM-LINE
+        return self.emb(ids[:, :n]).pow(2).mean()
+
+
+class MaskedSelect(nn.Module):
+    """x[mask]: a result whose size torch.export leaves symbolic."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+
+    def forward(self, ids):
+        return self.emb(ids[ids != 0]).pow(2).mean()  # SELECT-LINE
+
+
+@needs_torch2
+@pytest.mark.parametrize("model, marker, what", [
+    (GenerationLoop, "# STOP-LINE", "Could not guard on data-dependent expression"),
+    (DynamicPadding, "# TRIM-LINE", "Could not extract specialized integer from data-dependent "
+                                    "expression"),
+])
+def test_data_dependent_forward_names_the_construct_and_line(model, marker, what):
+    ids = torch.randint(1, 10, (2, 4))
+    inputs = (ids[:, :2],) if model is GenerationLoop else (ids, torch.ones_like(ids))
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(model(), inputs, loss=None, verbose=False)
+    assert info.value.stage == "export"
+    assert "\n" not in info.value.message
+    code = open(__file__).read().splitlines()[source_line(marker) - 1].strip()
+    assert (f"from a tensor's data at {__file__}:{source_line(marker)} (`{code}`): "
+            f"torch.export: {what}") in str(info.value)
+    assert "offload compiles one static graph for every batch" in str(info.value)
+
+
+@needs_torch2
+def test_data_dependent_shape_names_the_op_at_import():
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(MaskedSelect(), (torch.randint(0, 10, (2, 4)),), loss=None,
+                        verbose=False)
+    assert info.value.stage == "import"
+    assert (f"{__file__}:{source_line('# SELECT-LINE')}: aten::index.Tensor: its result's "
+            "shape depends on the tensor's data (dim 0 is u0") in str(info.value)
+
+
+def tiny_hf(kind):
+    """A transformers model from its config (no download): GPT-2 or BERT,
+    1 layer, width 32."""
+    T = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        cfg = T.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=40, n_positions=16,
+                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
+                           bos_token_id=0, eos_token_id=0)
+        return T.GPT2LMHeadModel(cfg)
+    cfg = T.BertConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                       num_attention_heads=2, vocab_size=40, max_position_embeddings=16,
+                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3)
+    return T.BertForSequenceClassification(cfg)
+
+
+def padded_batch():
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(1, 40, (2, 8), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, -3:] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+@needs_torch2
+def test_hf_model_output_loss_from_keyword_inputs_without_a_wrapper():
+    """GPT2LMHeadModel called with input_ids, a padding attention_mask and
+    labels returns a ModelOutput whose .loss is the step's loss: compiled and
+    run by keyword, judged against PyTorch's float64 step (the project's
+    rule)."""
+    model = tiny_hf("gpt2")
+    kw = padded_batch()
+
+    def reference(dtype):
+        m = copy.deepcopy(model).to(dtype)
+        out = m(**kw)
+        out.loss.backward()
+        return float(out.loss), {n: p.grad for n, p in m.named_parameters()}
+    l64, g64 = reference(torch.float64)
+    l32, g32 = reference(torch.float32)
+    step = offload.compile(model, kw, return_gradients=True, verbose=False)
+    assert step.loss_name is None and step.input_names == list(kw)
+    loss = step(**kw)
+    assert judge_trajectory([loss], [l32], [l64]).ok
+    grads = step.gradients()
+    assert judge_tensors(grads, g32, g64, floor=1e-5).ok
+    assert isinstance(step(kw), float)  # the dict itself, too
+    with pytest.raises(offload.InputError, match="missing labels; unexpected label"):
+        step(input_ids=kw["input_ids"], attention_mask=kw["attention_mask"],
+             label=kw["labels"])
+
+
+@needs_torch2
+def test_hf_model_output_without_a_loss_names_the_output_and_line():
+    model = tiny_hf("gpt2")
+    kw = padded_batch()
+    del kw["labels"]
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(model, kw, verbose=False)
+    assert info.value.stage == "export"
+    text = str(info.value)
+    assert "the forward returns a CausalLMOutputWithCrossAttentions without a loss (its " \
+        "fields: logits) (GPT2LMHeadModel.forward at " in text
+    assert "modeling_gpt2.py:" in text and "pass the labels among the inputs" in text
+
+
+@needs_torch2
+def test_attention_mask_of_the_wrong_rank_names_the_op_and_line():
+    """A [B, 1, T] attention_mask: HF's mask code cannot expand it; the error
+    names the line of transformers' code and the op (expand)."""
+    model = tiny_hf("bert")
+    kw = padded_batch()
+    kw["attention_mask"] = kw["attention_mask"][:, None, :]
+    kw["labels"] = torch.tensor([0, 2])
+    with pytest.raises(offload.CompileError) as info:
+        offload.compile(model, kw, verbose=False)
+    assert info.value.stage == "export"
+    assert "masking_utils.py:" in str(info.value)
+    assert "attention_mask.expand(" in str(info.value)
+    assert "expand: the requested shape has too few dimensions" in str(info.value)
+
+
+@needs_torch2
+def test_keyword_inputs_argument_errors():
+    kw = {"ids": torch.randint(1, 10, (2, 4))}
+    with pytest.raises(offload.InputError, match="loss='cross_entropy' with keyword inputs"):
+        offload.compile(MaskedSelect(), kw, loss="cross_entropy", verbose=False)
+    with pytest.raises(offload.InputError, match="keyword inputs need exporter='export'"):
+        offload.compile(MaskedSelect(), kw, exporter="torchscript", verbose=False)
 
 
 class Attention(nn.Module):

@@ -63,16 +63,18 @@ The HuggingFace sets (--set hf|hf-smoke, PyTorch 2.x; issue 28) build
 transformers models from their config classes (no download: 2 layers,
 width 64, vocabulary 128, dropout 0, `attn_implementation` "sdpa" unless the
 row's name ends in `_eager`) and diffusers' UNet2DModel, and train them the
-same way with the loss the model computes itself: each is wrapped in a module
-whose forward takes the row's tensors (input ids or pixels, then labels) and
-returns `model(...).loss` (UNet2DModel: the DDPM loss, MSE of the predicted
+same way with the loss the model computes itself: the bare transformers model
+is compiled with its keyword inputs (offload.compile(model, {"input_ids": ...,
+"labels": ...}): the ModelOutput's `.loss`, no wrapper) and the step called
+with them; UNet2DModel is wrapped in the DDPM loss (MSE of the predicted
 noise), compiled with loss=None. PyTorch's float64 and fp32 references run the
-same wrapped model. T5 takes its decoder_input_ids as an input (the labels
-shifted in Python, as DataCollatorForSeq2Seq does): HF's in-graph shift
-writes labels into a slice of a new tensor, which the importer does not run.
-Rows in HF_KNOWN_FAILING (RoBERTa: position ids computed from the input ids
-at run time) fail for the stated reason and do not count against
---require-all.
+same model on the same inputs. Rows ending in `_mask` (or `_mask_eager`) also
+pass an `attention_mask` with padding: the second sequence's last 5 tokens
+are masked (GPT-2's labels there are -100, RoBERTa's ids its pad id), so the
+masks HF builds from it, and RoBERTa's position ids, are computed in the step
+from that input. T5 gets only input_ids and labels: its decoder inputs are
+HF's in-graph shift of the labels. Rows in HF_KNOWN_FAILING (none at present)
+fail for the stated reason and do not count against --require-all.
 
 Prints one table row per model as it finishes, then the table in Markdown.
 Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
@@ -317,7 +319,7 @@ def _hf_gpt2(attn, g):
                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
                        bos_token_id=0, eos_token_id=0, attn_implementation=attn)
     ids = _hf_tokens(g)
-    return T.GPT2LMHeadModel(cfg), ("input_ids", "labels"), (ids, ids.clone())
+    return T.GPT2LMHeadModel(cfg), {"input_ids": ids, "labels": ids.clone()}
 
 
 def _hf_llama(attn, g):
@@ -327,7 +329,7 @@ def _hf_llama(attn, g):
                         max_position_embeddings=64, use_cache=False, bos_token_id=0,
                         eos_token_id=0, pad_token_id=0, attn_implementation=attn)
     ids = _hf_tokens(g)
-    return T.LlamaForCausalLM(cfg), ("input_ids", "labels"), (ids, ids.clone())
+    return T.LlamaForCausalLM(cfg), {"input_ids": ids, "labels": ids.clone()}
 
 
 def _hf_mistral(attn, g):
@@ -340,7 +342,7 @@ def _hf_mistral(attn, g):
                           bos_token_id=0, eos_token_id=0, pad_token_id=0,
                           attn_implementation=attn)
     ids = _hf_tokens(g)
-    return T.MistralForCausalLM(cfg), ("input_ids", "labels"), (ids, ids.clone())
+    return T.MistralForCausalLM(cfg), {"input_ids": ids, "labels": ids.clone()}
 
 
 def _hf_bert(attn, g):
@@ -349,8 +351,8 @@ def _hf_bert(attn, g):
                        num_attention_heads=4, vocab_size=HF_VOCAB, max_position_embeddings=64,
                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
                        attn_implementation=attn)
-    return (T.BertForSequenceClassification(cfg), ("input_ids", "labels"),
-            (_hf_tokens(g), torch.randint(0, 3, (BATCH,), generator=g)))
+    return (T.BertForSequenceClassification(cfg),
+            {"input_ids": _hf_tokens(g), "labels": torch.randint(0, 3, (BATCH,), generator=g)})
 
 
 def _hf_roberta(attn, g):
@@ -363,8 +365,9 @@ def _hf_roberta(attn, g):
                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
                           pad_token_id=1, bos_token_id=0, eos_token_id=2,
                           attn_implementation=attn)
-    return (T.RobertaForSequenceClassification(cfg), ("input_ids", "labels"),
-            (_hf_tokens(g, low=2), torch.randint(0, 3, (BATCH,), generator=g)))
+    return (T.RobertaForSequenceClassification(cfg),
+            {"input_ids": _hf_tokens(g, low=2),
+             "labels": torch.randint(0, 3, (BATCH,), generator=g)})
 
 
 def _hf_vit(attn, g):
@@ -373,20 +376,20 @@ def _hf_vit(attn, g):
                       num_attention_heads=4, image_size=32, patch_size=8,
                       hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                       num_labels=NUM_CLASSES, attn_implementation=attn)
-    return (T.ViTForImageClassification(cfg), ("pixel_values", "labels"),
-            (torch.randn(BATCH, 3, 32, 32, generator=g),
-             torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)))
+    return (T.ViTForImageClassification(cfg),
+            {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=g),
+             "labels": torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)})
 
 
 def _hf_t5(attn, g):
+    # Labels only: the decoder's inputs are T5's own _shift_right of them in
+    # the graph (a new_zeros, a copy into its slice, masked_fill of -100).
     import transformers as T
     cfg = T.T5Config(num_layers=2, num_decoder_layers=2, d_model=64, d_ff=128, d_kv=16,
                      num_heads=4, vocab_size=HF_VOCAB, dropout_rate=0.0, use_cache=False,
                      decoder_start_token_id=0, pad_token_id=0, attn_implementation=attn)
-    model = T.T5ForConditionalGeneration(cfg)
-    labels = _hf_tokens(g, low=1)
-    return (model, ("input_ids", "decoder_input_ids", "labels"),
-            (_hf_tokens(g), model._shift_right(labels), labels))
+    return (T.T5ForConditionalGeneration(cfg),
+            {"input_ids": _hf_tokens(g), "labels": _hf_tokens(g, low=1)})
 
 
 def _hf_whisper(attn, g):
@@ -403,9 +406,35 @@ def _hf_whisper(attn, g):
                           activation_dropout=0.0, use_cache=False, pad_token_id=0,
                           bos_token_id=0, eos_token_id=0, decoder_start_token_id=0,
                           attn_implementation=attn)
-    return (T.WhisperForAudioClassification(cfg), ("input_features", "labels"),
-            (torch.randn(BATCH, 16, 32, generator=g),
-             torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)))
+    return (T.WhisperForAudioClassification(cfg),
+            {"input_features": torch.randn(BATCH, 16, 32, generator=g),
+             "labels": torch.randint(0, NUM_CLASSES, (BATCH,), generator=g)})
+
+
+# Padding in the `_mask` rows: the second sequence's last HF_PAD tokens.
+HF_PAD = 5
+
+
+def _with_padding(build_row, pad_id=None):
+    """A row of `build_row` whose inputs also hold an `attention_mask` [B, T]
+    (int64 ones, zeros on the second sequence's last HF_PAD tokens), with
+    the padded tokens as a data collator leaves them: their ids `pad_id`
+    (when given), token-level labels -100 (ignored by the loss)."""
+    def build(attn, g):
+        model, inputs = build_row(attn, g)
+        ids = inputs["input_ids"].clone()
+        mask = torch.ones_like(ids)
+        mask[1, -HF_PAD:] = 0
+        if pad_id is not None:
+            ids[mask == 0] = pad_id
+        out = {"input_ids": ids, "attention_mask": mask}
+        labels = inputs["labels"]
+        if labels.shape == ids.shape:
+            labels = labels.clone()
+            labels[mask == 0] = -100
+        out["labels"] = labels
+        return model, out
+    return build
 
 
 class DDPMLoss(nn.Module):
@@ -427,7 +456,7 @@ def _hf_unet2d(attn, g):
                                  down_block_types=("DownBlock2D", "AttnDownBlock2D"),
                                  up_block_types=("AttnUpBlock2D", "UpBlock2D"),
                                  norm_num_groups=8, attention_head_dim=16)
-    return (DDPMLoss(unet), None,
+    return (DDPMLoss(unet),
             (torch.randn(BATCH, 3, 16, 16, generator=g),
              torch.randint(0, 1000, (BATCH,), generator=g),
              torch.randn(BATCH, 3, 16, 16, generator=g)))
@@ -435,8 +464,11 @@ def _hf_unet2d(attn, g):
 
 HF = {
     "gpt2": _hf_gpt2, "gpt2_eager": _hf_gpt2,
+    "gpt2_mask": _with_padding(_hf_gpt2), "gpt2_mask_eager": _with_padding(_hf_gpt2),
     "llama": _hf_llama, "llama_eager": _hf_llama, "mistral": _hf_mistral,
-    "bert": _hf_bert, "bert_eager": _hf_bert, "roberta": _hf_roberta,
+    "bert": _hf_bert, "bert_eager": _hf_bert,
+    "bert_mask": _with_padding(_hf_bert), "bert_mask_eager": _with_padding(_hf_bert),
+    "roberta": _hf_roberta, "roberta_mask": _with_padding(_hf_roberta, pad_id=1),
     "vit": _hf_vit, "t5": _hf_t5, "whisper": _hf_whisper,
     "unet2d": _hf_unet2d,
 }
@@ -446,43 +478,27 @@ HF = {
 # reason's text in the import column, and --require-all does not count
 # them; one that passes (or fails otherwise) fails --require-all until it
 # is taken off this list.
-HF_KNOWN_FAILING = {
-    # create_position_ids_from_input_ids: (input_ids != pad).int(), cumsum,
-    # * mask, + pad, and the token types gathered by those position ids:
-    # integer arithmetic on the step's input, which offload evaluates only
-    # at import (on constants).
-    "roberta": "aten::cumsum: only supported on values known at import time",
-}
+HF_KNOWN_FAILING = {}
 
-# What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): GPT-2 (its
-# causal mask folded at import into a bool constant, SDPA fused into
-# offload.attention, tied embeddings), Llama (GQA through repeat_kv, rotary
-# tables folded from a non-persistent buffer inside torch.no_grad) and BERT
-# in eager attention (padding_idx, token-type ids gathered from a buffer).
-HF_SMOKE = ["gpt2", "llama", "bert_eager"]
-
-
-class HFLoss(nn.Module):
-    """A transformers model called with keyword arguments (`keys`) and its
-    own loss returned: `model(**inputs).loss`."""
-
-    def __init__(self, model, keys):
-        super().__init__()
-        self.m, self.keys = model, keys
-
-    def forward(self, *inputs):
-        return self.m(**dict(zip(self.keys, inputs)), return_dict=True).loss
+# What CI runs of the hf set (ctest zoo-hf-smoke, label smoke): GPT-2 with a
+# padding attention_mask (its causal mask and the padding mask combined in
+# the step, SDPA fused into offload.attention with that bool mask, tied
+# embeddings, labels -100 on padding), Llama (GQA through repeat_kv, rotary
+# tables folded from a non-persistent buffer inside torch.no_grad), BERT in
+# eager attention with padding (padding_idx, token-type ids gathered from a
+# buffer, the additive float mask from the input) and RoBERTa (position ids
+# computed from the input ids in the step).
+HF_SMOKE = ["gpt2_mask", "llama", "bert_mask_eager", "roberta"]
 
 
 def hf_model(name):
-    """(model returning its scalar loss, example inputs) of HF row `name`,
-    from fixed seeds."""
+    """(model, example inputs) of HF row `name`, from fixed seeds: a bare
+    transformers model with a dict of its keyword inputs (labels among them:
+    it returns a ModelOutput whose `.loss` is set), or a module returning its
+    scalar loss with a tuple of positional inputs (the UNet)."""
     attn = "eager" if name.endswith("_eager") else "sdpa"
     g = torch.Generator().manual_seed(1)
-    model, keys, inputs = HF[name](attn, g)
-    if keys is not None:
-        model = HFLoss(model, keys)
-    return model, tuple(inputs)
+    return HF[name](attn, g)
 
 
 def timm_model(name):
@@ -582,9 +598,12 @@ def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
     state-dict order and then the input (see perturbed_errors)."""
     m = model.to(dtype)
     m.load_state_dict(state)
-    # HF rows: a tuple of inputs (floats converted), the model's own loss.
+    # HF rows: a dict of keyword inputs or a tuple of inputs (floats
+    # converted), the model's own loss.
+    keys = list(x) if isinstance(x, dict) else None
     xs = tuple(t.to(dtype) if t.is_floating_point() else t
-               for t in (x if isinstance(x, tuple) else (x,)))
+               for t in (x.values() if keys is not None else
+                         x if isinstance(x, tuple) else (x,)))
     if jitter_rel:
         g = torch.Generator().manual_seed(seed)
 
@@ -601,8 +620,11 @@ def reference_grads(model, state, x, y, dtype, visit, jitter_rel=0.0, seed=7):
             xs = tuple(jitter(t.clone()) if t.is_floating_point() else t for t in xs)
     for p in m.parameters():
         p.grad = None
-    out = m(*xs)
-    loss = out if y is None else F.cross_entropy(out, y)
+    out = m(**dict(zip(keys, xs))) if keys is not None else m(*xs)
+    if y is not None:
+        loss = F.cross_entropy(out, y)
+    else:
+        loss = out.loss if hasattr(out, "loss") else out
     loss.backward()
     del loss
     for n, p in m.named_parameters():
@@ -771,10 +793,16 @@ def _compile_failure(e):
 
 def _step_args(x, y):
     """offload.compile's example inputs and loss for a row: (x, y) with
-    cross entropy, or an HF row's inputs with the model's own loss."""
+    cross entropy, or an HF row's inputs (a dict of keyword inputs, or a
+    tuple) with the model's own loss."""
     if y is None:
-        return tuple(x), None
+        return (dict(x) if isinstance(x, dict) else tuple(x)), None
     return (x, y), "cross_entropy"
+
+
+def _run_step(step, args):
+    """One step on a row's inputs: by keyword for a dict."""
+    return step(**args) if isinstance(args, dict) else step(*args)
 
 
 def compiled_step(make_model, x, y, d, bin_dir, timeout):
@@ -790,7 +818,7 @@ def compiled_step(make_model, x, y, d, bin_dir, timeout):
         if "rng_seed" in dict(step.session.input_bindings()):
             # Our dropout masks are not PyTorch's: the step must have none.
             return "ok", "a dropout with p > 0 is left in the model", None
-        step(*args)
+        _run_step(step, args)
     except offload.CompileError as e:
         return (*_compile_failure(e), None)
     except offload.OffloadError as e:
@@ -813,14 +841,14 @@ def half_arena(model, x, y, d, bin_dir):
     except offload.OffloadError as e:
         return "unplanned: " + first_line(str(e)), time.time() - t0
     seconds = time.time() - t0
-    full(*args)
+    _run_step(full, args)
     want = full.state_dict()
     arena = full.unplanned_arena_bytes
     budget = arena // 2
     try:
         half = offload.compile(model, args, loss=loss, budget=budget, verbose=False,
                                workdir=os.path.join(d, "half"))
-        half(*args)
+        _run_step(half, args)
     except offload.BudgetError as e:
         return f"no plan ({arena} B -> {budget} B: smallest {e.smallest_reachable_bytes} B)", \
             seconds
@@ -906,8 +934,9 @@ def run_model(name, bin_dir, work, timeout):
                 # seeded, so both are the same).
                 del model, state
                 gc.collect()
-                x64 = tuple(t.double() if t.is_floating_point() else t for t in x) \
-                    if isinstance(x, tuple) else x.double()
+                f64 = lambda t: t.double() if t.is_floating_point() else t
+                x64 = ({k: f64(t) for k, t in x.items()} if isinstance(x, dict) else
+                       tuple(f64(t) for t in x) if isinstance(x, tuple) else x.double())
                 _, train64, ours64 = step(lambda: build(name)[0].double(), x64, y,
                                           d + "-f64", bin_dir, timeout)
                 model = build(name)[0]

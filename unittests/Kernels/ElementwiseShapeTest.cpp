@@ -172,6 +172,73 @@ TEST(Elementwise, MaskedFillWhereFillCopy) {
     }
 }
 
+// The integer and boolean values of ids and masks (HF's position ids from
+// input ids, padding masks): comparisons of every dtype, i32/i64
+// arithmetic, where and masked_fill on integers, cumsum and gather, each
+// equal to ATen's.
+TEST(Elementwise, IntegerAndMaskOps) {
+  torch::manual_seed(5);
+  const char *preds[6] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  std::vector<at::ScalarType> types = {at::kFloat, at::kDouble, at::kLong, at::kInt,
+                                       at::kBool};
+  for (auto t : types) {
+    // Small integers so that every predicate sees ties.
+    at::Tensor a = torch::randint(0, 3, {4, 1, 5}).to(t), b = torch::randint(0, 3, {3, 1}).to(t);
+    if (t == at::kFloat || t == at::kDouble)
+      a.view(-1)[0] = std::numeric_limits<double>::quiet_NaN();
+    at::Tensor refs[6] = {a.eq(b), a.ne(b), a.lt(b), a.le(b), a.gt(b), a.ge(b)};
+    for (int k = 0; k < 6; ++k) {
+      at::Tensor c = at::empty({4, 3, 5}, torch::kBool);
+      ASSERT_EQ(run("compare", {a, b}, {c}, Attrs().s("predicate", preds[k])), "");
+      EXPECT_TRUE(at::equal(c, refs[k])) << preds[k] << " " << c10::toString(t);
+    }
+  }
+  at::Tensor x = torch::randint(-5, 5, {3, 4}, torch::kInt), y = torch::randint(-5, 5, {4}, torch::kInt);
+  for (const char *op : {"add", "sub", "mul"}) {
+    at::Tensor c = at::empty({3, 4}, torch::kInt);
+    ASSERT_EQ(run(op, {x, y}, {c}), "");
+    at::Tensor ref = std::string(op) == "add" ? x + y : std::string(op) == "sub" ? x - y : x * y;
+    EXPECT_TRUE(at::equal(c, ref)) << op;
+  }
+  at::Tensor cond = torch::rand({3, 1}) > 0.5, ids = torch::randint(0, 100, {3, 4}, torch::kLong);
+  at::Tensor w = at::empty({3, 4}, torch::kLong);
+  ASSERT_EQ(run("where", {cond, ids, torch::full({}, -7, torch::kLong)}, {w}), "");
+  EXPECT_TRUE(at::equal(w, at::where(cond, ids, torch::full({}, -7, torch::kLong))));
+  ASSERT_EQ(run("masked_fill", {ids, cond}, {w}, Attrs().f("value", -100)), "");
+  EXPECT_TRUE(at::equal(w, ids.masked_fill(cond, -100)));
+  // cumsum over every dim of a 3-D tensor, i64 and i32, one and three threads.
+  at::Tensor m = torch::randint(0, 3, {5, 70, 3}, torch::kLong);
+  for (int64_t d = 0; d < 3; ++d)
+    for (auto t : {at::kLong, at::kInt}) {
+      at::Tensor src = m.to(t), out = at::empty_like(src);
+      AttrMap am = Attrs().i("dim", {d}).m;
+      ASSERT_EQ(run("cumsum", {src}, {out}, am), "");
+      EXPECT_TRUE(at::equal(out, src.cumsum(d).to(t))) << "cumsum dim " << d;
+    }
+  // gather along each dim, with an index smaller than the input elsewhere.
+  at::Tensor table = torch::randint(0, 1000, {4, 6, 5}, torch::kLong);
+  for (int64_t d = 0; d < 3; ++d) {
+    std::vector<int64_t> is = {3, 5, 4};
+    at::Tensor idx = torch::randint(0, table.size(d), is, torch::kLong);
+    at::Tensor out = at::empty(is, torch::kLong);
+    ASSERT_EQ(run("gather", {table, idx}, {out}, Attrs().i("dim", {d})), "");
+    EXPECT_TRUE(at::equal(out, table.gather(d, idx))) << "gather dim " << d;
+    at::Tensor bits = table.remainder(2).to(at::kBool), bout = at::empty(is, torch::kBool);
+    ASSERT_EQ(run("gather", {bits, idx}, {bout}, Attrs().i("dim", {d})), "");
+    EXPECT_TRUE(at::equal(bout, bits.gather(d, idx))) << "bool gather dim " << d;
+  }
+  // An index out of range is an error naming it, not a read past the end.
+  at::Tensor bad = torch::full({1, 2}, 6, torch::kLong), out = at::empty({1, 2}, torch::kLong);
+  std::string e = run("gather", {table.select(2, 0).contiguous(), bad}, {out}, Attrs().i("dim", {1}));
+  EXPECT_NE(e.find("index 6 out of range [0, 6)"), std::string::npos) << e;
+  EXPECT_NE(run("gather", {table.to(at::kFloat), torch::zeros({1, 1, 1}, torch::kLong)},
+                {at::empty({1, 1, 1})}, Attrs().i("dim", {0})),
+            "");
+  at::Tensor two = torch::zeros({2});
+  EXPECT_NE(run("compare", {two, two}, {at::empty({2}, torch::kBool)}, Attrs().s("predicate", "lt2")),
+            "");
+}
+
 TEST(Elementwise, Errors) {
   at::Tensor a = torch::randn({3, 4}), b = torch::randn({5});
   at::Tensor c = at::empty({3, 4});

@@ -269,6 +269,32 @@ std::vector<OpCase> opCases() {
   c.push_back({"logical_not", {mask}, {{DType::Bool, {8, 16}, boolean()}}, {}, true});
   for (const char *op : {"logical_and", "logical_or"})
     c.push_back({op, {mask, row}, {{DType::Bool, {8, 16}, boolean()}}, {}, true});
+  // Integer and boolean values of ids and masks: every dtype compares, int
+  // where/masked_fill, i32/i64 arithmetic, cumsum and gather.
+  Operand i32row{DType::I32, {16}, index(4)}, i32m{DType::I32, {8, 16}, index(4)};
+  c.push_back({"compare", {f32({8, 16}), f32({16})}, {{DType::Bool, {8, 16}, boolean()}},
+               attrs({{"predicate", attrString("lt")}}), true});
+  c.push_back({"compare", {i64({8, 1}, index(3)), i64({16}, index(3))},
+               {{DType::Bool, {8, 16}, boolean()}}, attrs({{"predicate", attrString("eq")}}),
+               true});
+  c.push_back({"compare", {i32m, i32row}, {{DType::Bool, {8, 16}, boolean()}},
+               attrs({{"predicate", attrString("ge")}}), true});
+  c.push_back({"compare", {mask, row}, {{DType::Bool, {8, 16}, boolean()}},
+               attrs({{"predicate", attrString("ne")}}), true});
+  c.push_back({"add", {i32m, i32row}, {i32m}, {}, true});
+  c.push_back({"sub", {i64({8, 16}, index(9)), i64({}, constant(1))},
+               {i64({8, 16}, index(1))}, {}, true});
+  c.push_back({"where", {mask, i64({8, 16}, index(50)), i64({}, constant(-7))},
+               {i64({8, 16}, index(1))}, {}, true});
+  c.push_back({"masked_fill", {i64({8, 16}, index(50)), row}, {i64({8, 16}, index(1))},
+               attrs({{"value", attrFloat(-100)}}), true});
+  c.push_back({"cumsum", {i64({3, 40, 5}, index(3))}, {i64({3, 40, 5}, index(1))},
+               attrs({{"dim", attrInt(1)}}), true});
+  c.push_back({"cumsum", {i32m}, {i32m}, attrs({{"dim", attrInt(1)}}), true});
+  c.push_back({"gather", {i64({4, 64}, index(1000)), i64({3, 16}, index(64))},
+               {i64({3, 16}, index(1))}, attrs({{"dim", attrInt(1)}}), true});
+  c.push_back({"gather", {mask, i64({5, 16}, index(8))}, {{DType::Bool, {5, 16}, boolean()}},
+               attrs({{"dim", attrInt(0)}}), true});
   c.push_back({"fill", {}, {f32({100})}, attrs({{"value", attrFloat(2.5)}}), true});
   c.push_back({"copy", {f32({7, 9})}, {i64({7, 9}, index(1))}, {}, true});
   c.push_back({"copy", {f64({7, 9})}, {f32({7, 9})}, {}, true});

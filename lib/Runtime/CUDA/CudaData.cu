@@ -2,7 +2,8 @@
 //
 // Part of offload. reduce_sum / reduce_mean, broadcast_to, reshape,
 // transpose, cat, slice, slice_backward, embedding and embedding_backward,
-// as the host kernels of Reduction.cpp, Shape.cpp and Embedding.cpp.
+// and the integer cumsum and gather of ids and masks, as the host kernels of
+// Reduction.cpp, Shape.cpp and Embedding.cpp.
 //
 // Determinism without atomics: a reduction's output element is summed in
 // double in a fixed order: by one thread in the host's order (row-major
@@ -603,6 +604,132 @@ std::string kEmbeddingBackward(const CudaKernelArgs &a) {
   return launched(op);
 }
 
+//===----------------------------------------------------------------------===//
+// cumsum, gather (integer and bool values: ids, masks)
+//===----------------------------------------------------------------------===//
+
+/// One thread per line along the scanned dim, summing in index order
+/// (wrapping, as the host kernel).
+template <typename T>
+__global__ void cumsumKernel(const T *x, T *y, int64_t lines, int64_t n,
+                             int64_t inner) {
+  OFFLOAD_GRID_LOOP(line, lines) {
+    int64_t base = (line / inner) * n * inner + line % inner;
+    T acc = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      acc = em::wrapAdd<T>(acc, x[base + k * inner]);
+      y[base + k * inner] = acc;
+    }
+  }
+}
+
+std::string kCumsum(const CudaKernelArgs &a) {
+  const char *op = "cumsum";
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  if (x.dtype != DType::I64 && x.dtype != DType::I32)
+    return std::string(op) + ": x must be i64 or i32, got " + dtypeName(x.dtype);
+  if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
+    return e;
+  int64_t d = a.attrs.getInt("dim", 0), r = int64_t(x.rank());
+  if (d < 0)
+    d += std::max<int64_t>(r, 1);
+  if (d < 0 || d >= std::max<int64_t>(r, 1))
+    return std::string(op) + ": dim " + std::to_string(a.attrs.getInt("dim", 0)) +
+           " out of range for shape " + shapeStr(x.shape);
+  int64_t n = r ? x.shape[size_t(d)] : 1, inner = 1, total = x.numel();
+  for (int64_t k = d + 1; k < r; ++k)
+    inner *= x.shape[size_t(k)];
+  if (total == 0)
+    return "";
+  int64_t lines = total / n;
+  if (x.dtype == DType::I64)
+    cumsumKernel<int64_t><<<blocksFor(lines), kThreads, 0, a.ctx.stream>>>(
+        x.as<int64_t>(), y.as<int64_t>(), lines, n, inner);
+  else
+    cumsumKernel<int32_t><<<blocksFor(lines), kThreads, 0, a.ctx.stream>>>(
+        x.as<int32_t>(), y.as<int32_t>(), lines, n, inner);
+  return launched(op);
+}
+
+/// y[i] = x at i's coordinates (in the index's shape) with coordinate `dim`
+/// replaced by index[i]; an index out of [0, size) is reported and gives 0.
+template <typename W>
+__global__ void torchGatherKernel(const W *x, const int64_t *idx, W *y, int64_t n,
+                             Strided s, int dim, int64_t size, int *flag,
+                             int instr) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    // s.shape: the index's shape; s.st[0]: the input's strides.
+    int64_t rem = i, off = 0;
+    int64_t k = idx[i];
+    bool bad = k < 0 || k >= size;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      int64_t c = rem % s.shape[d];
+      rem /= s.shape[d];
+      off += (d == dim ? k : c) * s.st[0][d];
+    }
+    if (bad) {
+      reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+      y[i] = W(0);
+    } else {
+      y[i] = x[off];
+    }
+  }
+}
+
+std::string kGather(const CudaKernelArgs &a) {
+  const char *op = "gather";
+  const TensorView &x = a.inputs[0], &idx = a.inputs[1], &y = a.outputs[0];
+  if (x.dtype == DType::F32 || x.dtype == DType::F64)
+    return std::string(op) + ": input must be i64, i32 or bool, got " + dtypeName(x.dtype);
+  if (auto e = needDType(idx, DType::I64, op, "index"); !e.empty())
+    return e;
+  if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
+    return e;
+  if (y.shape != idx.shape)
+    return std::string(op) + ": y has shape " + shapeStr(y.shape) +
+           ", expected the index's " + shapeStr(idx.shape);
+  int64_t r = int64_t(x.rank()), d = a.attrs.getInt("dim", 0);
+  if (int64_t(idx.rank()) != r)
+    return std::string(op) + ": index rank differs from the input's";
+  if (d < 0)
+    d += std::max<int64_t>(r, 1);
+  if (d < 0 || d >= std::max<int64_t>(r, 1))
+    return std::string(op) + ": dim out of range for shape " + shapeStr(x.shape);
+  for (int64_t k = 0; k < r; ++k)
+    if (k != d && idx.shape[size_t(k)] > x.shape[size_t(k)])
+      return std::string(op) + ": index " + shapeStr(idx.shape) +
+             " exceeds the input " + shapeStr(x.shape);
+  Strided s;
+  if (auto e = stridedOver(y, op, s); !e.empty())
+    return e;
+  int64_t stride = 1;
+  for (int64_t k = r - 1; k >= 0; --k) {
+    s.st[0][k] = stride;
+    stride *= x.shape[size_t(k)];
+  }
+  int64_t n = y.numel(), size = r ? x.shape[size_t(d)] : 1;
+  if (n == 0)
+    return "";
+  switch (dtypeSize(x.dtype)) {
+  case 1:
+    torchGatherKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint8_t>(), idx.as<int64_t>(), y.as<uint8_t>(), n, s, int(d), size,
+        a.ctx.errorFlag, a.instruction);
+    break;
+  case 4:
+    torchGatherKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint32_t>(), idx.as<int64_t>(), y.as<uint32_t>(), n, s, int(d), size,
+        a.ctx.errorFlag, a.instruction);
+    break;
+  default:
+    torchGatherKernel<uint64_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint64_t>(), idx.as<int64_t>(), y.as<uint64_t>(), n, s, int(d), size,
+        a.ctx.errorFlag, a.instruction);
+    break;
+  }
+  return launched(op);
+}
+
 } // namespace
 
 const std::vector<Entry> &dataEntries() {
@@ -617,6 +744,8 @@ const std::vector<Entry> &dataEntries() {
       {"offload.slice_backward", kSliceBackward},
       {"offload.embedding", kEmbedding},
       {"offload.embedding_backward", kEmbeddingBackward},
+      {"offload.cumsum", kCumsum},
+      {"offload.gather", kGather},
   };
   return e;
 }

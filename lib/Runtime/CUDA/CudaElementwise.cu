@@ -2,7 +2,8 @@
 //
 // Part of offload. Activations and their backward ops, unary math, binary
 // arithmetic with numpy broadcasting (floats; add/sub/mul also i64/i32),
-// scalar ops, masked_fill, where, logical_not/and/or on bool masks, fill,
+// scalar ops, masked_fill, where, logical_not/and/or on bool masks,
+// compare (any dtype to bool), fill,
 // copy (with dtype cast) and dropout, as the host kernels of Elementwise.cpp and Random.cpp. Every element
 // formula is the ElementMath.h functor the host kernel calls; each output
 // element depends only on same-index inputs, so results are deterministic
@@ -453,6 +454,61 @@ std::string logicalBinary(const CudaKernelArgs &a, const char *op, bool isAnd) {
 std::string kLogicalAnd(const CudaKernelArgs &a) { return logicalBinary(a, "logical_and", true); }
 std::string kLogicalOr(const CudaKernelArgs &a) { return logicalBinary(a, "logical_or", false); }
 
+//===----------------------------------------------------------------------===//
+// compare (any dtype -> bool)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void compareKernel(const T *x, const T *y, uint8_t *c, int64_t n,
+                              Strided s, int pred) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    int64_t off[2];
+    s.offsets(i, off, 2);
+    c[i] = em::compareOf<T>(pred, x[off[0]], y[off[1]]);
+  }
+}
+
+std::string kCompare(const CudaKernelArgs &a) {
+  const char *op = "compare";
+  const TensorView &x = a.inputs[0], &y = a.inputs[1], &c = a.outputs[0];
+  static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  std::string p = a.attrs.getString("predicate", "");
+  int pred = -1;
+  for (int i = 0; i < 6; ++i)
+    if (p == names[i])
+      pred = i;
+  if (pred < 0)
+    return std::string(op) + ": predicate must be eq, ne, lt, le, gt or ge, got '" + p + "'";
+  if (x.dtype != y.dtype)
+    return std::string(op) + ": a is " + dtypeName(x.dtype) + " but b is " +
+           dtypeName(y.dtype);
+  if (auto e = needDType(c, DType::Bool, op, "c"); !e.empty())
+    return e;
+  Strided s;
+  if (auto e = stridedOver(c, op, s); !e.empty())
+    return e;
+  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
+      !broadcastStrides(y.shape, c.shape, s.st[1]))
+    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
+           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
+  int64_t n = c.numel();
+  if (n == 0)
+    return "";
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    compareKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), y.as<T>(), c.as<uint8_t>(), n, s, pred);
+  };
+  switch (x.dtype) {
+  case DType::F32: run(float()); break;
+  case DType::F64: run(double()); break;
+  case DType::I64: run(int64_t()); break;
+  case DType::I32: run(int32_t()); break;
+  case DType::Bool: run(uint8_t()); break;
+  }
+  return launched(op);
+}
+
 template <typename W> __global__ void fillKernel(W *y, int64_t n, W v) {
   OFFLOAD_GRID_LOOP(i, n) y[i] = v;
 }
@@ -621,6 +677,7 @@ const std::vector<Entry> &elementwiseEntries() {
       {"offload.logical_not", kLogicalNot},
       {"offload.logical_and", kLogicalAnd},
       {"offload.logical_or", kLogicalOr},
+      {"offload.compare", kCompare},
       {"offload.fill", kFill},
       {"offload.copy", kCopy},
       {"offload.dropout", kDropout},

@@ -284,6 +284,29 @@ struct Div {
   template <typename T> OFFLOAD_HD T operator()(T x, T y) const { return x / y; }
 };
 
+/// Integer add that wraps (two's complement) instead of overflowing, as
+/// ATen's integer kernels behave: cumsum's running sum.
+template <typename T> OFFLOAD_HD inline T wrapAdd(T x, T y) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(x) + std::make_unsigned_t<T>(y));
+  else
+    return x + y;
+}
+
+/// offload.compare's predicates, in the order of the dialect's
+/// ComparePredicate enum (eq, ne, lt, le, gt, ge); the result is 1 or 0.
+/// IEEE comparisons: NaN is unequal to everything.
+template <typename T> OFFLOAD_HD inline uint8_t compareOf(int predicate, T x, T y) {
+  switch (predicate) {
+  case 0: return x == y;
+  case 1: return x != y;
+  case 2: return x < y;
+  case 3: return x <= y;
+  case 4: return x > y;
+  default: return x >= y;
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Conversions (fill, copy, masked_fill)
 //===----------------------------------------------------------------------===//

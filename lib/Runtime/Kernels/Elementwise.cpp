@@ -2,8 +2,8 @@
 //
 // Part of offload. Activations and their backward ops, unary math, binary
 // arithmetic with numpy broadcasting, scalar ops, masked_fill, where, the
-// boolean ops on masks (logical_not/and/or), fill and
-// copy (with dtype cast). Semantics: docs/op-semantics.md ("Elementwise"),
+// boolean ops on masks (logical_not/and/or), comparisons (compare, any
+// dtype to bool), fill and copy (with dtype cast). Semantics: docs/op-semantics.md ("Elementwise"),
 // each matching the PyTorch 1.13 ATen function named there. Float ops take
 // f32 or f64; every operand of one op has the same float dtype. Each output
 // element depends only on the same-index inputs, so results do not depend on
@@ -349,6 +349,50 @@ std::string logicalBinary(const KernelArgs &args, const char *op, bool isAnd) {
 std::string logicalAnd(const KernelArgs &a) { return logicalBinary(a, "logical_and", true); }
 std::string logicalOr(const KernelArgs &a) { return logicalBinary(a, "logical_or", false); }
 
+/// The index of offload.compare's `predicate` (em::compareOf's order), or
+/// -1 for another string.
+int comparePredicate(const std::string &p) {
+  static const char *const names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  for (int i = 0; i < 6; ++i)
+    if (p == names[i]) return i;
+  return -1;
+}
+
+/// c = (a <predicate> b) as bool, a and b of one dtype, broadcasting.
+std::string compare(const KernelArgs &args) {
+  const char *op = "compare";
+  const TensorView &a = args.inputs[0], &b = args.inputs[1], &c = args.outputs[0];
+  int pred = comparePredicate(args.attrs.getString("predicate", ""));
+  if (pred < 0)
+    return cat(op, ": predicate must be eq, ne, lt, le, gt or ge, got '",
+               args.attrs.getString("predicate", ""), "'");
+  if (a.dtype != b.dtype)
+    return cat(op, ": a is ", dtypeName(a.dtype), " but b is ", dtypeName(b.dtype));
+  if (auto e = checkDType(c, DType::Bool, op, "c"); !e.empty()) return e;
+  std::vector<int64_t> sa, sb;
+  if (!broadcastStrides(a.shape, c.shape, sa) || !broadcastStrides(b.shape, c.shape, sb))
+    return cat(op, ": shapes ", shapeStr(a.shape), " and ", shapeStr(b.shape),
+               " do not broadcast to ", shapeStr(c.shape));
+  uint8_t *cp = c.as<uint8_t>();
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *ap = a.as<T>(), *bp = b.as<T>();
+    parallelFor(c.numel(), args.numThreads, kGrain, [&](int64_t lo, int64_t hi) {
+      BroadcastWalker w(c.shape, {&sa, &sb}, lo);
+      for (int64_t i = lo; i < hi; ++i, w.next())
+        cp[i] = em::compareOf<T>(pred, ap[w.off[0]], bp[w.off[1]]);
+    });
+  };
+  switch (a.dtype) {
+  case DType::F32: run(float()); break;
+  case DType::F64: run(double()); break;
+  case DType::I64: run(int64_t()); break;
+  case DType::I32: run(int32_t()); break;
+  case DType::Bool: run(uint8_t()); break;
+  }
+  return "";
+}
+
 std::string fill(const KernelArgs &args) {
   const TensorView &y = args.outputs[0];
   double v = args.attrs.getFloat("value", 0.0);
@@ -460,6 +504,7 @@ void registerElementwiseKernels(KernelRegistry &r) {
   r.add("offload.logical_not", logicalNot);
   r.add("offload.logical_and", logicalAnd);
   r.add("offload.logical_or", logicalOr);
+  r.add("offload.compare", compare);
   r.add("offload.fill", fill, Absent::Rejected, LowFloat::Native);
   r.add("offload.copy", copy, Absent::Rejected, LowFloat::Native);
 }

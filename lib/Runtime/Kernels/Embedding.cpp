@@ -6,6 +6,8 @@
 // dy, except into row padding_idx (attribute, -1: none), which stays zero. The backward splits the
 // work by columns of D, each thread adding every row in index order, so
 // results are deterministic and independent of the thread count.
+// gather(input, index, dim) reads elements of an integer or bool tensor at
+// i64 indices along one dim (torch.gather; ids and masks, no gradient).
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,9 +98,60 @@ std::string embeddingBackward(const KernelArgs &args) {
 
 } // namespace
 
+/// gather(input, index, dim) of an integer or bool input (ATen's
+/// torch.gather): y[i] = input at i's coordinates with coordinate `dim`
+/// replaced by index[i]. Every index is checked first.
+std::string gather(const KernelArgs &args) {
+  const char *op = "gather";
+  const TensorView &x = args.inputs[0], &idx = args.inputs[1], &y = args.outputs[0];
+  if (isFloat(x.dtype))
+    return cat(op, ": input must be i64, i32 or bool, got ", dtypeName(x.dtype));
+  if (auto e = checkDType(idx, DType::I64, op, "index"); !e.empty()) return e;
+  if (auto e = checkDType(y, x.dtype, op, "y"); !e.empty()) return e;
+  if (y.shape != idx.shape)
+    return cat(op, ": y has shape ", shapeStr(y.shape), ", expected the index's ",
+               shapeStr(idx.shape));
+  int64_t d = args.attrs.getInt("dim", 0);
+  size_t r = x.rank();
+  if (idx.rank() != r)
+    return cat(op, ": index of rank ", idx.rank(), " for an input of rank ", r);
+  if (r == 0) {
+    if (d != 0) return cat(op, ": dim ", d, " out of range for a rank-0 input");
+  } else if (!normDim(d, int64_t(r))) {
+    return cat(op, ": dim ", d, " out of range for shape ", shapeStr(x.shape));
+  }
+  for (size_t k = 0; k < r; ++k)
+    if (int64_t(k) != d && idx.shape[k] > x.shape[k])
+      return cat(op, ": index ", shapeStr(idx.shape), " exceeds the input ",
+                 shapeStr(x.shape), " at dim ", k);
+  int64_t size = r ? x.shape[size_t(d)] : 1;
+  if (auto e = checkIndices(op, idx, size); !e.empty()) return e;
+  std::vector<int64_t> xs(r, 1);
+  for (size_t k = r; k-- > 1;) xs[k - 1] = xs[k] * x.shape[k];
+  size_t es = dtypeSize(x.dtype);
+  const char *xp = static_cast<const char *>(x.data);
+  char *yp = static_cast<char *>(y.data);
+  const int64_t *ip = idx.as<int64_t>();
+  parallelFor(y.numel(), args.numThreads, kGrain, [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> c(r, 0);
+    for (int64_t i = lo; i < hi; ++i) {
+      int64_t rem = i, off = 0;
+      for (size_t k = r; k-- > 0;) {
+        c[k] = rem % idx.shape[k];
+        rem /= idx.shape[k];
+      }
+      for (size_t k = 0; k < r; ++k)
+        off += (int64_t(k) == d ? ip[i] : c[k]) * xs[k];
+      std::memcpy(yp + i * int64_t(es), xp + off * int64_t(es), es);
+    }
+  });
+  return "";
+}
+
 void registerEmbeddingKernels(KernelRegistry &r) {
   addEmulated<embedding>(r, "offload.embedding");
   addEmulated<embeddingBackward>(r, "offload.embedding_backward");
+  r.add("offload.gather", gather);
 }
 
 } // namespace kernels

@@ -1,8 +1,8 @@
 //===- Reduction.cpp - Sum/mean reductions and broadcast_to ----------------===//
 //
 // Part of offload. reduce_sum / reduce_mean over a set of dims (ATen
-// `sum(x, dims, keepdim)` / `mean`), and broadcast_to (ATen `expand` +
-// contiguous). Sums accumulate in double for f32 and f64 and each output
+// `sum(x, dims, keepdim)` / `mean`), broadcast_to (ATen `expand` +
+// contiguous) and the integer prefix sum cumsum (position ids). Sums accumulate in double for f32 and f64 and each output
 // element is summed by one thread in a fixed order, so results are
 // bit-reproducible and independent of the thread count.
 //
@@ -187,10 +187,53 @@ std::string broadcastTo(const KernelArgs &args) {
 
 } // namespace
 
+/// Inclusive prefix sums of an i64 or i32 tensor along attribute `dim`
+/// (wrapping, as ATen's integer cumsum); each line is summed by one thread
+/// in index order.
+std::string cumsum(const KernelArgs &args) {
+  const char *op = "cumsum";
+  const TensorView &x = args.inputs[0], &y = args.outputs[0];
+  if (x.dtype != DType::I64 && x.dtype != DType::I32)
+    return cat(op, ": x must be i64 or i32, got ", dtypeName(x.dtype));
+  if (auto e = checkSame(x, y, op, "x", "y"); !e.empty()) return e;
+  int64_t d = args.attrs.getInt("dim", 0);
+  if (x.rank() == 0) {
+    if (d != 0) return cat(op, ": dim ", d, " out of range for a rank-0 input");
+    if (x.data != y.data) std::memmove(y.data, x.data, x.bytes());
+    return "";
+  }
+  if (!normDim(d, int64_t(x.rank())))
+    return cat(op, ": dim ", args.attrs.getInt("dim", 0), " out of range for shape ",
+               shapeStr(x.shape));
+  int64_t outer = prodRange(x.shape, 0, size_t(d)), n = x.shape[size_t(d)],
+          inner = prodRange(x.shape, size_t(d) + 1, x.shape.size());
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T *xp = x.as<T>();
+    T *yp = y.as<T>();
+    parallelFor(outer * inner, args.numThreads,
+                std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t line = lo; line < hi; ++line) {
+                    int64_t base = (line / inner) * n * inner + line % inner;
+                    T acc = 0;
+                    for (int64_t k = 0; k < n; ++k) {
+                      acc = em::wrapAdd<T>(acc, xp[base + k * inner]);
+                      yp[base + k * inner] = acc;
+                    }
+                  }
+                });
+  };
+  if (x.dtype == DType::I64) run(int64_t());
+  else run(int32_t());
+  return "";
+}
+
 void registerReductionKernels(KernelRegistry &r) {
   addEmulated<reduceSum>(r, "offload.reduce_sum");
   addEmulated<reduceMean>(r, "offload.reduce_mean");
   r.add("offload.broadcast_to", broadcastTo, Absent::Rejected, LowFloat::Native);
+  r.add("offload.cumsum", cumsum);
 }
 
 } // namespace kernels

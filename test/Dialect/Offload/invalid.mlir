@@ -281,6 +281,46 @@ func.func @adamw_wd(%p: tensor<4xf32>, %s: tensor<i64>) {
 
 // -----
 
+func.func @gather_rank(%x: tensor<2x64xi64>, %i: tensor<16xi64>) {
+  // expected-error @+1 {{index of rank 1 for an input of rank 2 (they must be equal)}}
+  %y = offload.gather %x, %i {dim = 1 : i64} : tensor<2x64xi64>, tensor<16xi64>
+  return
+}
+
+// -----
+
+func.func @gather_size(%x: tensor<2x64xi64>, %i: tensor<3x16xi64>) {
+  // expected-error @+1 {{index size 3 at dim 0 exceeds the input's 2}}
+  %y = offload.gather %x, %i {dim = 1 : i64} : tensor<2x64xi64>, tensor<3x16xi64>
+  return
+}
+
+// -----
+
+func.func @gather_float(%x: tensor<2x64xf32>, %i: tensor<2x16xi64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values}}
+  %y = offload.gather %x, %i {dim = 1 : i64} : tensor<2x64xf32>, tensor<2x16xi64>
+  return
+}
+
+// -----
+
+func.func @cumsum_dim(%x: tensor<2x16xi64>) {
+  // expected-error @+1 {{dim 2 is out of range for a rank-2 input}}
+  %y = offload.cumsum %x {dim = 2 : i64} : tensor<2x16xi64>
+  return
+}
+
+// -----
+
+func.func @compare_types(%a: tensor<4xi64>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{operands have different element types}}
+  %y = offload.compare eq %a, %b : tensor<4xi64>, tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @masked_fill_shape(%x: tensor<4x8xf32>, %m: tensor<3xi1>) {
   // expected-error @+1 {{mask of type 'tensor<3xi1>' does not broadcast to the input's shape}}
   %y = offload.masked_fill %x, %m {value = 0.0 : f64} : tensor<4x8xf32>, tensor<3xi1>

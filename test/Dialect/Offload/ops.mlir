@@ -121,6 +121,29 @@ func.func @elementwise(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %m: tensor<4x8xi1
   return
 }
 
+// Integer and boolean values of ids and masks (no gradient).
+// CHECK-LABEL: func.func @ids_and_masks
+func.func @ids_and_masks(%ids: tensor<2x16xi64>, %pad: tensor<i64>, %m: tensor<2x16xi32>,
+                         %t: tensor<2x64xi64>, %b: tensor<2x16xi1>, %f: tensor<2x16xf32>) {
+  // CHECK: offload.compare ne %{{.*}}, %{{.*}} : tensor<2x16xi64>, tensor<i64>
+  %k = offload.compare ne %ids, %pad : tensor<2x16xi64>, tensor<i64>
+  // CHECK: offload.compare lt %{{.*}}, %{{.*}} : tensor<2x16xf32>, tensor<2x16xf32>
+  %lt = offload.compare lt %f, %f : tensor<2x16xf32>, tensor<2x16xf32>
+  // CHECK: offload.cumsum %{{.*}} {dim = 1 : i64} : tensor<2x16xi32>
+  %c = offload.cumsum %m {dim = 1 : i64} : tensor<2x16xi32>
+  // CHECK: offload.mul %{{.*}}, %{{.*}} : tensor<2x16xi32>, tensor<2x16xi32>
+  %p = offload.mul %c, %m : tensor<2x16xi32>, tensor<2x16xi32>
+  // CHECK: offload.add %{{.*}}, %{{.*}} : tensor<2x16xi64>, tensor<i64>
+  %q = offload.add %ids, %pad : tensor<2x16xi64>, tensor<i64>
+  // CHECK: offload.gather %{{.*}}, %{{.*}} {dim = 1 : i64} : tensor<2x64xi64>, tensor<2x16xi64>
+  %g = offload.gather %t, %q {dim = 1 : i64} : tensor<2x64xi64>, tensor<2x16xi64>
+  // CHECK: offload.where %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16xi1>, tensor<2x16xi64>, tensor<i64>
+  %w = offload.where %k, %ids, %pad : tensor<2x16xi1>, tensor<2x16xi64>, tensor<i64>
+  // CHECK: offload.masked_fill %{{.*}}, %{{.*}} {value = -1.000000e+02 : f64} : tensor<2x16xi64>, tensor<2x16xi1>
+  %l = offload.masked_fill %ids, %b {value = -100.0 : f64} : tensor<2x16xi64>, tensor<2x16xi1>
+  return
+}
+
 // CHECK-LABEL: func.func @shapes
 func.func @shapes(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>) {
   // CHECK: offload.reduce_sum %{{.*}} {dims = array<i64: 0>} : tensor<4x8xf32>

@@ -29,7 +29,8 @@ steps [2] int64; the output is the loss), inputs.npz, PyTorch's own step on
 the exported parameters (reference.npz: `loss` and `grad:NAME`, for
 check_pt2_grads.py), and two models the importer refuses: no-grad-param.pt2
 (a torch.no_grad() block that reads a parameter) and cumsum-input.pt2 (a
-cumsum of the step's input ids, which offload only evaluates at import).
+cumsum of the step's input ids, which runs in the step, and the remainder of
+it, which offload only evaluates at import).
 """
 import math
 import os

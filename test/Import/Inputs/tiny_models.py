@@ -2,7 +2,7 @@
 """Tiny TorchScript models for the importer's lit tests.
 
 Usage: tiny_models.py NAME OUT.pt
-  unsupported  traced; torch.cumsum on two lines and torch.erf on a third
+  unsupported  traced; torch.logcumsumexp on two lines and torch.erf on a third
                (ops offload-import does not support)
   mixed        traced; an op without a conversion (torch.erf) and two uses
                a conversion refuses (avg_pool2d with divisor_override)
@@ -34,9 +34,9 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         # unsupported.test checks the error against this comment's line:
-        # UNSUP: unsupported ops: aten::cumsum (2x at {{.*}}tiny_models.py:[[@LINE+1]], {{.*}}tiny_models.py:[[@LINE+2]]); aten::erf (1x at {{.*}}tiny_models.py:[[@LINE+3]]){{$}}
-        a = torch.cumsum(x, 1)
-        b = torch.cumsum(a, 0)
+        # UNSUP: unsupported ops: aten::erf (1x at {{.*}}tiny_models.py:[[@LINE+3]]); aten::logcumsumexp (2x at {{.*}}tiny_models.py:[[@LINE+1]], {{.*}}tiny_models.py:[[@LINE+2]]){{$}}
+        a = torch.logcumsumexp(x, 1)
+        b = torch.logcumsumexp(a, 0)
         c = torch.erf(b)
         return self.fc(c)
 

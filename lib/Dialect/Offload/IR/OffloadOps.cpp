@@ -221,6 +221,30 @@ LogicalResult MaskedFillOp::verify() {
   return success();
 }
 
+LogicalResult CumsumOp::verify() {
+  int64_t rank = getInput().getType().getRank(), d = getDim();
+  if (d < 0 || d >= std::max<int64_t>(rank, 1))
+    return emitOpError() << "dim " << d << " is out of range for a rank-" << rank
+                         << " input (dims are normalized, >= 0)";
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  auto in = getInput().getType(), idx = getIndex().getType();
+  int64_t d = getDim();
+  if (in.getRank() != idx.getRank())
+    return emitOpError() << "index of rank " << idx.getRank() << " for an input of rank "
+                         << in.getRank() << " (they must be equal)";
+  if (d < 0 || d >= std::max<int64_t>(in.getRank(), 1))
+    return emitOpError() << "dim " << d << " is out of range for a rank-" << in.getRank()
+                         << " input (dims are normalized, >= 0)";
+  for (int64_t k = 0; k < in.getRank(); ++k)
+    if (k != d && idx.getDimSize(k) > in.getDimSize(k))
+      return emitOpError() << "index size " << idx.getDimSize(k) << " at dim " << k
+                           << " exceeds the input's " << in.getDimSize(k);
+  return success();
+}
+
 static LogicalResult verifyReduceDims(Operation *op, RankedTensorType in,
                                       ArrayRef<int64_t> dims) {
   llvm::SmallDenseSet<int64_t> seen;

@@ -173,6 +173,24 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  SmallVector<Type> ab;
+  if (failed(detail::inferBroadcast(loc, adaptor.getLhs().getType(),
+                                    adaptor.getRhs().getType(), ab)))
+    return failure();
+  types.push_back(cast<RankedTensorType>(ab[0]).clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto in = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto idx = cast<RankedTensorType>(adaptor.getIndex().getType());
+  types.push_back(idx.clone(in.getElementType()));
+  return success();
+}
+
 static LogicalResult inferReduce(std::optional<Location> loc, StringRef opName,
                                  DictionaryAttr attrs, Type input,
                                  SmallVectorImpl<Type> &types) {

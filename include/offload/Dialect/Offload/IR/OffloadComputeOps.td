@@ -173,7 +173,12 @@ def Offload_ConstantOp : Offload_ComputeOp<"constant", [
 // Broadcasting binary ops
 //===----------------------------------------------------------------------===//
 
-class Offload_BinaryOp<string mnemonic, string doc>
+// `operandType`: float tensors, or Offload_NumericTensor for the ops that
+// also compute on integers (position ids, masks: HF's
+// create_position_ids_from_input_ids); an integer result is never on a
+// gradient's path, so the VJP only ever sees float operands.
+class Offload_BinaryOp<string mnemonic, string doc,
+                       Type operandType = Offload_FloatTensor>
     : Offload_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
   let summary = "Elementwise `" # mnemonic # "` with numpy broadcasting";
   let description = doc # [{
@@ -182,8 +187,8 @@ class Offload_BinaryOp<string mnemonic, string doc>
     %c = offload.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
     ```
   }];
-  let arguments = (ins Offload_FloatTensor:$lhs, Offload_FloatTensor:$rhs);
-  let results = (outs Offload_FloatTensor:$result);
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
@@ -194,25 +199,37 @@ class Offload_BinaryOp<string mnemonic, string doc>
     }
   }];
 }
-def Offload_AddOp : Offload_BinaryOp<"add", "`lhs + rhs`. Saves nothing.">;
-def Offload_SubOp : Offload_BinaryOp<"sub", "`lhs - rhs`. Saves nothing.">;
-def Offload_MulOp : Offload_BinaryOp<"mul", "`lhs * rhs`. Saves both operands.">;
+def Offload_AddOp : Offload_BinaryOp<"add", "`lhs + rhs`. Saves nothing. Also on i64/i32 "
+    "(wrapping, as ATen's integer add).", Offload_NumericTensor>;
+def Offload_SubOp : Offload_BinaryOp<"sub", "`lhs - rhs`. Saves nothing. Also on i64/i32.",
+    Offload_NumericTensor>;
+def Offload_MulOp : Offload_BinaryOp<"mul", "`lhs * rhs`. Saves both operands. Also on "
+    "i64/i32.", Offload_NumericTensor>;
 def Offload_DivOp : Offload_BinaryOp<"div", "`lhs / rhs`. Saves both operands.">;
 
 def Offload_MaskedFillOp : Offload_DiffOp<"masked_fill", [
     AllTypesMatch<["input", "result"]>]> {
   let summary = "`input.masked_fill(mask, value)`; mask broadcasts to input";
-  let arguments = (ins Offload_FloatTensor:$input, RankedTensorOf<[I1]>:$mask, F64Attr:$value);
-  let results = (outs Offload_FloatTensor:$result);
+  let description = [{
+    Any element type (T5's labels: `masked_fill(labels == -100, pad)` on
+    i64); `value` is rounded to it as ATen casts the Scalar. Only a float
+    input is ever differentiated.
+  }];
+  let arguments = (ins Offload_AnyTensor:$input, RankedTensorOf<[I1]>:$mask, F64Attr:$value);
+  let results = (outs Offload_AnyTensor:$result);
   let assemblyFormat = "$input `,` $mask attr-dict `:` type($input) `,` type($mask)";
   let hasVerifier = 1;
 }
 
 def Offload_WhereOp : Offload_DiffOp<"where", [InferTypeOpAdaptor]> {
   let summary = "`where(condition, lhs, rhs)` with broadcasting";
-  let arguments = (ins RankedTensorOf<[I1]>:$condition, Offload_FloatTensor:$lhs,
-                       Offload_FloatTensor:$rhs);
-  let results = (outs Offload_FloatTensor:$result);
+  let description = [{
+    `lhs` and `rhs` of one element type, any (an integer or boolean
+    `where` selects ids or mask bits); only a float one is differentiated.
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$condition, Offload_AnyTensor:$lhs,
+                       Offload_AnyTensor:$rhs);
+  let results = (outs Offload_AnyTensor:$result);
   let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,` type($rhs)";
 }
 
@@ -263,6 +280,73 @@ class Offload_LogicalBinaryOp<string mnemonic, string aten>
 }
 def Offload_LogicalAndOp : Offload_LogicalBinaryOp<"logical_and", "a & b">;
 def Offload_LogicalOrOp : Offload_LogicalBinaryOp<"logical_or", "a | b">;
+
+//===----------------------------------------------------------------------===//
+// Comparisons, scans and gathers on values without gradients (ids, masks)
+//===----------------------------------------------------------------------===//
+
+// Not differentiable: their results are i1 or integer tensors, never on a
+// gradient's path. HF computes position ids and padding masks from the
+// step's inputs with them (RoBERTa's create_position_ids_from_input_ids,
+// the masks of an `attention_mask` input).
+
+def Offload_CompareOp : Offload_ComputeOp<"compare", [InferTypeOpAdaptor]> {
+  let summary = "Elementwise comparison with numpy broadcasting, to a bool tensor";
+  let description = [{
+    ATen's `eq`, `ne`, `lt`, `le`, `gt`, `ge` on operands of one element
+    type (the importer casts both to PyTorch's common dtype first, and a
+    number to a 0-d tensor of it). Floats compare as IEEE does: NaN is
+    unequal to everything and `ne` to itself.
+
+    ```mlir
+    %m = offload.compare ne %ids, %pad : tensor<2x16xi64>, tensor<i64>
+    ```
+  }];
+  let arguments = (ins Offload_ComparePredicate:$predicate, Offload_AnyTensor:$lhs,
+                       Offload_AnyTensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = "$predicate $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Offload_CumsumOp : Offload_ComputeOp<"cumsum", [SameOperandsAndResultType]> {
+  let summary = "Inclusive prefix sum of an integer tensor along `dim`";
+  let description = [{
+    `cumsum(input, dim)` on i64 or i32 (wrapping); PyTorch's cumsum of an
+    integer or bool tensor returns int64, so the importer casts to i64
+    first. `dim` is normalized (0 <= dim < rank).
+
+    ```mlir
+    %c = offload.cumsum %m {dim = 1 : i64} : tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64, I32]>:$input, I64Attr:$dim);
+  let results = (outs RankedTensorOf<[I64, I32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Offload_GatherOp : Offload_ComputeOp<"gather", [InferTypeOpAdaptor]> {
+  let summary = "`torch.gather(input, dim, index)` of an integer or bool tensor";
+  let description = [{
+    `result[i0, ..., ik] = input[i0, ..., index[i0, ..., ik], ..., ik]` with
+    the index at position `dim`: `index` (i64) has the input's rank and at
+    most its size in every other dim; the result has the index's shape and
+    the input's element type. An index outside [0, input.size(dim)) is a
+    run-time error of the kernel, as in PyTorch. The importer also reads
+    `x[idx0, idx1, ...]` (`index.Tensor` with index tensors known at import)
+    as a gather of x flattened to [1, numel] by the linear offsets. Float
+    inputs (which would need a VJP) are refused.
+
+    ```mlir
+    %t = offload.gather %types, %pos {dim = 1 : i64} : tensor<2x64xi64>, tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins Offload_IntOrBoolTensor:$input, Offload_IndexTensor:$index,
+                       I64Attr:$dim);
+  let results = (outs Offload_IntOrBoolTensor:$result);
+  let assemblyFormat = "$input `,` $index attr-dict `:` type($input) `,` type($index)";
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Reductions, shape and data movement

@@ -61,6 +61,13 @@ def Offload_Reduction : I32EnumAttr<"Reduction", "loss reduction", [
   let cppNamespace = "::mlir::offload";
 }
 
+// offload.compare's predicate: ATen's eq, ne, lt, le, gt, ge.
+def Offload_ComparePredicate : I32EnumAttr<"ComparePredicate", "comparison", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>, I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>, I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::mlir::offload";
+}
+
 def Offload_GeluApprox : I32EnumAttr<"GeluApproximation", "GELU approximation", [
     I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"tanh", 1>]> {
   let cppNamespace = "::mlir::offload";
@@ -112,6 +119,11 @@ def Offload_RoleAttr : EnumAttr<Offload_Dialect, Offload_Role, "role"> {
 // (docs/precision.md).
 def Offload_FloatTensor : RankedTensorOf<[F32, F64, BF16, F16]>;
 def Offload_IndexTensor : RankedTensorOf<[I64]>;
+// Float or integer: the arithmetic ops that also run on position ids and
+// masks (integers are never on a gradient's path).
+def Offload_NumericTensor : RankedTensorOf<[F32, F64, BF16, F16, I64, I32]>;
+// Integer or boolean: values that carry no gradient (ids, masks).
+def Offload_IntOrBoolTensor : RankedTensorOf<[I64, I32, I1]>;
 def Offload_AnyTensor : RankedTensorOf<[F32, F64, BF16, F16, I64, I32, I1]>;
 def Offload_SeedTensor : 0DTensorOf<[I64]>;
 
