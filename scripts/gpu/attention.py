@@ -44,14 +44,21 @@ CASES = {
     "gpt2-small": dict(n=8, hq=12, hkv=12, t=1024, e=64, causal=True, mask=""),
     "llama3-8b": dict(n=1, hq=32, hkv=8, t=4096, e=128, causal=True, mask=""),
     "bert-padding": dict(n=4, hq=12, hkv=12, t=512, e=64, causal=False, mask="padding"),
+    # The token layout [N, L, H, E] (layout blhd), as the importer folds
+    # HF's and nanoGPT's transposes: our side gets q, k, v and dout with
+    # dims 1 and 2 swapped, and its results are swapped back.
+    "gpt2-small-blhd": dict(n=8, hq=12, hkv=12, t=1024, e=64, causal=True, mask="",
+                            layout="blhd"),
 }
 SEED = 20261127
 
 
 def mlir(c):
     """The step's forward function in the offload dialect."""
-    q = "tensor<%dx%dx%dx%dxf32>" % (c["n"], c["hq"], c["t"], c["e"])
-    kv = "tensor<%dx%dx%dx%dxf32>" % (c["n"], c["hkv"], c["t"], c["e"])
+    tokens = c.get("layout") == "blhd"
+    shape = lambda h: ((c["n"], c["t"], h, c["e"]) if tokens else (c["n"], h, c["t"], c["e"]))
+    q = "tensor<%dx%dx%dx%dxf32>" % shape(c["hq"])
+    kv = "tensor<%dx%dx%dx%dxf32>" % shape(c["hkv"])
     mask_arg, mask_use, mask_type, has_mask = "", "", "", ""
     if c["mask"]:
         mt = "tensor<%dx1x1x%dxi1>" % (c["n"], c["t"])
@@ -66,13 +73,14 @@ def mlir(c):
         "    -> (tensor<f32> {offload.name = \"loss\", offload.role = #offload.role<loss>})"
         " attributes {offload.step} {\n"
         "  offload.phase forward\n"
-        "  %%o, %%lse = offload.attention %%q, %%k, %%v%s {%sis_causal = %s, scale = %r : f64}"
+        "  %%o, %%lse = offload.attention %%q, %%k, %%v%s%s {%sis_causal = %s, scale = %r : f64}"
         " : %s, %s, %s%s\n"
         "  %%p = offload.mul %%o, %%g : %s, %s\n"
         "  %%l = offload.reduce_sum %%p : %s\n"
         "  return %%l : tensor<f32>\n}\n"
         % (q, role("q", "parameter"), kv, role("k", "parameter"), kv, role("v", "parameter"),
-           q, role("dout", "parameter"), mask_arg, mask_use, has_mask,
+           q, role("dout", "parameter"), mask_arg, mask_use, " layout blhd" if tokens else "",
+           has_mask,
            "true" if c["causal"] else "false", 1.0 / math.sqrt(c["e"]), q, kv, kv, mask_type,
            q, q, q))
 
@@ -169,12 +177,15 @@ def check(case_dir, meta, exe, env, work, timeout, parse_profile, backend="cuda"
     os.makedirs(work, exist_ok=True)
     q, k, v, dout, mask = inputs(meta, np)
     p, i, dump = (os.path.join(work, x) for x in ("p.npz", "i.npz", "d.npz"))
-    np.savez(p, q=q, k=k, v=v, dout=dout)
+    tokens = meta.get("layout") == "blhd"
+    ours_side = lambda a: np.ascontiguousarray(np.swapaxes(a, 1, 2)) if tokens else a
+    np.savez(p, q=ours_side(q), k=ours_side(k), v=ours_side(v), dout=ours_side(dout))
     np.savez(i, **({"mask": mask} if mask is not None else {}))
     plan = os.path.join(case_dir, "step.oflp")
-    row = {"case": meta["name"], "shape": "[%d,%d/%d,%d,%d]%s%s" % (
+    row = {"case": meta["name"], "shape": "[%d,%d/%d,%d,%d]%s%s%s" % (
         meta["n"], meta["hq"], meta["hkv"], meta["t"], meta["e"],
-        " causal" if meta["causal"] else "", " " + meta["mask"] if meta["mask"] else "")}
+        " causal" if meta["causal"] else "", " " + meta["mask"] if meta["mask"] else "",
+        " blhd" if tokens else "")}
     t0 = time.time()
     r = subprocess.run([exe, plan, "--backend", backend, "--params", p, "--inputs", i, "--dump", dump],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -199,6 +210,8 @@ def check(case_dir, meta, exe, env, work, timeout, parse_profile, backend="cuda"
     row["errors"] = {}
     ok = True
     ours["out"] = ours.pop("grad:dout")
+    for name in ("out", "grad:q", "grad:k", "grad:v"):
+        ours[name] = np.swapaxes(ours[name], 1, 2) if tokens else ours[name]
     for name in ("out", "grad:q", "grad:k", "grad:v", "loss"):
         e_ours, e_torch = rel_err(ours[name], ref[name], np), rel_err(t32[name], ref[name], np)
         good = e_ours <= max(SDPA_FACTOR * e_torch, FLOOR)
