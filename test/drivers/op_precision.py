@@ -216,6 +216,15 @@ def cases():
         lambda m: torch.cat([m.x.transpose(0, 1), m.y], 0)[2:40].reshape(-1, 8) * 1.0,
         {"x": N(16, 32), "y": N(8, 16)})
     add("expand", "plain", lambda m: m.x.expand(4, 16, 32) * m.y, {"x": N(16, 1), "y": N(4, 16, 32)})
+    # Integer and boolean values computed at run time (compare, cumsum,
+    # gather): exact, here so that their kernels run inside a step.
+    ti = r.integers(0, 4, (8, 16))
+    add("compare", "plain", lambda m: torch.where(m.x > 0.3, m.x, m.y), {"x": N(8, 16), "y": N(8, 16)})
+    add("cumsum of ints", "plain", lambda m, t: m.x * torch.cumsum(t, 1).to(m.x.dtype),
+        {"x": N(8, 16)}, targets=[ti])
+    add("gather of ints", "plain",
+        lambda m, t: m.x * torch.gather(t, 1, m.i).to(m.x.dtype), {"x": N(8, 5)},
+        {"i": torch.tensor(r.integers(0, 16, (8, 5)))}, targets=[ti])
     add("mse_loss", "plain", lambda m: F.mse_loss(m.x, m.y).reshape(1), {"x": N(256)},
         {"y": torch.tensor(N(256), dtype=torch.float32)})
     add("attention mask gqa", "plain",
