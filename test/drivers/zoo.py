@@ -529,10 +529,24 @@ def torchvision_models():
     return m.list_models(module=m)
 
 
+# The family each name of this run comes from, set by main() from --set:
+# timm has rows named as torchvision classifiers (resnet18, efficientnet_b0),
+# which `--set torchvision` / `all` must build from torchvision.
+_FAMILY = {}
+
+
+def family(name):
+    """"hf", "timm" or "torchvision" (torchvision classifiers and the nn
+    blocks): how `name` is built and stepped in this run."""
+    if name in _FAMILY:
+        return _FAMILY[name]
+    return "hf" if name in HF else "timm" if name in TIMM else "torchvision"
+
+
 def build(name):
     """(eager model in train mode, example input) from fixed seeds."""
     torch.manual_seed(0)
-    if name in HF:
+    if family(name) == "hf":
         model, inputs = hf_model(name)
         for mod in model.modules():
             if isinstance(mod, nn.modules.dropout._DropoutNd):
@@ -541,7 +555,7 @@ def build(name):
     if name in BLOCKS:
         ctor, shape = BLOCKS[name]
         model = ctor()
-    elif name in TIMM:
+    elif family(name) == "timm":
         model = timm_model(name)
         shape = (3, TIMM[name][0], TIMM[name][0])
     else:
@@ -896,7 +910,7 @@ def run_model(name, bin_dir, work, timeout):
     state = state_like(model.state_dict())
     # timm rows go through offload.compile (PyTorch 2.x), the rest through
     # the tools on a TorchScript trace; both are judged below alike.
-    compiled = name in TIMM or name in HF
+    compiled = family(name) in ("timm", "hf")
     step = compiled_step if compiled else our_step
     row["import"], row["train"], ours = step(lambda: model, x, y, d, bin_dir, timeout)
     if compiled and ours is not None:
@@ -1006,7 +1020,16 @@ def main(argv=None):
     bad = [n for n in names if n not in known]
     if bad:
         ap.error("unknown model(s): " + ", ".join(bad))
-    if any(n in TIMM or n in HF for n in names) and not hasattr(torch, "export"):
+    tv_names = set(torchvision_models())
+    for n in names:
+        if args.set in ("timm", "timm-smoke") and n in TIMM:
+            _FAMILY[n] = "timm"
+        elif args.set in ("hf", "hf-smoke") and n in HF:
+            _FAMILY[n] = "hf"
+        elif args.set in ("smoke", "torchvision", "blocks", "all") and (
+                n in BLOCKS or n in tv_names):
+            _FAMILY[n] = "torchvision"
+    if any(family(n) != "torchvision" for n in names) and not hasattr(torch, "export"):
         ap.error(f"the timm and HF models need PyTorch 2.x (torch.export; this is {torch.__version__}): "
                  "run scripts/torch2-python test/drivers/zoo.py ...")
     rows = []
@@ -1022,7 +1045,7 @@ def main(argv=None):
               f"grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
               f"pytorch fp32 {fmt32(row)}, ours in f64 {fmt(row['ours64'])}){extra}; "
               f"{row['seconds']:.0f} s", flush=True)
-    timm_cols = any(r["model"] in TIMM or r["model"] in HF for r in rows)
+    timm_cols = any(family(r["model"]) != "torchvision" for r in rows)
     print()
     print("| model | import | train | worst grad error vs PyTorch f64 | PyTorch fp32's own | "
           "ours in f64 | grads |" + (" half arena | compile s |" if timm_cols else "") + " s |")
