@@ -130,6 +130,20 @@ __device__ A maskedScore(A dot, const AttnGeom &g, const void *mask, int64_t n,
   return sc;
 }
 
+/// The query rows of a block of the forward or query-gradient kernels:
+/// block b takes rows [i0, i0 + rows) of head h of batch n (nh = n*Hq + h),
+/// whose key/value head is kvh; blocks run over (n, h) outer, rows inner.
+struct QueryRows {
+  int64_t n, h, nh, kvh, i0;
+};
+__device__ inline QueryRows queryRows(const AttnGeom &g, int64_t rows) {
+  const int64_t rowBlocks = (g.l + rows - 1) / rows;
+  const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
+  const int64_t h = nh % g.hq;
+  return {nh / g.hq, h, nh, h / (g.hq / g.hkv),
+          (int64_t(blockIdx.x) % rowBlocks) * rows};
+}
+
 /// Whether dropout keeps probability (n*Hq + h, i, j): the index space of
 /// offload.dropout over the [N, Hq, L, S] probability matrix.
 __device__ inline bool keepProb(const AttnGeom &g, uint64_t seed, int64_t nh,
@@ -165,12 +179,9 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
   const int ce = int((g.e + 31) / 32), cv = int((g.ev + 31) / 32);
   const int cmax = ce > cv ? ce : cv;
   (void)ce, (void)cv, (void)cmax;
-  const int64_t rowBlocks = (g.l + kWarps - 1) / kWarps;
-  const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
-  const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
-  const int64_t h = nh % g.hq, n = nh / g.hq;
-  const int64_t kvh = h / (g.hq / g.hkv);
-  const int64_t i = rb * kWarps + warp;
+  const QueryRows qb = queryRows(g, kWarps);
+  const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh;
+  const int64_t i = qb.i0 + warp;
   const bool active = i < g.l;
   const T *kb = k + rowAt(g.ks, n, kvh, 0);
   const T *vb = v + rowAt(g.vs, n, kvh, 0);
@@ -184,7 +195,7 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
   for (int c = 0; c < kMaxPerLane; ++c)
     acc[c] = 0;
   A m = A(-INFINITY), lsum = 0;
-  const int64_t lastRow = minI(g.l - 1, rb * kWarps + kWarps - 1);
+  const int64_t lastRow = minI(g.l - 1, qb.i0 + kWarps - 1);
   const int64_t sEnd = g.causal ? minI(g.s, lastRow + 1) : g.s;
   for (int64_t j0 = 0; j0 < sEnd; j0 += kTile) {
     const int cnt = int(minI(kTile, g.s - j0));
@@ -259,12 +270,9 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
   const int ce = int((g.e + 31) / 32), cv = int((g.ev + 31) / 32);
   const int cmax = ce > cv ? ce : cv;
   (void)ce, (void)cv, (void)cmax;
-  const int64_t rowBlocks = (g.l + kWarps - 1) / kWarps;
-  const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
-  const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
-  const int64_t h = nh % g.hq, n = nh / g.hq;
-  const int64_t kvh = h / (g.hq / g.hkv);
-  const int64_t i = rb * kWarps + warp;
+  const QueryRows qb = queryRows(g, kWarps);
+  const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh;
+  const int64_t i = qb.i0 + warp;
   const bool active = i < g.l;
   const T *kb = k + rowAt(g.ks, n, kvh, 0);
   const T *vb = v + rowAt(g.vs, n, kvh, 0);
@@ -286,7 +294,7 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
   A acc[kMaxPerLane];
   for (int c = 0; c < kMaxPerLane; ++c)
     acc[c] = 0;
-  const int64_t lastRow = minI(g.l - 1, rb * kWarps + kWarps - 1);
+  const int64_t lastRow = minI(g.l - 1, qb.i0 + kWarps - 1);
   const int64_t sEnd = g.causal ? minI(g.s, lastRow + 1) : g.s;
   for (int64_t j0 = 0; j0 < sEnd; j0 += kTile) {
     const int cnt = int(minI(kTile, g.s - j0));
@@ -583,12 +591,8 @@ __global__ void __launch_bounds__(kTThreads)
   float *sV = sK + kTN * (E + 4);               // [64, E + 4]
   float *sP = sV + kTN * (E + 4);               // [64, 68]
   const int ty = int(threadIdx.x) / 16, tx = int(threadIdx.x) % 16;
-  const int64_t rowBlocks = (g.l + kTM - 1) / kTM;
-  const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
-  const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
-  const int64_t h = nh % g.hq, n = nh / g.hq;
-  const int64_t kvh = h / (g.hq / g.hkv);
-  const int64_t i0 = rb * kTM;
+  const QueryRows qb = queryRows(g, kTM);
+  const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh, i0 = qb.i0;
   stageTile<E>(sQ, q + rowAt(g.qs, n, h, 0), g.qs[2], i0, g.l);
   const float *kb = k + rowAt(g.ks, n, kvh, 0);
   const float *vb = v + rowAt(g.vs, n, kvh, 0);
@@ -701,12 +705,8 @@ __global__ void __launch_bounds__(kTThreads)
   float *sD = sDS + kTM * kSP;                  // [64]
   float *sLse = sD + kTM;                       // [64]
   const int ty = int(threadIdx.x) / 16, tx = int(threadIdx.x) % 16;
-  const int64_t rowBlocks = (g.l + kTM - 1) / kTM;
-  const int64_t rb = int64_t(blockIdx.x) % rowBlocks;
-  const int64_t nh = int64_t(blockIdx.x) / rowBlocks;
-  const int64_t h = nh % g.hq, n = nh / g.hq;
-  const int64_t kvh = h / (g.hq / g.hkv);
-  const int64_t i0 = rb * kTM;
+  const QueryRows qb = queryRows(g, kTM);
+  const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh, i0 = qb.i0;
   stageTile<E>(sQ, q + rowAt(g.qs, n, h, 0), g.qs[2], i0, g.l);
   stageTile<E>(sDO, dout + rowAt(g.os, n, h, 0), g.os[2], i0, g.l);
   stageRowTerms(sD, sLse, dout + rowAt(g.os, n, h, 0),

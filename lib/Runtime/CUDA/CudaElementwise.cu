@@ -191,6 +191,20 @@ void launchBinary(const CudaKernelArgs &a, int64_t n, const Strided &s,
       same, f);
 }
 
+/// The strides of a two-operand elementwise op: x and y broadcast (numpy
+/// rules) to the result c, which is walked in row-major order.
+std::string twoOperandStrides(const TensorView &x, const TensorView &y,
+                              const TensorView &c, const char *op,
+                              Strided &s) {
+  if (auto e = stridedOver(c, op, s); !e.empty())
+    return e;
+  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
+      !broadcastStrides(y.shape, c.shape, s.st[1]))
+    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
+           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
+  return "";
+}
+
 /// c = a (op) b with numpy broadcasting to c's shape. Floats for all four
 /// ops; add/sub/mul also for i64/i32 (div is true division).
 template <typename F>
@@ -204,12 +218,8 @@ std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
   if (!isFloat && !(isInt && !isDiv))
     return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
   Strided s;
-  if (auto e = stridedOver(c, op, s); !e.empty())
+  if (auto e = twoOperandStrides(x, y, c, op, s); !e.empty())
     return e;
-  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
-      !broadcastStrides(y.shape, c.shape, s.st[1]))
-    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
-           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
   for (int d = 0; d < s.rank; ++d)
     if (c.shape[size_t(d)] != 1 && c.shape[size_t(d)] != 0 &&
         s.st[0][d] == 0 && s.st[1][d] == 0)
@@ -437,12 +447,8 @@ std::string logicalBinary(const CudaKernelArgs &a, const char *op, bool isAnd) {
   if (auto e = needDType(c, DType::Bool, op, "c"); !e.empty())
     return e;
   Strided s;
-  if (auto e = stridedOver(c, op, s); !e.empty())
+  if (auto e = twoOperandStrides(x, y, c, op, s); !e.empty())
     return e;
-  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
-      !broadcastStrides(y.shape, c.shape, s.st[1]))
-    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " + shapeStr(y.shape) +
-           " do not broadcast to " + shapeStr(c.shape);
   int64_t n = c.numel();
   if (n == 0)
     return "";
@@ -485,12 +491,8 @@ std::string kCompare(const CudaKernelArgs &a) {
   if (auto e = needDType(c, DType::Bool, op, "c"); !e.empty())
     return e;
   Strided s;
-  if (auto e = stridedOver(c, op, s); !e.empty())
+  if (auto e = twoOperandStrides(x, y, c, op, s); !e.empty())
     return e;
-  if (!broadcastStrides(x.shape, c.shape, s.st[0]) ||
-      !broadcastStrides(y.shape, c.shape, s.st[1]))
-    return std::string(op) + ": shapes " + shapeStr(x.shape) + " and " +
-           shapeStr(y.shape) + " do not broadcast to " + shapeStr(c.shape);
   int64_t n = c.numel();
   if (n == 0)
     return "";
