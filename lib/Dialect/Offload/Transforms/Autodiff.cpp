@@ -89,7 +89,7 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
     }
     if (growthInterval < 1) {
       mlir::emitError(getOperation().getLoc())
-          << "offload-autodiff: growth-interval must be >= 1, got " << growthInterval;
+          << "offload-autodiff: growth-interval must be >= 1, got " << int64_t(growthInterval);
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> steps;
