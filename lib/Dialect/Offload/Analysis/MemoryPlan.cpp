@@ -96,8 +96,10 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
       // A skipped step's `where(found_inf, old, new)` after an update (fp16
       // loss scaling, Autodiff.cpp): elementwise, so its result may take the
       // old value's bytes, as the update's would.
+      // Only where the result is a step result (the store's new value),
+      // as an update's is.
       auto cond = dyn_cast<RankedTensorType>(w.getCondition().getType());
-      if (cond && cond.getRank() == 0)
+      if (cond && cond.getRank() == 0 && returned.contains(w.getResult()))
         consider(w, w.getResult(), w.getLhs());
     }
   }
