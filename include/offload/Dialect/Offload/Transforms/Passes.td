@@ -183,7 +183,12 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     matmul, linear, conv and attention, to f32 before autocast's f32 ops),
     so backward runs those ops in the low type too, the casts' VJPs bring
     gradients back to the f32 master weights, and the optimizer state stays
-    f32.
+    f32. Under `fp16-mixed` with an optimizer the step also scales its loss
+    as torch.amp.GradScaler does (`loss-scale=dynamic`, the default):
+    backward starts from `amp.scale`, the gradients are checked for inf/NaN
+    and unscaled in f32, a step with any keeps every parameter and
+    optimizer state (`where`), and `amp.scale`, `amp.growth_tracker` and
+    `amp.skipped_steps` are optimizer state (docs/precision.md).
 
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
