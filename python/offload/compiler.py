@@ -574,7 +574,8 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                     bf16/f16 from casts of the fp32 parameters, autocast's
                     fp32 ops stay fp32, gradients and optimizer state are fp32
                     (docs/precision.md). Parameters, state_dict() and
-                    gradients() stay fp32. fp16-mixed has no loss scaling yet.
+                    gradients() stay fp32. fp16-mixed scales the loss as
+                    torch.amp.GradScaler does (Step.skipped_steps, Step.loss_scale).
                     The host backend emulates bf16/f16 exactly; the CUDA
                     backend has no bf16/f16 kernels yet (OffloadError).
     attention_layout  "blhd": attention that the model wraps in transpose(1, 2)s

@@ -252,6 +252,27 @@ class Step:
                 out[k] = out[held]
         return out
 
+    @property
+    def skipped_steps(self):
+        """Steps whose update was skipped because their gradients held an inf
+        or NaN (fp16-mixed's loss scaling, docs/precision.md); the store's
+        `amp.skipped_steps`. 0 for a step without loss scaling."""
+        roles = dict(self.session.input_bindings())
+        if "amp.skipped_steps" not in roles:
+            return 0
+        return int(self.session.get("amp.skipped_steps"))
+
+    @property
+    def loss_scale(self):
+        """The current fp16 loss scale (GradScaler.get_scale()), or None for a
+        step without loss scaling. A fresh store holds 0, which stands for
+        the initial scale (2^16)."""
+        roles = dict(self.session.input_bindings())
+        if "amp.scale" not in roles:
+            return None
+        s = float(self.session.get("amp.scale"))
+        return s if s != 0.0 else 65536.0
+
     def optimizer_state(self):
         """The optimizer state (momentum buffers, moments, step counter) as
         numpy arrays by the store's names."""

@@ -754,6 +754,37 @@ def test_bf16_mixed_is_as_close_to_float64_as_torch_autocast(exporter):
     assert all(t.dtype == torch.float32 for t in sd.values())
 
 
+def test_fp16_mixed_skips_an_overflowing_step():
+    """precision="fp16-mixed" scales the loss as torch.amp.GradScaler does
+    (issue 29): a step whose f16 backward overflows (the scale forced to
+    2^40) leaves parameters and optimizer state bit-identical, halves the
+    scale and counts in Step.skipped_steps; the next steps train."""
+    model = mlp(seed=5, hidden=32)
+    x, y = batch(3, n=16)
+    step = offload.compile(model, (x, y), optimizer=offload.AdamW(lr=1e-3),
+                           precision="fp16-mixed", verbose=False)
+    assert step.loss_scale == 65536.0 and step.skipped_steps == 0
+    step(x, y)
+    assert step.skipped_steps == 0 and step.loss_scale == 65536.0
+    before_sd = {k: v.clone() for k, v in step.state_dict().items()}
+    before_opt = {k: np.array(v, copy=True) for k, v in step.optimizer_state().items()}
+    step.session.bind("amp.scale", np.array(2.0 ** 40, dtype=np.float32))
+    step(x, y)
+    assert step.skipped_steps == 1
+    assert step.loss_scale == 2.0 ** 39
+    for k, v in step.state_dict().items():
+        assert torch.equal(v, before_sd[k]), k
+    for k, v in step.optimizer_state().items():
+        if not k.startswith("amp."):
+            assert np.array_equal(v, before_opt[k]) and v.tobytes() == before_opt[k].tobytes(), k
+    for _ in range(30):  # backs off to a finite scale, then trains
+        step(x, y)
+    assert step.loss_scale < 2.0 ** 39
+    after = step.state_dict()
+    assert any(not torch.equal(after[k], before_sd[k]) for k in after)
+    assert step.skipped_steps < 31
+
+
 def test_compile_argument_errors():
     x, y = batch(0)
     with pytest.raises(offload.InputError, match="loss: expected one of"):

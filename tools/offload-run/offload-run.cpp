@@ -591,6 +591,14 @@ static int runMain(int argc, char **argv) {
   if (opts.checkFinite && backend != "host")
     return fail("--check-finite runs on the host backend only");
   bool warnedNonFinite = false;
+  // fp16 loss scaling (--offload-autodiff precision=fp16-mixed): the step
+  // counts its skipped updates in the store's amp.skipped_steps.
+  auto storeI64 = [&](const char *name) -> long long {
+    const Tensor *t = store->get(name);
+    return t && t->dtype() == DType::I64 && t->numel() == 1 ? t->as<int64_t>()[0] : -1;
+  };
+  long long skippedBefore = storeI64("amp.skipped_steps");
+  long long skippedAtStart = skippedBefore;
   for (int step = 0; step < steps; ++step) {
     size_t p = size_t(step) % numPlans;
     Session &s = *sessions[p];
@@ -630,7 +638,25 @@ static int runMain(int argc, char **argv) {
       std::printf("  copies overlapping compute %.6f s", overlap);
     // The plan's instructions alone (what the planner simulates), without
     // the step's uploads at its start and its commit to the store.
-    std::printf("  instructions %.6f s\n", s.lastRunSeconds());
+    std::printf("  instructions %.6f s", s.lastRunSeconds());
+    if (long long skipped = storeI64("amp.skipped_steps"); skipped >= 0) {
+      const Tensor *scale = store->get("amp.scale");
+      std::printf("  loss scale %.9g", scale && scale->dtype() == DType::F32
+                                           ? double(scale->as<float>()[0])
+                                           : 0.0 / 0.0);
+      if (skippedBefore >= 0 && skipped > skippedBefore)
+        std::printf("  SKIPPED (inf/NaN gradients; parameters and optimizer state unchanged)");
+      skippedBefore = skipped;
+    }
+    std::printf("\n");
+  }
+  if (long long skipped = storeI64("amp.skipped_steps"); skipped >= 0 && steps > 0) {
+    const Tensor *scale = store->get("amp.scale");
+    std::printf("loss scaling: %lld of %d steps skipped (inf/NaN gradients), %lld in the "
+                "store's amp.skipped_steps; loss scale %g\n",
+                skipped - std::max(skippedAtStart, 0LL), steps, skipped,
+                scale && scale->dtype() == DType::F32 ? double(scale->as<float>()[0])
+                                                      : 0.0 / 0.0);
   }
   if (opts.profile)
     for (size_t p = 0; p < numPlans && p < size_t(steps); ++p)

@@ -31,32 +31,52 @@ namespace {
 constexpr double kGen5Copy = 45e9;
 constexpr double kGen4Copy = 25e9;
 
+/// A built-in target with its dense bf16 and f16 tensor-core rates (fp32
+/// accumulation, without sparsity), from the same datasheets.
+TargetSpec withLowPrecision(TargetSpec s, double bf16, double f16) {
+  s.bf16FlopsPerSecond = bf16;
+  s.f16FlopsPerSecond = f16;
+  return s;
+}
+
 const TargetSpec &builtin(StringRef name, bool &found) {
   static const TargetSpec specs[] = {
-      {"h100-sxm",
+      // Dense bf16/f16 tensor core (fp32 accumulate), H100 SXM5 datasheet: 989 TFLOPS dense bf16 and fp16 tensor core (1979 with sparsity)
+      withLowPrecision({"h100-sxm",
        "NVIDIA H100 SXM5 datasheet: 80 GB HBM3 at 3.35 TB/s, 67 TFLOPS fp32; "
        "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
        80000000000, 3.35e12, 66.9e12, kGen5Copy, kGen5Copy},
-      {"h100-pcie",
+                       989.4e12, 989.4e12),
+      // Dense bf16/f16 tensor core (fp32 accumulate), H100 PCIe datasheet: 756 TFLOPS dense bf16 and fp16 tensor core (1513 with sparsity)
+      withLowPrecision({"h100-pcie",
        "NVIDIA H100 PCIe datasheet: 80 GB HBM2e at 2.0 TB/s, 51 TFLOPS fp32; "
        "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
        80000000000, 2.0e12, 51.2e12, kGen5Copy, kGen5Copy},
-      {"a100-80g",
+                       756e12, 756e12),
+      // Dense bf16/f16 tensor core (fp32 accumulate), A100 datasheet: 312 TFLOPS dense bf16 and fp16 tensor core (624 with sparsity)
+      withLowPrecision({"a100-80g",
        "NVIDIA A100 80GB SXM datasheet: 80 GB HBM2e at 2.039 TB/s, 19.5 TFLOPS "
        "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        80000000000, 2.039e12, 19.5e12, kGen4Copy, kGen4Copy},
-      {"a100-40g",
+                       312e12, 312e12),
+      // Dense bf16/f16 tensor core (fp32 accumulate), A100 datasheet: 312 TFLOPS dense bf16 and fp16 tensor core (624 with sparsity)
+      withLowPrecision({"a100-40g",
        "NVIDIA A100 40GB datasheet: 40 GB HBM2 at 1.555 TB/s, 19.5 TFLOPS "
        "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        40000000000, 1.555e12, 19.5e12, kGen4Copy, kGen4Copy},
-      {"l4",
+                       312e12, 312e12),
+      // Dense bf16/f16 tensor core (fp32 accumulate), L4 datasheet: 121 TFLOPS dense bf16 and fp16 tensor core (242 with sparsity)
+      withLowPrecision({"l4",
        "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 30.3 TFLOPS fp32; pinned "
        "copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        24000000000, 300e9, 30.3e12, kGen4Copy, kGen4Copy},
-      {"rtx-4090",
+                       121e12, 121e12),
+      // Dense bf16/f16 tensor core (fp32 accumulate), Ada whitepaper, RTX 4090: 165.2 TFLOPS dense bf16 and fp16 tensor core with fp32 accumulate (330.3 with fp16 accumulate)
+      withLowPrecision({"rtx-4090",
        "NVIDIA Ada Lovelace whitepaper (GeForce RTX 4090): 24 GB GDDR6X at "
        "1008 GB/s, 82.6 TFLOPS fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s",
        24000000000, 1008e9, 82.6e12, kGen4Copy, kGen4Copy},
+                       165.2e12, 165.2e12),
   };
   for (const TargetSpec &s : specs)
     if (s.name == name) {
@@ -153,7 +173,8 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
   };
   static const char *const known[] = {
       "name", "base", "calibration_threads", "source", "memory_bytes", "memory_bytes_per_second",
-      "flops_per_second", "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
+      "flops_per_second", "bf16_flops_per_second", "f16_flops_per_second",
+      "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
       "host_update_bytes_per_second", "gemm_efficiency", "conv_efficiency",
       "other_flops_efficiency", "memory_efficiency", "workspace_bytes", "copy_latency_seconds",
       "op_flops_per_second", "op_bytes_per_second", "sized_flops_per_second",
@@ -274,6 +295,8 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
   if (failed(integer("memory_bytes", required, 0, spec.memoryBytes)) ||
       failed(number("memory_bytes_per_second", required, kAny, spec.memoryBytesPerSecond)) ||
       failed(number("flops_per_second", required, kAny, spec.flopsPerSecond)) ||
+      failed(number("bf16_flops_per_second", false, kAny, spec.bf16FlopsPerSecond)) ||
+      failed(number("f16_flops_per_second", false, kAny, spec.f16FlopsPerSecond)) ||
       failed(number("host_to_device_bytes_per_second", required, kAny,
                     spec.hostToDeviceBytesPerSecond)) ||
       failed(number("device_to_host_bytes_per_second", required, kAny,
@@ -383,6 +406,8 @@ static double interpolateRate(const std::vector<std::pair<double, double>> &pts,
 TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   TargetModel m;
   m.flopsPerSecond = spec.flopsPerSecond;
+  m.bf16FlopsPerSecond = spec.bf16FlopsPerSecond;
+  m.f16FlopsPerSecond = spec.f16FlopsPerSecond;
   m.memoryBytesPerSecond = spec.memoryBytesPerSecond;
   m.linkBytesPerSecond = spec.hostToDeviceBytesPerSecond;
   m.deviceToHostBytesPerSecond = spec.deviceToHostBytesPerSecond;
@@ -440,7 +465,25 @@ double TargetModel::opSeconds(Operation *op) const {
     efficiency = gemmEfficiency;
   else if (name.contains("conv"))
     efficiency = convEfficiency;
-  return std::max(flops / (flopsPerSecond * efficiency),
+  // Matrix products, convolutions and attention on bf16/f16 operands run
+  // on tensor cores (fp32 accumulation); every other op, and these on f32,
+  // at the fp32 rate.
+  double rate = flopsPerSecond;
+  if (name.contains("linear") || name.contains("matmul") || name.contains("conv") ||
+      name.contains("attention")) {
+    Type elt;
+    for (Type t : op->getOperandTypes())
+      if (auto tt = dyn_cast<RankedTensorType>(t);
+          tt && isa<FloatType>(tt.getElementType())) {
+        elt = tt.getElementType();
+        break;
+      }
+    if (elt && elt.isBF16() && bf16FlopsPerSecond > 0)
+      rate = bf16FlopsPerSecond;
+    else if (elt && elt.isF16() && f16FlopsPerSecond > 0)
+      rate = f16FlopsPerSecond;
+  }
+  return std::max(flops / (rate * efficiency),
                   bytes / (memoryBytesPerSecond * memoryEfficiency));
 }
 

@@ -78,8 +78,20 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
         badNumber("weight-decay", weightDecay, weightDecay >= 0, ">= 0") ||
         badNumber("beta1", beta1, beta1 >= 0 && beta1 < 1, "in [0, 1)") ||
         badNumber("beta2", beta2, beta2 >= 0 && beta2 < 1, "in [0, 1)") ||
-        badNumber("eps", eps, eps >= 0, ">= 0"))
+        badNumber("eps", eps, eps >= 0, ">= 0") ||
+        badNumber("init-scale", initScale, initScale > 0, "> 0"))
       return signalPassFailure();
+    if (lossScale != "dynamic" && lossScale != "none") {
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: '" << lossScale
+          << "' is not a loss-scale; expected dynamic or none";
+      return signalPassFailure();
+    }
+    if (growthInterval < 1) {
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: growth-interval must be >= 1, got " << int64_t(growthInterval);
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> steps;
     getOperation().walk([&](func::FuncOp fn) {
       if (fn->hasAttr(OffloadDialect::kStepAttrName))
@@ -254,6 +266,15 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       tag(v, it->second);
     }
   };
+  // fp16 loss scaling: GradScaler's dynamic scale, in the step
+  // (docs/precision.md, "Loss scaling").
+  bool scaling = !stage && optimizer != OptimizerKind::None &&
+                 precision.getValue().value == Precision::Fp16Mixed && lossScale == "dynamic";
+  auto f32Scalar = RankedTensorType::get({}, b.getF32Type());
+  auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+  struct {
+    Value scale, tracker, skipped, effective, foundInf;
+  } amp;
   // New arguments are appended to the block now and to the signature below.
   SmallVector<DictionaryAttr> newArgAttrs;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -263,6 +284,26 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
                             .getValue();
     newArgAttrs.push_back(nameRole(ctx, ("grad:" + outName).str(), Role::output_gradient));
     cotangent[loss] = body.addArgument(lossType, fn.getLoc());
+  } else if (scaling) {
+    // fp16 loss scaling (GradScaler): backward starts from d(scale * loss) =
+    // scale. The scale is step state; a zero one is a fresh store's, and
+    // stands for init-scale (2^16).
+    Location loc = fn.getLoc();
+    auto addState = [&](Type t, StringRef name) {
+      newArgAttrs.push_back(nameRole(ctx, name, Role::optimizer_state));
+      return body.addArgument(t, loc);
+    };
+    amp.scale = addState(f32Scalar, "amp.scale");
+    amp.tracker = addState(i64Scalar, "amp.growth_tracker");
+    amp.skipped = addState(i64Scalar, "amp.skipped_steps");
+    Value zero = FillOp::create(b, loc, f32Scalar, b.getF64FloatAttr(0.0));
+    Value init = FillOp::create(b, loc, f32Scalar, b.getF64FloatAttr(initScale));
+    Value fresh = CompareOp::create(b, loc, ComparePredicate::eq, amp.scale, zero);
+    amp.effective = WhereOp::create(b, loc, fresh, init, amp.scale);
+    Value seed = amp.effective;
+    if (lossType.getElementType() != b.getF32Type())
+      seed = CopyOp::create(b, loc, lossType, seed);
+    cotangent[loss] = seed;
   } else {
     cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
   }
@@ -348,6 +389,37 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
 
   if (optimizer != OptimizerKind::None) {
     PhaseOp::create(b, fn.getLoc(), Phase::optimizer);
+    if (scaling) {
+      // GradScaler.unscale_: found_inf if any scaled gradient is inf or NaN
+      // (g * 0 is 0 for a finite g, NaN otherwise), then g * (1 / scale) in
+      // f32.
+      Location loc = fn.getLoc();
+      Value one = FillOp::create(b, loc, f32Scalar, b.getF64FloatAttr(1.0));
+      Value inv = DivOp::create(b, loc, one, amp.effective);
+      Value total;
+      for (Value &g : grads) {
+        auto gt = cast<RankedTensorType>(g.getType());
+        Value z = MulScalarOp::create(b, loc, g, b.getF64FloatAttr(0.0));
+        if (gt.getRank() != 0)
+          z = ReduceSumOp::create(b, loc, z, b.getDenseI64ArrayAttr({}), b.getBoolAttr(false));
+        if (gt.getElementType() != b.getF32Type())
+          z = CopyOp::create(b, loc, f32Scalar, z);
+        total = total ? Value(AddOp::create(b, loc, total, z)) : z;
+        Value invG = inv;
+        if (gt.getElementType() != b.getF32Type())
+          invG = CopyOp::create(b, loc, RankedTensorType::get({}, gt.getElementType()), inv);
+        g = MulOp::create(b, loc, g, invG);
+      }
+      amp.foundInf = CompareOp::create(b, loc, ComparePredicate::ne, total, total);
+    }
+    // The one rule of a skipped step: every value the optimizer writes
+    // (parameter, momentum, moments, step counters) keeps its old value
+    // when the gradients held an inf or NaN.
+    auto unlessSkipped = [&](Value old, Value updated) -> Value {
+      if (!amp.foundInf)
+        return updated;
+      return WhereOp::create(b, updated.getLoc(), amp.foundInf, old, updated);
+    };
     auto stepType = RankedTensorType::get({}, b.getI64Type());
     bool perParameter = stepCounters == StepCounters::PerParameter;
     Value step = perParameter ? Value() : addArg(stepType, "optimizer.step");
@@ -367,10 +439,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getBoolAttr(nesterov));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, Role::new_parameter, i);
-        addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
+        addResult(unlessSkipped(p, upd.getNewParam()), name, Role::new_parameter, i);
+        addResult(unlessSkipped(buf, upd.getNewMomentumBuffer()), name + ".momentum_buffer",
                   Role::new_optimizer_state, i, "", ".momentum_buffer");
-        newStep = upd.getNewStep();
+        newStep = unlessSkipped(step, upd.getNewStep());
         if (perParameter)
           addResult(newStep, name + ".step", Role::new_optimizer_state);
       } else {
@@ -383,18 +455,45 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
             b.getF64FloatAttr(weightDecay));
         if (failed(upd.verify()))
           return failure();
-        addResult(upd.getNewParam(), name, Role::new_parameter, i);
-        addResult(upd.getNewExpAvg(), name + ".exp_avg", Role::new_optimizer_state, i, "",
-                  ".exp_avg");
-        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", Role::new_optimizer_state, i, "",
-                  ".exp_avg_sq");
-        newStep = upd.getNewStep();
+        addResult(unlessSkipped(p, upd.getNewParam()), name, Role::new_parameter, i);
+        addResult(unlessSkipped(m, upd.getNewExpAvg()), name + ".exp_avg",
+                  Role::new_optimizer_state, i, "", ".exp_avg");
+        addResult(unlessSkipped(v, upd.getNewExpAvgSq()), name + ".exp_avg_sq",
+                  Role::new_optimizer_state, i, "", ".exp_avg_sq");
+        newStep = unlessSkipped(step, upd.getNewStep());
         if (perParameter)
           addResult(newStep, name + ".step", Role::new_optimizer_state);
       }
     }
     if (!perParameter)
       addResult(newStep, "optimizer.step", Role::new_optimizer_state);
+    if (scaling) {
+      // GradScaler.update (ATen's _amp_update_scale_): an overflow halves
+      // the scale and restarts the count; growth-interval clean steps in a
+      // row double it (unless that overflows f32).
+      Location loc = fn.getLoc();
+      Value zero = FillOp::create(b, loc, f32Scalar, b.getF64FloatAttr(0.0));
+      Value zeroI = FillOp::create(b, loc, i64Scalar, b.getF64FloatAttr(0.0));
+      Value interval = FillOp::create(b, loc, i64Scalar,
+                                      b.getF64FloatAttr(double(int64_t(growthInterval))));
+      Value succ = AddScalarOp::create(b, loc, amp.tracker, b.getF64FloatAttr(1.0));
+      Value grow = CompareOp::create(b, loc, ComparePredicate::eq, succ, interval);
+      Value grown = MulScalarOp::create(b, loc, amp.effective, b.getF64FloatAttr(2.0));
+      Value grownFinite = CompareOp::create(
+          b, loc, ComparePredicate::eq,
+          MulScalarOp::create(b, loc, grown, b.getF64FloatAttr(0.0)), zero);
+      Value clean = WhereOp::create(b, loc, LogicalAndOp::create(b, loc, grow, grownFinite),
+                                    grown, amp.effective);
+      Value backedOff = MulScalarOp::create(b, loc, amp.effective, b.getF64FloatAttr(0.5));
+      Value newScale = WhereOp::create(b, loc, amp.foundInf, backedOff, clean);
+      Value newTracker = WhereOp::create(b, loc, LogicalOrOp::create(b, loc, amp.foundInf, grow),
+                                         zeroI, succ);
+      Value newSkipped =
+          AddOp::create(b, loc, amp.skipped, CopyOp::create(b, loc, i64Scalar, amp.foundInf));
+      addResult(newScale, "amp.scale", Role::new_optimizer_state);
+      addResult(newTracker, "amp.growth_tracker", Role::new_optimizer_state);
+      addResult(newSkipped, "amp.skipped_steps", Role::new_optimizer_state);
+    }
   }
   if (returnGradients || optimizer == OptimizerKind::None)
     for (auto [k, i] : llvm::enumerate(params))

@@ -40,6 +40,14 @@ struct TargetSpec {
   /// theoretical figure).
   double hostToDeviceBytesPerSecond = 0;
   double deviceToHostBytesPerSecond = 0;
+  /// Dense bf16 and f16 tensor-core throughput (fp32 accumulation, no
+  /// sparsity), FLOP/s: the rate of matrix products, convolutions and
+  /// attention whose operands are bf16/f16 (mixed precision, issue 29).
+  /// 0: those run at flopsPerSecond (a target without tensor cores, or a
+  /// calibrated host, whose bf16/f16 is emulated in f32). After the fields
+  /// that the built-in targets initialize in order.
+  double bf16FlopsPerSecond = 0;
+  double f16FlopsPerSecond = 0;
   /// Bytes/s that an optimizer update running on the host (parameters kept
   /// on the host) streams through host memory.
   double hostUpdateBytesPerSecond = 20e9;
@@ -141,6 +149,9 @@ FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error,
 /// (the derating is in the rates). The planner builds one from a TargetSpec.
 struct TargetModel {
   double flopsPerSecond = 25e12;        ///< FLOP/s of compute kernels
+  /// FLOP/s of bf16/f16 matrix products, convolutions and attention
+  /// (TargetSpec::bf16FlopsPerSecond; 0: flopsPerSecond).
+  double bf16FlopsPerSecond = 0, f16FlopsPerSecond = 0;
   double memoryBytesPerSecond = 1.5e12; ///< bytes/s of device memory traffic
   double linkBytesPerSecond = 25e9;     ///< bytes/s host->device
   double deviceToHostBytesPerSecond = 25e9; ///< bytes/s device->host

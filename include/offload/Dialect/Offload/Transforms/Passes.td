@@ -28,7 +28,7 @@ def PrecisionOption
              "Mixed precision as PyTorch's autocast runs it, with f32 master weights "
              "(docs/precision.md): fp32 (everything in its own type), bf16-mixed (matmul, "
              "linear, conv and attention in bf16 from casts of f32 values), fp16-mixed "
-             "(the same in f16; no loss scaling yet)">;
+             "(the same in f16, with GradScaler's dynamic loss scaling in --offload-autodiff)">;
 
 def CostReport : Pass<"offload-cost-report", "::mlir::ModuleOp"> {
   let summary = "Prints FLOPs and bytes of every op of each training step";
@@ -183,7 +183,12 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     matmul, linear, conv and attention, to f32 before autocast's f32 ops),
     so backward runs those ops in the low type too, the casts' VJPs bring
     gradients back to the f32 master weights, and the optimizer state stays
-    f32.
+    f32. Under `fp16-mixed` with an optimizer the step also scales its loss
+    as torch.amp.GradScaler does (`loss-scale=dynamic`, the default):
+    backward starts from `amp.scale`, the gradients are checked for inf/NaN
+    and unscaled in f32, a step with any keeps every parameter and
+    optimizer state (`where`), and `amp.scale`, `amp.growth_tracker` and
+    `amp.skipped_steps` are optimizer state (docs/precision.md).
 
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
@@ -221,6 +226,14 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
            "Also return every parameter gradient (role `gradient`, named "
            "`grad:<param>`); they then stay alive until the step ends">,
     PrecisionOption,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"dynamic\"",
+           "fp16 loss scaling under precision=fp16-mixed with an optimizer: dynamic "
+           "(torch.amp.GradScaler's rule; step state amp.scale, amp.growth_tracker, "
+           "amp.skipped_steps; docs/precision.md) or none">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "GradScaler's init_scale: the scale a zero (fresh) amp.scale stands for">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "GradScaler's growth_interval: clean steps before the scale doubles">,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
