@@ -29,10 +29,13 @@ struct Searcher {
   PlanState state;
   SearchResult &out;
 
-  /// The smallest arena seen that does not fit, for the error.
-  void keepSmallest(Plan plan) {
-    if (!out.smallest || plan->arenaBytes < out.smallest->arenaBytes)
+  /// The smallest arena seen that does not fit, for the error, with the
+  /// decisions that built it.
+  void keepSmallest(Plan plan, const PlanState &decisions) {
+    if (!out.smallest || plan->arenaBytes < out.smallest->arenaBytes) {
       out.smallest = std::move(plan);
+      out.smallestState = decisions;
+    }
   }
 
   /// The link calibration's trigger and weight for the current decisions
@@ -68,6 +71,7 @@ struct Searcher {
   llvm::LogicalResult runAgain(HostMoves moves, const PlanState &initial, SimulatedTime &chosenTime,
                                size_t &keptRun);
   llvm::LogicalResult fallback();
+  llvm::LogicalResult reach();
 };
 
 } // namespace
@@ -91,7 +95,7 @@ llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
       break;
     }
     int64_t overshoot = (*plan)->arenaBytes - budget;
-    keepSmallest(std::move(*plan));
+    keepSmallest(std::move(*plan), state);
     if (!reached)
       break;
     // The model met the aim but the real arena did not meet the budget
@@ -219,10 +223,48 @@ llvm::LogicalResult Searcher::fallback() {
       out.chosen = std::move(*plan);
       state = std::move(all);
     } else if (!fits) {
-      keepSmallest(std::move(*plan));
+      keepSmallest(std::move(*plan), all);
     }
   }
   out.fallback = bool(out.chosen);
+  return llvm::success();
+}
+
+// Nothing fits even the most the mechanisms can do from this search's
+// decisions. The rounds' aims and the fallback's start depend on the
+// budget, so the smallest arena this search built is not one a search at
+// that arena's budget builds again (the gpt example, AdamW, fp16-mixed: a
+// refusal at budget=1 named 2,372,868 bytes, and the search at budget
+// 2,372,868 reached 2,373,124 at best). The smallest reachable arena is
+// therefore defined by one search, the search at budget 1 byte (where
+// nothing fits, so it tries everything the rounds and the fallback try):
+// it is run here and its smallest arena replaces this search's; when it
+// fits the budget, it is the plan (a fallback plan), so that every budget
+// from the figure a refusal names up plans. Only where this search found
+// nothing: plans at budgets that fit before are unchanged.
+llvm::LogicalResult Searcher::reach() {
+  PlanProblem reachProblem = p.problem;
+  reachProblem.aimBytes -= reachProblem.budgetBytes - kReachBudgetBytes;
+  reachProblem.budgetBytes = kReachBudgetBytes;
+  Planner rp{reachProblem, p.cones, p.options};
+  PlanState initial(reachProblem);
+  p.cones.sync(initial);
+  llvm::FailureOr<SearchResult> r = search(rp, checker, std::move(initial));
+  if (llvm::failed(r))
+    return llvm::failure();
+  out.checks += r->checks;
+  if (!r->smallest)
+    return llvm::success();
+  out.smallest = std::move(r->smallest);
+  out.smallestState = std::move(r->smallestState);
+  out.smallestState->problem = &p.problem;
+  if (out.smallest->arenaBytes <= p.problem.budgetBytes) {
+    out.chosen = std::move(out.smallest);
+    state = std::move(*out.smallestState);
+    out.smallestState.reset();
+    out.fallback = true;
+  }
+  p.cones.sync(state);
   return llvm::success();
 }
 
@@ -297,8 +339,12 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
   }
   if (llvm::failed(s.fallback()))
     return llvm::failure();
-  if (out.chosen)
+  if (!out.chosen && p.problem.budgetBytes > kReachBudgetBytes && llvm::failed(s.reach()))
+    return llvm::failure();
+  if (out.chosen) {
     out.smallest.reset();
+    out.smallestState.reset();
+  }
   out.state = s.state;
   return out;
 }

@@ -18,6 +18,7 @@
 #include "llvm/Support/LogicalResult.h"
 
 #include <memory>
+#include <optional>
 
 namespace offload::planner {
 
@@ -70,17 +71,26 @@ struct SearchResult {
   explicit SearchResult(const PlanProblem &problem) : state(problem) {}
   /// The plan kept; null when nothing fits the budget.
   std::unique_ptr<CheckedPlan> chosen;
-  /// When nothing fits: the smallest arena built.
+  /// When nothing fits: the smallest reachable arena, the smallest arena
+  /// the search at budget kReachBudgetBytes builds (whatever the budget;
+  /// see search), and its decisions. A search at a budget of at least its
+  /// arena plans.
   std::unique_ptr<CheckedPlan> smallest;
+  std::optional<PlanState> smallestState;
   PlanState state; // the decisions of `chosen`
   llvm::SmallVector<RunLog> runs;
   int checks = 0;        // real memory plans checked
   bool fallback = false; // `chosen` is the smallest reachable arena's plan
 };
 
+/// The budget whose search defines the smallest reachable arena.
+constexpr int64_t kReachBudgetBytes = 1;
+
 /// Searches from `initial` (every candidate kept) for the fastest plan
-/// whose real arena fits the problem's budget. Failure only on a checker
-/// error.
+/// whose real arena fits the problem's budget. When nothing fits, the
+/// search at budget kReachBudgetBytes runs as well: its smallest arena is
+/// the plan when it fits the budget, else `smallest`. Failure only on a
+/// checker error.
 llvm::FailureOr<SearchResult> search(Planner &p, PlanChecker &checker, PlanState initial);
 
 } // namespace offload::planner
