@@ -464,6 +464,14 @@ def _export_pt2(model, forward_inputs, path, kwargs=None):
     # rotary tables, HF's position_ids) with the archive's constants; the
     # importer makes those the step never updates constants of the step and
     # the others state (the Step binds them from the model's values).
+    # An HF model's key/value cache (config.use_cache, on by default for
+    # decoders) is an inference output that a training step never reads, and
+    # its DynamicCache is no tensor torch.export can return: export without
+    # it, as HF's Trainer does when it checkpoints. The config is restored.
+    config = getattr(model, "config", None)
+    cache = getattr(config, "use_cache", None)
+    if cache:
+        config.use_cache = False
     try:
         # torch's loggers print warnings (with graph dumps) on the way to an
         # export error; the error itself is what the CompileError reports.
@@ -483,6 +491,9 @@ def _export_pt2(model, forward_inputs, path, kwargs=None):
         frame = _model_frame(e)
         at = f" at {frame[0]}" + (f" (`{frame[1]}`)" if frame[1] else "") if frame else ""
         raise CompileError("export", f"torch.export.export failed{at}: {text}") from e
+    finally:
+        if cache:
+            config.use_cache = cache
     sig = ep.graph_signature
     spec = getattr(ep, "call_spec", None)
     return {"user_inputs": list(sig.user_inputs),

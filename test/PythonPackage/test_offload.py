@@ -561,14 +561,14 @@ def test_data_dependent_shape_names_the_op_at_import():
             "shape depends on the tensor's data (dim 0 is u0") in str(info.value)
 
 
-def tiny_hf(kind):
+def tiny_hf(kind, use_cache=False):
     """A transformers model from its config (no download): GPT-2 or BERT,
     1 layer, width 32."""
     T = pytest.importorskip("transformers")
     torch.manual_seed(0)
     if kind == "gpt2":
         cfg = T.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=40, n_positions=16,
-                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
+                           resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=use_cache,
                            bos_token_id=0, eos_token_id=0)
         return T.GPT2LMHeadModel(cfg)
     cfg = T.BertConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
@@ -612,6 +612,20 @@ def test_hf_model_output_loss_from_keyword_inputs_without_a_wrapper():
     with pytest.raises(offload.InputError, match="missing labels; unexpected label"):
         step(input_ids=kw["input_ids"], attention_mask=kw["attention_mask"],
              label=kw["labels"])
+
+
+@needs_torch2
+def test_hf_decoder_with_its_default_key_value_cache_compiles():
+    """GPT-2's config has use_cache=True by default: its forward then also
+    returns a DynamicCache, which torch.export cannot return. compile
+    exports without the cache (a training step never reads it), trains as
+    without it, and leaves the model's config as it was."""
+    kw = padded_batch()
+    plain = offload.compile(tiny_hf("gpt2"), kw, verbose=False)
+    model = tiny_hf("gpt2", use_cache=True)
+    step = offload.compile(model, kw, verbose=False)
+    assert model.config.use_cache is True
+    assert step(**kw) == plain(**kw)
 
 
 @needs_torch2
