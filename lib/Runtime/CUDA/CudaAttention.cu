@@ -40,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
+#include "Kernels/AttentionOperands.h"
 
 #include <algorithm>
 #include <climits>
@@ -857,106 +858,44 @@ __global__ void __launch_bounds__(kTThreads)
 std::string attentionGeom(const CudaKernelArgs &a, const char *op,
                           size_t first, AttnGeom &g, const void *&mask,
                           const int64_t *&seed) {
-  const TensorView &q = a.inputs[first], &k = a.inputs[first + 1],
-                   &v = a.inputs[first + 2];
-  if (auto e = needFloat(q, op, "query"); !e.empty())
+  // The operand rules are the host's (Kernels/AttentionOperands.h); the
+  // extras follow query, key, value (and grad_out, out, lse backward).
+  AttentionOperands o;
+  if (auto e = resolveAttention(a.inputs, a.attrs, op, first,
+                                first + 3 + (first ? 2 : 0), o);
+      !e.empty())
     return e;
-  if (auto e = needDType(k, q.dtype, op, "key"); !e.empty())
-    return e;
-  if (auto e = needDType(v, q.dtype, op, "value"); !e.empty())
-    return e;
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return std::string(op) + ": query, key and value must be rank 4, got " +
-           shapeStr(q.shape) + ", " + shapeStr(k.shape) + ", " +
-           shapeStr(v.shape);
-  const std::string layout = a.attrs.getString("layout", "bhld");
-  if (layout != "bhld" && layout != "blhd")
-    return std::string(op) + ": layout must be bhld or blhd, got " + layout;
-  const bool tokens = layout == "blhd";
-  const size_t hd = tokens ? 2 : 1, ld = tokens ? 1 : 2; // heads, length
-  g.n = q.shape[0];
-  g.hq = q.shape[hd];
-  g.l = q.shape[ld];
-  g.e = q.shape[3];
-  g.hkv = k.shape[hd];
-  g.s = k.shape[ld];
-  g.ev = v.shape[3];
-  if (k.shape[0] != g.n || v.shape[0] != g.n || k.shape[3] != g.e ||
-      v.shape[hd] != g.hkv || v.shape[ld] != g.s || g.hkv <= 0 ||
-      g.hq % g.hkv != 0)
-    return std::string(op) + ": shapes " + shapeStr(q.shape) + ", " +
-           shapeStr(k.shape) + ", " + shapeStr(v.shape) +
-           (tokens ? " are not query [N,L,Hq,E], key [N,S,Hkv,E], value "
-                     "[N,S,Hkv,Ev] (layout blhd)"
-                   : " are not query [N,Hq,L,E], key [N,Hkv,S,E], value "
-                     "[N,Hkv,S,Ev]") +
-           " with Hq a multiple of Hkv";
-  if (g.e > 32 * kMaxPerLane || g.ev > 32 * kMaxPerLane)
+  if (o.e > 32 * kMaxPerLane || o.ev > 32 * kMaxPerLane)
     return std::string(op) + ": head sizes above " +
            std::to_string(32 * kMaxPerLane) +
            " are not supported by the CUDA kernel, got " +
-           std::to_string(g.e) + " and " + std::to_string(g.ev);
+           std::to_string(o.e) + " and " + std::to_string(o.ev);
+  g.n = o.n;
+  g.hq = o.hq;
+  g.hkv = o.hkv;
+  g.l = o.l;
+  g.s = o.s;
+  g.e = o.e;
+  g.ev = o.ev;
+  g.scale = o.scale;
+  g.causal = o.causal;
+  g.p = o.p;
+  g.offset = o.offset;
+  g.maskKind = !o.mask ? 0 : o.boolMask ? 1 : 2;
+  for (int d = 0; d < 4; ++d)
+    g.mstr[d] = o.mstride[d];
+  mask = o.mask ? o.mask->data : nullptr;
+  seed = o.seed ? o.seed->as<int64_t>() : nullptr;
   // Strides (batch, head, row): [N, H, L, E] in bhld, [N, L, H, E] in blhd.
-  auto strides = [tokens](int64_t *st, int64_t h, int64_t rows,
-                          int64_t width) {
+  auto strides = [&o](int64_t *st, int64_t h, int64_t rows, int64_t width) {
     st[0] = h * rows * width;
-    st[1] = tokens ? width : rows * width;
-    st[2] = tokens ? h * width : width;
+    st[1] = o.tokens ? width : rows * width;
+    st[2] = o.tokens ? h * width : width;
   };
   strides(g.qs, g.hq, g.l, g.e);
   strides(g.ks, g.hkv, g.s, g.e);
   strides(g.vs, g.hkv, g.s, g.ev);
   strides(g.os, g.hq, g.l, g.ev);
-  g.scale = a.attrs.getFloat("scale", 1.0);
-  g.causal = a.attrs.getInt("is_causal", 0) != 0;
-  bool hasMask = a.attrs.getInt("has_mask", 0) != 0;
-  g.p = a.attrs.getFloat("dropout_p", 0.0);
-  g.offset = uint64_t(a.attrs.getInt("offset", 0));
-  if (!(g.p >= 0.0 && g.p < 1.0))
-    return std::string(op) + ": dropout_p must be in [0, 1)";
-  size_t want = first + 3 + (first ? 2 : 0) + (hasMask ? 1 : 0) +
-                (g.p > 0 ? 1 : 0);
-  if (a.inputs.size() != want)
-    return std::string(op) + ": expects " + std::to_string(want) +
-           " operands (the mask when has_mask, then the seed when "
-           "dropout_p > 0), got " + std::to_string(a.inputs.size());
-  size_t x = first + 3 + (first ? 2 : 0);
-  g.maskKind = 0;
-  for (int d = 0; d < 4; ++d)
-    g.mstr[d] = 0;
-  mask = nullptr;
-  if (hasMask) {
-    const TensorView &m = a.inputs[x++];
-    if (m.dtype == DType::Bool)
-      g.maskKind = 1;
-    else if (m.dtype == q.dtype)
-      g.maskKind = 2;
-    else
-      return std::string(op) + ": mask must be bool or the query's dtype, "
-                               "got " + dtypeName(m.dtype);
-    const int64_t full[4] = {g.n, g.hq, g.l, g.s};
-    if (m.rank() > 4)
-      return std::string(op) + ": mask " + shapeStr(m.shape) +
-             " does not broadcast to [N,Hq,L,S]";
-    int64_t stride = 1;
-    for (int64_t r = m.rank() - 1; r >= 0; --r) {
-      int64_t dim = 4 - (m.rank() - r);
-      int64_t size = m.shape[size_t(r)];
-      if (size != 1 && size != full[dim])
-        return std::string(op) + ": mask " + shapeStr(m.shape) +
-               " does not broadcast to [N,Hq,L,S]";
-      g.mstr[dim] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-    mask = m.data;
-  }
-  seed = nullptr;
-  if (g.p > 0) {
-    const TensorView &sd = a.inputs[x];
-    if (sd.dtype != DType::I64 || sd.numel() != 1)
-      return std::string(op) + ": the dropout seed must be one i64";
-    seed = sd.as<int64_t>();
-  }
   return "";
 }
 

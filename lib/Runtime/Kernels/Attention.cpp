@@ -55,6 +55,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ElementMath.h"
+#include "AttentionOperands.h"
 #include "KernelSupport.h"
 
 #include <cmath>
@@ -71,94 +72,18 @@ constexpr int64_t kBlockRows = 64;
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// The resolved operands and attributes of one attention call.
-struct Attn {
-  int64_t n = 0, hq = 0, hkv = 0, l = 0, s = 0, e = 0, ev = 0, group = 1;
-  bool tokens = false; // layout blhd: [N, L, H, E]
-  double scale = 1;
-  bool causal = false;
-  double p = 0;
-  uint64_t seed = 0, offset = 0;
-  // Mask: absent, boolean (uint8) or additive (the query's type).
-  const TensorView *mask = nullptr;
-  bool boolMask = false;
-  int64_t mstride[4] = {0, 0, 0, 0}; // broadcast to [N, Hq, L, S]
+/// The operands of one attention call on the host: the shared checks
+/// (AttentionOperands.h) and the dropout seed's value.
+struct Attn : AttentionOperands {
+  uint64_t seedValue = 0;
 };
 
-/// Checks query/key/value (inputs 0..2 of `in` from `first`) and the extras,
-/// and fills `a`. `first` is 0 forward, 1 backward (grad_out first).
 std::string resolve(const KernelArgs &args, const char *op, size_t first,
                     size_t numExtrasAt, Attn &a) {
-  const TensorView &q = args.inputs[first], &k = args.inputs[first + 1],
-                   &v = args.inputs[first + 2];
-  if (auto e = checkFloat(q, op, "query"); !e.empty()) return e;
-  if (auto e = checkDType(k, q.dtype, op, "key"); !e.empty()) return e;
-  if (auto e = checkDType(v, q.dtype, op, "value"); !e.empty()) return e;
-  std::string layout = args.attrs.getString("layout", "bhld");
-  if (layout != "bhld" && layout != "blhd")
-    return cat(op, ": layout must be bhld or blhd, got ", layout);
-  a.tokens = layout == "blhd";
-  const char *fit = a.tokens ? "[N, L, Hq, E], [N, S, Hkv, E], [N, S, Hkv, Ev] (layout blhd)"
-                              : "[N, Hq, L, E], [N, Hkv, S, E], [N, Hkv, S, Ev]";
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return cat(op, ": expects query, key and value ", fit, ", got ", shapeStr(q.shape), ", ",
-               shapeStr(k.shape), ", ", shapeStr(v.shape));
-  // The heads and length dims of the layout.
-  size_t hd = a.tokens ? 2 : 1, ld = a.tokens ? 1 : 2;
-  a.n = q.shape[0];
-  a.hq = q.shape[hd];
-  a.l = q.shape[ld];
-  a.e = q.shape[3];
-  a.hkv = k.shape[hd];
-  a.s = k.shape[ld];
-  a.ev = v.shape[3];
-  if (k.shape[0] != a.n || v.shape[0] != a.n || k.shape[3] != a.e ||
-      v.shape[hd] != a.hkv || v.shape[ld] != a.s)
-    return cat(op, ": query ", shapeStr(q.shape), ", key ", shapeStr(k.shape),
-               " and value ", shapeStr(v.shape), " do not fit ", fit);
-  if (a.hkv <= 0 ? a.hq != 0 : a.hq % a.hkv != 0)
-    return cat(op, ": query heads (", a.hq, ") must be a multiple of key/value heads (",
-               a.hkv, ")");
-  a.group = a.hkv > 0 ? a.hq / a.hkv : 1;
-  if (!args.attrs.has("scale"))
-    return cat(op, ": missing attribute scale");
-  a.scale = args.attrs.getFloat("scale", 1.0);
-  if (!std::isfinite(a.scale))
-    return cat(op, ": scale must be finite");
-  a.causal = args.attrs.getInt("is_causal", 0) != 0;
-  bool hasMask = args.attrs.getInt("has_mask", 0) != 0;
-  a.p = args.attrs.getFloat("dropout_p", 0.0);
-  if (!(a.p >= 0 && a.p < 1))
-    return cat(op, ": dropout_p ", a.p, " must be in [0, 1)");
-  a.offset = uint64_t(args.attrs.getInt("offset", 0));
-  size_t want = numExtrasAt + (hasMask ? 1 : 0) + (a.p > 0 ? 1 : 0);
-  if (args.inputs.size() != want)
-    return cat(op, ": expects ", want - numExtrasAt,
-               " extra operand(s) (the mask when has_mask, then the seed when "
-               "dropout_p > 0), got ",
-               args.inputs.size() < numExtrasAt ? 0 : args.inputs.size() - numExtrasAt);
-  if (hasMask) {
-    const TensorView &m = args.inputs[numExtrasAt];
-    if (m.dtype == DType::Bool)
-      a.boolMask = true;
-    else if (m.dtype != q.dtype)
-      return cat(op, ": mask must be i1 or the query's element type, got ",
-                 dtypeName(m.dtype));
-    std::vector<int64_t> strides;
-    if (m.rank() > 4 || !broadcastStrides(m.shape, {a.n, a.hq, a.l, a.s}, strides))
-      return cat(op, ": mask ", shapeStr(m.shape), " does not broadcast to [N, Hq, L, S] = ",
-                 shapeStr({a.n, a.hq, a.l, a.s}));
-    for (int d = 0; d < 4; ++d)
-      a.mstride[d] = strides[size_t(d)];
-    a.mask = &m;
-  }
-  if (a.p > 0) {
-    const TensorView &sd = args.inputs.back();
-    if (auto e = checkDType(sd, DType::I64, op, "seed"); !e.empty()) return e;
-    if (sd.numel() != 1)
-      return cat(op, ": seed must hold one element, got ", shapeStr(sd.shape));
-    a.seed = uint64_t(sd.as<int64_t>()[0]);
-  }
+  if (auto e = resolveAttention(args.inputs, args.attrs, op, first, numExtrasAt, a); !e.empty())
+    return e;
+  if (a.seed)
+    a.seedValue = uint64_t(a.seed->as<int64_t>()[0]);
   return "";
 }
 
@@ -266,7 +191,7 @@ template <typename T> std::string forwardImpl(const KernelArgs &args, const Attn
           *vp = args.inputs[2].as<T>();
   T *op = args.outputs[0].as<T>(), *lp = args.outputs[1].as<T>();
   const void *maskData = a.mask ? a.mask->data : nullptr;
-  em::Dropout<T> drop = em::Dropout<T>::make(a.p, a.seed, a.offset);
+  em::Dropout<T> drop = em::Dropout<T>::make(a.p, a.seedValue, a.offset);
   const double dscale = double(drop.scale);
   int64_t blocks = (a.l + kBlockRows - 1) / kBlockRows;
   int64_t tasks = a.n * a.hq * blocks;
@@ -334,7 +259,7 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
   T *dqp = args.outputs[0].as<T>(), *dkp = args.outputs[1].as<T>(),
     *dvp = args.outputs[2].as<T>();
   const void *maskData = a.mask ? a.mask->data : nullptr;
-  em::Dropout<T> drop = em::Dropout<T>::make(a.p, a.seed, a.offset);
+  em::Dropout<T> drop = em::Dropout<T>::make(a.p, a.seedValue, a.offset);
   const double dscale = double(drop.scale);
   int64_t blocks = (a.l + kBlockRows - 1) / kBlockRows;
   int64_t tasks = a.n * a.hkv;
@@ -494,5 +419,83 @@ void registerAttentionKernels(KernelRegistry &r) {
 }
 
 } // namespace kernels
+
+// The operand rules of both backends (AttentionOperands.h).
+std::string resolveAttention(const std::vector<TensorView> &inputs, const AttrMap &attrs,
+                             const char *op, size_t first, size_t numExtrasAt,
+                             AttentionOperands &a) {
+  using namespace kernels;
+  const TensorView &q = inputs[first], &k = inputs[first + 1], &v = inputs[first + 2];
+  if (auto e = checkFloat(q, op, "query"); !e.empty()) return e;
+  if (auto e = checkDType(k, q.dtype, op, "key"); !e.empty()) return e;
+  if (auto e = checkDType(v, q.dtype, op, "value"); !e.empty()) return e;
+  std::string layout = attrs.getString("layout", "bhld");
+  if (layout != "bhld" && layout != "blhd")
+    return cat(op, ": layout must be bhld or blhd, got ", layout);
+  a.tokens = layout == "blhd";
+  const char *fit = a.tokens ? "[N, L, Hq, E], [N, S, Hkv, E], [N, S, Hkv, Ev] (layout blhd)"
+                              : "[N, Hq, L, E], [N, Hkv, S, E], [N, Hkv, S, Ev]";
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+    return cat(op, ": expects query, key and value ", fit, ", got ", shapeStr(q.shape), ", ",
+               shapeStr(k.shape), ", ", shapeStr(v.shape));
+  // The heads and length dims of the layout.
+  size_t hd = a.tokens ? 2 : 1, ld = a.tokens ? 1 : 2;
+  a.n = q.shape[0];
+  a.hq = q.shape[hd];
+  a.l = q.shape[ld];
+  a.e = q.shape[3];
+  a.hkv = k.shape[hd];
+  a.s = k.shape[ld];
+  a.ev = v.shape[3];
+  if (k.shape[0] != a.n || v.shape[0] != a.n || k.shape[3] != a.e ||
+      v.shape[hd] != a.hkv || v.shape[ld] != a.s)
+    return cat(op, ": query ", shapeStr(q.shape), ", key ", shapeStr(k.shape),
+               " and value ", shapeStr(v.shape), " do not fit ", fit);
+  if (a.hkv <= 0 ? a.hq != 0 : a.hq % a.hkv != 0)
+    return cat(op, ": query heads (", a.hq, ") must be a multiple of key/value heads (",
+               a.hkv, ")");
+  a.group = a.hkv > 0 ? a.hq / a.hkv : 1;
+  if (!attrs.has("scale"))
+    return cat(op, ": missing attribute scale");
+  a.scale = attrs.getFloat("scale", 1.0);
+  if (!std::isfinite(a.scale))
+    return cat(op, ": scale must be finite");
+  a.causal = attrs.getInt("is_causal", 0) != 0;
+  bool hasMask = attrs.getInt("has_mask", 0) != 0;
+  a.p = attrs.getFloat("dropout_p", 0.0);
+  if (!(a.p >= 0 && a.p < 1))
+    return cat(op, ": dropout_p ", a.p, " must be in [0, 1)");
+  a.offset = uint64_t(attrs.getInt("offset", 0));
+  size_t want = numExtrasAt + (hasMask ? 1 : 0) + (a.p > 0 ? 1 : 0);
+  if (inputs.size() != want)
+    return cat(op, ": expects ", want - numExtrasAt,
+               " extra operand(s) (the mask when has_mask, then the seed when "
+               "dropout_p > 0), got ",
+               inputs.size() < numExtrasAt ? 0 : inputs.size() - numExtrasAt);
+  if (hasMask) {
+    const TensorView &m = inputs[numExtrasAt];
+    if (m.dtype == DType::Bool)
+      a.boolMask = true;
+    else if (m.dtype != q.dtype)
+      return cat(op, ": mask must be i1 or the query's element type, got ",
+                 dtypeName(m.dtype));
+    std::vector<int64_t> strides;
+    if (m.rank() > 4 || !broadcastStrides(m.shape, {a.n, a.hq, a.l, a.s}, strides))
+      return cat(op, ": mask ", shapeStr(m.shape), " does not broadcast to [N, Hq, L, S] = ",
+                 shapeStr({a.n, a.hq, a.l, a.s}));
+    for (int d = 0; d < 4; ++d)
+      a.mstride[d] = strides[size_t(d)];
+    a.mask = &m;
+  }
+  if (a.p > 0) {
+    const TensorView &sd = inputs.back();
+    if (auto e = checkDType(sd, DType::I64, op, "seed"); !e.empty()) return e;
+    if (sd.numel() != 1)
+      return cat(op, ": seed must hold one element, got ", shapeStr(sd.shape));
+    a.seed = &sd;
+  }
+  return "";
+}
+
 } // namespace rt
 } // namespace offload
