@@ -31,12 +31,10 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 import export_models as em
+from check_precision import FLOOR_F16, eager, rel_err
 from pipeline import export_and_import, run
-
-FLOOR_F16 = 2.0 ** -12
 
 
 def run_steps(bin_dir, plan, state, inputs, steps, dump):
@@ -58,10 +56,6 @@ def store_of(dump):
 
 def same_bits(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
-def rel_err(a, b, floor):
-    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), floor)
 
 
 def main(argv=None):
@@ -137,12 +131,7 @@ def main(argv=None):
     p0 = em.load_params(prefix)
 
     def torch_run(dtype, scaler_steps=None):
-        cfg, model = em.load_eager(prefix)
-        x, y = em.load_inputs(prefix)
-        model = model.to(dtype).train()
-        if x.is_floating_point():
-            x = x.to(dtype)
-        a = em.forward_args(cfg["model"], x, y)
+        model, loss_of = eager(prefix, dtype)
         params = list(model.parameters())
         o = (torch.optim.AdamW(params, lr=1e-3, weight_decay=0.0) if args.optimizer == "adamw"
              else torch.optim.SGD(params, lr=0.05, momentum=0.9))
@@ -153,8 +142,7 @@ def main(argv=None):
             o.zero_grad()
             if scaler is not None:
                 with torch.autocast("cpu", dtype=torch.float16):
-                    out_ = model(*a)
-                    loss = out_ if cfg["returns_loss"] else F.cross_entropy(out_, y)
+                    loss = loss_of()
                 before = scaler.get_scale()
                 scaler.scale(loss.float()).backward()
                 scaler.step(o)
@@ -162,8 +150,7 @@ def main(argv=None):
                 scales.append(scaler.get_scale())
                 stepped.append(scaler.get_scale() >= before)
             else:
-                out_ = model(*a)
-                loss = out_ if cfg["returns_loss"] else F.cross_entropy(out_, y)
+                loss = loss_of()
                 loss.backward()
                 if scaler_steps[i]:
                     o.step()

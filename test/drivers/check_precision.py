@@ -40,19 +40,30 @@ FLOOR_BF16 = 2.0 ** -9
 FLOOR_F16 = 2.0 ** -12
 
 
-def torch_step(prefix, dtype, autocast=None):
-    """Loss and {param: grad} of one step of the eager model in `dtype`
-    (optionally under CPU autocast to `autocast`), as float64 numpy."""
+def eager(prefix, dtype):
+    """The exported example model as PyTorch eager in `dtype` (train mode)
+    and its batch: (cfg, model, forward args, target), and a function giving
+    the loss of one forward."""
     cfg, model = em.load_eager(prefix)
     x, y = em.load_inputs(prefix)
     model = model.to(dtype).train()
     if x.is_floating_point():
         x = x.to(dtype)
     args = em.forward_args(cfg["model"], x, y)
+
+    def loss_of():
+        out = model(*args)
+        return out if cfg["returns_loss"] else F.cross_entropy(out, y)
+    return model, loss_of
+
+
+def torch_step(prefix, dtype, autocast=None):
+    """Loss and {param: grad} of one step of the eager model in `dtype`
+    (optionally under CPU autocast to `autocast`), as float64 numpy."""
+    model, loss_of = eager(prefix, dtype)
     ctx = torch.autocast("cpu", dtype=autocast) if autocast is not None else _Null()
     with ctx:
-        out = model(*args)
-        loss = out if cfg["returns_loss"] else F.cross_entropy(out, y)
+        loss = loss_of()
     loss.float().backward() if autocast is not None else loss.backward()
     grads = {n: (p.grad if p.grad is not None else torch.zeros_like(p)).double().numpy()
              for n, p in model.named_parameters()}
