@@ -42,8 +42,7 @@ FLOOR_F16 = 2.0 ** -12
 
 def eager(prefix, dtype):
     """The exported example model as PyTorch eager in `dtype` (train mode)
-    and its batch: (cfg, model, forward args, target), and a function giving
-    the loss of one forward."""
+    and a function giving the loss of one forward on its batch."""
     cfg, model = em.load_eager(prefix)
     x, y = em.load_inputs(prefix)
     model = model.to(dtype).train()
