@@ -68,7 +68,7 @@
 // place) simulates 40% faster at the same arena and is kept. Its simulated stall is above the
 // unhidden link time its prices assumed, so a run with the link weighted by
 // the ratio follows (and here gives the same plan).
-// HOST-REPORT: run greedy: aims 16000 (over) {{[0-9 (over)]+}}; arena 15876 bytes, 2.026e-07 s{{$}}
+// HOST-REPORT: run greedy: aims 16000 (over) {{[0-9 (over)]+}}; arena 15876 bytes, 2.075e-07 s{{$}}
 // HOST-REPORT-NEXT: run exchange: aims 16000 (over) {{[0-9 (over)]+}}; arena 15876 bytes, 1.22e-07 s, kept
 // HOST-REPORT-NEXT: run exchange+re-plan: aims 16000 (over) {{[0-9 (over)]+}}; arena {{[0-9]+}} bytes, {{.*}} s{{$}}
 // HOST-REPORT-NEXT: run exchange (link x{{[1-4]\.[0-9][0-9]}}): aims 16000

@@ -9,6 +9,10 @@
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
 #include "offload/Support/BoundedJson.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -167,8 +171,17 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     error = "target file '" + path.str() + "': expected a JSON object";
     return failure();
   }
+  return parseTargetObject(*obj, "target file '" + path.str() + "'", ("target file " + path).str(),
+                           error, allowBase);
+}
+
+FailureOr<TargetSpec> mlir::offload::parseTargetObject(const llvm::json::Object &object,
+                                                       StringRef origin, StringRef sourceOf,
+                                                       std::string &error, bool allowBase) {
+  const llvm::json::Object *obj = &object;
+  const std::string where = origin.str();
   auto fail = [&](const std::string &msg) -> FailureOr<TargetSpec> {
-    error = "target file '" + path.str() + "': " + msg;
+    error = where + ": " + msg;
     return failure();
   };
   static const char *const known[] = {
@@ -211,7 +224,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     if (*base == "host") {
       FailureOr<TargetSpec> host = readHostTarget(error);
       if (failed(host)) {
-        error = "target file '" + path.str() + "' (\"base\": \"host\"): " + error;
+        error = where + " (\"base\": \"host\"): " + error;
         return failure();
       }
       if (threads && host->calibrationThreads != threads) {
@@ -247,9 +260,9 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
   if (std::optional<StringRef> source = obj->getString("source"))
     spec.source = source->str();
   else if (base)
-    spec.source = "target file " + path.str() + " over " + base->str() + " (" + spec.source + ")";
+    spec.source = sourceOf.str() + " over " + base->str() + " (" + spec.source + ")";
   else
-    spec.source = ("target file " + path).str();
+    spec.source = sourceOf.str();
 
   // Byte counts are bounded by 2^48, the plan format's bound on a buffer:
   // the planner adds and aligns them, and a value near INT64_MAX would wrap
@@ -260,12 +273,12 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     const llvm::json::Value *v = obj->get(key);
     if (!v) {
       if (required)
-        error = "target file '" + path.str() + "': missing integer '" + key.str() + "'";
+        error = where + ": missing integer '" + key.str() + "'";
       return required ? failure() : success();
     }
     std::optional<int64_t> i = v->getAsInteger();
     if (!i || *i < minimum || *i > kMaxBytes) {
-      error = "target file '" + path.str() + "': '" + key.str() + "' must be an integer in [" +
+      error = where + ": '" + key.str() + "' must be an integer in [" +
               std::to_string(minimum) + ", 2^48 = " + std::to_string(kMaxBytes) + "]";
       return failure();
     }
@@ -277,12 +290,12 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     const llvm::json::Value *v = obj->get(key);
     if (!v) {
       if (required)
-        error = "target file '" + path.str() + "': missing number '" + key.str() + "'";
+        error = where + ": missing number '" + key.str() + "'";
       return required ? failure() : success();
     }
     std::optional<double> d = v->getAsNumber();
     if (!d || !(*d > 0) || *d > maximum) {
-      error = "target file '" + path.str() + "': '" + key.str() + "' must be a number > 0" +
+      error = where + ": '" + key.str() + "' must be a number > 0" +
               (maximum < 1e300 ? " and <= 1" : "");
       return failure();
     }
@@ -324,7 +337,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       return success();
     const llvm::json::Object *m = v->getAsObject();
     if (!m) {
-      error = "target file '" + path.str() + "': '" + key.str() +
+      error = where + ": '" + key.str() +
               "' must be an object of op names to rates";
       return failure();
     }
@@ -332,7 +345,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
     for (const auto &kv : *m) {
       std::optional<double> d = kv.second.getAsNumber();
       if (!d || !(*d > 0) || !std::isfinite(*d)) {
-        error = "target file '" + path.str() + "': '" + key.str() + "': the rate of '" +
+        error = where + ": '" + key.str() + "': the rate of '" +
                 kv.first.str() + "' must be a finite number > 0";
         return failure();
       }
@@ -349,7 +362,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       return success();
     const llvm::json::Object *m = v->getAsObject();
     auto bad = [&](const std::string &what) {
-      error = "target file '" + path.str() + "': '" + key.str() + "': " + what;
+      error = where + ": '" + key.str() + "': " + what;
       return failure();
     };
     if (!m)
@@ -384,6 +397,122 @@ FailureOr<TargetSpec> mlir::offload::parseTargetFile(StringRef path, std::string
       failed(points("sized_bytes_per_second", spec.sizedBytesPerSecond)))
     return failure();
   return spec;
+}
+
+//===----------------------------------------------------------------------===//
+// The target as a module attribute
+//===----------------------------------------------------------------------===//
+
+Attribute mlir::offload::targetSpecToAttr(MLIRContext *ctx, const TargetSpec &spec) {
+  Builder b(ctx);
+  NamedAttrList attrs;
+  auto f64 = [&](StringRef key, double v) { attrs.append(key, b.getF64FloatAttr(v)); };
+  auto i64 = [&](StringRef key, int64_t v) { attrs.append(key, b.getI64IntegerAttr(v)); };
+  attrs.append("name", b.getStringAttr(spec.name));
+  attrs.append("source", b.getStringAttr(spec.source));
+  i64("memory_bytes", spec.memoryBytes);
+  f64("memory_bytes_per_second", spec.memoryBytesPerSecond);
+  f64("flops_per_second", spec.flopsPerSecond);
+  // 0 means "at flops_per_second", which a target file says by leaving
+  // the key out.
+  if (spec.bf16FlopsPerSecond > 0)
+    f64("bf16_flops_per_second", spec.bf16FlopsPerSecond);
+  if (spec.f16FlopsPerSecond > 0)
+    f64("f16_flops_per_second", spec.f16FlopsPerSecond);
+  f64("host_to_device_bytes_per_second", spec.hostToDeviceBytesPerSecond);
+  f64("device_to_host_bytes_per_second", spec.deviceToHostBytesPerSecond);
+  f64("host_update_bytes_per_second", spec.hostUpdateBytesPerSecond);
+  f64("gemm_efficiency", spec.gemmEfficiency);
+  f64("conv_efficiency", spec.convEfficiency);
+  f64("other_flops_efficiency", spec.otherFlopsEfficiency);
+  f64("memory_efficiency", spec.memoryEfficiency);
+  i64("workspace_bytes", spec.workspaceBytes);
+  f64("copy_latency_seconds", spec.copyLatencySeconds);
+  if (spec.calibrationThreads > 0)
+    i64("calibration_threads", spec.calibrationThreads);
+  auto rates = [&](StringRef key, const std::map<std::string, double> &m) {
+    if (m.empty())
+      return;
+    NamedAttrList entries;
+    for (const auto &[op, rate] : m)
+      entries.append(op, b.getF64FloatAttr(rate));
+    attrs.append(key, entries.getDictionary(ctx));
+  };
+  auto points = [&](StringRef key,
+                    const std::map<std::string, std::vector<std::pair<double, double>>> &m) {
+    if (m.empty())
+      return;
+    NamedAttrList entries;
+    for (const auto &[op, pts] : m) {
+      SmallVector<Attribute> pairs;
+      for (auto [size, rate] : pts)
+        pairs.push_back(b.getArrayAttr({b.getF64FloatAttr(size), b.getF64FloatAttr(rate)}));
+      entries.append(op, b.getArrayAttr(pairs));
+    }
+    attrs.append(key, entries.getDictionary(ctx));
+  };
+  rates("op_flops_per_second", spec.opFlopsPerSecond);
+  rates("op_bytes_per_second", spec.opBytesPerSecond);
+  points("sized_flops_per_second", spec.sizedFlopsPerSecond);
+  points("sized_bytes_per_second", spec.sizedBytesPerSecond);
+  return attrs.getDictionary(ctx);
+}
+
+/// `attr` as JSON (integers, f64 floats, strings, dictionaries, arrays);
+/// nullopt for any other attribute.
+static std::optional<llvm::json::Value> attrToJson(Attribute attr) {
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    return llvm::json::Value(i.getInt());
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return llvm::json::Value(f.getValueAsDouble());
+  if (auto s = dyn_cast<StringAttr>(attr))
+    return llvm::json::Value(s.getValue().str());
+  if (auto d = dyn_cast<DictionaryAttr>(attr)) {
+    llvm::json::Object o;
+    for (NamedAttribute n : d) {
+      std::optional<llvm::json::Value> v = attrToJson(n.getValue());
+      if (!v)
+        return std::nullopt;
+      o[n.getName().getValue()] = std::move(*v);
+    }
+    return llvm::json::Value(std::move(o));
+  }
+  if (auto a = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array arr;
+    for (Attribute e : a) {
+      std::optional<llvm::json::Value> v = attrToJson(e);
+      if (!v)
+        return std::nullopt;
+      arr.push_back(std::move(*v));
+    }
+    return llvm::json::Value(std::move(arr));
+  }
+  return std::nullopt;
+}
+
+FailureOr<TargetSpec> mlir::offload::targetSpecFromAttr(Attribute attr, std::string &error) {
+  const std::string where = "the module's '" + kTargetAttrName.str() + "' attribute";
+  std::optional<llvm::json::Value> json = attrToJson(attr);
+  const llvm::json::Object *obj = json ? json->getAsObject() : nullptr;
+  if (!obj) {
+    error = where + ": expected a dictionary of the target file's keys (docs/planner.md)";
+    return failure();
+  }
+  return parseTargetObject(*obj, where, where, error, /*allowBase=*/false);
+}
+
+FailureOr<std::optional<TargetSpec>> mlir::offload::moduleTarget(Operation *op,
+                                                                 std::string &error) {
+  Operation *module = op;
+  while (module && !isa<ModuleOp>(module))
+    module = module->getParentOp();
+  Attribute attr = module ? module->getAttr(kTargetAttrName) : Attribute();
+  if (!attr)
+    return std::optional<TargetSpec>();
+  FailureOr<TargetSpec> spec = targetSpecFromAttr(attr, error);
+  if (failed(spec))
+    return failure();
+  return std::optional<TargetSpec>(*spec);
 }
 
 //===----------------------------------------------------------------------===//

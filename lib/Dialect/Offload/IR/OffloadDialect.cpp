@@ -299,6 +299,15 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' may only be attached to a function";
     return verifyStep(fn);
   }
+  if (attr.getName() == kTargetAttrName) {
+    // Its keys and figures are checked where a pass reads it
+    // (Target.h, targetSpecFromAttr; the dialect does not link the
+    // cost model).
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kTargetAttrName
+                               << "' must be a dictionary attribute on a module";
+    return success();
+  }
   if (attr.getName() == kRoleAttrName) {
     if (!isa<RoleAttr>(attr.getValue()))
       return op->emitOpError() << "'" << kRoleAttrName

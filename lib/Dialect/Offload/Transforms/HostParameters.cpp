@@ -62,8 +62,10 @@ struct HostParametersPass
   LogicalResult rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
   /// The cost model of the options (`target=`, or the three numbers).
   LogicalResult resolveTargetModel(StringRef passName) {
+    bool ratesGiven =
+        linkBandwidth.hasValue() || deviceFlops.hasValue() || deviceBandwidth.hasValue();
     return targetModelFromOptions(getOperation(), passName, target, linkBandwidth,
-                                  deviceFlops, deviceBandwidth, targetModel);
+                                  deviceFlops, deviceBandwidth, ratesGiven, targetModel);
   }
   TargetModel targetModel;
 };

@@ -95,6 +95,9 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
                        ::offload::planner::Refetch refetch) {
   OpBuilder topBuilder = OpBuilder::atBlockEnd(top.getBody());
   auto scratch = ModuleOp::create(topBuilder, base.getLoc());
+  // The mechanisms price with the planner's own target (Target.h,
+  // kTargetAttrName): one cost model for prediction and placement.
+  scratch->setAttr(kTargetAttrName, targetSpecToAttr(scratch.getContext(), spec));
   OpBuilder b = OpBuilder::atBlockEnd(scratch.getBody());
   auto fn = cast<func::FuncOp>(b.clone(*base));
   // From here the scratch module is the plan's: erased with it.
@@ -123,7 +126,7 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
     }
 
   // The mechanisms, in the order they compose (host parameters last:
-  // Passes.td), each pricing with the target's figures.
+  // Passes.td), each pricing with the scratch module's target.
   OpPassManager pm(ModuleOp::getOperationName());
   if (anyRecompute) {
     RecomputeOptions o;
@@ -134,9 +137,6 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
     HostOffloadOptions o;
     o.policy = HostOffloadPolicy::Marked;
     o.waitDistance = waitDistance;
-    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
-    o.deviceFlops = spec.flopsPerSecond;
-    o.deviceBandwidth = spec.memoryBytesPerSecond;
     pm.addPass(createHostOffload(o));
   }
   if (anyHost) {
@@ -145,9 +145,6 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
     o.refetch = refetch == ::offload::planner::Refetch::Always ? RefetchMode::Always
                                                                : RefetchMode::Auto;
     o.waitDistance = waitDistance;
-    o.linkBandwidth = spec.hostToDeviceBytesPerSecond;
-    o.deviceFlops = spec.flopsPerSecond;
-    o.deviceBandwidth = spec.memoryBytesPerSecond;
     pm.addPass(createHostParameters(o));
   }
   if ((anyRecompute || anyOffload || anyHost) && failed(runPipeline(pm, scratch)))

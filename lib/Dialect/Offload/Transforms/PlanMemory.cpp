@@ -342,6 +342,9 @@ void PlanMemoryPass::runOnOperation() {
       return signalPassFailure();
     }
   }
+  // The planned module records the figures it was planned for (Target.h):
+  // the host-offload passes price with them when run on it later.
+  m->setAttr(kTargetAttrName, targetSpecToAttr(m.getContext(), *spec));
   if (failed(closeReport()))
     return signalPassFailure();
 }

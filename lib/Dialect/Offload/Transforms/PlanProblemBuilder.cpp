@@ -160,18 +160,12 @@ struct Points {
     return t ? point.lookup(t) : -1;
   }
   /// The point at which a copy of `seconds` issued before `use` finishes in
-  /// time: the latest p >= floor with secondsBefore[use] - secondsBefore[p]
-  /// >= seconds (floor when none).
+  /// time: the mechanism's rule (latestCoveringPoint, Prefetch.h) over the
+  /// points in [floor, use], with the link free (the queue behind earlier
+  /// copies is the mechanism's; each check builds it).
   int64_t prefetchPoint(int64_t use, double seconds, int64_t floor) const {
-    int64_t lo = floor, hi = use;
-    while (lo < hi) {
-      int64_t mid = (lo + hi + 1) / 2;
-      if (secondsBefore[use] - secondsBefore[mid] >= seconds)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    return lo;
+    return latestCoveringPoint([&](int64_t p) { return secondsBefore[size_t(p)]; }, floor, use,
+                               secondsBefore[size_t(use)], seconds);
   }
   double between(int64_t from, int64_t to) const { return secondsBefore[to] - secondsBefore[from]; }
 };

@@ -59,14 +59,23 @@ LogicalResult mlir::offload::checkMemoryPassOptions(Operation *anchor, StringRef
 LogicalResult mlir::offload::targetModelFromOptions(Operation *anchor, StringRef passName,
                                                     StringRef target, double linkBandwidth,
                                                     double deviceFlops, double deviceBandwidth,
-                                                    TargetModel &out) {
+                                                    bool ratesGiven, TargetModel &out) {
+  std::string error;
   if (!target.empty()) {
-    std::string error;
     FailureOr<TargetSpec> spec = resolveTarget(target, error);
     if (failed(spec))
       return mlir::emitError(anchor->getLoc()) << passName << ": " << error;
     out = TargetModel::fromSpec(*spec);
     return success();
+  }
+  if (!ratesGiven) {
+    FailureOr<std::optional<TargetSpec>> recorded = moduleTarget(anchor, error);
+    if (failed(recorded))
+      return mlir::emitError(anchor->getLoc()) << passName << ": " << error;
+    if (*recorded) {
+      out = TargetModel::fromSpec(**recorded);
+      return success();
+    }
   }
   if (!(linkBandwidth > 0) || !(deviceFlops > 0) || !(deviceBandwidth > 0))
     return mlir::emitError(anchor->getLoc())
@@ -76,6 +85,22 @@ LogicalResult mlir::offload::targetModelFromOptions(Operation *anchor, StringRef
   out.flopsPerSecond = deviceFlops;
   out.memoryBytesPerSecond = deviceBandwidth;
   return success();
+}
+
+int64_t mlir::offload::latestCoveringPoint(llvm::function_ref<double(int64_t)> startAt,
+                                           int64_t lo, int64_t hi, double deadline,
+                                           double seconds, double linkFree) {
+  auto covers = [&](int64_t p) { return std::max(startAt(p), linkFree) + seconds <= deadline; };
+  // Start times grow along the block, so the points that cover the copy
+  // are a prefix of [lo, hi]: bisect for its end.
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (covers(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
 }
 
 LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
@@ -112,9 +137,11 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
   // recomputing it per comparison would be quadratic).
   llvm::DenseMap<Operation *, double> start;
   llvm::DenseMap<Operation *, int64_t> position;
+  std::vector<double> startAt; // by position
   double t = 0;
   for (Operation &op : body) {
     start[&op] = t;
+    startAt.push_back(t);
     t += target.opSeconds(&op);
     position[&op] = int64_t(position.size());
   }
@@ -143,12 +170,18 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
         if (Operation *top = body.findAncestorOpInBlock(*def))
           if (!floor || position.lookup(floor) < position.lookup(top))
             floor = top;
-    double deadline = start[r->use];
+    // The rule (latestCoveringPoint, which the planner's prediction also
+    // calls): the latest point from which the copy, queued behind the
+    // copies placed before it, finishes before the use. The ops between
+    // the copy and that point are the block's original ones (a copy placed
+    // earlier is never passed), so positions index them.
+    int64_t lowest = floor ? position.lookup(floor) + 1 : 0;
+    int64_t covering = latestCoveringPoint([&](int64_t p) { return startAt[size_t(p)]; },
+                                           lowest, position.lookup(copy), start[r->use],
+                                           duration, streamFree);
+    // Up to there, unless the peak or the previous copy stops it first.
     Operation *pos = copy; // the copy goes right before `pos`
-    while (true) {
-      double issue = std::max(start[pos], streamFree);
-      if (issue + duration <= deadline)
-        break; // early enough
+    while (position.lookup(pos) > covering) {
       Operation *prev = pos->getPrevNode();
       if (!prev || prev == floor || prev == lastPlaced)
         break;

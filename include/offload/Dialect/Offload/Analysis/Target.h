@@ -11,9 +11,14 @@
 #ifndef OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_TARGET_H
 #define OFFLOAD_DIALECT_OFFLOAD_ANALYSIS_TARGET_H
 
+#include "offload/Dialect/Offload/IR/OffloadDialect.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
 
 #include <map>
 #include <string>
@@ -139,6 +144,31 @@ FailureOr<std::string> hostTargetPath(std::string &error);
 /// Errors name the file and the key.
 FailureOr<TargetSpec> parseTargetFile(StringRef path, std::string &error,
                                       bool allowBase = true);
+
+/// parseTargetFile's rules over an already parsed JSON object: errors start
+/// with `origin` (e.g. "target file 'F'"), and `sourceOf` is the spec's
+/// source when the object names none.
+FailureOr<TargetSpec> parseTargetObject(const llvm::json::Object &object, StringRef origin,
+                                        StringRef sourceOf, std::string &error,
+                                        bool allowBase);
+
+/// The module attribute that records the target a module is planned for
+/// (IREE carries its target the same way): a dictionary with the target
+/// file's keys, every figure of the TargetSpec (no "base"). The planner
+/// sets it on the module it plans (`--offload-plan-memory`); the host-offload
+/// passes price with it when given no target of their own, so the planner's
+/// mechanisms and its prediction use one cost model.
+constexpr llvm::StringLiteral kTargetAttrName = OffloadDialect::kTargetAttrName;
+
+/// `spec` as the value of kTargetAttrName (f64 floats, i64 integers; a
+/// round trip through targetSpecFromAttr gives `spec` back exactly).
+Attribute targetSpecToAttr(MLIRContext *ctx, const TargetSpec &spec);
+/// Reads a kTargetAttrName value with the target file's rules; on failure
+/// `error` names the attribute and the key.
+FailureOr<TargetSpec> targetSpecFromAttr(Attribute attr, std::string &error);
+/// The target recorded on the module around `op` (nullopt when it has
+/// none); fails when the attribute is not a valid target.
+FailureOr<std::optional<TargetSpec>> moduleTarget(Operation *op, std::string &error);
 
 /// The cost model the passes use: a roofline estimate of each op's seconds
 /// (Williams, Waterman, Patterson, "Roofline", CACM 2009) and copy times.

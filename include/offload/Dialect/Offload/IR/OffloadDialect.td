@@ -53,6 +53,9 @@ def Offload_Dialect : Dialect {
     /// Unit attribute on a parameter argument chosen to live on the host
     /// (offload-host-parameters policy=marked).
     static constexpr ::llvm::StringLiteral kHostParameterAttrName = "offload.host_parameter";
+    /// Dictionary attribute on a module: the target it was planned for,
+    /// with the target file's keys (Analysis/Target.h, targetSpecToAttr).
+    static constexpr ::llvm::StringLiteral kTargetAttrName = "offload.target";
     /// String attribute on a step the planner rewrote: "budget=B target=T".
     static constexpr ::llvm::StringLiteral kPlannedAttrName = "offload.planned";
     /// i64 attribute on a step: device bytes reserved for library

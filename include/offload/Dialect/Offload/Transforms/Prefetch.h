@@ -38,12 +38,15 @@ LogicalResult checkMemoryPassOptions(Operation *anchor, StringRef passName,
 
 /// The cost model of a host-offload pass's target options (Passes.td,
 /// TargetModelOptions): the target named by `target` when it is not empty
-/// (Target.h, resolveTarget), else the three rates. Emits an error at
-/// `anchor` prefixed by `passName` and fails on an unknown target, a bad
-/// target file, or a rate that is not > 0.
+/// (Target.h, resolveTarget); else, unless a rate was given on the command
+/// line (`ratesGiven`), the target recorded on the module (kTargetAttrName,
+/// which the planner sets, so its mechanisms price as it does); else the
+/// three rates. Emits an error at `anchor` prefixed by `passName` and fails
+/// on an unknown target, a bad target file or attribute, or a rate that is
+/// not > 0.
 LogicalResult targetModelFromOptions(Operation *anchor, StringRef passName, StringRef target,
                                      double linkBandwidth, double deviceFlops,
-                                     double deviceBandwidth, TargetModel &out);
+                                     double deviceBandwidth, bool ratesGiven, TargetModel &out);
 
 /// One prefetch to place: an async `offload.to_device` that sits right
 /// before `use`, the `offload.wait` on its token (which sits right before
@@ -55,6 +58,17 @@ struct PrefetchRequest {
   Operation *use = nullptr;
   Operation *earliest = nullptr;
 };
+
+/// The prefetch rule, shared by the mechanism (placePrefetches) and the
+/// planner's prediction of it (PlanProblemBuilder.cpp): the latest point p
+/// in [lo, hi] from which a host-to-device copy of `seconds`, issued at p
+/// but not before the link is free (`linkFree`, seconds), finishes by
+/// `deadline`: max(startAt(p), linkFree) + seconds <= deadline. `lo` when
+/// no point does. `startAt(p)` is the estimated start time, in seconds, of
+/// the op at point p and must not decrease with p.
+int64_t latestCoveringPoint(llvm::function_ref<double(int64_t)> startAt, int64_t lo,
+                            int64_t hi, double deadline, double seconds,
+                            double linkFree = 0);
 
 /// Moves each copy up to where, by `target`'s estimate, it finishes before
 /// its use: the latest op whose estimated start time is at least the copy's
