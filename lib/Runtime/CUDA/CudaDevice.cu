@@ -172,11 +172,13 @@ std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
     Kernel hostKernel = host ? KernelRegistry::host().lookup(in.op) : Kernel();
     bool have = host ? hostKernel != nullptr : lookupKernel(in.op) != nullptr;
     std::string name = host ? in.op + " (host)" : in.op;
-    // bf16/f16: the host kernels that take them (emulated in f32); no CUDA
-    // kernel does yet (docs/precision.md).
+    // bf16/f16: the host kernels that take them (emulated in f32) and the
+    // CUDA kernels whose table entry says so (f32 compute, one rounding per
+    // result: docs/precision.md); any other is refused by name and dtype.
     DType low = lowFloatOf(d, in);
     if (have && isLowFloat(low) &&
-        (!host || hostKernel.lowFloat() == LowFloat::Rejected)) {
+        (host ? hostKernel.lowFloat() == LowFloat::Rejected
+              : !kernelTakesLowFloat(in.op))) {
       have = false;
       name = in.op + " (" + dtypeName(low) + (host ? ", host)" : ")");
     }

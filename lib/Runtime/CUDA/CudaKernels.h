@@ -106,6 +106,10 @@ using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 /// check operand and result counts: the backend runs only instructions of a
 /// plan validated against the op-signature table when it was loaded.
 CudaKernelFn lookupKernel(const std::string &op);
+/// True when the kernel of `op` takes bf16/f16 operands (computing in f32,
+/// one rounding per result: docs/precision.md); false for an op without a
+/// kernel.
+bool kernelTakesLowFloat(const std::string &op);
 /// Every op name of the table.
 std::vector<std::string> kernelNames();
 
