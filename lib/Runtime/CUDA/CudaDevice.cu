@@ -311,7 +311,11 @@ Status CudaDevice::configureLibraries() {
   if (st != CUBLAS_STATUS_SUCCESS && ctx_.workspaceBytes != 0)
     return Status::error(cublasErrorText("cublasSetWorkspace", st));
   // FP32 products in FP32 (no TF32), no atomics: reproducible results.
-  st = cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
+  // bf16/f16 products (cublasGemmEx, CUBLAS_COMPUTE_32F) reduce in f32, not
+  // in their output type, also across split-K slices.
+  st = cublasSetMathMode(
+      cublas_, cublasMath_t(CUBLAS_DEFAULT_MATH |
+                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasSetMathMode", st));
   st = cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED);
