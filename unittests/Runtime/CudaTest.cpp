@@ -1648,6 +1648,42 @@ std::vector<LowCase> lowCases(DType t) {
          {L(q), L(kv), L(kv)}, at(sc, 1, 0)},
         64);
   }
+  // Losses on low-type logits (a bf16-true step; autocast casts them to
+  // f32 first): double sums, one rounding of each result.
+  AttrMap ce = attrs({{"label_smoothing", attrFloat(0.1)},
+                      {"reduction", attrString("mean")},
+                      {"ignore_index", attrInt(-100)}});
+  sum({"cross_entropy", {L({32, 10}), i64({32}, index(10))}, {L({})}, ce}, 320);
+  sum({"cross_entropy_backward", {L({}), L({32, 10}), i64({32}, index(10))},
+       {L({32, 10})}, ce},
+      10);
+  AttrMap red = attrs({{"reduction", attrString("sum")}});
+  sum({"nll_loss", {L({32, 10}), i64({32}, index(10))}, {L({})}, red}, 32);
+  exact({"nll_loss_backward", {L({}), L({32, 10}), i64({32}, index(10))},
+         {L({32, 10})}, red});
+  sum({"mse_loss", {L({70, 3}), L({70, 3})}, {L({})}, {}}, 210);
+  exact({"mse_loss_backward", {L({}), L({70, 3}), L({70, 3})}, {L({70, 3})}, {}});
+  // Softmax (own kernel for bf16/f16; exp in double on both sides) and the
+  // backward's line sums; layer norm with low-type parameters and f32
+  // statistics.
+  for (const char *op : {"softmax", "log_softmax"}) {
+    sum({op, {L({16, 33})}, {L({16, 33})}, attrs({{"dim", attrInt(-1)}})}, 33);
+    sum({op, {L({4, 7, 5})}, {L({4, 7, 5})}, attrs({{"dim", attrInt(1)}})}, 7);
+  }
+  sum({"softmax_backward", {L({6, 1000}), L({6, 1000}, positive())}, {L({6, 1000})},
+       attrs({{"dim", attrInt(-1)}})},
+      1000);
+  sum({"log_softmax_backward", {L({4, 7, 5}), L({4, 7, 5})}, {L({4, 7, 5})},
+       attrs({{"dim", attrInt(1)}})},
+      7);
+  AttrMap lnA = attrs({{"eps", attrFloat(1e-5)}, {"normalized_ndim", attrInt(1)}});
+  sum({"layer_norm", {L({6, 20}), L({20}), L({20})}, {L({6, 20}), f32({6, 1}), f32({6, 1})},
+       lnA},
+      20);
+  sum({"layer_norm_backward",
+       {L({300, 40}), L({300, 40}), L({40}), f32({300, 1}), f32({300, 1}, positive())},
+       {L({300, 40}), L({40}), L({40})}, attrs({{"normalized_ndim", attrInt(1)}})},
+      300);
   for (LowCase &k : c)
     k.c.op = "offload." + k.c.op;
   return c;
@@ -1873,6 +1909,40 @@ TEST(CudaTest, MixedPrecisionStepRunsOnTheHostAndIsAccepted) {
     ASSERT_EQ(err, "") << dtypeName(t);
     EXPECT_TRUE(std::isfinite(out.at("loss").at(0)));
   }
+}
+
+TEST(CudaTest, LowTypeOptimizerUpdateIsRefusedByNameAndType) {
+  // No GPU needed: the optimizer updates have no bf16/f16 kernel on either
+  // backend (optimizer state stays f32 under mixed precision).
+  registerAllHostKernels();
+  PlanBuilder b;
+  std::vector<int> v;
+  for (const char *n : {"p", "g", "m"})
+    v.push_back(b.buffer(n, DType::BF16, {8}, BufferRole::Input));
+  int step = b.buffer("step", DType::I64, {}, BufferRole::Input);
+  int np = b.buffer("np", DType::BF16, {8}, BufferRole::Output);
+  int nm = b.buffer("nm", DType::BF16, {8}, BufferRole::Output);
+  int ns = b.buffer("ns", DType::I64, {}, BufferRole::Output);
+  b.bindIn("p", v[0]);
+  b.bindIn("g", v[1]);
+  b.bindIn("m", v[2]);
+  b.bindIn("step", step);
+  b.bindOut("np", np);
+  b.bindOut("nm", nm);
+  b.bindOut("ns", ns);
+  b.instr("offload.sgd_update", {v[0], v[1], v[2], step}, {np, nm, ns},
+          attrs({{"lr", attrFloat(0.1)}, {"momentum", attrFloat(0.9)},
+                 {"dampening", attrFloat(0.0)}, {"weight_decay", attrFloat(0.0)},
+                 {"nesterov", attrInt(0)}}));
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(bool(plan)) << plan.message();
+  auto cuda = missingOps(**plan, "cuda");
+#ifdef OFFLOAD_HAVE_CUDA
+  ASSERT_TRUE(cuda.ok()) << cuda.message();
+  EXPECT_EQ(*cuda, std::vector<std::string>{"offload.sgd_update (bf16)"});
+#else
+  EXPECT_FALSE(cuda.ok());
+#endif
 }
 
 TEST(CudaTest, MixedPrecisionStepMatchesHost) {

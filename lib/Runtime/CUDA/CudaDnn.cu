@@ -838,7 +838,7 @@ std::string softmaxLines(const CudaKernelArgs &a, const char *op,
 std::string softmaxForward(const CudaKernelArgs &a, const char *op,
                            bool isLog) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
     return e;
@@ -847,6 +847,8 @@ std::string softmaxForward(const CudaKernelArgs &a, const char *op,
     return e;
   if (x.numel() == 0)
     return "";
+  if (isLowFloat(x.dtype))
+    return softmaxLowLines(a, isLog, outer, n, inner);
   TensorDesc d;
   OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
                     d.set(x.dtype, outer, n, inner, 1));
@@ -862,7 +864,7 @@ std::string softmaxForward(const CudaKernelArgs &a, const char *op,
 std::string softmaxBackward(const CudaKernelArgs &a, const char *op,
                             bool isLog) {
   const TensorView &dy = a.inputs[0], &y = a.inputs[1], &dx = a.outputs[0];
-  if (auto e = needFloat(dy, op, "dy"); !e.empty())
+  if (auto e = needAnyFloat(dy, op, "dy"); !e.empty())
     return e;
   if (auto e = needSame(dy, y, op, "dy", "y"); !e.empty())
     return e;
@@ -1013,10 +1015,10 @@ const std::vector<Entry> &dnnEntries() {
       {"offload.conv2d_backward_weight", kConv2dBackwardWeight, true},
       {"offload.batch_norm", kBatchNorm, true},
       {"offload.batch_norm_backward", kBatchNormBackward, true},
-      {"offload.softmax", kSoftmax},
-      {"offload.softmax_backward", kSoftmaxBackward},
-      {"offload.log_softmax", kLogSoftmax},
-      {"offload.log_softmax_backward", kLogSoftmaxBackward},
+      {"offload.softmax", kSoftmax, true},
+      {"offload.softmax_backward", kSoftmaxBackward, true},
+      {"offload.log_softmax", kLogSoftmax, true},
+      {"offload.log_softmax_backward", kLogSoftmaxBackward, true},
   };
   return e;
 }

@@ -341,37 +341,40 @@ int rowBlocks(int64_t m) {
   return int(std::max<int64_t>(1, std::min<int64_t>(m, 1 << 20)));
 }
 
+/// T: the storage type of x, the parameters and y; the statistics are
+/// Acc<T> (f32 for bf16/f16, the dialect's statistics type).
 template <typename T>
 __global__ void lnForwardKernel(const T *x, const T *w, const T *b, T *y,
-                                T *mo, T *ro, int64_t m, int64_t d,
+                                Acc<T> *mo, Acc<T> *ro, int64_t m, int64_t d,
                                 double eps) {
+  using A = Acc<T>;
   __shared__ double shm[kThreads];
   for (int64_t r = blockIdx.x; r < m; r += gridDim.x) {
     const T *p = x + r * d;
     double s = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads)
-      s += double(p[j]);
+      s += double(ld(p[j]));
     double mean = blockSum(s, shm) / double(d);
     double vs = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      double dv = double(p[j]) - mean;
+      double dv = double(ld(p[j])) - mean;
       vs += dv * dv;
     }
     vs = blockSum(vs, shm);
     double rstd = em::lnRstd(vs, d, eps);
     if (threadIdx.x == 0) {
-      mo[r] = T(mean);
-      ro[r] = T(rstd);
+      mo[r] = A(mean);
+      ro[r] = A(rstd);
     }
-    T mt = T(mean), rt = T(rstd);
+    A mt = A(mean), rt = A(rstd);
     T *q = y + r * d;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      T v = em::lnNormalize(p[j], mt, rt);
+      A v = em::lnNormalize(ld(p[j]), mt, rt);
       if (w)
-        v = v * w[j];
+        v = v * ld(w[j]);
       if (b)
-        v = v + b[j];
-      q[j] = v;
+        v = v + ld(b[j]);
+      q[j] = st<T>(v);
     }
   }
 }
@@ -386,26 +389,29 @@ __global__ void lnEmptyKernel(T *mo, T *ro, int64_t m, T rstd) {
 
 template <typename T>
 __global__ void lnBackwardDxKernel(const T *dy, const T *x, const T *w,
-                                   const T *mean, const T *rstd, T *dx,
-                                   int64_t m, int64_t d) {
+                                   const Acc<T> *mean, const Acc<T> *rstd,
+                                   T *dx, int64_t m, int64_t d) {
+  using A = Acc<T>;
   __shared__ double shm[kThreads];
   for (int64_t r = blockIdx.x; r < m; r += gridDim.x) {
     const T *gp = dy + r * d, *xp = x + r * d;
     double ds = 0, dbs = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      double gw = double(gp[j]) * (w ? double(w[j]) : 1.0);
-      ds += gw * double(xp[j]);
+      double gw = double(ld(gp[j])) * (w ? double(ld(w[j])) : 1.0);
+      ds += gw * double(ld(xp[j]));
       dbs += gw;
     }
     ds = blockSum(ds, shm);
     dbs = blockSum(dbs, shm);
     double mu = double(mean[r]), rs = double(rstd[r]);
     em::LnBackward bw = em::LnBackward::make(ds, dbs, mu, rs, d);
-    T rt = T(rs), bt = T(bw.b), ct = T(bw.c);
+    A rt = A(rs), bt = A(bw.b), ct = A(bw.c);
     T *q = dx + r * d;
     for (int64_t j = threadIdx.x; j < d; j += kThreads)
-      q[j] = w ? em::lnBackwardApply(rt, gp[j], w[j], bt, xp[j], ct)
-               : em::lnBackwardApplyNoWeight(rt, gp[j], bt, xp[j], ct);
+      q[j] = st<T>(w ? em::lnBackwardApply(rt, ld(gp[j]), ld(w[j]), bt,
+                                           ld(xp[j]), ct)
+                     : em::lnBackwardApplyNoWeight(rt, ld(gp[j]), bt,
+                                                   ld(xp[j]), ct));
   }
 }
 
@@ -417,8 +423,9 @@ __global__ void lnBackwardDxKernel(const T *dy, const T *x, const T *w,
 constexpr int kTile = 32, kLanes = 32;
 template <typename T>
 __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
-                                       const T *mean, const T *rstd, T *dw,
-                                       T *db, int64_t m, int64_t d) {
+                                       const Acc<T> *mean,
+                                       const Acc<T> *rstd, T *dw, T *db,
+                                       int64_t m, int64_t d) {
   __shared__ double sw[kLanes][kTile + 1], sb[kLanes][kTile + 1];
   int c = threadIdx.x, l = threadIdx.y;
   for (int64_t j0 = int64_t(blockIdx.x) * kTile; j0 < d;
@@ -427,8 +434,8 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
     double w = 0, b = 0;
     if (j < d)
       for (int64_t r = l; r < m; r += kLanes) {
-        double g = double(dy[r * d + j]);
-        w += g * (double(x[r * d + j]) - double(mean[r])) * double(rstd[r]);
+        double g = double(ld(dy[r * d + j]));
+        w += g * (double(ld(x[r * d + j])) - double(mean[r])) * double(rstd[r]);
         b += g;
       }
     sw[l][c] = w;
@@ -443,9 +450,9 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
     }
     if (l == 0 && j < d) {
       if (dw)
-        dw[j] = T(sw[0][c]);
+        dw[j] = st<T>(Acc<T>(sw[0][c]));
       if (db)
-        db[j] = T(sb[0][c]);
+        db[j] = st<T>(Acc<T>(sb[0][c]));
     }
     __syncthreads();
   }
@@ -454,9 +461,10 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
 std::string kLayerNorm(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm";
   const TensorView &x = a.inputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   DType dt = x.dtype;
+  DType statType = isLowFloat(dt) ? DType::F32 : dt; // mean and rstd
   int64_t m, d;
   std::vector<int64_t> ns;
   if (auto e = lnGeom(op, a, x, 1, m, d, ns); !e.empty())
@@ -467,9 +475,9 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
     return e;
   if (auto e = needSame(x, a.outputs[0], op, "x", "y"); !e.empty())
     return e;
-  if (auto e = checkStat(op, "mean", a.outputs[1], dt, m); !e.empty())
+  if (auto e = checkStat(op, "mean", a.outputs[1], statType, m); !e.empty())
     return e;
-  if (auto e = checkStat(op, "rstd", a.outputs[2], dt, m); !e.empty())
+  if (auto e = checkStat(op, "rstd", a.outputs[2], statType, m); !e.empty())
     return e;
   if (m == 0)
     return "";
@@ -477,7 +485,7 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
   const auto &in = a.inputs, &out = a.outputs;
   if (d == 0) {
     // Nothing to normalize: mean 0, rstd 1/sqrt(eps) (as the host kernel).
-    if (dt == DType::F32)
+    if (statType == DType::F32)
       lnEmptyKernel<float><<<blocksFor(m), kThreads, 0, a.ctx.stream>>>(
           out[1].as<float>(), out[2].as<float>(), m,
           float(1.0 / std::sqrt(eps)));
@@ -486,35 +494,34 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
           out[1].as<double>(), out[2].as<double>(), m, 1.0 / std::sqrt(eps));
     return launched(op);
   }
-  if (dt == DType::F32)
-    lnForwardKernel<float><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-        in[0].as<float>(), opt<float>(in, 1), opt<float>(in, 2),
-        out[0].as<float>(), out[1].as<float>(), out[2].as<float>(), m, d, eps);
-  else
-    lnForwardKernel<double><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-        in[0].as<double>(), opt<double>(in, 1), opt<double>(in, 2),
-        out[0].as<double>(), out[1].as<double>(), out[2].as<double>(), m, d,
-        eps);
+  dispatchFloat(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    lnForwardKernel<T><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
+        in[0].as<T>(), opt<T>(in, 1), opt<T>(in, 2), out[0].as<T>(),
+        out[1].as<A>(), out[2].as<A>(), m, d, eps);
+  });
   return launched(op);
 }
 
 std::string kLayerNormBackward(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm_backward";
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, dy, op, "x", "dy"); !e.empty())
     return e;
   DType dt = x.dtype;
+  DType statType = isLowFloat(dt) ? DType::F32 : dt; // mean and rstd
   int64_t m, d;
   std::vector<int64_t> ns;
   if (auto e = lnGeom(op, a, x, 2, m, d, ns); !e.empty())
     return e;
   if (auto e = checkOpt(op, "weight", a.inputs, 2, dt, ns); !e.empty())
     return e;
-  if (auto e = checkStat(op, "mean", a.inputs[3], dt, m); !e.empty())
+  if (auto e = checkStat(op, "mean", a.inputs[3], statType, m); !e.empty())
     return e;
-  if (auto e = checkStat(op, "rstd", a.inputs[4], dt, m); !e.empty())
+  if (auto e = checkStat(op, "rstd", a.inputs[4], statType, m); !e.empty())
     return e;
   if (auto e = checkOpt(op, "dx", a.outputs, 0, dt, x.shape); !e.empty())
     return e;
@@ -524,28 +531,26 @@ std::string kLayerNormBackward(const CudaKernelArgs &a) {
     return e;
   const auto &in = a.inputs, &out = a.outputs;
   if (present(out, 0) && m > 0 && d > 0) {
-    if (dt == DType::F32)
-      lnBackwardDxKernel<float><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-          in[0].as<float>(), in[1].as<float>(), opt<float>(in, 2),
-          in[3].as<float>(), in[4].as<float>(), out[0].as<float>(), m, d);
-    else
-      lnBackwardDxKernel<double><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-          in[0].as<double>(), in[1].as<double>(), opt<double>(in, 2),
-          in[3].as<double>(), in[4].as<double>(), out[0].as<double>(), m, d);
+    dispatchFloat(dt, [&](auto tag) {
+      using T = decltype(tag);
+      using A = Acc<T>;
+      lnBackwardDxKernel<T><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
+          in[0].as<T>(), in[1].as<T>(), opt<T>(in, 2), in[3].as<A>(),
+          in[4].as<A>(), out[0].as<T>(), m, d);
+    });
     if (auto e = launched(op); !e.empty())
       return e;
   }
   if ((present(out, 1) || present(out, 2)) && d > 0) {
     dim3 tile(kTile, kLanes);
     int grid = rowBlocks((d + kTile - 1) / kTile);
-    if (dt == DType::F32)
-      lnBackwardParamsKernel<float><<<grid, tile, 0, a.ctx.stream>>>(
-          in[0].as<float>(), in[1].as<float>(), in[3].as<float>(),
-          in[4].as<float>(), opt<float>(out, 1), opt<float>(out, 2), m, d);
-    else
-      lnBackwardParamsKernel<double><<<grid, tile, 0, a.ctx.stream>>>(
-          in[0].as<double>(), in[1].as<double>(), in[3].as<double>(),
-          in[4].as<double>(), opt<double>(out, 1), opt<double>(out, 2), m, d);
+    dispatchFloat(dt, [&](auto tag) {
+      using T = decltype(tag);
+      using A = Acc<T>;
+      lnBackwardParamsKernel<T><<<grid, tile, 0, a.ctx.stream>>>(
+          in[0].as<T>(), in[1].as<T>(), in[3].as<A>(), in[4].as<A>(),
+          opt<T>(out, 1), opt<T>(out, 2), m, d);
+    });
     return launched(op);
   }
   return "";
@@ -950,8 +955,8 @@ std::string kAdaptiveBackward(const CudaKernelArgs &a) {
 
 const std::vector<Entry> &normPoolEntries() {
   static const std::vector<Entry> e = {
-      {"offload.layer_norm", kLayerNorm},
-      {"offload.layer_norm_backward", kLayerNormBackward},
+      {"offload.layer_norm", kLayerNorm, true},
+      {"offload.layer_norm_backward", kLayerNormBackward, true},
       {"offload.max_pool2d", kMaxPool, true},
       {"offload.max_pool2d_backward", kMaxPoolBackward, true},
       {"offload.avg_pool2d", kAvgPool, true},
@@ -984,11 +989,11 @@ __global__ void softmaxBackwardRowKernel(const T *dy, const T *y, T *dx,
     const T *g = dy + r * n, *yy = y + r * n;
     double s = 0;
     for (int64_t j = threadIdx.x; j < n; j += kThreads)
-      s += isLog ? double(g[j]) : double(g[j]) * double(yy[j]);
-    T sT = T(blockSum(s, shm));
+      s += isLog ? double(ld(g[j])) : double(ld(g[j])) * double(ld(yy[j]));
+    Acc<T> sT = Acc<T>(blockSum(s, shm));
     T *out = dx + r * n;
     for (int64_t j = threadIdx.x; j < n; j += kThreads)
-      out[j] = softmaxGrad(isLog, g[j], yy[j], sT);
+      out[j] = st<T>(softmaxGrad(isLog, ld(g[j]), ld(yy[j]), sT));
   }
 }
 
@@ -1002,12 +1007,13 @@ __global__ void softmaxBackwardStridedKernel(const T *dy, const T *y, T *dx,
     const T *g = dy + base, *yy = y + base;
     double s = 0;
     for (int64_t j = 0; j < n; ++j)
-      s += isLog ? double(g[j * inner])
-                 : double(g[j * inner]) * double(yy[j * inner]);
-    T sT = T(s);
+      s += isLog ? double(ld(g[j * inner]))
+                 : double(ld(g[j * inner])) * double(ld(yy[j * inner]));
+    Acc<T> sT = Acc<T>(s);
     T *out = dx + base;
     for (int64_t j = 0; j < n; ++j)
-      out[j * inner] = softmaxGrad(isLog, g[j * inner], yy[j * inner], sT);
+      out[j * inner] =
+          st<T>(softmaxGrad(isLog, ld(g[j * inner]), ld(yy[j * inner]), sT));
   }
 }
 
@@ -1027,11 +1033,55 @@ std::string softmaxBackwardLines(const CudaKernelArgs &a, bool isLog,
                                         0, a.ctx.stream>>>(
           dy.as<T>(), y.as<T>(), dx.as<T>(), outer, n, inner, isLog);
   };
-  if (dy.dtype == DType::F32)
-    run(float());
-  else
-    run(double());
+  dispatchFloat(dy.dtype, run);
   return launched(isLog ? "log_softmax_backward" : "softmax_backward");
+}
+
+namespace {
+/// bf16/f16 softmax / log_softmax: one thread per line, the host kernel's
+/// f32 formulas (Kernels/Softmax.cpp: the max in f32, the sum of exp in
+/// double, y in f32), each result rounded once.
+template <typename T>
+__global__ void softmaxLowKernel(const T *x, T *y, int64_t outer, int64_t n,
+                                 int64_t inner, bool isLog) {
+  OFFLOAD_GRID_LOOP(t, outer * inner) {
+    int64_t base = (t / inner) * n * inner + t % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      m = em::maxOf(m, ld(in[j * inner]));
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j)
+      s += em::expOf(double(ld(in[j * inner]) - m));
+    if (isLog) {
+      float lse = float(em::logOf(s));
+      for (int64_t j = 0; j < n; ++j)
+        out[j * inner] = st<T>(ld(in[j * inner]) - m - lse);
+    } else {
+      double inv = 1.0 / s;
+      for (int64_t j = 0; j < n; ++j)
+        out[j * inner] =
+            st<T>(float(em::expOf(double(ld(in[j * inner]) - m)) * inv));
+    }
+  }
+}
+} // namespace
+
+std::string softmaxLowLines(const CudaKernelArgs &a, bool isLog,
+                            int64_t outer, int64_t n, int64_t inner) {
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    softmaxLowKernel<T><<<blocksFor(outer * inner), kThreads, 0,
+                          a.ctx.stream>>>(x.as<T>(), y.as<T>(), outer, n,
+                                          inner, isLog);
+  };
+  if (x.dtype == DType::BF16)
+    run(__nv_bfloat16());
+  else
+    run(__half());
+  return launched(isLog ? "log_softmax" : "softmax");
 }
 
 } // namespace cuda
