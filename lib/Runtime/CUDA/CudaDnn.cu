@@ -17,6 +17,14 @@
 // them). Batch norm falls back to the own kernels of CudaNormPool.cu when
 // an operand cuDNN needs is absent (weight, bias, or a gradient output).
 //
+// bf16/f16 (not yet run on a GPU): GEMMs through cublasGemmEx /
+// cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F (the backend disallows
+// reduced-precision reductions), convolutions with bf16/f16 descriptors and
+// an f32 compute type (tensor-core math allowed), a bias inside the one
+// rounding of the result (as the GEMM's or the convolution's beta = 1
+// operand); batch norm with a bf16/f16 input (f32 parameters and
+// statistics) and softmax run the own kernels (CudaNormPool.cu).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
@@ -961,8 +969,11 @@ std::string chooseConvAlgorithm(const std::string &op,
     }
   }
   if (wholeMin == SIZE_MAX && sliceMin == SIZE_MAX)
-    return "cuDNN offers no deterministic algorithm without tensor-core "
-           "math for this convolution (" +
+    return std::string(isLowFloat(dt)
+                           ? "cuDNN offers no deterministic algorithm for this "
+                             "convolution ("
+                           : "cuDNN offers no deterministic algorithm without "
+                             "tensor-core math for this convolution (") +
            std::string(dtypeName(dt)) + ", input " +
            shapeStr({g.n, g.c, g.h, g.w}) + ", weight " +
            shapeStr({g.o, g.c / g.g, g.kh, g.kw}) + ")";
