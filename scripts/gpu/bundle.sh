@@ -34,7 +34,8 @@ the build directory, then assembles the GPU kit's bundle.
                    replaced whole
   --no-build       use the binaries as built (fail if one is missing)
   --models LIST    comma-separated subset of resnet18,transformer,gpt,
-                   resnet18-224,gpt2-small (default: all)
+                   resnet18-224,gpt2-small,resnet18-amp,gpt2-amp,
+                   resnet18-amp-mini,gpt-amp-mini (default: all)
   --max-mib N      fail when the bundle is larger (default 50)
   --help           this text
 

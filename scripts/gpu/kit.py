@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The parts of the GPU bring-up kit's run (docs/gpu.md); run.sh calls them.
 
-    kit.py versions | gtests | memcheck | plans | sbs | copy | report [--print]
+    kit.py versions | gtests | memcheck | plans | sbs | copy | sdpa | amp | report [--print]
 
 Each part reads its context from the environment that run.sh sets:
 
@@ -163,7 +163,8 @@ def bundle_models(kind):
         meta = json.load(open(d))
         if meta["kind"] == kind:
             out.append((meta["model"], os.path.dirname(d), meta))
-    order = {"resnet18": 0, "transformer": 1, "gpt": 2, "resnet18-224": 3, "gpt2-small": 4}
+    order = {"resnet18": 0, "transformer": 1, "gpt": 2, "resnet18-224": 3, "gpt2-small": 4,
+             "resnet18-amp": 5, "gpt2-amp": 6, "resnet18-amp-mini": 7, "gpt-amp-mini": 8}
     return sorted(out, key=lambda t: order.get(t[0], 9))
 
 
@@ -855,13 +856,173 @@ def part_sdpa():
 
 
 # ---------------------------------------------------------------------------
+# Part 7: bf16-mixed steps against PyTorch's torch.autocast on the same GPU
+# ---------------------------------------------------------------------------
+AMP_STEPS = 5
+# check_precision.py's rule (docs/precision.md, "The oracle"): per tensor,
+# ours <= AMP_FACTOR x max(autocast's error, AMP_FLOOR), both against
+# PyTorch's float64 step; the floor is half an ulp of bf16.
+AMP_FACTOR = 4.0
+AMP_FLOOR = 2.0 ** -9
+
+
+def amp_model(name, d, meta, backend, device, steps, budget_s, rows, part):
+    """Our bf16-mixed step and PyTorch's autocast step of one model, timed
+    and checked against PyTorch's float64 step; appends one row to `rows`.
+    Returns True when something failed (an error or the rule)."""
+    exe = os.path.join(env_path("KIT_BIN"), "offload-run")
+    t_model = now()
+    row = {"model": name, "params": meta["parameters"], "inputs": meta.get("inputs")}
+    rows.append(row)
+    work = os.path.join(env_path("KIT_WORK"), "amp", name)
+    try:
+        p, i, _, gsecs = generate(d, work)
+    except Exception as e:  # noqa: BLE001
+        row["error"] = "generating failed: %s" % e
+        return True
+    log = log_path("amp-" + name)
+    dump = os.path.join(work, "ours.npz")
+    cmd = [exe, os.path.join(d, "amp.oflp"), "--backend", backend, "--threads",
+           "8" if backend == "cuda" else "1", "--steps", str(steps), "--params", p, "--inputs", i,
+           "--workspace-bytes", str(meta["workspace_bytes"]), "--dump", dump]
+    left = budget_s - (now() - t_model)
+    rc, out, secs = run_cmd(cmd, max(10, min(left * 0.4, 120)), env=bin_env(), log=log)
+    r = parse_run(out)
+    row.update(ours_exit=rc, ours_wall_seconds=round(secs, 1),
+               ours_step_seconds=median_after_first(r["steps"], "seconds"),
+               ours_instructions_seconds=median_after_first(r["steps"], "instructions_seconds"),
+               ours_peak=r["measured_peak"], ours_planned_peak=r["planned_peak"],
+               ours_loss=r["steps"][0]["loss"] if r["steps"] else None)
+    failed = False
+    if rc != 0:
+        row["error"] = "ours: " + error_line(out)
+        if backend == "cuda":
+            e2 = dict(bin_env(), CUDA_LAUNCH_BLOCKING="1")
+            rc2, out2, _ = run_cmd(cmd[:cmd.index("--steps") + 1] + ["1"] +
+                                   cmd[cmd.index("--steps") + 2:], 60, env=e2, log=log)
+            row["rerun_blocking"] = {"exit": rc2, "error": error_line(out2) if rc2 else ""}
+        failed = True
+    left = budget_s - (now() - t_model)
+    tjson = os.path.join(work, "torch.json")
+    if left < 10:
+        row["error"] = (row.get("error", "") + "; pytorch: out of time").lstrip("; ")
+        shutil.rmtree(work, ignore_errors=True)
+        return True
+    tcmd = [sys.executable, os.path.join(HERE, "torch_side.py"), "amp", "--model", name,
+            "--params", p, "--inputs", i, "--steps", str(steps), "--device", device, "--out", tjson]
+    if rc == 0 and os.path.exists(dump):
+        tcmd += ["--ours", dump]
+    rc3, out3, _ = run_cmd(tcmd, left - 2, log=log)
+    got = json.load(open(tjson)) if os.path.exists(tjson) else {}
+    ac = got.get("autocast", {})
+    row.update(torch=got.get("torch"), torch_step_seconds=median_after_first(ac.get("steps", []), "seconds")
+               if ac.get("steps") else None, torch_peak=ac.get("peak"),
+               torch_loss=ac["steps"][0]["loss"] if ac.get("steps") else None,
+               f64_loss=got.get("f64", {}).get("loss"))
+    if rc3 != 0 or ac.get("error") or got.get("f64", {}).get("error"):
+        row["error"] = (row.get("error", "") + "; pytorch: " + (
+            ac.get("error") or got.get("f64", {}).get("error") or
+            "exit %d: %s" % (rc3, tail(out3, 2)))[:500]).lstrip("; ")
+        failed = True
+    errs = got.get("errors", {})
+    if errs and rc == 0:
+        ratios = {}
+        for n, e in errs.items():
+            if e.get("ours") is None:
+                continue
+            ratios[n] = e["ours"] / max(e["autocast"], AMP_FLOOR)
+        if ratios:
+            worst = max(ratios, key=ratios.get)
+            row.update(worst=worst, worst_ratio=ratios[worst], worst_ours=errs[worst]["ours"],
+                       worst_autocast=errs[worst]["autocast"], tensors=len(ratios),
+                       loss_err_ours=errs.get("loss", {}).get("ours"),
+                       loss_err_autocast=errs.get("loss", {}).get("autocast"),
+                       over=sorted(n for n, v in ratios.items() if v > AMP_FACTOR)[:10])
+            row["ok"] = not row["over"] and not got.get("missing_in_ours")
+            if got.get("missing_in_ours"):
+                row["error"] = "ours lacks gradients: " + ", ".join(got["missing_in_ours"][:5])
+        else:
+            row["ok"] = False
+            row["error"] = row.get("error") or "no gradient compared"
+        failed |= not row["ok"]
+    elif not failed:
+        row["error"] = "no comparison (torch_side.py wrote no errors)"
+        failed = True
+    row["seconds"] = round(now() - t_model, 1)
+    shutil.rmtree(work, ignore_errors=True)
+    part.save()
+    return failed
+
+
+def part_amp():
+    """bf16-mixed resnet18 and GPT-2-shaped steps, ours (CUDA) against
+    PyTorch eager under torch.autocast("cuda", torch.bfloat16): step time,
+    peak memory, and gradients against PyTorch's float64 step."""
+    part = Part("amp")
+    backend = ENV("KIT_BACKEND")
+    rows = []
+    part.set(rows=rows, steps=AMP_STEPS,
+             rule="per tensor, error = max|g - g64| / max(max|g64|, 1e-3 x the model's largest "
+                  "|g64|); ours <= %g x max(autocast's error, 2^-9)" % AMP_FACTOR)
+    amp_models = bundle_models("amp")
+    if backend == "cuda":
+        failed = not amp_models
+        for idx, (name, d, meta) in enumerate(amp_models):
+            budget_s = remaining(reserve=2) / (len(amp_models) - idx)
+            failed |= amp_model(name, d, meta, "cuda", "cuda", AMP_STEPS, budget_s, rows, part)
+        return part.done("fail" if failed else "ok")
+    # No GPU: (1) the bf16-mixed plans have a CUDA kernel for every op; (2)
+    # torch_side.py's amp runs on the CPU at the trace shapes; (3) the whole
+    # code path (ours on the host backend, autocast on the CPU, float64, the
+    # rule) with the two small amp models.
+    manifest = json.load(open(os.path.join(env_path("KIT_BUNDLE"), "MANIFEST.json")))
+    check_backend = "cuda" if manifest.get("cuda_build") else "host"
+    exe = os.path.join(env_path("KIT_BIN"), "offload-run")
+    checks, dry = {}, {}
+    for name, d, meta in amp_models:
+        rc, out, _ = run_cmd([exe, os.path.join(d, "amp.oflp"), "--check", "--backend", check_backend],
+                             60, env=bin_env(), log=log_path("amp"))
+        checks["%s --check --backend %s" % (name, check_backend)] = (
+            "ok" if rc == 0 else "exit %d: %s" % (rc, tail(out, 2)))
+    for name, d, meta in amp_models:
+        if remaining() < 30:
+            dry[name] = "not run: out of time"
+            continue
+        rc, out, secs = run_cmd([sys.executable, os.path.join(HERE, "torch_side.py"), "amp", "--model",
+                                 name, "--dry-run", "--device", "cpu", "--out",
+                                 os.path.join(env_path("KIT_WORK"), "amp-dry-%s.json" % name)],
+                                min(120, remaining(reserve=5)), log=log_path("amp"))
+        dry[name] = "ok (%.1f s)" % secs if rc == 0 else "exit %d: %s" % (rc, tail(out, 4))
+    st_rows = []
+    part.set(plan_checks=checks, dry_run=dry, self_test_rows=st_rows)
+    minis = bundle_models("amp-mini")
+    for idx, (name, d, meta) in enumerate(minis):
+        budget_s = min(90.0, remaining(reserve=2) / (len(minis) - idx))
+        amp_model(name, d, meta, "host", "cpu", 2, budget_s, st_rows, part)
+    # The self-test judges the code path (errors), not the figures: on the
+    # CPU, autocast runs PyTorch's CPU op lists, not the CUDA ones ours follow.
+    bad = [k for k, v in list(checks.items()) + list(dry.items()) if not v.startswith("ok")]
+    bad += ["self-test %s: %s" % (r["model"], r["error"]) for r in st_rows if r.get("error")]
+    if not amp_models:
+        bad.append("the bundle has no amp model")
+    if len(st_rows) != len(minis) or not minis:
+        bad.append("the self-test ran %d of %d small amp models" % (len(st_rows), len(minis)))
+    return part.done("fail" if bad else "skipped",
+                     reason="no GPU (host backend): the amp runs need CUDA; the bf16-mixed plans "
+                            "passed offload-run --check --backend %s, the PyTorch side dry-ran on the "
+                            "CPU, and the code path ran with two small amp models on the host backend "
+                            "and the CPU" % check_backend,
+                     problems=bad)
+
+
+# ---------------------------------------------------------------------------
 # Report: results.json, results.md and the summary printed last
 # ---------------------------------------------------------------------------
-ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa"]  # the issue's order
+ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp"]  # the issue's order
 TITLES = {"versions": "1. device, driver, libraries", "gtests": "2. Cuda* gtests",
           "memcheck": "2. compute-sanitizer memcheck", "plans": "3. carried plans vs host",
           "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput",
-          "sdpa": "6. attention vs PyTorch SDPA"}
+          "sdpa": "6. attention vs PyTorch SDPA", "amp": "7. bf16-mixed vs torch.autocast"}
 
 
 def load_parts():
@@ -970,6 +1131,16 @@ def one_line(name, d):
                              worst[1]["pytorch_fp32"] if worst else 0,
                              "" if r.get("ok") else " FAIL"))
         return "; ".join(parts)
+    if name == "amp" and d.get("problems"):
+        return "PROBLEMS: " + "; ".join(d["problems"])[:300]
+    if name == "amp":
+        return "; ".join(
+            "%s: %s" % (r["model"], r["error"][:120]) if r.get("error") else
+            "%s ours %s / %s, autocast %s / %s, worst %s %.2f of the rule's 1x%s" % (
+                r["model"], ms(r.get("ours_step_seconds")), gib(r.get("ours_peak")),
+                ms(r.get("torch_step_seconds")), gib(r.get("torch_peak")), r.get("worst"),
+                (r.get("worst_ratio") or 0) / AMP_FACTOR, "" if r.get("ok") else " FAIL")
+            for r in d.get("rows", []))
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
@@ -1067,6 +1238,36 @@ def markdown(parts, kit):
                   "| op | count | seconds |", "|---|---:|---:|"]
             L += ["| %s | %d | %.6f |" % (o["op"], o["count"], o["seconds"]) for o in pr.get("ops", [])]
             L += ["", "```"] + pr.get("slowest", []) + ["```", ""]
+    if "amp" in parts:
+        d = parts["amp"]
+        L += ["", "## 7. bf16-mixed: ours (CUDA) against torch.autocast(\"cuda\", torch.bfloat16), "
+              "same GPU", "", "Forward and backward, gradients returned, no optimizer; median of steps "
+              "2-%d; peak: our measured arena peak, PyTorch's max_memory_allocated. Rule: %s." % (
+                  d.get("steps", AMP_STEPS), d.get("rule", "")), ""]
+        def amp_table(rows):
+            out = ["| model | ours step | ours peak | autocast step | autocast peak | loss err ours / "
+                   "autocast | worst tensor | its err ours / autocast | ratio (<= %g) | note |" % AMP_FACTOR,
+                   "|---|---:|---:|---:|---:|---|---|---|---:|---|"]
+            for r in rows:
+                fmt = lambda v: "-" if v is None else "%.1e" % v
+                out.append("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s |" % (
+                    r["model"], ms(r.get("ours_step_seconds")), gib(r.get("ours_peak")),
+                    ms(r.get("torch_step_seconds")), gib(r.get("torch_peak")),
+                    fmt(r.get("loss_err_ours")), fmt(r.get("loss_err_autocast")), r.get("worst", "-"),
+                    fmt(r.get("worst_ours")), fmt(r.get("worst_autocast")),
+                    "-" if r.get("worst_ratio") is None else "%.2f" % r["worst_ratio"],
+                    " ".join((r.get("error") or ("ok" if r.get("ok") else "")).replace("|", "/")
+                             .split())[:200]))
+            return out
+        if d.get("rows"):
+            L += amp_table(d["rows"])
+        else:
+            L.append(d.get("reason", ""))
+            for k, v in list(d.get("plan_checks", {}).items()) + list(d.get("dry_run", {}).items()):
+                L.append("- %s: %s" % (k, v))
+            if d.get("self_test_rows"):
+                L += ["", "Self-test of the code path (host backend and PyTorch's CPU autocast; the "
+                      "figures say nothing about a GPU):", ""] + amp_table(d["self_test_rows"])
     if "copy" in parts:
         d = parts["copy"]
         L += ["", "## 5. Pinned host<->device copies", ""]
@@ -1088,6 +1289,15 @@ def summary_table(parts, kit):
             L.append("  %-13s %-20s %10s %10s %10s %10s %s" % (
                 r["model"], r["variant"], ms(r.get("step_seconds")), ms(r.get("instructions_seconds")),
                 ms(r.get("simulated_seconds")), gib(r.get("peak")), (r.get("error") or "")[:80]))
+    if "amp" in parts and parts["amp"].get("rows"):
+        L.append("bf16-mixed: model / ours step / ours peak / autocast step / autocast peak / worst "
+                 "ratio (<= %g)" % AMP_FACTOR)
+        for r in parts["amp"]["rows"]:
+            L.append("  %-13s %10s %10s %10s %10s %6s %s" % (
+                r["model"], ms(r.get("ours_step_seconds")), gib(r.get("ours_peak")),
+                ms(r.get("torch_step_seconds")), gib(r.get("torch_peak")),
+                "-" if r.get("worst_ratio") is None else "%.2f" % r["worst_ratio"],
+                (r.get("error") or "")[:80]))
     for name, pr in (parts.get("sbs", {}).get("profiles") or {}).items():
         top = ", ".join("%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
                         for o in pr.get("ops", [])[:8])
@@ -1121,7 +1331,8 @@ def main(argv):
         return 0
     cmd = argv[0]
     table = {"versions": part_versions, "gtests": part_gtests, "memcheck": part_memcheck,
-             "plans": part_plans, "sbs": part_sbs, "copy": part_copy, "sdpa": part_sdpa}
+             "plans": part_plans, "sbs": part_sbs, "copy": part_copy, "sdpa": part_sdpa,
+             "amp": part_amp}
     if cmd == "report" and "--line" in argv:
         name = argv[argv.index("--line") + 1]
         d = load_parts().get(name)

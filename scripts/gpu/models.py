@@ -14,9 +14,17 @@ example models); nothing is defined twice.
   gpt2-small    GPT-2-small-shaped decoder: vocab 50257, 1024 positions,
                 d_model 768, 12 blocks, 12 heads, MLP 4x, untied head
                 (163 M parameters), x [8,1024] tokens              side by side
+  resnet18-amp  torchvision resnet18, 100 classes, x [64,3,64,64]  amp
+  gpt2-amp      GPT-2-small-shaped decoder, 4 blocks, 512 positions
+                (vocab 50257, d_model 768, 12 heads), x [8,512]    amp
+  resnet18-amp-mini, gpt-amp-mini  the same at the example models' sizes
+                (the rehearsal's self-test of the amp code path)   amp-mini
 
 "example" models are checked on the GPU against the host backend's results
-carried in the bundle; "side by side" ones are timed against PyTorch.
+carried in the bundle; "side by side" ones are timed against PyTorch; "amp"
+ones are bf16-mixed steps (forward and backward, gradients returned, no
+optimizer) timed and checked against PyTorch's torch.autocast step and its
+float64 step (scripts/gpu/amp.py).
 """
 import math
 
@@ -36,6 +44,14 @@ MODELS = {
                          x=[128, 3, 224, 224], trace_x=[2, 3, 64, 64]),
     "gpt2-small": dict(kind="sbs", arch="gpt", vocab=50257, n_pos=1024, d_model=768,
                        n_layer=12, n_head=12, x=[8, 1024], trace_x=[1, 16]),
+    "resnet18-amp": dict(kind="amp", arch="resnet18", classes=100,
+                         x=[64, 3, 64, 64], trace_x=[2, 3, 64, 64]),
+    "gpt2-amp": dict(kind="amp", arch="gpt", vocab=50257, n_pos=512, d_model=768,
+                     n_layer=4, n_head=12, x=[8, 512], trace_x=[1, 16]),
+    "resnet18-amp-mini": dict(kind="amp-mini", arch="resnet18", classes=10,
+                              x=[4, 3, 32, 32], trace_x=[4, 3, 32, 32]),
+    "gpt-amp-mini": dict(kind="amp-mini", arch="gpt", vocab=256, n_pos=32, d_model=64,
+                         n_layer=2, n_head=4, x=[4, 32], trace_x=[4, 32]),
 }
 EXAMPLES = [m for m, c in MODELS.items() if c["kind"] == "example"]
 SIDE_BY_SIDE = [m for m, c in MODELS.items() if c["kind"] == "sbs"]

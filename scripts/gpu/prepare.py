@@ -143,6 +143,8 @@ def prepare(name, a, target_file, out_root, work):
         imp += ["--loss", "cross_entropy"]
     run(imp, log)
     os.remove(os.path.join(w, "model.pt"))
+    if cfg["kind"] in ("amp", "amp-mini"):
+        return prepare_amp(name, a, spec, nparams, w, out, log, t_start)
 
     grads = "true" if example else "false"
     out_txt, _ = run([bin_("offload-opt"), os.path.join(w, "m.mlir"),
@@ -258,6 +260,45 @@ def prepare(name, a, target_file, out_root, work):
                                     meta["plans"]["planned"]["device_arena_bytes"],
                                     meta["simulated_seconds"]["unplanned"],
                                     meta["simulated_seconds"]["planned"]), flush=True)
+
+
+def prepare_amp(name, a, spec, nparams, w, out, log, t_start):
+    """A bf16-mixed model (kind amp or amp-mini): OUT/NAME/amp.oflp, the step
+    that --offload-autodiff builds with precision=bf16-mixed, optimizer none
+    and its gradients returned (forward and backward: what the kit's amp part
+    times against PyTorch's autocast step and checks against its float64
+    step), and meta.json. No planning, no host reference (the reference is
+    PyTorch's float64 step on the GPU). offload-run --check must find a
+    kernel for every op on the build's chosen backend (CUDA when it has it)."""
+    bin_ = lambda t: os.path.join(a.bin, t)
+    out_txt, _ = run([bin_("offload-opt"), os.path.join(w, "m.mlir"),
+                      "--offload-autodiff=precision=bf16-mixed optimizer=none return-gradients=true",
+                      "--offload-memory-report=top=0", "-o", os.path.join(w, "step.mlir")], log)
+    m = re.search(r"device arena bytes: (\d+)", out_txt)
+    arena = int(m.group(1)) if m else None
+    step_txt = open(os.path.join(w, "step.mlir")).read()
+    low_ops = len(re.findall(r"offload\.(?:linear|matmul|conv2d\w*|attention\w*) [^\n]*bf16", step_txt))
+    if low_ops == 0:
+        die(name + ": the bf16-mixed step has no bf16 linear/matmul/conv2d/attention op")
+    plan = os.path.join(out, "amp.oflp")
+    run([bin_("offload-translate"), "--offload-to-plan", os.path.join(w, "step.mlir"), "-o", plan], log)
+    txt, _ = run([bin_("offload-run"), plan, "--check"], log)
+    mm = re.search(r"device arena (\d+) bytes, workspace (\d+) bytes", txt)
+    meta = {"model": name, "kind": spec["kind"], "parameters": nparams,
+            "inputs": {e["name"]: models.type_string(e) for e in spec["inputs"]},
+            "precision": "bf16-mixed", "optimizer": "none (gradients returned)",
+            "bf16_compute_ops": low_ops, "unplanned_arena_bytes": arena,
+            "workspace_bytes": a.workspace_bytes,
+            "plans": {"amp": {"device_arena_bytes": int(mm.group(1)) if mm else None,
+                              "workspace_in_plan_bytes": int(mm.group(2)) if mm else None}}}
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    log.close()
+    if not a.keep_work:
+        shutil.rmtree(w, ignore_errors=True)
+    print("prepare: %-13s %6.1f s  %10d params  bf16-mixed step, arena %s, %d bf16 GEMM/conv/attention "
+          "ops" % (name, time.time() - t_start, nparams, arena, low_ops), flush=True)
 
 
 def main(argv=None):

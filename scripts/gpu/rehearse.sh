@@ -121,7 +121,7 @@ if rc != 0:
     problems.append("run.sh exited %d" % rc)
 res = json.load(open(os.path.join(out, "results.json"))) if "results.json" in files else {"parts": {}}
 want = {"versions": "ok", "gtests": "ok", "plans": "ok", "memcheck": "skipped", "sbs": "skipped",
-        "copy": "skipped"}
+        "copy": "skipped", "amp": "skipped"}
 for part, status in want.items():
     got = res["parts"].get(part, {}).get("status")
     if got != status:
@@ -137,6 +137,9 @@ for m in res["parts"].get("plans", {}).get("models", []):
         problems.append("plans: %s failed" % m["model"])
 if len(res["parts"].get("plans", {}).get("models", [])) != 3:
     problems.append("plans: expected the 3 example models")
+amp = res["parts"].get("amp", {})
+if len(amp.get("self_test_rows", [])) != 2:
+    problems.append("amp: expected the self-test of the 2 small amp models")
 log = open(os.path.join(out, "run.log")).read() if "run.log" in files else ""
 if "offload GPU kit summary" not in log[-12000:]:
     problems.append("the summary is not in the last 12,000 characters of the output")

@@ -3,6 +3,9 @@
 
     torch_side.py sbs --model NAME --params P.npz --inputs I.npz --steps N --out OUT.json
     torch_side.py sbs --model NAME --dry-run --out OUT.json
+    torch_side.py amp --model NAME --params P.npz --inputs I.npz --steps N [--ours D.npz]
+                      --device cuda|cpu --out OUT.json
+    torch_side.py amp --model NAME --dry-run --out OUT.json
     torch_side.py copy --out OUT.json [--mib 256] [--reps 5]
 
 sbs: trains scripts/gpu/models.py's module NAME (the module the plans were
@@ -18,6 +21,17 @@ and of max_memory_reserved. Each variant starts from the same weights.
 --dry-run builds the model at its tiny trace shapes on the CPU with
 PyTorch's default weights, one step per variant: it checks the code, not
 the figures (what the kit's rehearsal runs without a GPU).
+
+amp: one bf16-mixed step (forward and backward, no optimizer) of the module
+NAME under torch.autocast(device, torch.bfloat16) from the generated weights
+and batch, --steps times (each step's wall time, synchronised, and the peak
+of torch.cuda.max_memory_allocated over them), then the same step in
+float64 (a deep copy of the module in double) as the reference. With --ours
+(offload-run's --dump of our bf16-mixed plan: loss and grad:NAME), per
+tensor: error = max|g - g64| / max(max|g64|, 1e-3 x the model's largest
+|g64|) for ours and for autocast's (test/drivers/check_precision.py's
+measure), and the loss's relative error; the kit judges them. --dry-run:
+the trace shapes on the CPU, PyTorch's default weights, one step.
 
 copy: pinned host <-> device copy throughput with torch (a pinned uint8
 tensor of --mib MiB, cudaMemcpyAsync through .copy_(non_blocking=True),
@@ -138,6 +152,124 @@ def sbs(a):
     return 1 if bad else 0
 
 
+def amp(a):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import models
+    import gen
+
+    dev = torch.device("cpu" if a.dry_run else a.device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    cuda = dev.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    out = {"torch": {"torch": torch.__version__, "cuda": torch.version.cuda,
+                     "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+                     "autocast": "torch.autocast(%r, torch.bfloat16)" % dev.type},
+           "model": a.model, "autocast": {"steps": []}}
+    write(a.out, out)
+    if a.dry_run:
+        xs = [torch.from_numpy(gen.make(e, 1)) for e in models.input_specs(a.model, trace=True)]
+        arrays, steps = None, 1
+    else:
+        with np.load(a.inputs) as z:
+            xs = [torch.from_numpy(z["x"].copy()), torch.from_numpy(z["y"].copy())]
+        with np.load(a.params) as z:
+            arrays = {k: z[k] for k in z.files}
+        steps = a.steps
+    x, y = xs[0].to(dev), xs[1].to(dev)
+    model = models.build(a.model)
+    if arrays is not None:
+        models.load_arrays(model, arrays)
+    model = model.to(dev).train()
+
+    def loss_of(m, xx):
+        if models.returns_loss(a.model):
+            return m(xx, y)
+        return F.cross_entropy(m(xx), y)
+
+    rec = out["autocast"]
+    grads = None
+    try:
+        if cuda:
+            sync()
+            torch.cuda.reset_peak_memory_stats()
+        for s in range(steps):
+            t0 = time.perf_counter()
+            for p in model.parameters():
+                p.grad = None
+            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16):
+                loss = loss_of(model, x)
+            loss.backward()
+            sync()
+            rec["steps"].append({"seconds": time.perf_counter() - t0, "loss": float(loss.item())})
+            if s == 0:
+                grads = {n: p.grad.detach().float() for n, p in model.named_parameters()
+                         if p.grad is not None}
+            write(a.out, out)
+        if cuda:
+            rec["peak"] = int(torch.cuda.max_memory_allocated())
+            rec["reserved_peak"] = int(torch.cuda.max_memory_reserved())
+    except Exception as e:  # noqa: BLE001 (recorded)
+        rec["error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
+        write(a.out, out)
+        return 1
+    del model
+    if cuda:
+        torch.cuda.empty_cache()
+    try:
+        # Built after the timed steps (so PyTorch's peak is autocast's alone),
+        # from the same weights (models.build seeds PyTorch's default init
+        # for --dry-run).
+        model64 = models.build(a.model)
+        if arrays is not None:
+            models.load_arrays(model64, arrays)
+        model64 = model64.double().to(dev).train()
+        x64 = x.double() if x.is_floating_point() else x
+        loss64 = loss_of(model64, x64)
+        loss64.backward()
+        g64 = {n: p.grad.detach() for n, p in model64.named_parameters() if p.grad is not None}
+        out["f64"] = {"loss": float(loss64.item())}
+    except Exception as e:  # noqa: BLE001 (recorded)
+        out["f64"] = {"error": "%s: %s" % (type(e).__name__, str(e)[:500])}
+        write(a.out, out)
+        return 1
+    # Errors against float64, per tensor (check_precision.py's measure).
+    largest = max(float(g.abs().max()) for g in g64.values()) if g64 else 0.0
+    floor = 1e-3 * largest
+
+    def err(g, r):
+        g = torch.as_tensor(g, device=r.device).to(torch.float64)
+        return float((g - r).abs().max()) / max(float(r.abs().max()), floor, 1e-30)
+
+    l64 = out["f64"]["loss"]
+    errs = {"loss": {"autocast": abs(rec["steps"][0]["loss"] - l64) / max(abs(l64), 1e-30)}}
+    ours = None
+    if a.ours:
+        ours = np.load(a.ours)
+        lo = float(np.asarray(ours["loss"]).reshape(-1)[0]) if "loss" in ours.files else None
+        out["ours_loss"] = lo
+        errs["loss"]["ours"] = None if lo is None else abs(lo - l64) / max(abs(l64), 1e-30)
+    missing = []
+    for n, r in g64.items():
+        e = {"autocast": err(grads[n], r)}
+        if ours is not None:
+            if "grad:" + n in ours.files:
+                e["ours"] = err(np.asarray(ours["grad:" + n]).reshape(tuple(r.shape)), r)
+            else:
+                missing.append(n)
+        errs[n] = e
+    out["errors"] = errs
+    out["missing_in_ours"] = missing
+    out["largest_f64_grad"] = largest
+    write(a.out, out)
+    print("%s amp: %d steps, first loss %.6f (f64 %.6f), peak %s, %d tensors compared" % (
+        a.model, len(rec["steps"]), rec["steps"][0]["loss"], l64, rec.get("peak"), len(errs)))
+    return 0
+
+
 # Per-lane rate of PCIe generations 1-6 in GB/s per direction (after line
 # encoding): 2.5 GT/s 8b/10b, 5 GT/s 8b/10b, 8/16/32 GT/s 128b/130b, 64 GT/s.
 PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
@@ -222,6 +354,15 @@ def main(argv=None):
     s.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu: the kit's rehearsal (no peak figures)")
     s.add_argument("--out", required=True)
+    m = sub.add_parser("amp", help="a bf16-mixed step under torch.autocast and in float64")
+    m.add_argument("--model", required=True)
+    m.add_argument("--params")
+    m.add_argument("--inputs")
+    m.add_argument("--steps", type=int, default=5)
+    m.add_argument("--ours", help="offload-run --dump of our bf16-mixed step (loss, grad:NAME)")
+    m.add_argument("--dry-run", action="store_true")
+    m.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    m.add_argument("--out", required=True)
     c = sub.add_parser("copy", help="pinned copy throughput")
     c.add_argument("--mib", type=int, default=256)
     c.add_argument("--reps", type=int, default=5)
@@ -231,6 +372,10 @@ def main(argv=None):
         if not a.dry_run and not (a.params and a.inputs):
             ap.error("sbs needs --params and --inputs (or --dry-run)")
         return sbs(a)
+    if a.cmd == "amp":
+        if not a.dry_run and not (a.params and a.inputs):
+            ap.error("amp needs --params and --inputs (or --dry-run)")
+        return amp(a)
     return copy(a)
 
 

@@ -24,6 +24,10 @@ PyTorch's CPU autocast is not CUDA's: on the CPU, softmax, log_softmax,
 layer_norm and gelu run in bf16 when their input is bf16; our policy
 follows the CUDA lists (those in f32). So our step is at least as accurate
 where the two differ, and the rule is one-sided.
+
+Where a GPU is present (pipeline.py: cuda_runnable) the same plan also runs
+on --backend cuda (the CUDA backend's bf16/f16 kernels, docs/precision.md)
+and its loss and gradients are judged by the same rule.
 """
 import argparse
 import os
@@ -34,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 import export_models as em
-from pipeline import export_and_import, run
+from pipeline import cuda_run_args, cuda_runnable, export_and_import, run
 
 FLOOR_BF16 = 2.0 ** -9
 FLOOR_F16 = 2.0 ** -12
@@ -81,6 +85,39 @@ def rel_err(a, b, floor):
     return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), floor)
 
 
+def judge(m, precision, ours, lossac, loss64, gac, g64, floor, floor_low, k, tag):
+    """Prints the loss line, one line per gradient and the verdict for one
+    of our runs (`tag`: "" for the host backend, " cuda"); returns the names
+    that break the rule."""
+    failed = []
+    e_ours = abs(float(ours["loss"]) - loss64) / abs(loss64)
+    e_ac = abs(lossac - loss64) / abs(loss64)
+    print(f"{m} {precision}{tag} loss: ours {float(ours['loss']):.6f} autocast {lossac:.6f} "
+          f"float64 {loss64:.6f}; error ours {e_ours:.2e} autocast {e_ac:.2e}: "
+          + ("ok" if e_ours <= k * max(e_ac, floor_low) else "FAIL"))
+    if not e_ours <= k * max(e_ac, floor_low):
+        failed.append("loss")
+    worst = (0.0, 0.0, "")
+    for n, ref in g64.items():
+        key = "grad:" + n
+        if key not in ours.files:
+            print(f"{m} {precision}{tag} {n}: no gradient in our dump: FAIL")
+            failed.append(n)
+            continue
+        g = ours[key].astype(np.float64)
+        eo, ea = rel_err(g, ref, floor), rel_err(gac[n], ref, floor)
+        ok = eo <= k * max(ea, floor_low)
+        if not ok:
+            failed.append(n)
+        if eo / max(ea, floor_low) > worst[0]:
+            worst = (eo / max(ea, floor_low), eo, n)
+        print(f"  {n}: ours {eo:.2e} autocast {ea:.2e}" + ("" if ok else "  FAIL"))
+    print(f"{m} {precision}{tag} gradients: {len(g64)} tensors, worst ratio to "
+          f"max(autocast, {floor_low:.2g}) {worst[0]:.2f} ({worst[2]}), rule <= {k:g}: "
+          + ("ok" if not failed else "FAIL (" + ", ".join(failed[:5]) + ")"))
+    return failed
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -122,32 +159,13 @@ def main(argv=None):
     floor = 1e-3 * max(float(np.max(np.abs(g))) for g in g64.values())
 
     failed = [] if nlow else ["no low-type op"]
-    rows = [("loss", float(ours["loss"]), lossac, loss64)]
-    e_ours = abs(float(ours["loss"]) - loss64) / abs(loss64)
-    e_ac = abs(lossac - loss64) / abs(loss64)
-    print(f"{m} {args.precision} loss: ours {float(ours['loss']):.6f} autocast {lossac:.6f} "
-          f"float64 {loss64:.6f}; error ours {e_ours:.2e} autocast {e_ac:.2e}: "
-          + ("ok" if e_ours <= args.k * max(e_ac, floor_low) else "FAIL"))
-    if not e_ours <= args.k * max(e_ac, floor_low):
-        failed.append("loss")
-    worst = (0.0, 0.0, "")
-    for n, ref in g64.items():
-        key = "grad:" + n
-        if key not in ours.files:
-            print(f"{m} {args.precision} {n}: no gradient in our dump: FAIL")
-            failed.append(n)
-            continue
-        g = ours[key].astype(np.float64)
-        eo, ea = rel_err(g, ref, floor), rel_err(gac[n], ref, floor)
-        ok = eo <= args.k * max(ea, floor_low)
-        if not ok:
-            failed.append(n)
-        if eo / max(ea, floor_low) > worst[0]:
-            worst = (eo / max(ea, floor_low), eo, n)
-        print(f"  {n}: ours {eo:.2e} autocast {ea:.2e}" + ("" if ok else "  FAIL"))
-    print(f"{m} {args.precision} gradients: {len(g64)} tensors, worst ratio to "
-          f"max(autocast, {floor_low:.2g}) {worst[0]:.2f} ({worst[2]}), rule <= {args.k:g}: "
-          + ("ok" if not failed else "FAIL (" + ", ".join(failed[:5]) + ")"))
+    failed += judge(m, args.precision, ours, lossac, loss64, gac, g64, floor, floor_low, args.k, "")
+    if cuda_runnable(args.bin, plan):
+        cdump = w(m + "." + args.precision + ".cuda.npz")
+        run([os.path.join(args.bin, "offload-run"), plan] + cuda_run_args() +
+            ["--params", prefix + ".params.npz", "--inputs", prefix + ".inputs.npz", "--dump", cdump])
+        failed += ["cuda " + n for n in judge(m, args.precision, np.load(cdump), lossac, loss64, gac,
+                                              g64, floor, floor_low, args.k, " cuda")]
     return 1 if failed else 0
 
 

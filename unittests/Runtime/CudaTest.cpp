@@ -1412,4 +1412,568 @@ TEST(CudaTest, AttentionTimeAtGpt2Shape) {
   time("[1,32/8,4096,128]", 1, 32, 8, 4096, 128);
 }
 
+//===----------------------------------------------------------------------===//
+// bf16 and f16 (docs/precision.md, "CUDA backend"): each kernel family on
+// both low types against the host backend's emulation (f32 compute, one
+// rounding per result: Kernels/KernelSupport.h, emulateLowFloat).
+//===----------------------------------------------------------------------===//
+
+Operand low(DType dt, std::vector<int64_t> s, Gen g = normal()) {
+  return {dt, std::move(s), g};
+}
+
+/// The spacing of `dt`'s values at magnitude m (one ulp): 2^(e - 7) for
+/// bf16, 2^(e - 10) for f16 (at least its subnormal step 2^-24), 2^(e - 23)
+/// for f32, where 2^e <= m < 2^(e+1).
+double ulpAt(DType dt, double m) {
+  int bits = dt == DType::BF16 ? 7 : dt == DType::F16 ? 10 : 23;
+  if (!(m > 0))
+    return dt == DType::F16 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -133);
+  double u = std::ldexp(1.0, std::ilogb(m) - bits);
+  return dt == DType::F16 ? std::max(u, std::ldexp(1.0, -24)) : u;
+}
+
+double maxAbs(const Tensor &t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (std::isfinite(t.at(i)))
+      m = std::max(m, std::fabs(t.at(i)));
+  return m;
+}
+
+/// A low-type case and how its outputs compare with the host's.
+struct LowCase {
+  OpCase c;
+  enum Kind {
+    /// Bit for bit: the CUDA kernel computes the f32 value with the host
+    /// f32 kernel's operations in the same order and rounds it once with
+    /// the host's Float16.h (elementwise arithmetic, casts, data movement,
+    /// pooling, embedding, dropout).
+    Exact,
+    /// f32 transcendental functions (CUDA's math library against the C++
+    /// library's: a few f32 ulps apart, as the f32 kernels), then one
+    /// rounding: at most one ulp of the result type at the tensor's
+    /// largest magnitude, plus 1e-6 of it.
+    Math,
+    /// An f32 sum of `k` products or terms in another order (cuBLAS, cuDNN,
+    /// the attention kernels): see lowTolerance.
+    Sum,
+    /// Sums in double on both backends (reductions, norms' statistics,
+    /// softmax, losses), in other orders: their difference is far below
+    /// f32's rounding, so the results differ by at most the final rounding
+    /// (one ulp of the type at the tensor's largest magnitude) plus 1e-6 of
+    /// it for an f32 rounding on the way (1e-5 for f32 outputs, the f32
+    /// kernels' bound in OpsMatchHost).
+    Stat,
+  } kind = Exact;
+  /// Sum: the number of terms of each output's sum (the contraction).
+  int64_t k = 0;
+};
+
+/// The bound for Sum cases. Both backends form each product of two
+/// bf16/f16 values exactly in f32 (8 x 8 or 11 x 11 significant bits fit
+/// in f32's 24) and add the k terms in f32 (at least; the host adds some
+/// in double), in different orders. Each f32 sum is within
+/// (k - 1) 2^-24 sum|terms| of the exact one, so the two differ by at most
+/// 2 (k - 1) 2^-24 S, S = sum|terms| <= k max|a| max|b| (a, b the first two
+/// float inputs; for a plain sum, max|b| = 1). We allow twice that (4 k^2
+/// 2^-24 max|a| max|b|), for tensor cores that align their f32 additions
+/// differently. Then each result is rounded once to its type: rounding is
+/// monotonic and moves a value by at most half an ulp, so the rounded
+/// results differ by at most the f32 difference plus one ulp of the type at
+/// the result's magnitude (bounded by the tensor's largest). With bf16's 8
+/// significant bits that ulp dominates: for k = 64 and unit inputs the sum
+/// term is 1e-3, one bf16 ulp at magnitude 8 is 0.06. Outputs that stay
+/// f32 (statistics, the log-sum-exp) take 1e-5 of their largest magnitude
+/// besides, the f32 kernels' bound in OpsMatchHost.
+double lowTolerance(const LowCase &lc, const std::map<std::string, Tensor> &in,
+                    const Tensor &host) {
+  double m = maxAbs(host);
+  if (lc.kind == LowCase::Math)
+    return ulpAt(host.dtype(), m) + 1e-6 * m;
+  if (lc.kind == LowCase::Stat)
+    return ulpAt(host.dtype(), m) + (host.dtype() == DType::F32 ? 1e-5 : 1e-6) * m;
+  double a = 0, b = 1;
+  int seen = 0;
+  for (size_t k = 0; k < lc.c.inputs.size() && seen < 2; ++k) {
+    const Operand &o = lc.c.inputs[k];
+    if (o.absent || !(isLowFloat(o.dtype) || o.dtype == DType::F32))
+      continue;
+    double v = maxAbs(in.at("in" + std::to_string(k)));
+    if (seen++ == 0)
+      a = v;
+    else
+      b = v;
+  }
+  double kk = double(std::max<int64_t>(lc.k, 1));
+  double sum = 4 * kk * kk * std::ldexp(1.0, -24) * a * b;
+  double f32 = host.dtype() == DType::F32 ? 1e-5 * m : 0;
+  return ulpAt(host.dtype(), m) + sum + f32;
+}
+
+/// The cases of one low type `t`.
+std::vector<LowCase> lowCases(DType t) {
+  std::vector<LowCase> c;
+  auto L = [t](std::vector<int64_t> s, Gen g = normal()) { return low(t, s, g); };
+  auto exact = [&](OpCase oc) { c.push_back({std::move(oc), LowCase::Exact}); };
+  auto math = [&](OpCase oc) { c.push_back({std::move(oc), LowCase::Math}); };
+  auto sum = [&](OpCase oc, int64_t k) {
+    c.push_back({std::move(oc), LowCase::Sum, k});
+  };
+  auto stat = [&](OpCase oc) { c.push_back({std::move(oc), LowCase::Stat}); };
+  std::vector<int64_t> s{64, 33};
+  // Elementwise: unary, backward, binary with broadcasting, scalars.
+  for (const char *op : {"relu", "hardswish", "neg"})
+    exact({op, {L(s)}, {L(s)}, {}});
+  exact({"hardtanh", {L(s)}, {L(s)},
+         attrs({{"min_val", attrFloat(-0.5)}, {"max_val", attrFloat(1.5)}})});
+  for (const char *op : {"silu", "sigmoid", "tanh", "exp", "sin", "cos"})
+    math({op, {L(s)}, {L(s)}, {}});
+  for (const char *op : {"sqrt", "rsqrt"})
+    math({op, {L(s, positive())}, {L(s)}, {}});
+  for (const char *ap : {"none", "tanh"}) {
+    math({"gelu", {L(s)}, {L(s)}, attrs({{"approximate", attrString(ap)}})});
+    math({"gelu_backward", {L(s), L(s)}, {L(s)},
+          attrs({{"approximate", attrString(ap)}})});
+  }
+  exact({"relu_backward", {L(s), L(s)}, {L(s)}, {}});
+  exact({"hardswish_backward", {L(s), L(s)}, {L(s)}, {}});
+  for (const char *op : {"silu_backward", "sigmoid_backward", "tanh_backward"})
+    math({op, {L(s), L(s)}, {L(s)}, {}});
+  for (const char *op : {"add", "sub", "mul", "div"}) {
+    exact({op, {L({64, 33}), L({33})}, {L({64, 33})}, {}});
+    exact({op, {L({64, 33}), L({64, 33})}, {L({64, 33})}, {}});
+  }
+  exact({"add_scalar", {L(s)}, {L(s)}, attrs({{"value", attrFloat(0.1)}})});
+  exact({"mul_scalar", {L(s)}, {L(s)}, attrs({{"value", attrFloat(1.0 / 3)}})});
+  Operand bmask{DType::Bool, {8, 16}, boolean()}, brow{DType::Bool, {8, 1}, boolean()};
+  exact({"where", {bmask, L({8, 16}), L({16})}, {L({8, 16})}, {}});
+  exact({"masked_fill", {L({8, 16}), brow}, {L({8, 16})},
+         attrs({{"value", attrFloat(-1e4)}})});
+  exact({"fill", {}, {L({100})}, attrs({{"value", attrFloat(0.1)}})});
+  // Casts in every direction through f32 (the 65536 patterns of each type:
+  // LowCastsMatchHostBitForBit).
+  for (DType other : {DType::F32, DType::F64, DType::I64, DType::I32, DType::Bool,
+                      t == DType::BF16 ? DType::F16 : DType::BF16}) {
+    Gen g = other == DType::Bool ? boolean() : other == DType::I64 || other == DType::I32
+                                                   ? index(1000)
+                                                   : normal();
+    exact({"copy", {L({7, 9})}, {{other, {7, 9}, normal()}}, {}});
+    exact({"copy", {{other, {7, 9}, g}}, {L({7, 9})}, {}});
+  }
+  AttrMap dr = attrs({{"p", attrFloat(0.3)}, {"offset", attrInt(7)}});
+  for (const char *op : {"dropout", "dropout_backward"})
+    exact({op, {L({33, 31}), i64({}, constant(1234))}, {L({33, 31})}, dr});
+  // Data movement: 2-byte words.
+  exact({"broadcast_to", {L({1, 16})}, {L({8, 16})}, {}});
+  exact({"transpose", {L({3, 4, 5})}, {L({5, 3, 4})},
+         attrs({{"perm", attrInts({2, 0, 1})}})});
+  exact({"cat", {L({2, 3}), L({2, 5})}, {L({2, 8})}, attrs({{"dim", attrInt(1)}})});
+  AttrMap sl = attrs({{"dim", attrInt(1)}, {"start", attrInt(1)},
+                      {"end", attrInt(7)}, {"step", attrInt(2)}});
+  exact({"slice", {L({4, 9})}, {L({4, 3})}, sl});
+  exact({"slice_backward", {L({4, 3})}, {L({4, 9})}, sl});
+  exact({"reshape", {L({6, 4})}, {L({4, 6})}, {}});
+  exact({"embedding", {L({50, 8}), i64({4, 6}, index(50))}, {L({4, 6, 8})}, {}});
+  exact({"embedding_backward", {L({40, 60, 8}), i64({40, 60}, index(70))},
+         {L({70, 8})}, attrs({{"padding_idx", attrInt(3)}})});
+  // Reductions: double sums, rounded to f32 and then once more (Stat).
+  auto dims = [](std::vector<int64_t> d, int keep) {
+    return attrs({{"dims", attrInts(d)}, {"keepdim", attrInt(keep)}});
+  };
+  stat({"reduce_sum", {L({37, 50})}, {L({50})}, dims({0}, 0)});
+  stat({"reduce_sum", {L({4, 5000})}, {L({4})}, dims({1}, 0)});
+  stat({"reduce_sum", {L({300, 97})}, {L({97})}, dims({0}, 0)});
+  stat({"reduce_mean", {L({6, 50, 70})}, {L({70})}, dims({0, 1}, 0)});
+  // GEMMs (cublasGemmEx, f32 accumulation).
+  sum({"linear", {L({16, 32}), L({24, 32}), L({24})}, {L({16, 24})}, {}}, 33);
+  sum({"linear", {L({2, 8, 256}), L({24, 256}), none()}, {L({2, 8, 24})}, {}}, 256);
+  AttrMap tb = attrs({{"transpose_a", attrInt(0)}, {"transpose_b", attrInt(1)}});
+  AttrMap ta = attrs({{"transpose_a", attrInt(1)}, {"transpose_b", attrInt(0)}});
+  sum({"matmul", {L({4, 8, 16}), L({4, 16, 12})}, {L({4, 8, 12})}, {}}, 16);
+  sum({"matmul", {L({4, 8, 16}), L({12, 16})}, {L({4, 8, 12})}, tb}, 16);
+  sum({"matmul", {L({64, 40}), L({64, 24})}, {L({40, 24})}, ta}, 64);
+  sum({"matmul", {L({2, 1, 8, 16}), L({3, 16, 5})}, {L({2, 3, 8, 5})}, {}}, 16);
+  // Convolutions (cuDNN, bf16/f16 tensors, f32 compute).
+  AttrMap cv = attrs({{"stride", attrInts({2, 2})}, {"padding", attrInts({1, 1})},
+                      {"dilation", attrInts({1, 1})}, {"groups", attrInt(1)}});
+  uint64_t ws = 64u << 20;
+  auto conv = [&](OpCase oc, int64_t k) {
+    oc.workspace = ws;
+    sum(std::move(oc), k);
+  };
+  conv({"conv2d", {L({2, 4, 9, 9}), L({6, 4, 3, 3}), L({6})}, {L({2, 6, 5, 5})}, cv},
+       4 * 9 + 1);
+  conv({"conv2d", {L({2, 8, 9, 9}), L({6, 8, 3, 3}), none()}, {L({2, 6, 5, 5})}, cv},
+       8 * 9);
+  conv({"conv2d_backward_input", {L({2, 6, 5, 5}), L({6, 4, 3, 3})}, {L({2, 4, 9, 9})},
+        cv},
+       6 * 9);
+  conv({"conv2d_backward_weight", {L({2, 6, 5, 5}), L({2, 4, 9, 9})}, {L({6, 4, 3, 3})},
+        cv},
+       2 * 25);
+  // Pools: max and averages bit for bit (the host's order, one rounding).
+  AttrMap mp = attrs({{"kernel_size", attrInts({3, 3})}, {"stride", attrInts({2, 2})},
+                      {"padding", attrInts({1, 1})}, {"dilation", attrInts({1, 1})},
+                      {"ceil_mode", attrInt(1)}});
+  exact({"max_pool2d", {L({2, 3, 10, 10})}, {L({2, 3, 6, 6}), i64({2, 3, 6, 6}, index(1))},
+         mp});
+  exact({"max_pool2d_backward", {L({2, 3, 6, 6}), i64({2, 3, 6, 6}, index(100))},
+         {L({2, 3, 10, 10})}, {}});
+  AttrMap ap = attrs({{"kernel_size", attrInts({3, 3})}, {"stride", attrInts({2, 2})},
+                      {"padding", attrInts({1, 1})}, {"ceil_mode", attrInt(0)},
+                      {"count_include_pad", attrInt(0)}});
+  exact({"avg_pool2d", {L({2, 3, 10, 10})}, {L({2, 3, 5, 5})}, ap});
+  exact({"avg_pool2d_backward", {L({2, 3, 5, 5})}, {L({2, 3, 10, 10})}, ap});
+  exact({"adaptive_avg_pool2d", {L({2, 3, 7, 7})}, {L({2, 3, 1, 1})},
+         attrs({{"output_size", attrInts({1, 1})}})});
+  exact({"adaptive_avg_pool2d_backward", {L({2, 3, 3, 3})}, {L({2, 3, 7, 7})}, {}});
+  // Batch norm: a low-type x with f32 parameters and statistics.
+  AttrMap bn = attrs({{"momentum", attrFloat(0.1)}, {"eps", attrFloat(1e-5)}});
+  std::vector<int64_t> xs{4, 3, 5, 5}, cs{3};
+  stat({"batch_norm", {L(xs), f32(cs), f32(cs), f32(cs), f32(cs, positive())},
+       {L(xs), f32(cs), f32(cs), f32(cs), f32(cs)}, bn});
+  stat({"batch_norm_backward", {L(xs), L(xs), f32(cs), f32(cs), f32(cs, positive())},
+       {L(xs), f32(cs), f32(cs)}, attrs({{"eps", attrFloat(1e-5)}})});
+  // Attention: the tiled kernels (head 64) and the generic ones (head 16);
+  // out low, the log-sum-exp f32. Backward cases take lse a constant (as
+  // OpsMatchHost's). k: the keys (the f32 dot products have E terms, the
+  // probability sums S; the larger bounds both).
+  auto at = [&](double scale, int causal, int mask) {
+    return attrs({{"scale", attrFloat(scale)}, {"is_causal", attrInt(causal)},
+                  {"has_mask", attrInt(mask)}, {"dropout_p", attrFloat(0.0)},
+                  {"offset", attrInt(0)}});
+  };
+  for (int64_t e : {16, 64}) {
+    std::vector<int64_t> q{2, 4, 33, e}, kv{2, 2, 40, e}, l{2, 4, 33};
+    double sc = 1.0 / std::sqrt(double(e));
+    sum({"attention", {L(q), L(kv), L(kv)}, {L(q), f32(l)}, at(sc, 1, 0)}, 64);
+    sum({"attention", {L(q), L(kv), L(kv), L({2, 1, 1, 40})}, {L(q), f32(l)},
+         at(sc, 0, 1)},
+        64);
+    sum({"attention_backward",
+         {L(q), L(q), L(kv), L(kv), L(q), f32(l, constant(3))},
+         {L(q), L(kv), L(kv)}, at(sc, 1, 0)},
+        64);
+  }
+  // Losses on low-type logits (a bf16-true step; autocast casts them to
+  // f32 first): double sums, one rounding of each result.
+  AttrMap ce = attrs({{"label_smoothing", attrFloat(0.1)},
+                      {"reduction", attrString("mean")},
+                      {"ignore_index", attrInt(-100)}});
+  stat({"cross_entropy", {L({32, 10}), i64({32}, index(10))}, {L({})}, ce});
+  stat({"cross_entropy_backward", {L({}), L({32, 10}), i64({32}, index(10))},
+       {L({32, 10})}, ce});
+  AttrMap red = attrs({{"reduction", attrString("sum")}});
+  stat({"nll_loss", {L({32, 10}), i64({32}, index(10))}, {L({})}, red});
+  exact({"nll_loss_backward", {L({}), L({32, 10}), i64({32}, index(10))},
+         {L({32, 10})}, red});
+  stat({"mse_loss", {L({70, 3}), L({70, 3})}, {L({})}, {}});
+  exact({"mse_loss_backward", {L({}), L({70, 3}), L({70, 3})}, {L({70, 3})}, {}});
+  // Softmax (own kernel for bf16/f16; exp in double on both sides) and the
+  // backward's line sums; layer norm with low-type parameters and f32
+  // statistics.
+  for (const char *op : {"softmax", "log_softmax"}) {
+    stat({op, {L({16, 33})}, {L({16, 33})}, attrs({{"dim", attrInt(-1)}})});
+    stat({op, {L({4, 7, 5})}, {L({4, 7, 5})}, attrs({{"dim", attrInt(1)}})});
+  }
+  stat({"softmax_backward", {L({6, 1000}), L({6, 1000}, positive())}, {L({6, 1000})},
+       attrs({{"dim", attrInt(-1)}})});
+  stat({"log_softmax_backward", {L({4, 7, 5}), L({4, 7, 5})}, {L({4, 7, 5})},
+       attrs({{"dim", attrInt(1)}})});
+  AttrMap lnA = attrs({{"eps", attrFloat(1e-5)}, {"normalized_ndim", attrInt(1)}});
+  stat({"layer_norm", {L({6, 20}), L({20}), L({20})}, {L({6, 20}), f32({6, 1}), f32({6, 1})},
+       lnA});
+  stat({"layer_norm_backward",
+       {L({300, 40}), L({300, 40}), L({40}), f32({300, 1}), f32({300, 1}, positive())},
+       {L({300, 40}), L({40}), L({40})}, attrs({{"normalized_ndim", attrInt(1)}})});
+  for (LowCase &k : c)
+    k.c.op = "offload." + k.c.op;
+  return c;
+}
+
+/// Runs the low-type cases on the host (and, with `cuda`, on the GPU too,
+/// comparing); the number of cases run.
+void runLowCases(DType t, bool cuda) {
+  registerAllHostKernels();
+  Lcg rng{t == DType::BF16 ? 29u : 31u};
+  for (const LowCase &lc : lowCases(t)) {
+    const OpCase &c = lc.c;
+    std::map<std::string, Tensor> in;
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (!c.inputs[k].absent)
+        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    PlanData d = planOf(c);
+    std::string hostErr, cudaErr;
+    auto host = runPlan(d, "host", in, hostErr);
+    ASSERT_EQ(hostErr, "") << c.op << " " << dtypeName(t);
+    if (!cuda)
+      continue;
+    auto gpu = runPlan(d, "cuda", in, cudaErr);
+    ASSERT_EQ(cudaErr, "") << c.op << " " << dtypeName(t);
+    for (auto &e : host) {
+      const Tensor &h = e.second, &g = gpu.at(e.first);
+      ASSERT_TRUE(g.sameTypeAndShape(h.dtype(), h.shape())) << c.op;
+      bool isFloat = h.dtype() == DType::F32 || isLowFloat(h.dtype());
+      if (lc.kind == LowCase::Exact || !isFloat) {
+        EXPECT_TRUE(g.bitEqual(h)) << c.op << " " << dtypeName(t) << " " << e.first
+                                   << ": not bit-identical to the host";
+        continue;
+      }
+      double tol = lowTolerance(lc, in, h), err = 0;
+      for (int64_t i = 0; i < h.numel(); ++i) {
+        double x = g.at(i), y = h.at(i);
+        if (std::isnan(x) != std::isnan(y) || std::isinf(x) != std::isinf(y))
+          err = INFINITY;
+        else if (std::isfinite(y))
+          err = std::max(err, std::fabs(x - y));
+      }
+      EXPECT_LE(err, tol) << c.op << " " << dtypeName(t) << " " << e.first;
+    }
+  }
+}
+
+TEST(CudaTest, LowCasesRunOnTheHost) {
+  // No GPU needed: the plans of LowOpsMatchHost are valid and the host
+  // emulates each of them.
+  runLowCases(DType::BF16, false);
+  runLowCases(DType::F16, false);
+}
+
+TEST(CudaTest, LowOpsMatchHostBf16) {
+  SKIP_WITHOUT_GPU();
+  runLowCases(DType::BF16, true);
+}
+
+TEST(CudaTest, LowOpsMatchHostF16) {
+  SKIP_WITHOUT_GPU();
+  runLowCases(DType::F16, true);
+}
+
+/// Every one of the 65536 patterns of bf16 (or f16), NaNs with payloads,
+/// infinities, subnormals and signed zeros included, cast to f32, f64 and
+/// the other 2-byte type; and f32 values at and around every rounding
+/// boundary (ties both ways, the overflow thresholds, NaN payloads only in
+/// the low bits) cast to the type: bit for bit the host's copy.
+TEST(CudaTest, LowCastsMatchHostBitForBit) {
+  SKIP_WITHOUT_GPU();
+  registerAllHostKernels();
+  for (DType t : {DType::BF16, DType::F16}) {
+    Tensor all(t, {65536});
+    for (int64_t i = 0; i < 65536; ++i)
+      all.as<uint16_t>()[i] = uint16_t(i);
+    Tensor wide(DType::F32, {65536 * 4});
+    for (int64_t i = 0; i < 65536; ++i) {
+      float v = t == DType::BF16 ? bf16ToFloat(uint16_t(i)) : f16ToFloat(uint16_t(i));
+      uint32_t b = floatBits(v);
+      float *w = wide.as<float>() + 4 * i;
+      w[0] = v;                    // exact
+      w[1] = floatFromBits(b + 1); // just above (NaN payload in low bits)
+      w[2] = floatFromBits(b + (t == DType::BF16 ? 0x8000u : 0x1000u)); // a tie
+      w[3] = floatFromBits(b - 1);
+    }
+    struct Cast {
+      const Tensor *in;
+      DType to;
+    };
+    DType other = t == DType::BF16 ? DType::F16 : DType::BF16;
+    for (Cast cs : {Cast{&all, DType::F32}, Cast{&all, DType::F64}, Cast{&all, other},
+                    Cast{&wide, t}}) {
+      OpCase c{"offload.copy", {{cs.in->dtype(), cs.in->shape(), normal()}},
+               {{cs.to, cs.in->shape(), normal()}}, {}};
+      std::string hostErr, cudaErr;
+      auto host = runPlan(planOf(c), "host", {{"in0", *cs.in}}, hostErr);
+      ASSERT_EQ(hostErr, "");
+      auto gpu = runPlan(planOf(c), "cuda", {{"in0", *cs.in}}, cudaErr);
+      ASSERT_EQ(cudaErr, "");
+      const Tensor &g = gpu.at("out0"), &h = host.at("out0");
+      if (cs.to != DType::F64) {
+        EXPECT_TRUE(g.bitEqual(h))
+            << dtypeName(cs.in->dtype()) << " -> " << dtypeName(cs.to);
+        continue;
+      }
+      // To f64: the f32 -> f64 widening of a NaN may quieten or canonicalise
+      // its payload differently on the two processors (as the f32 kernels'
+      // casts); NaN for NaN, bits elsewhere.
+      int64_t bad = 0;
+      for (int64_t i = 0; i < h.numel(); ++i) {
+        double x = g.as<double>()[i], y = h.as<double>()[i];
+        if (std::isnan(y) ? !std::isnan(x) : std::memcmp(&x, &y, 8) != 0)
+          ++bad;
+      }
+      EXPECT_EQ(bad, 0) << dtypeName(cs.in->dtype()) << " -> f64";
+    }
+  }
+}
+
+/// A bf16-mixed (or fp16-mixed) MLP step as --offload-autodiff builds it
+/// (docs/precision.md): f32 parameters cast to the low type, low-type
+/// linear, relu and their backward GEMMs and bias sums, logits cast to f32
+/// for the f32 cross entropy, gradients cast back to f32.
+PlanData mixedMlpStep(DType t) {
+  PlanBuilder b;
+  const int64_t n = 32, d = 24, h = 64, c = 10;
+  auto buf = [&](const std::string &name, std::vector<int64_t> s, BufferRole r,
+                 DType dt) { return b.buffer(name, dt, s, r); };
+  auto tmp = [&](const std::string &name, std::vector<int64_t> s, DType dt) {
+    return buf(name, s, BufferRole::Temporary, dt);
+  };
+  const DType F = DType::F32;
+  int x = buf("x", {n, d}, BufferRole::Input, F);
+  int tg = buf("target", {n}, BufferRole::Input, DType::I64);
+  int w1 = buf("fc1.weight", {h, d}, BufferRole::Parameter, F);
+  int b1 = buf("fc1.bias", {h}, BufferRole::Parameter, F);
+  int w2 = buf("fc2.weight", {c, h}, BufferRole::Parameter, F);
+  int b2 = buf("fc2.bias", {c}, BufferRole::Parameter, F);
+  for (auto [nm, id] : std::vector<std::pair<const char *, int>>{
+           {"x", x}, {"target", tg}, {"fc1.weight", w1}, {"fc1.bias", b1},
+           {"fc2.weight", w2}, {"fc2.bias", b2}})
+    b.bindIn(nm, id);
+  int xl = tmp("x.low", {n, d}, t), w1l = tmp("w1.low", {h, d}, t),
+      b1l = tmp("b1.low", {h}, t), w2l = tmp("w2.low", {c, h}, t),
+      b2l = tmp("b2.low", {c}, t);
+  int hl = tmp("h", {n, h}, t), rl = tmp("r", {n, h}, t), lg = tmp("logits", {n, c}, t);
+  int lgf = tmp("logits.f32", {n, c}, F);
+  int loss = buf("loss", {}, BufferRole::Output, F);
+  AttrMap ce = attrs({{"reduction", attrString("mean")},
+                      {"ignore_index", attrInt(-100)},
+                      {"label_smoothing", attrFloat(0.0)}});
+  for (auto [from, to] : std::vector<std::pair<int, int>>{
+           {x, xl}, {w1, w1l}, {b1, b1l}, {w2, w2l}, {b2, b2l}})
+    b.instr("offload.copy", {from}, {to});
+  b.instr("offload.linear", {xl, w1l, b1l}, {hl});
+  b.instr("offload.relu", {hl}, {rl});
+  b.instr("offload.linear", {rl, w2l, b2l}, {lg});
+  b.instr("offload.copy", {lg}, {lgf});
+  b.instr("offload.cross_entropy", {lgf, tg}, {loss}, ce);
+  b.endPhase("forward");
+  int one = tmp("one", {}, F), dlgf = tmp("dlogits.f32", {n, c}, F),
+      dlg = tmp("dlogits", {n, c}, t);
+  int dw2 = tmp("dw2", {c, h}, t), db2 = tmp("db2", {c}, t), dr = tmp("dr", {n, h}, t),
+      dh = tmp("dh", {n, h}, t), dw1 = tmp("dw1", {h, d}, t), db1 = tmp("db1", {h}, t);
+  int g1 = buf("grad:fc1.weight", {h, d}, BufferRole::Gradient, F),
+      gb1 = buf("grad:fc1.bias", {h}, BufferRole::Gradient, F),
+      g2 = buf("grad:fc2.weight", {c, h}, BufferRole::Gradient, F),
+      gb2 = buf("grad:fc2.bias", {c}, BufferRole::Gradient, F);
+  AttrMap ta = attrs({{"transpose_a", attrInt(1)}, {"transpose_b", attrInt(0)}});
+  AttrMap rows = attrs({{"dims", attrInts({0})}, {"keepdim", attrInt(0)}});
+  b.instr("offload.fill", {}, {one}, attrs({{"value", attrFloat(1.0)}}));
+  b.instr("offload.cross_entropy_backward", {one, lgf, tg}, {dlgf}, ce);
+  b.instr("offload.copy", {dlgf}, {dlg});
+  b.instr("offload.matmul", {dlg, rl}, {dw2}, ta);
+  b.instr("offload.reduce_sum", {dlg}, {db2}, rows);
+  b.instr("offload.matmul", {dlg, w2l}, {dr});
+  b.instr("offload.relu_backward", {dr, rl}, {dh});
+  b.instr("offload.matmul", {dh, xl}, {dw1}, ta);
+  b.instr("offload.reduce_sum", {dh}, {db1}, rows);
+  for (auto [from, to] : std::vector<std::pair<int, int>>{
+           {dw1, g1}, {db1, gb1}, {dw2, g2}, {db2, gb2}})
+    b.instr("offload.copy", {from}, {to});
+  b.endPhase("backward");
+  b.bindOut("loss", loss);
+  for (auto [nm, id] : std::vector<std::pair<const char *, int>>{
+           {"grad:fc1.weight", g1}, {"grad:fc1.bias", gb1},
+           {"grad:fc2.weight", g2}, {"grad:fc2.bias", gb2}})
+    b.bindOut(nm, id);
+  return b.finish();
+}
+
+std::map<std::string, Tensor> mixedMlpInputs() {
+  Lcg rng{3};
+  std::map<std::string, Tensor> in;
+  in["x"] = makeInput(f32({32, 24}), rng);
+  in["target"] = makeInput(i64({32}, index(10)), rng);
+  in["fc1.weight"] = makeInput(f32({64, 24}), rng);
+  in["fc1.bias"] = makeInput(f32({64}), rng);
+  in["fc2.weight"] = makeInput(f32({10, 64}), rng);
+  in["fc2.bias"] = makeInput(f32({10}), rng);
+  return in;
+}
+
+TEST(CudaTest, MixedPrecisionStepRunsOnTheHostAndIsAccepted) {
+  // No GPU needed: the host runs the step, and the CUDA backend's op check
+  // (which needs no device) finds a kernel for every bf16/f16 instruction.
+  registerAllHostKernels();
+  for (DType t : {DType::BF16, DType::F16}) {
+    auto plan = Plan::fromData(mixedMlpStep(t));
+    ASSERT_TRUE(bool(plan)) << plan.message();
+    auto cuda = missingOps(**plan, "cuda");
+#ifdef OFFLOAD_HAVE_CUDA
+    ASSERT_TRUE(cuda.ok()) << cuda.message();
+    std::string names;
+    for (const std::string &m : *cuda)
+      names += m + " ";
+    EXPECT_TRUE(cuda->empty()) << names;
+#else
+    EXPECT_FALSE(cuda.ok());
+#endif
+    std::string err;
+    auto out = runPlan(mixedMlpStep(t), "host", mixedMlpInputs(), err);
+    ASSERT_EQ(err, "") << dtypeName(t);
+    EXPECT_TRUE(std::isfinite(out.at("loss").at(0)));
+  }
+}
+
+TEST(CudaTest, LowTypeOptimizerUpdateIsRefusedByNameAndType) {
+  // No GPU needed: the optimizer updates have no bf16/f16 kernel on either
+  // backend (optimizer state stays f32 under mixed precision).
+  registerAllHostKernels();
+  PlanBuilder b;
+  std::vector<int> v;
+  for (const char *n : {"p", "g", "m"})
+    v.push_back(b.buffer(n, DType::BF16, {8}, BufferRole::Input));
+  int step = b.buffer("step", DType::I64, {}, BufferRole::Input);
+  int np = b.buffer("np", DType::BF16, {8}, BufferRole::Output);
+  int nm = b.buffer("nm", DType::BF16, {8}, BufferRole::Output);
+  int ns = b.buffer("ns", DType::I64, {}, BufferRole::Output);
+  b.bindIn("p", v[0]);
+  b.bindIn("g", v[1]);
+  b.bindIn("m", v[2]);
+  b.bindIn("step", step);
+  b.bindOut("np", np);
+  b.bindOut("nm", nm);
+  b.bindOut("ns", ns);
+  b.instr("offload.sgd_update", {v[0], v[1], v[2], step}, {np, nm, ns},
+          attrs({{"lr", attrFloat(0.1)}, {"momentum", attrFloat(0.9)},
+                 {"dampening", attrFloat(0.0)}, {"weight_decay", attrFloat(0.0)},
+                 {"nesterov", attrInt(0)}}));
+  auto plan = Plan::fromData(b.finish());
+  ASSERT_TRUE(bool(plan)) << plan.message();
+  auto cuda = missingOps(**plan, "cuda");
+#ifdef OFFLOAD_HAVE_CUDA
+  ASSERT_TRUE(cuda.ok()) << cuda.message();
+  EXPECT_EQ(*cuda, std::vector<std::string>{"offload.sgd_update (bf16)"});
+#else
+  EXPECT_FALSE(cuda.ok());
+#endif
+}
+
+TEST(CudaTest, MixedPrecisionStepMatchesHost) {
+  SKIP_WITHOUT_GPU();
+  registerAllHostKernels();
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::map<std::string, Tensor> in = mixedMlpInputs();
+    PlanData d = mixedMlpStep(t);
+    std::string err;
+    auto host = runPlan(d, "host", in, err);
+    ASSERT_EQ(err, "");
+    auto a = runPlan(d, "cuda", in, err);
+    ASSERT_EQ(err, "") << dtypeName(t);
+    auto b = runPlan(d, "cuda", in, err);
+    ASSERT_EQ(err, "");
+    // The GEMMs' sums differ in order (LowOpsMatchHost's bound: about one
+    // ulp of the type per GEMM), and each difference propagates through the
+    // next low-type op: four ulps of the type relative to each tensor's
+    // largest magnitude (2^-8 x 4 for bf16's 8 significant bits, 2^-11 x 4
+    // for f16's 11). A ReLU decision flipped by one ulp near 0 changes a
+    // gradient by no more than that value times its cotangent, within it.
+    double tol = 4 * std::ldexp(1.0, t == DType::BF16 ? -8 : -11);
+    for (auto &e : host) {
+      EXPECT_LE(relDiff(a.at(e.first), e.second), tol) << dtypeName(t) << " " << e.first;
+      EXPECT_TRUE(a.at(e.first).bitEqual(b.at(e.first)))
+          << e.first << " differs between two CUDA sessions";
+    }
+  }
+}
+
 } // namespace

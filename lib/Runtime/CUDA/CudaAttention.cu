@@ -125,7 +125,7 @@ __device__ A maskedScore(A dot, const AttnGeom &g, const void *mask, int64_t n,
       if (!static_cast<const uint8_t *>(mask)[off])
         return A(-INFINITY);
     } else {
-      sc += A(static_cast<const T *>(mask)[off]);
+      sc += A(ld(static_cast<const T *>(mask)[off]));
     }
   }
   return sc;
@@ -161,7 +161,7 @@ __device__ void stageRows(A *dst, const T *src, int64_t r0, int64_t cnt,
                           int64_t width, int64_t rowStride) {
   for (int64_t t = threadIdx.x; t < cnt * width; t += blockDim.x) {
     int64_t r = t / width, d = t % width;
-    dst[r * (width + 1) + d] = A(src[(r0 + r) * rowStride + d]);
+    dst[r * (width + 1) + d] = A(ld(src[(r0 + r) * rowStride + d]));
   }
 }
 
@@ -170,7 +170,7 @@ __device__ void stageRows(A *dst, const T *src, int64_t r0, int64_t cnt,
 template <typename T, typename A>
 __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
                                        const void *mask, const int64_t *seed,
-                                       T *out, T *lse, AttnGeom g) {
+                                       T *out, A *lse, AttnGeom g) {
   extern __shared__ unsigned char smem[];
   A *sK = reinterpret_cast<A *>(smem);      // kTile x (e + 1)
   A *sV = sK + kTile * (g.e + 1);           // kTile x (ev + 1)
@@ -189,7 +189,7 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
   A *myQ = sQ + warp * g.e;
   if (active)
     for (int64_t d = lane; d < g.e; d += 32)
-      myQ[d] = A(q[rowAt(g.qs, n, h, i) + d]);
+      myQ[d] = A(ld(q[rowAt(g.qs, n, h, i) + d]));
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
   const A dropScale = g.p > 0 ? A(1.0 / (1.0 - g.p)) : A(1);
   A acc[kMaxPerLane];
@@ -245,11 +245,11 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
   for (int c = 0; c < kMaxPerLane; ++c) {
     int64_t d = lane + 32 * c;
     if (d < g.ev)
-      orow[d] = T(acc[c] * inv);
+      orow[d] = st<T>(acc[c] * inv);
   }
   if (lane == 0)
     lse[nh * g.l + i] =
-        m == A(-INFINITY) ? T(-INFINITY) : T(m + A(log(lsum)));
+        m == A(-INFINITY) ? A(-INFINITY) : A(m + A(log(lsum)));
 }
 
 /// Query gradient: block (n, h, query rows), warp w owns query row i:
@@ -258,7 +258,7 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
 template <typename T, typename A>
 __global__ void attentionBackwardQKernel(const T *dout, const T *q,
                                          const T *k, const T *v, const T *out,
-                                         const T *lse, const void *mask,
+                                         const A *lse, const void *mask,
                                          const int64_t *seed, T *dq,
                                          AttnGeom g) {
   extern __shared__ unsigned char smem[];
@@ -281,11 +281,11 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
   A dsum = 0, rowLse = A(-INFINITY);
   if (active) {
     for (int64_t d = lane; d < g.e; d += 32)
-      myQ[d] = A(q[rowAt(g.qs, n, h, i) + d]);
+      myQ[d] = A(ld(q[rowAt(g.qs, n, h, i) + d]));
     const int64_t o = rowAt(g.os, n, h, i);
     for (int64_t d = lane; d < g.ev; d += 32) {
-      myDO[d] = A(dout[o + d]);
-      dsum += A(dout[o + d]) * A(out[o + d]);
+      myDO[d] = A(ld(dout[o + d]));
+      dsum += A(ld(dout[o + d])) * A(ld(out[o + d]));
     }
     dsum = warpSum(dsum);
     rowLse = A(lse[nh * g.l + i]);
@@ -336,7 +336,7 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
   for (int c = 0; c < kMaxPerLane; ++c) {
     int64_t d = lane + 32 * c;
     if (d < g.e)
-      row[d] = T(acc[c] * A(g.scale));
+      row[d] = st<T>(acc[c] * A(g.scale));
   }
 }
 
@@ -346,7 +346,7 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
 template <typename T, typename A>
 __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
                                           const T *k, const T *v,
-                                          const T *out, const T *lse,
+                                          const T *out, const A *lse,
                                           const void *mask,
                                           const int64_t *seed, T *dk, T *dv,
                                           AttnGeom g) {
@@ -372,9 +372,9 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
   A *myK = sK + warp * g.e, *myV = sV + warp * g.ev;
   if (active) {
     for (int64_t d = lane; d < g.e; d += 32)
-      myK[d] = A(k[rowAt(g.ks, n, kvh, j) + d]);
+      myK[d] = A(ld(k[rowAt(g.ks, n, kvh, j) + d]));
     for (int64_t d = lane; d < g.ev; d += 32)
-      myV[d] = A(v[rowAt(g.vs, n, kvh, j) + d]);
+      myV[d] = A(ld(v[rowAt(g.vs, n, kvh, j) + d]));
   }
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
   const A dropScale = g.p > 0 ? A(1.0 / (1.0 - g.p)) : A(1);
@@ -398,7 +398,7 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
         const int64_t o = rowAt(g.os, n, h, i0 + r);
         A part = 0;
         for (int64_t d = lane; d < g.ev; d += 32)
-          part += A(dout[o + d]) * A(out[o + d]);
+          part += A(ld(dout[o + d])) * A(ld(out[o + d]));
         part = warpSum(part);
         if (lane == 0) {
           sD[r] = part;
@@ -446,9 +446,9 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
   for (int c = 0; c < kMaxPerLane; ++c) {
     int64_t d = lane + 32 * c;
     if (d < g.e)
-      dk[rowAt(g.ks, n, kvh, j) + d] = T(accK[c] * A(g.scale));
+      dk[rowAt(g.ks, n, kvh, j) + d] = st<T>(accK[c] * A(g.scale));
     if (d < g.ev)
-      dv[rowAt(g.vs, n, kvh, j) + d] = T(accV[c]);
+      dv[rowAt(g.vs, n, kvh, j) + d] = st<T>(accV[c]);
   }
 }
 
@@ -489,17 +489,30 @@ __device__ inline float halfSum(float v) {
   return v;
 }
 
+/// Four consecutive elements at p (16-byte aligned for float, 8-byte for
+/// bf16/f16) as f32: one float4 load, or one 8-byte load widened.
+__device__ inline float4 load4(const float *p) {
+  return *reinterpret_cast<const float4 *>(p);
+}
+template <typename T> __device__ inline float4 load4(const T *p) {
+  const uint2 w = *reinterpret_cast<const uint2 *>(p);
+  T e[4];
+  memcpy(e, &w, sizeof w);
+  return make_float4(ld(e[0]), ld(e[1]), ld(e[2]), ld(e[3]));
+}
+
 /// Stages rows [r0, r0 + 64) of a row-strided [rows, E] matrix into a
-/// [64, E + 4] tile, zeros past `rows`.
-template <int E>
-__device__ void stageTile(float *dst, const float *src, int64_t rowStride,
+/// [64, E + 4] f32 tile, zeros past `rows`. T: float, or bf16/f16 widened
+/// exactly (the tiles and all arithmetic stay f32).
+template <int E, typename T>
+__device__ void stageTile(float *dst, const T *src, int64_t rowStride,
                           int64_t r0, int64_t rows) {
   constexpr int kQuads = E / 4;
   for (int t = int(threadIdx.x); t < kTM * kQuads; t += kTThreads) {
     const int r = t / kQuads, d = 4 * (t % kQuads);
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
     if (r0 + r < rows)
-      x = *reinterpret_cast<const float4 *>(src + (r0 + r) * rowStride + d);
+      x = load4(src + (r0 + r) * rowStride + d);
     *reinterpret_cast<float4 *>(dst + r * (E + 4) + d) = x;
   }
 }
@@ -561,9 +574,21 @@ __device__ inline void tileTimes(float (&acc)[4][E / 64][4], const float *P,
   }
 }
 
+/// Four f32 values to four consecutive elements at p: one float4 store, or
+/// each rounded once to bf16/f16 (st) and stored as one 8-byte word.
+__device__ inline void store4(float *p, float4 v) {
+  *reinterpret_cast<float4 *>(p) = v;
+}
+template <typename T> __device__ inline void store4(T *p, float4 v) {
+  T e[4] = {st<T>(v.x), st<T>(v.y), st<T>(v.z), st<T>(v.w)};
+  uint2 w;
+  memcpy(&w, e, sizeof w);
+  *reinterpret_cast<uint2 *>(p) = w;
+}
+
 /// Writes rows ty + 16a < rows of acc * mul[a] to a row-strided matrix.
-template <int E>
-__device__ inline void storeRows(float *dst, int64_t rowStride, int64_t r0,
+template <int E, typename T>
+__device__ inline void storeRows(T *dst, int64_t rowStride, int64_t r0,
                                  int64_t rows, const float (&acc)[4][E / 64][4],
                                  const float (&mul)[4], int ty, int tx) {
 #pragma unroll
@@ -573,18 +598,18 @@ __device__ inline void storeRows(float *dst, int64_t rowStride, int64_t r0,
       continue;
 #pragma unroll
     for (int c = 0; c < E / 64; ++c)
-      *reinterpret_cast<float4 *>(dst + r * rowStride + 4 * tx + 64 * c) =
-          make_float4(acc[i][c][0] * mul[i], acc[i][c][1] * mul[i],
-                      acc[i][c][2] * mul[i], acc[i][c][3] * mul[i]);
+      store4(dst + r * rowStride + 4 * tx + 64 * c,
+             make_float4(acc[i][c][0] * mul[i], acc[i][c][1] * mul[i],
+                         acc[i][c][2] * mul[i], acc[i][c][3] * mul[i]));
   }
 }
 
 /// Forward: block (n, h, query rows [64 rb, +64)); online softmax over
 /// tiles of 64 keys.
-template <int E>
+template <int E, typename T = float>
 __global__ void __launch_bounds__(kTThreads)
-    attentionForwardTiled(const float *q, const float *k, const float *v,
-                          const void *mask, const int64_t *seed, float *out,
+    attentionForwardTiled(const T *q, const T *k, const T *v,
+                          const void *mask, const int64_t *seed, T *out,
                           float *lse, AttnGeom g) {
   extern __shared__ float4 smem4[];
   float *sQ = reinterpret_cast<float *>(smem4); // [64, E + 4]
@@ -595,8 +620,8 @@ __global__ void __launch_bounds__(kTThreads)
   const QueryRows qb = queryRows(g, kTM);
   const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh, i0 = qb.i0;
   stageTile<E>(sQ, q + rowAt(g.qs, n, h, 0), g.qs[2], i0, g.l);
-  const float *kb = k + rowAt(g.ks, n, kvh, 0);
-  const float *vb = v + rowAt(g.vs, n, kvh, 0);
+  const T *kb = k + rowAt(g.ks, n, kvh, 0);
+  const T *vb = v + rowAt(g.vs, n, kvh, 0);
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
   const float dropScale = g.p > 0 ? float(1.0 / (1.0 - g.p)) : 1.f;
   float acc[4][E / 64][4] = {};
@@ -621,7 +646,7 @@ __global__ void __launch_bounds__(kTThreads)
       for (int j = 0; j < 4; ++j) {
         const int64_t col = j0 + tx + 16 * j;
         s[i][j] = row < g.l && col < g.s
-                      ? maskedScore<float, float>(s[i][j], g, mask, n, h, row,
+                      ? maskedScore<T, float>(s[i][j], g, mask, n, h, row,
                                                   col)
                       : -INFINITY;
         mt = fmaxf(mt, s[i][j]);
@@ -670,8 +695,9 @@ __global__ void __launch_bounds__(kTThreads)
 
 /// D_r = dO_r . O_r and lse_r of rows [r0, r0 + 64) into sD and sLse
 /// (lse -inf past `rows`, which makes their probabilities 0).
-__device__ inline void stageRowTerms(float *sD, float *sLse, const float *dout,
-                                     const float *out, int64_t rowStride,
+template <typename T>
+__device__ inline void stageRowTerms(float *sD, float *sLse, const T *dout,
+                                     const T *out, int64_t rowStride,
                                      int64_t ev, const float *lse,
                                      int64_t r0, int64_t rows) {
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -679,8 +705,8 @@ __device__ inline void stageRowTerms(float *sD, float *sLse, const float *dout,
     float part = 0.f;
     if (r0 + r < rows)
       for (int64_t d = lane; d < ev; d += 32)
-        part = fmaf(dout[(r0 + r) * rowStride + d],
-                    out[(r0 + r) * rowStride + d], part);
+        part = fmaf(ld(dout[(r0 + r) * rowStride + d]),
+                    ld(out[(r0 + r) * rowStride + d]), part);
     part = warpSum(part);
     if (lane == 0) {
       sD[r] = part;
@@ -691,12 +717,12 @@ __device__ inline void stageRowTerms(float *sD, float *sLse, const float *dout,
 
 /// Query gradient: block (n, h, query rows [64 rb, +64)), over key tiles
 /// in order: dq = scale * sum_j dS_ij k_j.
-template <int E>
+template <int E, typename T = float>
 __global__ void __launch_bounds__(kTThreads)
-    attentionBackwardQTiled(const float *dout, const float *q,
-                            const float *k, const float *v, const float *out,
-                            const float *lse, const void *mask,
-                            const int64_t *seed, float *dq, AttnGeom g) {
+    attentionBackwardQTiled(const T *dout, const T *q, const T *k,
+                            const T *v, const T *out, const float *lse,
+                            const void *mask, const int64_t *seed, T *dq,
+                            AttnGeom g) {
   extern __shared__ float4 smem4[];
   float *sQ = reinterpret_cast<float *>(smem4); // [64, E + 4]
   float *sDO = sQ + kTM * (E + 4);              // [64, E + 4]
@@ -713,8 +739,8 @@ __global__ void __launch_bounds__(kTThreads)
   stageRowTerms(sD, sLse, dout + rowAt(g.os, n, h, 0),
                 out + rowAt(g.os, n, h, 0), g.os[2], g.ev, lse + nh * g.l,
                 i0, g.l);
-  const float *kb = k + rowAt(g.ks, n, kvh, 0);
-  const float *vb = v + rowAt(g.vs, n, kvh, 0);
+  const T *kb = k + rowAt(g.ks, n, kvh, 0);
+  const T *vb = v + rowAt(g.vs, n, kvh, 0);
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
   const float dropScale = g.p > 0 ? float(1.0 / (1.0 - g.p)) : 1.f;
   float acc[4][E / 64][4] = {};
@@ -738,7 +764,7 @@ __global__ void __launch_bounds__(kTThreads)
         float ds = 0.f;
         if (rowLse != -INFINITY && col < g.s) {
           const float sc =
-              maskedScore<float, float>(s[i][j], g, mask, n, h, row, col);
+              maskedScore<T, float>(s[i][j], g, mask, n, h, row, col);
           const float p = sc == -INFINITY ? 0.f : expf(sc - rowLse);
           float d = dp[i][j];
           if (g.p > 0)
@@ -760,13 +786,12 @@ __global__ void __launch_bounds__(kTThreads)
 /// Key and value gradients: block (n, kv head, key rows [64 rb, +64)),
 /// over the group's query heads in order and their query tiles in order:
 /// dv_j += P~_ij dO_i, dk_j += scale * dS_ij q_i.
-template <int E>
+template <int E, typename T = float>
 __global__ void __launch_bounds__(kTThreads)
-    attentionBackwardKVTiled(const float *dout, const float *q,
-                             const float *k, const float *v,
-                             const float *out, const float *lse,
-                             const void *mask, const int64_t *seed,
-                             float *dk, float *dv, AttnGeom g) {
+    attentionBackwardKVTiled(const T *dout, const T *q, const T *k,
+                             const T *v, const T *out, const float *lse,
+                             const void *mask, const int64_t *seed, T *dk,
+                             T *dv, AttnGeom g) {
   extern __shared__ float4 smem4[];
   float *sK = reinterpret_cast<float *>(smem4); // [64, E + 4] key rows
   float *sV = sK + kTM * (E + 4);               // [64, E + 4]
@@ -793,8 +818,8 @@ __global__ void __launch_bounds__(kTThreads)
   const int64_t iStart = g.causal ? j0 / kTN * kTN : 0;
   for (int64_t hh = 0; hh < group; ++hh) {
     const int64_t h = kvh * group + hh, nh = n * g.hq + h;
-    const float *qb = q + rowAt(g.qs, n, h, 0);
-    const float *dob = dout + rowAt(g.os, n, h, 0);
+    const T *qb = q + rowAt(g.qs, n, h, 0);
+    const T *dob = dout + rowAt(g.os, n, h, 0);
     for (int64_t i0 = iStart; i0 < g.l; i0 += kTN) {
       __syncthreads();
       stageTile<E>(sQ, qb, g.qs[2], i0, g.l);
@@ -815,7 +840,7 @@ __global__ void __launch_bounds__(kTThreads)
           float pd = 0.f, ds = 0.f;
           if (sLse[qi] != -INFINITY && col < g.s) {
             const float sc =
-                maskedScore<float, float>(s[a][b], g, mask, n, h, row, col);
+                maskedScore<T, float>(s[a][b], g, mask, n, h, row, col);
             const float p = sc == -INFINITY ? 0.f : expf(sc - sLse[qi]);
             float d = dp[a][b];
             pd = p;
@@ -929,11 +954,14 @@ std::string blocksOf(int64_t blocks, const char *op, unsigned &out) {
   return "";
 }
 
-/// Whether the register-tiled kernels take a launch: fp32, E = Ev of 64
-/// or 128, rows that start on 16-byte boundaries (the float4 reads).
+/// Whether the register-tiled kernels take a launch: fp32, bf16 or f16
+/// (loaded to f32 tiles), E = Ev of 64 or 128, rows that start on 16-byte
+/// boundaries for f32 (the float4 reads) and 8-byte ones for bf16/f16
+/// (strides of a multiple of 4 elements, pointers 16-byte aligned).
 bool tiledFits(const AttnGeom &g, DType dt,
                std::initializer_list<const void *> ptrs) {
-  if (dt != DType::F32 || g.e != g.ev || (g.e != 64 && g.e != 128))
+  if ((dt != DType::F32 && !isLowFloat(dt)) || g.e != g.ev ||
+      (g.e != 64 && g.e != 128))
     return false;
   for (const int64_t *st : {g.qs, g.ks, g.vs, g.os})
     for (int d = 0; d < 3; ++d)
@@ -961,12 +989,16 @@ std::string kAttention(const CudaKernelArgs &a) {
     return e;
   const TensorView &out = a.outputs[0], &lse = a.outputs[1];
   const TensorView &q = a.inputs[0];
+  // bf16/f16: out of the query's type, the log-sum-exp f32 (the dialect's
+  // statistics type); computed in f32 and rounded once.
+  DType statType = isLowFloat(q.dtype) ? DType::F32 : q.dtype;
   if (out.shape != outShape(a, g) ||
       lse.shape != std::vector<int64_t>{g.n, g.hq, g.l} ||
-      out.dtype != q.dtype || lse.dtype != q.dtype)
+      out.dtype != q.dtype || lse.dtype != statType)
     return std::string(op) + ": results must be out [N,Hq,L,Ev] ([N,L,Hq,Ev] "
-                             "in layout blhd) and lse [N,Hq,L] of the "
-                             "query's dtype";
+                             "in layout blhd) of the query's dtype and lse "
+                             "[N,Hq,L] of its statistics type (f32 for "
+                             "bf16/f16)";
   if (g.n * g.hq * g.l == 0)
     return "";
   // S == 0 runs too: every row is empty (out 0, lse -inf).
@@ -981,21 +1013,34 @@ std::string kAttention(const CudaKernelArgs &a) {
     if (auto e = blocksOf(g.n * g.hq * ((g.l + kTM - 1) / kTM), op, tb);
         !e.empty())
       return e;
-    auto launch = [&](auto kernel) -> std::string {
+    auto launch = [&](auto kernel, auto tag) -> std::string {
+      using T = decltype(tag);
       size_t bytes = tiledBytes(g.e, 3, 1, 0);
       if (auto e = sharedMemory(kernel, bytes, op); !e.empty())
         return e;
       kernel<<<tb, kTThreads, bytes, a.ctx.stream>>>(
-          q.as<float>(), a.inputs[1].as<float>(), a.inputs[2].as<float>(),
-          mask, seed, out.as<float>(), lse.as<float>(), g);
+          q.as<T>(), a.inputs[1].as<T>(), a.inputs[2].as<T>(), mask, seed,
+          out.as<T>(), lse.as<float>(), g);
       return launched(op);
     };
-    return g.e == 64 ? launch(attentionForwardTiled<64>)
-                     : launch(attentionForwardTiled<128>);
+    switch (q.dtype) {
+    case DType::BF16:
+      return g.e == 64
+                 ? launch(attentionForwardTiled<64, __nv_bfloat16>,
+                          __nv_bfloat16())
+                 : launch(attentionForwardTiled<128, __nv_bfloat16>,
+                          __nv_bfloat16());
+    case DType::F16:
+      return g.e == 64 ? launch(attentionForwardTiled<64, __half>, __half())
+                       : launch(attentionForwardTiled<128, __half>, __half());
+    default:
+      return g.e == 64 ? launch(attentionForwardTiled<64>, float())
+                       : launch(attentionForwardTiled<128>, float());
+    }
   }
   auto run = [&](auto tag) -> std::string {
     using T = decltype(tag);
-    using A = T;
+    using A = Acc<T>; // T for f32/f64, f32 for bf16/f16
     size_t bytes = sizeof(A) * size_t(kTile * (g.e + 1) + kTile * (g.ev + 1) +
                                       kWarps * g.e);
     auto kernel = attentionForwardKernel<T, A>;
@@ -1003,10 +1048,12 @@ std::string kAttention(const CudaKernelArgs &a) {
       return e;
     kernel<<<blocks, 32 * kWarps, bytes, a.ctx.stream>>>(
         q.as<T>(), a.inputs[1].as<T>(), a.inputs[2].as<T>(), mask, seed,
-        out.as<T>(), lse.as<T>(), g);
+        out.as<T>(), lse.as<A>(), g);
     return launched(op);
   };
-  return q.dtype == DType::F32 ? run(float()) : run(double());
+  std::string err = "attention: unsupported dtype";
+  dispatchFloat(q.dtype, [&](auto tag) { err = run(tag); });
+  return err;
 }
 
 std::string kAttentionBackward(const CudaKernelArgs &a) {
@@ -1021,13 +1068,15 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
   const TensorView &dq = a.outputs[0], &dk = a.outputs[1],
                    &dv = a.outputs[2];
   std::vector<int64_t> oshape = outShape(a, g);
+  DType statType = isLowFloat(q.dtype) ? DType::F32 : q.dtype;
   if (dout.shape != oshape || out.shape != oshape ||
       lse.shape != std::vector<int64_t>{g.n, g.hq, g.l} ||
       dout.dtype != q.dtype || out.dtype != q.dtype ||
-      lse.dtype != q.dtype)
+      lse.dtype != statType)
     return std::string(op) + ": grad_out and out must be [N,Hq,L,Ev] "
-                             "([N,L,Hq,Ev] in layout blhd) and lse "
-                             "[N,Hq,L], of the query's dtype";
+                             "([N,L,Hq,Ev] in layout blhd) of the query's "
+                             "dtype and lse [N,Hq,L] of its statistics type "
+                             "(f32 for bf16/f16)";
   if (auto e = needSame(q, dq, op, "query", "grad_query"); !e.empty())
     return e;
   if (auto e = needSame(k, dk, op, "key", "grad_key"); !e.empty())
@@ -1053,7 +1102,8 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
     if (auto e = blocksOf(g.n * g.hkv * ((g.s + kTM - 1) / kTM), op, kvb);
         !e.empty())
       return e;
-    auto launch = [&](auto qk, auto kvk) -> std::string {
+    auto launch = [&](auto qk, auto kvk, auto tag) -> std::string {
+      using T = decltype(tag);
       size_t qBytes = tiledBytes(g.e, 4, 1, 2),
              kvBytes = tiledBytes(g.e, 4, 2, 2);
       if (auto e = sharedMemory(qk, qBytes, op); !e.empty())
@@ -1061,20 +1111,27 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
       if (auto e = sharedMemory(kvk, kvBytes, op); !e.empty())
         return e;
       qk<<<qb, kTThreads, qBytes, a.ctx.stream>>>(
-          dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-          out.as<float>(), lse.as<float>(), mask, seed, dq.as<float>(), g);
+          dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+          lse.as<float>(), mask, seed, dq.as<T>(), g);
       if (auto e = launched(op); !e.empty())
         return e;
       kvk<<<kvb, kTThreads, kvBytes, a.ctx.stream>>>(
-          dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-          out.as<float>(), lse.as<float>(), mask, seed, dk.as<float>(),
-          dv.as<float>(), g);
+          dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+          lse.as<float>(), mask, seed, dk.as<T>(), dv.as<T>(), g);
       return launched(op);
     };
-    return g.e == 64 ? launch(attentionBackwardQTiled<64>,
-                              attentionBackwardKVTiled<64>)
-                     : launch(attentionBackwardQTiled<128>,
-                              attentionBackwardKVTiled<128>);
+    auto byHead = [&](auto tag) -> std::string {
+      using T = decltype(tag);
+      return g.e == 64 ? launch(attentionBackwardQTiled<64, T>,
+                                attentionBackwardKVTiled<64, T>, tag)
+                       : launch(attentionBackwardQTiled<128, T>,
+                                attentionBackwardKVTiled<128, T>, tag);
+    };
+    switch (q.dtype) {
+    case DType::BF16: return byHead(__nv_bfloat16());
+    case DType::F16: return byHead(__half());
+    default: return byHead(float());
+    }
   }
   unsigned qBlocks, kvBlocks;
   if (auto e = blocksOf(g.n * g.hq * ((g.l + kWarps - 1) / kWarps), op,
@@ -1087,7 +1144,7 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
     return e;
   auto run = [&](auto tag) -> std::string {
     using T = decltype(tag);
-    using A = T;
+    using A = Acc<T>; // T for f32/f64, f32 for bf16/f16
     size_t qBytes = sizeof(A) * size_t(kTile * (g.e + 1) + kTile * (g.ev + 1) +
                                        kWarps * (g.e + g.ev));
     size_t kvBytes = sizeof(A) * size_t(kTile * (g.e + 1) +
@@ -1101,23 +1158,25 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
       return e;
     qk<<<qBlocks, 32 * kWarps, qBytes, a.ctx.stream>>>(
         dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
-        lse.as<T>(), mask, seed, dq.as<T>(), g);
+        lse.as<A>(), mask, seed, dq.as<T>(), g);
     if (auto e = launched(op); !e.empty())
       return e;
     kvk<<<kvBlocks, 32 * kWarps, kvBytes, a.ctx.stream>>>(
         dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
-        lse.as<T>(), mask, seed, dk.as<T>(), dv.as<T>(), g);
+        lse.as<A>(), mask, seed, dk.as<T>(), dv.as<T>(), g);
     return launched(op);
   };
-  return q.dtype == DType::F32 ? run(float()) : run(double());
+  std::string err = "attention_backward: unsupported dtype";
+  dispatchFloat(q.dtype, [&](auto tag) { err = run(tag); });
+  return err;
 }
 
 } // namespace
 
 const std::vector<Entry> &attentionEntries() {
   static const std::vector<Entry> t = {
-      {"offload.attention", kAttention},
-      {"offload.attention_backward", kAttentionBackward},
+      {"offload.attention", kAttention, true},
+      {"offload.attention_backward", kAttentionBackward, true},
   };
   return t;
 }

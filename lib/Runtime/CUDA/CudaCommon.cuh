@@ -12,10 +12,15 @@
 #include "CudaKernels.h"
 #include "Kernels/ElementMath.h"
 #include "Kernels/Geometry.h"
+#include "offload/Runtime/Float16.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace offload {
@@ -23,6 +28,63 @@ namespace rt {
 namespace cuda {
 
 namespace em = offload::rt::em;
+
+//===----------------------------------------------------------------------===//
+// bf16 and f16 (DType::BF16, DType::F16): stored, never computed in
+//===----------------------------------------------------------------------===//
+//
+// A kernel templated on its storage type S runs on float, double,
+// __nv_bfloat16 (bf16) or __half (f16). It computes in Acc<S>: S itself for
+// float and double (so the f32/f64 code is unchanged), float for bf16 and
+// f16. Loads widen exactly (ld); stores round once, to nearest even (st),
+// with Float16.h's conversions, the host's own (NaN sign and payload kept):
+// a low-type kernel that computes its f32 value as the f32 kernel does is
+// bit for bit the host's emulation (Kernels/KernelSupport.h,
+// emulateLowFloat), which rounds the f32 kernel's result once.
+
+template <typename S> struct LowTraits { using C = S; };
+template <> struct LowTraits<__nv_bfloat16> { using C = float; };
+template <> struct LowTraits<__half> { using C = float; };
+/// The type a kernel on storage type S computes in.
+template <typename S> using Acc = typename LowTraits<S>::C;
+/// True for the 2-byte float storage types.
+template <typename S>
+constexpr bool kIsLow = std::is_same_v<S, __nv_bfloat16> || std::is_same_v<S, __half>;
+
+/// Widens one stored element (exact for bf16/f16).
+__device__ __forceinline__ float ld(__nv_bfloat16 v) {
+  return bf16ToFloat(__bfloat16_as_ushort(v));
+}
+__device__ __forceinline__ float ld(__half v) {
+  return f16ToFloat(__half_as_ushort(v));
+}
+__device__ __forceinline__ float ld(float v) { return v; }
+__device__ __forceinline__ double ld(double v) { return v; }
+__device__ __forceinline__ int64_t ld(int64_t v) { return v; }
+__device__ __forceinline__ int32_t ld(int32_t v) { return v; }
+
+/// Rounds a computed value to the storage type S (identity for float and
+/// double; to nearest even for bf16/f16, the host's Float16.h).
+template <typename S> __device__ __forceinline__ S st(Acc<S> v) {
+  if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __ushort_as_bfloat16(floatToBf16(v));
+  else if constexpr (std::is_same_v<S, __half>)
+    return __ushort_as_half(floatToF16(v));
+  else
+    return v;
+}
+
+/// Calls f(S()) with the storage type of a float dtype (f32, f64, bf16,
+/// f16); false for any other dtype.
+template <typename F> bool dispatchFloat(DType d, F &&f) {
+  switch (d) {
+  case DType::F32: f(float()); return true;
+  case DType::F64: f(double()); return true;
+  case DType::BF16: f(__nv_bfloat16()); return true;
+  case DType::F16: f(__half()); return true;
+  default: return false;
+  }
+}
 
 /// Threads per block of the elementwise kernels and of the block
 /// reductions (a power of two: the reduction tree halves it).
@@ -90,6 +152,8 @@ std::string shapeStr(const std::vector<int64_t> &s);
 
 /// Error unless `t` is f32 or f64.
 std::string needFloat(const TensorView &t, const char *op, const char *what);
+/// Error unless `t` is f32, f64, bf16 or f16 (kernels with a low-type path).
+std::string needAnyFloat(const TensorView &t, const char *op, const char *what);
 /// Error unless `a` and `b` have the same dtype and shape.
 std::string needSame(const TensorView &a, const TensorView &b, const char *op,
                      const char *an, const char *bn);
@@ -138,6 +202,10 @@ inline std::string stridedOver(const TensorView &out, const char *op, Strided &s
 struct Entry {
   const char *name;
   CudaKernelFn fn;
+  /// Whether fn takes bf16/f16 operands (docs/precision.md, "CUDA
+  /// backend"); a plan that gives another kernel one is refused at load
+  /// (CudaDevice::missingOps).
+  bool lowFloat = false;
 };
 /// The entries of each kernel file.
 const std::vector<Entry> &elementwiseEntries();

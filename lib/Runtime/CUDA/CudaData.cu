@@ -88,13 +88,13 @@ __global__ void reduceThreadKernel(const T *x, T *y, int64_t nOut,
     const T *p = x + rd.base(o);
     double s = 0;
     if (rd.nRed == 0) {
-      s = double(p[0]);
+      s = double(ld(p[0]));
     } else {
       int64_t idx[kMaxRank] = {};
       int64_t off = 0;
       int last = rd.nRed - 1;
       for (int64_t k = 0; k < nRed; ++k) {
-        s += double(p[off]);
+        s += double(ld(p[off]));
         // Advance the reduced index (odometer).
         int d = last;
         ++idx[d];
@@ -108,7 +108,7 @@ __global__ void reduceThreadKernel(const T *x, T *y, int64_t nOut,
         }
       }
     }
-    y[o] = finishReduce<T>(s, nRed, mean);
+    y[o] = st<T>(finishReduce<Acc<T>>(s, nRed, mean));
   }
 }
 
@@ -123,10 +123,10 @@ __global__ void reduceBlockKernel(const T *x, T *y, int64_t nOut,
     const T *p = x + rd.base(o);
     double s = 0;
     for (int64_t r = threadIdx.x; r < nRed; r += kThreads)
-      s += double(p[rd.redOffset(r)]);
+      s += double(ld(p[rd.redOffset(r)]));
     s = blockSum(s, shm);
     if (threadIdx.x == 0)
-      y[o] = finishReduce<T>(s, nRed, mean);
+      y[o] = st<T>(finishReduce<Acc<T>>(s, nRed, mean));
   }
 }
 
@@ -149,7 +149,7 @@ __global__ void reduceTileKernel(const T *x, T *y, int64_t nOut, int64_t nRed,
     if (o < nOut) {
       const T *p = x + rd.base(o);
       for (int64_t r = l; r < nRed; r += kLanes)
-        s += double(p[rd.redOffset(r)]);
+        s += double(ld(p[rd.redOffset(r)]));
     }
     shm[l][c] = s;
     __syncthreads();
@@ -159,7 +159,7 @@ __global__ void reduceTileKernel(const T *x, T *y, int64_t nOut, int64_t nRed,
       __syncthreads();
     }
     if (l == 0 && o < nOut)
-      y[o] = finishReduce<T>(shm[0][c], nRed, mean);
+      y[o] = st<T>(finishReduce<Acc<T>>(shm[0][c], nRed, mean));
     __syncthreads();
   }
 }
@@ -188,7 +188,7 @@ int gridFor(int64_t n) {
 
 std::string reduce(const CudaKernelArgs &a, const char *op, bool mean) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needDType(y, x.dtype, op, "y"); !e.empty())
     return e;
@@ -255,10 +255,10 @@ std::string reduce(const CudaKernelArgs &a, const char *op, bool mean) {
       reduceThreadKernel<T><<<blocksFor(nOut), kThreads, 0, a.ctx.stream>>>(
           xp, yp, nOut, nRed, rd, mean);
   };
-  if (x.dtype == DType::F32)
-    run(float());
-  else
-    run(double());
+  // bf16/f16: summed in double from the exact f32 values, the result (the
+  // f32 kernel's, rounded to f32) rounded once more to the type: the host's
+  // emulation up to the order of the sum.
+  dispatchFloat(x.dtype, run);
   return launched(op);
 }
 
@@ -293,6 +293,10 @@ std::string gather(const CudaKernelArgs &a, const char *op, const Strided &s,
   case 1:
     gatherKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         x.as<uint8_t>(), y.as<uint8_t>(), n, s);
+    break;
+  case 2:
+    gatherKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint16_t>(), y.as<uint16_t>(), n, s);
     break;
   case 4:
     gatherKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
@@ -427,6 +431,11 @@ std::string sliceCopy(const CudaKernelArgs &a, const char *op,
         full.as<uint8_t>(), part.as<uint8_t>(), n, inner, s.len, fullDim,
         s.start, s.step, toFull);
     break;
+  case 2:
+    sliceKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        full.as<uint16_t>(), part.as<uint16_t>(), n, inner, s.len, fullDim,
+        s.start, s.step, toFull);
+    break;
   case 4:
     sliceKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         full.as<uint32_t>(), part.as<uint32_t>(), n, inner, s.len, fullDim,
@@ -492,7 +501,7 @@ __global__ void embeddingKernel(const T *w, const int64_t *idx, T *y,
     int64_t k = idx[row];
     if (k < 0 || k >= v) {
       reportDeviceError(flag, instr, kDeviceErrorIndexRange);
-      y[i] = T(0);
+      y[i] = T(0); // +0 for every float type (a uint16_t 0 for bf16/f16)
     } else {
       y[i] = w[k * d + col];
     }
@@ -527,6 +536,45 @@ __global__ void embeddingBackwardKernel(const T *dy, const int64_t *idx,
   }
 }
 
+/// bf16/f16 dweight: the host's f32 sums (rows of dy in index order into a
+/// zeroed row), rounded once. Thread (j, b) owns column j of the
+/// kLowRows vocabulary rows of chunk b and keeps their sums in f32
+/// registers; it reads all n indices, as the f32 kernel's threads do.
+constexpr int kLowRows = 16;
+template <typename T>
+__global__ void embeddingBackwardLowKernel(const T *dy, const int64_t *idx,
+                                           T *dw, int64_t n, int64_t d,
+                                           int64_t v, int64_t chunks,
+                                           int64_t pad, int *flag, int instr) {
+  OFFLOAD_GRID_LOOP(t, d * chunks) {
+    int64_t j = t % d, b = t / d;
+    int64_t lo = b * kLowRows, hi = em::minOf<int64_t>(lo + kLowRows, v);
+    float acc[kLowRows];
+    for (int r = 0; r < kLowRows; ++r)
+      acc[r] = 0.f;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t k = idx[i];
+      if (k < 0 || k >= v) {
+        if (t == 0)
+          reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+        continue;
+      }
+      if (k >= lo && k < hi && k != pad) {
+        // A switch over the row keeps acc in registers (no local memory).
+        float g = ld(dy[i * d + j]);
+#pragma unroll
+        for (int r = 0; r < kLowRows; ++r)
+          if (k - lo == r)
+            acc[r] += g;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kLowRows; ++r)
+      if (lo + r < hi)
+        dw[(lo + r) * d + j] = st<T>(acc[r]);
+  }
+}
+
 std::vector<int64_t> withRow(std::vector<int64_t> s, int64_t d) {
   s.push_back(d);
   return s;
@@ -535,7 +583,7 @@ std::vector<int64_t> withRow(std::vector<int64_t> s, int64_t d) {
 std::string kEmbedding(const CudaKernelArgs &a) {
   const char *op = "embedding";
   const TensorView &w = a.inputs[0], &idx = a.inputs[1], &y = a.outputs[0];
-  if (auto e = needFloat(w, op, "weight"); !e.empty())
+  if (auto e = needAnyFloat(w, op, "weight"); !e.empty())
     return e;
   if (w.rank() != 2)
     return std::string(op) + ": weight must be [V,D], got " +
@@ -551,7 +599,11 @@ std::string kEmbedding(const CudaKernelArgs &a) {
   int64_t n = y.numel();
   if (n == 0)
     return "";
-  if (w.dtype == DType::F32)
+  if (isLowFloat(w.dtype)) // rows copied: the bits
+    embeddingKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        w.as<uint16_t>(), idx.as<int64_t>(), y.as<uint16_t>(), n, d, v,
+        a.ctx.errorFlag, a.instruction);
+  else if (w.dtype == DType::F32)
     embeddingKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         w.as<float>(), idx.as<int64_t>(), y.as<float>(), n, d, v,
         a.ctx.errorFlag, a.instruction);
@@ -565,7 +617,7 @@ std::string kEmbedding(const CudaKernelArgs &a) {
 std::string kEmbeddingBackward(const CudaKernelArgs &a) {
   const char *op = "embedding_backward";
   const TensorView &dy = a.inputs[0], &idx = a.inputs[1], &dw = a.outputs[0];
-  if (auto e = needFloat(dw, op, "dweight"); !e.empty())
+  if (auto e = needAnyFloat(dw, op, "dweight"); !e.empty())
     return e;
   if (dw.rank() != 2)
     return std::string(op) + ": dweight must be [V,D], got " +
@@ -585,6 +637,21 @@ std::string kEmbeddingBackward(const CudaKernelArgs &a) {
   }
   if (d == 0 || n == 0)
     return "";
+  if (isLowFloat(dw.dtype)) {
+    int64_t lowChunks = (v + kLowRows - 1) / kLowRows;
+    auto runLow = [&](auto tag) {
+      using T = decltype(tag);
+      embeddingBackwardLowKernel<T><<<blocksFor(d * lowChunks), kThreads, 0,
+                                      a.ctx.stream>>>(
+          dy.as<T>(), idx.as<int64_t>(), dw.as<T>(), n, d, v, lowChunks,
+          a.attrs.getInt("padding_idx", -1), a.ctx.errorFlag, a.instruction);
+    };
+    if (dw.dtype == DType::BF16)
+      runLow(__nv_bfloat16());
+    else
+      runLow(__half());
+    return launched(op);
+  }
   // About 2^18 threads: enough vocabulary chunks to fill the GPU.
   int64_t chunks = std::max<int64_t>(
       1, std::min<int64_t>(v, ((int64_t(1) << 18) + d - 1) / d));
@@ -734,16 +801,16 @@ std::string kGather(const CudaKernelArgs &a) {
 
 const std::vector<Entry> &dataEntries() {
   static const std::vector<Entry> e = {
-      {"offload.reduce_sum", kReduceSum},
-      {"offload.reduce_mean", kReduceMean},
-      {"offload.broadcast_to", kBroadcastTo},
-      {"offload.reshape", kReshape},
-      {"offload.transpose", kTranspose},
-      {"offload.cat", kCat},
-      {"offload.slice", kSlice},
-      {"offload.slice_backward", kSliceBackward},
-      {"offload.embedding", kEmbedding},
-      {"offload.embedding_backward", kEmbeddingBackward},
+      {"offload.reduce_sum", kReduceSum, true},
+      {"offload.reduce_mean", kReduceMean, true},
+      {"offload.broadcast_to", kBroadcastTo, true},
+      {"offload.reshape", kReshape, true},
+      {"offload.transpose", kTranspose, true},
+      {"offload.cat", kCat, true},
+      {"offload.slice", kSlice, true},
+      {"offload.slice_backward", kSliceBackward, true},
+      {"offload.embedding", kEmbedding, true},
+      {"offload.embedding_backward", kEmbeddingBackward, true},
       {"offload.cumsum", kCumsum},
       {"offload.gather", kGather},
   };

@@ -172,11 +172,13 @@ std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
     Kernel hostKernel = host ? KernelRegistry::host().lookup(in.op) : Kernel();
     bool have = host ? hostKernel != nullptr : lookupKernel(in.op) != nullptr;
     std::string name = host ? in.op + " (host)" : in.op;
-    // bf16/f16: the host kernels that take them (emulated in f32); no CUDA
-    // kernel does yet (docs/precision.md).
+    // bf16/f16: the host kernels that take them (emulated in f32) and the
+    // CUDA kernels whose table entry says so (f32 compute, one rounding per
+    // result: docs/precision.md); any other is refused by name and dtype.
     DType low = lowFloatOf(d, in);
     if (have && isLowFloat(low) &&
-        (!host || hostKernel.lowFloat() == LowFloat::Rejected)) {
+        (host ? hostKernel.lowFloat() == LowFloat::Rejected
+              : !kernelTakesLowFloat(in.op))) {
       have = false;
       name = in.op + " (" + dtypeName(low) + (host ? ", host)" : ")");
     }
@@ -309,7 +311,11 @@ Status CudaDevice::configureLibraries() {
   if (st != CUBLAS_STATUS_SUCCESS && ctx_.workspaceBytes != 0)
     return Status::error(cublasErrorText("cublasSetWorkspace", st));
   // FP32 products in FP32 (no TF32), no atomics: reproducible results.
-  st = cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
+  // bf16/f16 products (cublasGemmEx, CUBLAS_COMPUTE_32F) reduce in f32, not
+  // in their output type, also across split-K slices.
+  st = cublasSetMathMode(
+      cublas_, cublasMath_t(CUBLAS_DEFAULT_MATH |
+                            CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   if (st != CUBLAS_STATUS_SUCCESS)
     return Status::error(cublasErrorText("cublasSetMathMode", st));
   st = cublasSetAtomicsMode(cublas_, CUBLAS_ATOMICS_NOT_ALLOWED);

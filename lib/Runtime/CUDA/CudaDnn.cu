@@ -17,6 +17,14 @@
 // them). Batch norm falls back to the own kernels of CudaNormPool.cu when
 // an operand cuDNN needs is absent (weight, bias, or a gradient output).
 //
+// bf16/f16 (not yet run on a GPU): GEMMs through cublasGemmEx /
+// cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F (the backend disallows
+// reduced-precision reductions), convolutions with bf16/f16 descriptors and
+// an f32 compute type (tensor-core math allowed), a bias inside the one
+// rounding of the result (as the GEMM's or the convolution's beta = 1
+// operand); batch norm with a bf16/f16 input (f32 parameters and
+// statistics) and softmax run the own kernels (CudaNormPool.cu).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaCommon.cuh"
@@ -46,9 +54,22 @@ namespace {
   } while (0)
 
 bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+/// f32, f64, bf16 or f16: the dtypes of the cuBLAS / cuDNN kernels that
+/// take low types (f32 accumulation).
+bool isAnyFloatType(DType t) { return isFloatType(t) || isLowFloat(t); }
 
 cudnnDataType_t dnnType(DType t) {
-  return t == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  switch (t) {
+  case DType::F64: return CUDNN_DATA_DOUBLE;
+  case DType::BF16: return CUDNN_DATA_BFLOAT16;
+  case DType::F16: return CUDNN_DATA_HALF;
+  default: return CUDNN_DATA_FLOAT;
+  }
+}
+/// A convolution's compute (accumulation) type: f32 for bf16/f16 data
+/// (cuDNN's PSEUDO_BFLOAT16 / PSEUDO_HALF configurations), else the data's.
+cudnnDataType_t convComputeType(DType t) {
+  return isLowFloat(t) ? CUDNN_DATA_FLOAT : dnnType(t);
 }
 
 bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
@@ -120,6 +141,23 @@ __global__ void biasRowsKernelD(double *y, const double *b, int64_t rows,
                                 int64_t cols) {
   OFFLOAD_GRID_LOOP(i, rows * cols) y[i] = b[i % cols];
 }
+/// bf16/f16 bias rows: the bits, copied (the GEMM then reads them as C).
+__global__ void biasRowsKernelH(uint16_t *y, const uint16_t *b, int64_t rows,
+                                int64_t cols) {
+  OFFLOAD_GRID_LOOP(i, rows * cols) y[i] = b[i % cols];
+}
+
+/// bf16/f16 conv bias: y[n, o, s] = b[o], the bits.
+__global__ void biasChannelsKernelH(uint16_t *y, const uint16_t *b,
+                                    int64_t total, int64_t channels,
+                                    int64_t spatial) {
+  OFFLOAD_GRID_LOOP(i, total) y[i] = b[(i / spatial) % channels];
+}
+
+/// cuBLAS's data type of a bf16/f16 operand.
+cudaDataType_t lowDataType(DType t) {
+  return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
 
 /// Row-major C[M,N] = alpha * op(A) op(B) + beta * C, batched with element
 /// strides (0 = shared), as the column-major product C^T = op(B)^T op(A)^T.
@@ -133,7 +171,30 @@ std::string gemmBatched(cublasHandle_t h, DType dt, bool ta, bool tb,
   cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   int lda = int(ta ? m : k), ldb = int(tb ? k : n);
-  if (dt == DType::F32) {
+  if (isLowFloat(dt)) {
+    // bf16/f16 operands and result, f32 accumulation (CUBLAS_COMPUTE_32F:
+    // no TF32, no f16 accumulation; the backend sets
+    // CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, so split-K partial
+    // sums stay f32 too). alpha * AB + beta * C is formed in f32 and rounded
+    // once to the result type: the host's emulation up to the order of the
+    // f32 sums.
+    cudaDataType_t ty = lowDataType(dt);
+    float alpha = 1.f, bf = float(beta);
+    if (batch == 1)
+      OFFLOAD_CUBLAS_TRY("cublasGemmEx",
+                         cublasGemmEx(h, opB, opA, int(n), int(m), int(k),
+                                      &alpha, b, ty, ldb, a, ty, lda, &bf, c,
+                                      ty, int(n), CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+    else
+      OFFLOAD_CUBLAS_TRY(
+          "cublasGemmStridedBatchedEx",
+          cublasGemmStridedBatchedEx(h, opB, opA, int(n), int(m), int(k),
+                                     &alpha, b, ty, ldb, strideB, a, ty, lda,
+                                     strideA, &bf, c, ty, int(n), strideC,
+                                     int(batch), CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT));
+  } else if (dt == DType::F32) {
     float alpha = 1.f, bf = float(beta);
     if (batch == 1)
       OFFLOAD_CUBLAS_TRY("cublasSgemm",
@@ -180,7 +241,7 @@ std::string zeroFill(void *p, size_t bytes, cudaStream_t s) {
 std::string kLinear(const CudaKernelArgs &a) {
   const char *op = "offload.linear";
   const TensorView &x = a.inputs[0], &w = a.inputs[1], &y = a.outputs[0];
-  if (!isFloatType(x.dtype))
+  if (!isAnyFloatType(x.dtype))
     return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
   if (w.dtype != x.dtype || y.dtype != x.dtype)
     return std::string(op) + ": x, w and y must have one dtype";
@@ -210,6 +271,9 @@ std::string kLinear(const CudaKernelArgs &a) {
     if (x.dtype == DType::F32)
       biasRowsKernelF<<<blocksFor(rows * m), kThreads, 0, a.ctx.stream>>>(
           y.as<float>(), a.inputs[2].as<float>(), rows, m);
+    else if (isLowFloat(x.dtype))
+      biasRowsKernelH<<<blocksFor(rows * m), kThreads, 0, a.ctx.stream>>>(
+          y.as<uint16_t>(), a.inputs[2].as<uint16_t>(), rows, m);
     else
       biasRowsKernelD<<<blocksFor(rows * m), kThreads, 0, a.ctx.stream>>>(
           y.as<double>(), a.inputs[2].as<double>(), rows, m);
@@ -228,7 +292,7 @@ std::string kLinear(const CudaKernelArgs &a) {
 std::string kMatmul(const CudaKernelArgs &a) {
   const char *op = "offload.matmul";
   const TensorView &A = a.inputs[0], &B = a.inputs[1], &C = a.outputs[0];
-  if (!isFloatType(A.dtype))
+  if (!isAnyFloatType(A.dtype))
     return std::string(op) + ": unsupported dtype " + dtypeName(A.dtype);
   if (B.dtype != A.dtype || C.dtype != A.dtype)
     return std::string(op) + ": a, b and c must have one dtype";
@@ -366,7 +430,7 @@ std::string makeConvDescs(DType dt, const ConvGeom &g, int mathType,
                     cudnnSetConvolution2dDescriptor(
                         d.conv.d, int(g.ph), int(g.pw), int(g.sh), int(g.sw),
                         int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
-                        dnnType(dt)));
+                        convComputeType(dt)));
   OFFLOAD_CUDNN_TRY("cudnnSetConvolutionGroupCount",
                     cudnnSetConvolutionGroupCount(d.conv.d, int(g.g)));
   OFFLOAD_CUDNN_TRY("cudnnSetConvolutionMathType",
@@ -406,7 +470,7 @@ std::string convOperands(const std::string &opName,
       return opName + ": expected 2 inputs and 1 output";
   }
   dt = ins[0].dtype;
-  if (!isFloatType(dt))
+  if (!isAnyFloatType(dt))
     return opName + ": unsupported dtype " + dtypeName(dt);
   for (const auto *v : {&ins, &outs})
     for (const TensorView &t : *v)
@@ -445,14 +509,20 @@ struct ConvPick {
 
 /// Takes the first usable result of a heuristic ranking: deterministic,
 /// supported, FMA math, fitting in `limit`; records the smallest workspace
-/// of the deterministic ones.
+/// of the deterministic ones. For bf16/f16 data (`lowData`) tensor-core math
+/// is allowed too (it multiplies the 16-bit values exactly and accumulates in
+/// the f32 compute type; TF32 concerns f32 data only), but not
+/// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (a down-conversion of f32 data).
 template <typename Perf>
-void pickFrom(const Perf *perf, int count, size_t limit, ConvPick &out,
-              size_t &minNeeded) {
+void pickFrom(const Perf *perf, int count, size_t limit, bool lowData,
+              ConvPick &out, size_t &minNeeded) {
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[i];
+    bool mathOk = lowData
+                      ? p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                      : !tensorCoreMath(p.mathType);
     if (p.status != CUDNN_STATUS_SUCCESS ||
-        p.determinism != CUDNN_DETERMINISTIC || tensorCoreMath(p.mathType))
+        p.determinism != CUDNN_DETERMINISTIC || !mathOk)
       continue;
     minNeeded = std::min(minNeeded, p.memory);
     if (out.algo < 0 && p.memory <= limit) {
@@ -484,7 +554,12 @@ std::string rankConv(cudnnHandle_t h, ConvKind kind, DType dt,
   out = ConvPick();
   minNeeded = SIZE_MAX;
   ConvDescs d;
-  if (auto e = makeConvDescs(dt, g, CUDNN_FMA_MATH, d); !e.empty())
+  // bf16/f16: ranked with tensor-core math allowed on the descriptor (the
+  // ranking's algorithms then may use it; pickFrom takes them).
+  bool low = isLowFloat(dt);
+  if (auto e = makeConvDescs(dt, g, low ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH,
+                             d);
+      !e.empty())
     return e;
   int count = 0, got = 0;
   switch (kind) {
@@ -496,7 +571,7 @@ std::string rankConv(cudnnHandle_t h, ConvKind kind, DType dt,
                       cudnnGetConvolutionForwardAlgorithm_v7(
                           h, d.x.d, d.w.d, d.conv.d, d.y.d, count, &got,
                           perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
+    pickFrom(perf.data(), got, limit, low, out, minNeeded);
     break;
   }
   case ConvKind::BackwardData: {
@@ -509,7 +584,7 @@ std::string rankConv(cudnnHandle_t h, ConvKind kind, DType dt,
                       cudnnGetConvolutionBackwardDataAlgorithm_v7(
                           h, d.w.d, d.y.d, d.conv.d, d.x.d, count, &got,
                           perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
+    pickFrom(perf.data(), got, limit, low, out, minNeeded);
     break;
   }
   case ConvKind::BackwardFilter: {
@@ -522,7 +597,7 @@ std::string rankConv(cudnnHandle_t h, ConvKind kind, DType dt,
                       cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                           h, d.x.d, d.y.d, d.conv.d, d.w.d, count, &got,
                           perf.data()));
-    pickFrom(perf.data(), got, limit, out, minNeeded);
+    pickFrom(perf.data(), got, limit, low, out, minNeeded);
     break;
   }
   }
@@ -572,9 +647,22 @@ std::string runConv(const CudaKernelArgs &a, const char *op, ConvKind kind) {
     return static_cast<void *>(static_cast<char *>(p) + size_t(n) * sample);
   };
   bool bias = kind == ConvKind::Forward && present(a.inputs, 2);
+  // bf16/f16 with a bias: y starts as the broadcast bias (its bits) and the
+  // convolution adds into it (beta 1), so y = round(conv + b) is rounded
+  // once, as the host's emulation, not once for the convolution and again
+  // for cudnnAddTensor.
+  bool lowBias = bias && isLowFloat(dt);
   TensorDesc b;
-  if (bias)
+  if (bias && !lowBias)
     OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor", b.set(dt, 1, g.o, 1, 1));
+  if (lowBias) {
+    int64_t total = g.n * g.o * g.oh * g.ow;
+    biasChannelsKernelH<<<blocksFor(total), kThreads, 0, ctx.stream>>>(
+        a.outputs[0].as<uint16_t>(), a.inputs[2].as<uint16_t>(), total, g.o,
+        g.oh * g.ow);
+    if (auto e = launched("conv2d bias"); !e.empty())
+      return e;
+  }
   // At most two slice shapes: `chunk` samples, and the smaller last one.
   ConvDescs full, last;
   for (int64_t n0 = 0; n0 < g.n; n0 += chunk) {
@@ -601,8 +689,8 @@ std::string runConv(const CudaKernelArgs &a, const char *op, ConvKind kind) {
                             at(a.inputs[0].data, n0, xSample), d.w.d,
                             a.inputs[1].data, d.conv.d,
                             cudnnConvolutionFwdAlgo_t(algo), ws, wsBytes,
-                            kZero.ptr(dt), d.y.d, y));
-      if (bias)
+                            (lowBias ? kOne : kZero).ptr(dt), d.y.d, y));
+      if (bias && !lowBias)
         OFFLOAD_CUDNN_TRY("cudnnAddTensor",
                           cudnnAddTensor(ctx.cudnn, kOne.ptr(dt), b.d,
                                          a.inputs[2].data, kOne.ptr(dt), d.y.d,
@@ -659,7 +747,10 @@ std::string kBatchNorm(const CudaKernelArgs &a) {
   bool affine = present(a.inputs, 1) && present(a.inputs, 2);
   if (g.c == 0 || g.count() == 0)
     return "";
-  if (!affine || !fitsInt(g.n) || !fitsInt(g.c) || !fitsInt(g.s))
+  // A bf16/f16 input (f32 parameters and statistics): the own kernels,
+  // which compute in f32/double as the host's emulation.
+  if (!affine || isLowFloat(dt) || !fitsInt(g.n) || !fitsInt(g.c) ||
+      !fitsInt(g.s))
     return batchNormOwn(a, g);
   double mom = a.attrs.getFloat("momentum", 0.1);
   double eps = a.attrs.getFloat("eps", 1e-5);
@@ -707,7 +798,8 @@ std::string kBatchNormBackward(const CudaKernelArgs &a) {
   }
   bool all = present(a.inputs, 2) && present(a.outputs, 0) &&
              present(a.outputs, 1) && present(a.outputs, 2);
-  if (!all || !fitsInt(g.n) || !fitsInt(g.c) || !fitsInt(g.s))
+  if (!all || isLowFloat(dt) || !fitsInt(g.n) || !fitsInt(g.c) ||
+      !fitsInt(g.s))
     return batchNormBackwardOwn(a, g);
   double eps = a.attrs.getFloat("eps", 1e-5);
   TensorDesc xd, bd;
@@ -754,7 +846,7 @@ std::string softmaxLines(const CudaKernelArgs &a, const char *op,
 std::string softmaxForward(const CudaKernelArgs &a, const char *op,
                            bool isLog) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
     return e;
@@ -763,6 +855,8 @@ std::string softmaxForward(const CudaKernelArgs &a, const char *op,
     return e;
   if (x.numel() == 0)
     return "";
+  if (isLowFloat(x.dtype))
+    return softmaxLowLines(a, isLog, outer, n, inner);
   TensorDesc d;
   OFFLOAD_CUDNN_TRY("cudnnSetTensor4dDescriptor",
                     d.set(x.dtype, outer, n, inner, 1));
@@ -778,7 +872,7 @@ std::string softmaxForward(const CudaKernelArgs &a, const char *op,
 std::string softmaxBackward(const CudaKernelArgs &a, const char *op,
                             bool isLog) {
   const TensorView &dy = a.inputs[0], &y = a.inputs[1], &dx = a.outputs[0];
-  if (auto e = needFloat(dy, op, "dy"); !e.empty())
+  if (auto e = needAnyFloat(dy, op, "dy"); !e.empty())
     return e;
   if (auto e = needSame(dy, y, op, "dy", "y"); !e.empty())
     return e;
@@ -875,8 +969,11 @@ std::string chooseConvAlgorithm(const std::string &op,
     }
   }
   if (wholeMin == SIZE_MAX && sliceMin == SIZE_MAX)
-    return "cuDNN offers no deterministic algorithm without tensor-core "
-           "math for this convolution (" +
+    return std::string(isLowFloat(dt)
+                           ? "cuDNN offers no deterministic algorithm for this "
+                             "convolution ("
+                           : "cuDNN offers no deterministic algorithm without "
+                             "tensor-core math for this convolution (") +
            std::string(dtypeName(dt)) + ", input " +
            shapeStr({g.n, g.c, g.h, g.w}) + ", weight " +
            shapeStr({g.o, g.c / g.g, g.kh, g.kw}) + ")";
@@ -922,17 +1019,17 @@ std::string smallestConvWorkspace(cudnnHandle_t cudnn, const std::string &op,
 
 const std::vector<Entry> &dnnEntries() {
   static const std::vector<Entry> e = {
-      {"offload.linear", kLinear},
-      {"offload.matmul", kMatmul},
-      {"offload.conv2d", kConv2d},
-      {"offload.conv2d_backward_input", kConv2dBackwardInput},
-      {"offload.conv2d_backward_weight", kConv2dBackwardWeight},
-      {"offload.batch_norm", kBatchNorm},
-      {"offload.batch_norm_backward", kBatchNormBackward},
-      {"offload.softmax", kSoftmax},
-      {"offload.softmax_backward", kSoftmaxBackward},
-      {"offload.log_softmax", kLogSoftmax},
-      {"offload.log_softmax_backward", kLogSoftmaxBackward},
+      {"offload.linear", kLinear, true},
+      {"offload.matmul", kMatmul, true},
+      {"offload.conv2d", kConv2d, true},
+      {"offload.conv2d_backward_input", kConv2dBackwardInput, true},
+      {"offload.conv2d_backward_weight", kConv2dBackwardWeight, true},
+      {"offload.batch_norm", kBatchNorm, true},
+      {"offload.batch_norm_backward", kBatchNormBackward, true},
+      {"offload.softmax", kSoftmax, true},
+      {"offload.softmax_backward", kSoftmaxBackward, true},
+      {"offload.log_softmax", kLogSoftmax, true},
+      {"offload.log_softmax_backward", kLogSoftmaxBackward, true},
   };
   return e;
 }

@@ -18,34 +18,36 @@ namespace rt {
 namespace cuda {
 namespace {
 
+// Storage type T: float, double, or bf16/f16 computed in float (ld/st,
+// CudaCommon.cuh): one rounding per result, the host's emulation bit for bit.
 template <typename T, typename F>
 __global__ void unaryKernel(const T *x, T *y, int64_t n, F f) {
-  OFFLOAD_GRID_LOOP(i, n) y[i] = f(x[i]);
+  OFFLOAD_GRID_LOOP(i, n) y[i] = st<T>(f(ld(x[i])));
 }
 
 template <typename T, typename F>
 __global__ void backwardKernel(const T *g, const T *s, T *dx, int64_t n,
                                F f) {
-  OFFLOAD_GRID_LOOP(i, n) dx[i] = f(g[i], s[i]);
+  OFFLOAD_GRID_LOOP(i, n) dx[i] = st<T>(f(ld(g[i]), ld(s[i])));
 }
 
-/// y = f(x): one float input and an output of the same dtype and shape.
+/// y = f(x): one float input (f32, f64, bf16, f16) and an output of the
+/// same dtype and shape.
 template <typename F>
 std::string unaryFloat(const CudaKernelArgs &a, const char *op, F f) {
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, y, op, "x", "y"); !e.empty())
     return e;
   int64_t n = x.numel();
   if (n == 0)
     return "";
-  if (x.dtype == DType::F32)
-    unaryKernel<float, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), y.as<float>(), n, f);
-  else
-    unaryKernel<double, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), y.as<double>(), n, f);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    unaryKernel<T, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), y.as<T>(), n, f);
+  });
   return launched(op);
 }
 
@@ -54,7 +56,7 @@ template <typename F>
 std::string backwardFloat(const CudaKernelArgs &a, const char *op,
                           const char *savedName, F f) {
   const TensorView &dy = a.inputs[0], &s = a.inputs[1], &dx = a.outputs[0];
-  if (auto e = needFloat(dy, op, "dy"); !e.empty())
+  if (auto e = needAnyFloat(dy, op, "dy"); !e.empty())
     return e;
   if (auto e = needSame(dy, s, op, "dy", savedName); !e.empty())
     return e;
@@ -63,12 +65,11 @@ std::string backwardFloat(const CudaKernelArgs &a, const char *op,
   int64_t n = dy.numel();
   if (n == 0)
     return "";
-  if (dy.dtype == DType::F32)
-    backwardKernel<float, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dy.as<float>(), s.as<float>(), dx.as<float>(), n, f);
-  else
-    backwardKernel<double, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dy.as<double>(), s.as<double>(), dx.as<double>(), n, f);
+  dispatchFloat(dy.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    backwardKernel<T, F><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dy.as<T>(), s.as<T>(), dx.as<T>(), n, f);
+  });
   return launched(op);
 }
 
@@ -174,11 +175,11 @@ __global__ void binaryKernel(const T *x, const T *y, T *z, int64_t n,
                              Strided s, int same, F f) {
   OFFLOAD_GRID_LOOP(i, n) {
     if (same) {
-      z[i] = f(x[i], y[i]);
+      z[i] = st<T>(f(ld(x[i]), ld(y[i])));
     } else {
       int64_t off[2];
       s.offsets(i, off, 2);
-      z[i] = f(x[off[0]], y[off[1]]);
+      z[i] = st<T>(f(ld(x[off[0]]), ld(y[off[1]])));
     }
   }
 }
@@ -213,7 +214,8 @@ std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
   if (x.dtype != y.dtype || x.dtype != c.dtype)
     return std::string(op) + ": dtypes differ: " + dtypeName(x.dtype) + ", " +
            dtypeName(y.dtype) + " -> " + dtypeName(c.dtype);
-  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64;
+  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64 ||
+                 isLowFloat(x.dtype);
   bool isInt = x.dtype == DType::I64 || x.dtype == DType::I32;
   if (!isFloat && !(isInt && !isDiv))
     return std::string(op) + ": unsupported dtype " + dtypeName(x.dtype);
@@ -235,6 +237,8 @@ std::string binary(const CudaKernelArgs &a, const char *op, F f, bool isDiv) {
   case DType::F64: launchBinary<double>(a, n, s, same, f); break;
   case DType::I64: launchBinary<int64_t>(a, n, s, same, f); break;
   case DType::I32: launchBinary<int32_t>(a, n, s, same, f); break;
+  case DType::BF16: launchBinary<__nv_bfloat16>(a, n, s, same, f); break;
+  case DType::F16: launchBinary<__half>(a, n, s, same, f); break;
   default: break;
   }
   return launched(op);
@@ -311,6 +315,14 @@ uint64_t elementBits(DType d, double v) {
   case DType::Bool:
     bits = em::fromDouble<uint8_t>(v);
     break;
+  // Through f32, as the host kernel (storeAs) and PyTorch round a double
+  // scalar to bfloat16/half.
+  case DType::BF16:
+    bits = floatToBf16(float(v));
+    break;
+  case DType::F16:
+    bits = floatToF16(float(v));
+    break;
   }
   return bits;
 }
@@ -347,6 +359,10 @@ std::string kMaskedFill(const CudaKernelArgs &a) {
   case 1:
     maskedFillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         x.as<uint8_t>(), mp, y.as<uint8_t>(), n, s, uint8_t(bits));
+    break;
+  case 2:
+    maskedFillKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<uint16_t>(), mp, y.as<uint16_t>(), n, s, uint16_t(bits));
     break;
   case 4:
     maskedFillKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
@@ -395,6 +411,10 @@ std::string kWhere(const CudaKernelArgs &a) {
   case 1:
     whereKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         cp, x.as<uint8_t>(), y.as<uint8_t>(), c.as<uint8_t>(), n, s);
+    break;
+  case 2:
+    whereKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        cp, x.as<uint16_t>(), y.as<uint16_t>(), c.as<uint16_t>(), n, s);
     break;
   case 4:
     whereKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
@@ -526,6 +546,10 @@ std::string kFill(const CudaKernelArgs &a) {
     fillKernel<uint8_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         y.as<uint8_t>(), n, uint8_t(bits));
     break;
+  case 2:
+    fillKernel<uint16_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        y.as<uint16_t>(), n, uint16_t(bits));
+    break;
   case 4:
     fillKernel<uint32_t><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
         y.as<uint32_t>(), n, uint32_t(bits));
@@ -541,6 +565,57 @@ std::string kFill(const CudaKernelArgs &a) {
 template <typename From, typename To>
 __global__ void castKernel(const From *x, To *y, int64_t n) {
   OFFLOAD_GRID_LOOP(i, n) y[i] = em::castElem<To>(x[i]);
+}
+
+/// To bf16/f16 (Low): through f32 (exact from f32; from f64 and integers
+/// one rounding to f32 first, as the host kernel and PyTorch's casts), then
+/// to nearest even (st, Float16.h).
+template <typename From, typename Low>
+__global__ void castToLowKernel(const From *x, Low *y, int64_t n) {
+  OFFLOAD_GRID_LOOP(i, n) y[i] = st<Low>(em::castElem<float>(x[i]));
+}
+
+/// From bf16/f16: widened to f32 (exact), then the f32 cast (the host's
+/// castFromLow); to the other 2-byte type through f32, rounded once.
+template <typename Low, typename To>
+__global__ void castFromLowKernel(const Low *x, To *y, int64_t n) {
+  OFFLOAD_GRID_LOOP(i, n) {
+    float f = ld(x[i]);
+    if constexpr (kIsLow<To>)
+      y[i] = st<To>(f);
+    else
+      y[i] = em::castElem<To>(f);
+  }
+}
+
+template <typename Low>
+void castFromLow(const TensorView &x, const TensorView &y, int64_t n,
+                 cudaStream_t st) {
+  const Low *xp = x.as<Low>();
+  switch (y.dtype) {
+  case DType::F32:
+    castFromLowKernel<Low, float><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<float>(), n);
+    break;
+  case DType::F64:
+    castFromLowKernel<Low, double><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<double>(), n);
+    break;
+  case DType::I64:
+    castFromLowKernel<Low, int64_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int64_t>(), n);
+    break;
+  case DType::I32:
+    castFromLowKernel<Low, int32_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int32_t>(), n);
+    break;
+  case DType::Bool:
+    castFromLowKernel<Low, uint8_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<uint8_t>(), n);
+    break;
+  case DType::BF16:
+    castFromLowKernel<Low, __nv_bfloat16><<<blocksFor(n), kThreads, 0, st>>>(
+        xp, y.as<__nv_bfloat16>(), n);
+    break;
+  case DType::F16:
+    castFromLowKernel<Low, __half><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<__half>(), n);
+    break;
+  }
 }
 
 template <typename From>
@@ -562,6 +637,13 @@ void castFrom(const TensorView &x, const TensorView &y, int64_t n,
     break;
   case DType::Bool:
     castKernel<From, uint8_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<uint8_t>(), n);
+    break;
+  case DType::BF16:
+    castToLowKernel<From, __nv_bfloat16><<<blocksFor(n), kThreads, 0, st>>>(
+        xp, y.as<__nv_bfloat16>(), n);
+    break;
+  case DType::F16:
+    castToLowKernel<From, __half><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<__half>(), n);
     break;
   }
 }
@@ -588,6 +670,8 @@ std::string kCopy(const CudaKernelArgs &a) {
   case DType::I64: castFrom<int64_t>(x, y, n, a.ctx.stream); break;
   case DType::I32: castFrom<int32_t>(x, y, n, a.ctx.stream); break;
   case DType::Bool: castFrom<uint8_t>(x, y, n, a.ctx.stream); break;
+  case DType::BF16: castFromLow<__nv_bfloat16>(x, y, n, a.ctx.stream); break;
+  case DType::F16: castFromLow<__half>(x, y, n, a.ctx.stream); break;
   }
   return launched(op);
 }
@@ -599,13 +683,13 @@ std::string kCopy(const CudaKernelArgs &a) {
 template <typename T>
 __global__ void dropoutKernel(const T *x, const int64_t *seed, T *y,
                               int64_t n, double p, uint64_t offset) {
-  em::Dropout<T> f = em::Dropout<T>::make(p, uint64_t(*seed), offset);
-  OFFLOAD_GRID_LOOP(i, n) y[i] = f(x[i], i);
+  em::Dropout<Acc<T>> f = em::Dropout<Acc<T>>::make(p, uint64_t(*seed), offset);
+  OFFLOAD_GRID_LOOP(i, n) y[i] = st<T>(f(ld(x[i]), i));
 }
 
 std::string dropoutImpl(const CudaKernelArgs &a, const char *op) {
   const TensorView &x = a.inputs[0], &seed = a.inputs[1], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "input"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "input"); !e.empty())
     return e;
   if (auto e = needSame(x, y, op, "input", "result"); !e.empty())
     return e;
@@ -628,12 +712,11 @@ std::string dropoutImpl(const CudaKernelArgs &a, const char *op) {
                                     cudaMemcpyDeviceToDevice, a.ctx.stream);
     return e == cudaSuccess ? "" : cudaErrorText("cudaMemcpyAsync", e);
   }
-  if (x.dtype == DType::F32)
-    dropoutKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), seed.as<int64_t>(), y.as<float>(), n, p, offset);
-  else
-    dropoutKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), seed.as<int64_t>(), y.as<double>(), n, p, offset);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dropoutKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), seed.as<int64_t>(), y.as<T>(), n, p, offset);
+  });
   return launched(op);
 }
 
@@ -648,42 +731,42 @@ std::string kDropoutBackward(const CudaKernelArgs &a) {
 
 const std::vector<Entry> &elementwiseEntries() {
   static const std::vector<Entry> e = {
-      {"offload.relu", kRelu},
-      {"offload.relu_backward", kReluBackward},
-      {"offload.hardtanh", kHardtanh},
-      {"offload.hardtanh_backward", kHardtanhBackward},
-      {"offload.hardswish", kHardswish},
-      {"offload.hardswish_backward", kHardswishBackward},
-      {"offload.silu", kSilu},
-      {"offload.silu_backward", kSiluBackward},
-      {"offload.gelu", kGelu},
-      {"offload.gelu_backward", kGeluBackward},
-      {"offload.sigmoid", kSigmoid},
-      {"offload.sigmoid_backward", kSigmoidBackward},
-      {"offload.tanh", kTanh},
-      {"offload.tanh_backward", kTanhBackward},
-      {"offload.exp", kExp},
-      {"offload.sin", kSin},
-      {"offload.cos", kCos},
-      {"offload.neg", kNeg},
-      {"offload.sqrt", kSqrt},
-      {"offload.rsqrt", kRsqrt},
-      {"offload.add", kAdd},
-      {"offload.sub", kSub},
-      {"offload.mul", kMul},
-      {"offload.div", kDiv},
-      {"offload.add_scalar", kAddScalar},
-      {"offload.mul_scalar", kMulScalar},
-      {"offload.masked_fill", kMaskedFill},
-      {"offload.where", kWhere},
+      {"offload.relu", kRelu, true},
+      {"offload.relu_backward", kReluBackward, true},
+      {"offload.hardtanh", kHardtanh, true},
+      {"offload.hardtanh_backward", kHardtanhBackward, true},
+      {"offload.hardswish", kHardswish, true},
+      {"offload.hardswish_backward", kHardswishBackward, true},
+      {"offload.silu", kSilu, true},
+      {"offload.silu_backward", kSiluBackward, true},
+      {"offload.gelu", kGelu, true},
+      {"offload.gelu_backward", kGeluBackward, true},
+      {"offload.sigmoid", kSigmoid, true},
+      {"offload.sigmoid_backward", kSigmoidBackward, true},
+      {"offload.tanh", kTanh, true},
+      {"offload.tanh_backward", kTanhBackward, true},
+      {"offload.exp", kExp, true},
+      {"offload.sin", kSin, true},
+      {"offload.cos", kCos, true},
+      {"offload.neg", kNeg, true},
+      {"offload.sqrt", kSqrt, true},
+      {"offload.rsqrt", kRsqrt, true},
+      {"offload.add", kAdd, true},
+      {"offload.sub", kSub, true},
+      {"offload.mul", kMul, true},
+      {"offload.div", kDiv, true},
+      {"offload.add_scalar", kAddScalar, true},
+      {"offload.mul_scalar", kMulScalar, true},
+      {"offload.masked_fill", kMaskedFill, true},
+      {"offload.where", kWhere, true},
       {"offload.logical_not", kLogicalNot},
       {"offload.logical_and", kLogicalAnd},
       {"offload.logical_or", kLogicalOr},
       {"offload.compare", kCompare},
-      {"offload.fill", kFill},
-      {"offload.copy", kCopy},
-      {"offload.dropout", kDropout},
-      {"offload.dropout_backward", kDropoutBackward},
+      {"offload.fill", kFill, true},
+      {"offload.copy", kCopy, true},
+      {"offload.dropout", kDropout, true},
+      {"offload.dropout_backward", kDropoutBackward, true},
   };
   return e;
 }

@@ -51,6 +51,14 @@ std::string needFloat(const TensorView &t, const char *op, const char *what) {
   return "";
 }
 
+std::string needAnyFloat(const TensorView &t, const char *op,
+                         const char *what) {
+  if (t.dtype != DType::F32 && t.dtype != DType::F64 && !isLowFloat(t.dtype))
+    return std::string(op) + ": " + what + " must be f32, f64, bf16 or f16, got " +
+           dtypeName(t.dtype);
+  return "";
+}
+
 std::string needSame(const TensorView &a, const TensorView &b, const char *op,
                      const char *an, const char *bn) {
   if (a.dtype != b.dtype)
@@ -89,6 +97,13 @@ CudaKernelFn lookupKernel(const std::string &op) {
     if (op == e.name)
       return e.fn;
   return nullptr;
+}
+
+bool kernelTakesLowFloat(const std::string &op) {
+  for (const Entry &e : table())
+    if (op == e.name)
+      return e.lowFloat;
+  return false;
 }
 
 std::vector<std::string> kernelNames() {

@@ -8,6 +8,12 @@
 // the rest, whose element formulas come from lib/Runtime/Kernels/
 // ElementMath.h (the same functors the host kernels use).
 //
+// bf16 and f16: the kernels whose table entry says so (Entry::lowFloat,
+// kernelTakesLowFloat) take them as the host's emulation does: operands
+// widened exactly, f32 compute (cuBLAS/cuDNN with f32 accumulation), each
+// result rounded once to nearest even with Float16.h (docs/precision.md,
+// "CUDA backend"); the backend refuses any other kernel a bf16/f16 buffer.
+//
 // Contract of a kernel: it enqueues its work on ctx.stream (never
 // synchronises), touches only its outputs and the workspace, and returns ""
 // or a one-line error that names the failing library call (unsupported
@@ -106,6 +112,10 @@ using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 /// check operand and result counts: the backend runs only instructions of a
 /// plan validated against the op-signature table when it was loaded.
 CudaKernelFn lookupKernel(const std::string &op);
+/// True when the kernel of `op` takes bf16/f16 operands (computing in f32,
+/// one rounding per result: docs/precision.md); false for an op without a
+/// kernel.
+bool kernelTakesLowFloat(const std::string &op);
 /// Every op name of the table.
 std::vector<std::string> kernelNames();
 
@@ -117,8 +127,9 @@ bool isConvOp(const std::string &op);
 /// `op` with these operand views (shapes and dtypes; data is not read) whose
 /// workspace fits in ctx.workspaceBytes: the first of cuDNN's heuristic
 /// ranking (cudnnGetConvolution*Algorithm_v7) with determinism ==
-/// CUDNN_DETERMINISTIC, status success, no tensor-core math (no TF32) and
-/// memory <= ctx.workspaceBytes.
+/// CUDNN_DETERMINISTIC, status success, no tensor-core math (no TF32; for
+/// bf16/f16 data tensor-core math is allowed, with f32 accumulation, but not
+/// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) and memory <= ctx.workspaceBytes.
 ///
 /// When none fits for the whole batch N, the op runs in batch slices
 /// (ConvChoice::batchChunk): slice sizes ceil(N/2), ceil(N/4), ... down to 1

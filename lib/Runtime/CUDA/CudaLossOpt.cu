@@ -48,7 +48,9 @@ std::string reductionMode(const CudaKernelArgs &a, const char *op,
 std::string checkClassification(const char *op, const TensorView &in,
                                 const TensorView &target,
                                 const TensorView &scalar) {
-  if (auto e = needFloat(in, op, "input"); !e.empty())
+  // bf16/f16 logits (and loss) too: computed from the widened values in
+  // double/f32 as the host's emulation, each result rounded once.
+  if (auto e = needAnyFloat(in, op, "input"); !e.empty())
     return e;
   if (in.rank() != 2)
     return std::string(op) + ": input must be [N,C], got " +
@@ -91,13 +93,13 @@ template <typename T>
 __device__ double rowLogSumExp(const T *row, int64_t c, double *shm) {
   double m = -INFINITY;
   for (int64_t k = threadIdx.x; k < c; k += kThreads)
-    m = em::maxOf(m, double(row[k]));
+    m = em::maxOf(m, double(ld(row[k])));
   m = blockMax(m, shm);
   if (em::isInf(m))
     return m;
   double s = 0;
   for (int64_t k = threadIdx.x; k < c; k += kThreads)
-    s += em::expOf(double(row[k]) - m);
+    s += em::expOf(double(ld(row[k])) - m);
   s = blockSum(s, shm);
   return m + em::logOf(s);
 }
@@ -134,11 +136,11 @@ __global__ void crossEntropyChunkKernel(const T *x, const int64_t *t,
       }
       const T *row = x + i * p.c;
       double lse = rowLogSumExp(row, p.c, shm);
-      nll += lse - double(row[ti]);
+      nll += lse - double(ld(row[ti]));
       if (p.ls > 0) {
         double s = 0;
         for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
-          s += lse - double(row[k]);
+          s += lse - double(ld(row[k]));
         sm += blockSum(s, shm);
       }
       ++count;
@@ -162,8 +164,8 @@ __global__ void crossEntropyFinishKernel(const double *partials,
     sm += partials[chunks + b];
     count += partials[2 * chunks + b];
   }
-  loss[0] = T(em::CrossEntropyLoss{p.ls, p.c, p.mean != 0}(
-      nll, sm, int64_t(count)));
+  loss[0] = st<T>(Acc<T>(em::CrossEntropyLoss{p.ls, p.c, p.mean != 0}(
+      nll, sm, int64_t(count))));
 }
 
 /// Number of targets that are not ignore_index, over the block.
@@ -183,7 +185,7 @@ __global__ void crossEntropyBackwardKernel(const T *dloss, const T *x,
   __shared__ double shm[kThreads];
   int64_t count = countValid(t, p.n, p.ignore, shm);
   em::CrossEntropyGrad grad = em::CrossEntropyGrad::make(
-      double(dloss[0]), p.ls, p.c, p.mean != 0, count);
+      double(ld(dloss[0])), p.ls, p.c, p.mean != 0, count);
   for (int64_t i = blockIdx.x; i < p.n; i += gridDim.x) {
     const T *row = x + i * p.c;
     T *out = dx + i * p.c;
@@ -193,12 +195,12 @@ __global__ void crossEntropyBackwardKernel(const T *dloss, const T *x,
       reportDeviceError(flag, instr, kDeviceErrorIndexRange);
     if (ti == p.ignore || bad) {
       for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
-        out[k] = T(0);
+        out[k] = st<T>(Acc<T>(0));
       continue;
     }
     double lse = rowLogSumExp(row, p.c, shm);
     for (int64_t k = threadIdx.x; k < p.c; k += kThreads)
-      out[k] = T(grad(double(row[k]), lse, k == ti));
+      out[k] = st<T>(Acc<T>(grad(double(ld(row[k])), lse, k == ti)));
   }
 }
 
@@ -223,10 +225,7 @@ std::string kCrossEntropy(const CudaKernelArgs &a) {
     crossEntropyFinishKernel<T><<<1, 1, 0, a.ctx.stream>>>(
         a.ctx.partials, chunks, y.as<T>(), p);
   };
-  if (x.dtype == DType::F32)
-    run(float());
-  else
-    run(double());
+  dispatchFloat(x.dtype, run);
   return launched(op);
 }
 
@@ -246,14 +245,12 @@ std::string kCrossEntropyBackward(const CudaKernelArgs &a) {
   if (p.n == 0 || p.c == 0)
     return "";
   int blocks = int(std::min<int64_t>(p.n, 1 << 16));
-  if (x.dtype == DType::F32)
-    crossEntropyBackwardKernel<float><<<blocks, kThreads, 0, a.ctx.stream>>>(
-        dl.as<float>(), x.as<float>(), t.as<int64_t>(), dx.as<float>(), p,
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    crossEntropyBackwardKernel<T><<<blocks, kThreads, 0, a.ctx.stream>>>(
+        dl.as<T>(), x.as<T>(), t.as<int64_t>(), dx.as<T>(), p,
         a.ctx.errorFlag, a.instruction);
-  else
-    crossEntropyBackwardKernel<double><<<blocks, kThreads, 0, a.ctx.stream>>>(
-        dl.as<double>(), x.as<double>(), t.as<int64_t>(), dx.as<double>(), p,
-        a.ctx.errorFlag, a.instruction);
+  });
   return launched(op);
 }
 
@@ -273,12 +270,12 @@ __global__ void nllKernel(const T *x, const int64_t *t, T *loss, CeParams p,
       reportDeviceError(flag, instr, kDeviceErrorIndexRange);
       continue;
     }
-    s -= double(x[i * p.c + ti]);
+    s -= double(ld(x[i * p.c + ti]));
     ++count;
   }
   if (p.mean)
     s /= double(count);
-  loss[0] = T(s);
+  loss[0] = st<T>(Acc<T>(s));
 }
 
 /// One block: dx (zeroed before) gets the gradient at the target positions.
@@ -287,7 +284,7 @@ __global__ void nllBackwardKernel(const T *dloss, const int64_t *t, T *dx,
                                   CeParams p, int *flag, int instr) {
   __shared__ double shm[kThreads];
   int64_t count = countValid(t, p.n, p.ignore, shm);
-  T v = em::nllGradValue<T>(double(dloss[0]), p.mean != 0, count);
+  T v = st<T>(em::nllGradValue<Acc<T>>(double(ld(dloss[0])), p.mean != 0, count));
   for (int64_t i = threadIdx.x; i < p.n; i += kThreads) {
     int64_t ti = t[i];
     if (ti == p.ignore)
@@ -310,14 +307,12 @@ std::string kNllLoss(const CudaKernelArgs &a) {
     return e;
   CeParams p{x.shape[0], x.shape[1], a.attrs.getInt("ignore_index", -100),
              0.0, mean};
-  if (x.dtype == DType::F32)
-    nllKernel<float><<<1, 1, 0, a.ctx.stream>>>(x.as<float>(), t.as<int64_t>(),
-                                               y.as<float>(), p,
-                                               a.ctx.errorFlag, a.instruction);
-  else
-    nllKernel<double><<<1, 1, 0, a.ctx.stream>>>(
-        x.as<double>(), t.as<int64_t>(), y.as<double>(), p, a.ctx.errorFlag,
-        a.instruction);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    nllKernel<T><<<1, 1, 0, a.ctx.stream>>>(x.as<T>(), t.as<int64_t>(),
+                                           y.as<T>(), p, a.ctx.errorFlag,
+                                           a.instruction);
+  });
   return launched(op);
 }
 
@@ -339,14 +334,12 @@ std::string kNllLossBackward(const CudaKernelArgs &a) {
     if (e != cudaSuccess)
       return cudaErrorText("cudaMemsetAsync", e);
   }
-  if (x.dtype == DType::F32)
-    nllBackwardKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
-        dl.as<float>(), t.as<int64_t>(), dx.as<float>(), p, a.ctx.errorFlag,
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    nllBackwardKernel<T><<<1, kThreads, 0, a.ctx.stream>>>(
+        dl.as<T>(), t.as<int64_t>(), dx.as<T>(), p, a.ctx.errorFlag,
         a.instruction);
-  else
-    nllBackwardKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
-        dl.as<double>(), t.as<int64_t>(), dx.as<double>(), p,
-        a.ctx.errorFlag, a.instruction);
+  });
   return launched(op);
 }
 
@@ -356,20 +349,21 @@ __global__ void mseKernel(const T *x, const T *t, T *loss, int64_t n,
   __shared__ double shm[kThreads];
   double s = 0;
   for (int64_t i = threadIdx.x; i < n; i += kThreads)
-    s += em::mseTerm(x[i], t[i]);
+    s += em::mseTerm(ld(x[i]), ld(t[i]));
   s = blockSum(s, shm);
   if (threadIdx.x == 0) {
     if (mean)
       s /= double(n);
-    loss[0] = T(s);
+    loss[0] = st<T>(Acc<T>(s));
   }
 }
 
 template <typename T>
 __global__ void mseBackwardKernel(const T *dloss, const T *x, const T *t,
                                   T *dx, int64_t n, int mean) {
-  em::MseGrad<T> grad = em::MseGrad<T>::make(mean != 0, n, dloss[0]);
-  OFFLOAD_GRID_LOOP(i, n) dx[i] = grad(x[i], t[i]);
+  using A = Acc<T>;
+  em::MseGrad<A> grad = em::MseGrad<A>::make(mean != 0, n, ld(dloss[0]));
+  OFFLOAD_GRID_LOOP(i, n) dx[i] = st<T>(grad(ld(x[i]), ld(t[i])));
 }
 
 std::string kMseLoss(const CudaKernelArgs &a) {
@@ -378,7 +372,7 @@ std::string kMseLoss(const CudaKernelArgs &a) {
   if (auto e = reductionMode(a, op, mean); !e.empty())
     return e;
   const TensorView &x = a.inputs[0], &t = a.inputs[1], &y = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, t, op, "x", "target"); !e.empty())
     return e;
@@ -386,12 +380,11 @@ std::string kMseLoss(const CudaKernelArgs &a) {
     return e;
   if (y.rank() != 0)
     return std::string(op) + ": loss must be rank 0";
-  if (x.dtype == DType::F32)
-    mseKernel<float><<<1, kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), t.as<float>(), y.as<float>(), x.numel(), mean);
-  else
-    mseKernel<double><<<1, kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), t.as<double>(), y.as<double>(), x.numel(), mean);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    mseKernel<T><<<1, kThreads, 0, a.ctx.stream>>>(x.as<T>(), t.as<T>(),
+                                                  y.as<T>(), x.numel(), mean);
+  });
   return launched(op);
 }
 
@@ -402,7 +395,7 @@ std::string kMseLossBackward(const CudaKernelArgs &a) {
     return e;
   const TensorView &dl = a.inputs[0], &x = a.inputs[1], &t = a.inputs[2],
                    &dx = a.outputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, t, op, "x", "target"); !e.empty())
     return e;
@@ -415,13 +408,11 @@ std::string kMseLossBackward(const CudaKernelArgs &a) {
   int64_t n = x.numel();
   if (n == 0)
     return "";
-  if (x.dtype == DType::F32)
-    mseBackwardKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dl.as<float>(), x.as<float>(), t.as<float>(), dx.as<float>(), n, mean);
-  else
-    mseBackwardKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dl.as<double>(), x.as<double>(), t.as<double>(), dx.as<double>(), n,
-        mean);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    mseBackwardKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dl.as<T>(), x.as<T>(), t.as<T>(), dx.as<T>(), n, mean);
+  });
   return launched(op);
 }
 
@@ -562,12 +553,12 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
 
 const std::vector<Entry> &lossOptEntries() {
   static const std::vector<Entry> e = {
-      {"offload.cross_entropy", kCrossEntropy},
-      {"offload.cross_entropy_backward", kCrossEntropyBackward},
-      {"offload.nll_loss", kNllLoss},
-      {"offload.nll_loss_backward", kNllLossBackward},
-      {"offload.mse_loss", kMseLoss},
-      {"offload.mse_loss_backward", kMseLossBackward},
+      {"offload.cross_entropy", kCrossEntropy, true},
+      {"offload.cross_entropy_backward", kCrossEntropyBackward, true},
+      {"offload.nll_loss", kNllLoss, true},
+      {"offload.nll_loss_backward", kNllLossBackward, true},
+      {"offload.mse_loss", kMseLoss, true},
+      {"offload.mse_loss_backward", kMseLossBackward, true},
       {"offload.sgd_update", kSgdUpdate},
       {"offload.adamw_update", kAdamwUpdate},
   };

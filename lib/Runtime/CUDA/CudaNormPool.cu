@@ -71,7 +71,7 @@ std::string checkReq(const char *op, const char *name, const TensorView &t,
 }
 
 std::string bnShape(const char *op, const TensorView &x, BnShape &g) {
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (x.rank() < 2)
     return std::string(op) + ": x must be [N,C,...], got " + shapeStr(x.shape);
@@ -87,9 +87,12 @@ struct BnDev {
   int64_t n, c, s;
 };
 
-template <typename T>
-__global__ void bnForwardKernel(const T *x, const T *w, const T *b,
-                                const T *rm, const T *rv, T *y, T *sm, T *si,
+/// X: the storage type of x and y (float, double, or bf16/f16 computed in
+/// f32); T: the type of the parameters and statistics (X, or f32 for a
+/// bf16/f16 X, as the host and cuDNN's mixed batch norm).
+template <typename X, typename T = X>
+__global__ void bnForwardKernel(const X *x, const T *w, const T *b,
+                                const T *rm, const T *rv, X *y, T *sm, T *si,
                                 T *nrm, T *nrv, BnDev g, double mom,
                                 double eps) {
   __shared__ double shm[kThreads];
@@ -97,11 +100,11 @@ __global__ void bnForwardKernel(const T *x, const T *w, const T *b,
   for (int64_t ch = blockIdx.x; ch < g.c; ch += gridDim.x) {
     double sum = 0;
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads)
-      sum += double(x[((k / g.s) * g.c + ch) * g.s + k % g.s]);
+      sum += double(ld(x[((k / g.s) * g.c + ch) * g.s + k % g.s]));
     sum = blockSum(sum, shm);
     double mean = sum / double(cnt), vs = 0;
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads) {
-      double d = double(x[((k / g.s) * g.c + ch) * g.s + k % g.s]) - mean;
+      double d = double(ld(x[((k / g.s) * g.c + ch) * g.s + k % g.s])) - mean;
       vs += d * d;
     }
     vs = blockSum(vs, shm);
@@ -118,14 +121,14 @@ __global__ void bnForwardKernel(const T *x, const T *w, const T *b,
                                          b ? double(b[ch]) : 0.0);
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads) {
       int64_t off = ((k / g.s) * g.c + ch) * g.s + k % g.s;
-      y[off] = em::bnApply(x[off], af);
+      y[off] = st<X>(em::bnApply(ld(x[off]), af));
     }
   }
 }
 
-template <typename T>
-__global__ void bnBackwardKernel(const T *dy, const T *x, const T *w,
-                                 const T *sm, const T *si, T *dx, T *dw,
+template <typename X, typename T = X>
+__global__ void bnBackwardKernel(const X *dy, const X *x, const T *w,
+                                 const T *sm, const T *si, X *dx, T *dw,
                                  T *db, BnDev g) {
   __shared__ double shm[kThreads];
   int64_t cnt = g.n * g.s;
@@ -134,8 +137,8 @@ __global__ void bnBackwardKernel(const T *dy, const T *x, const T *w,
     double sum = 0, dot = 0;
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads) {
       int64_t off = ((k / g.s) * g.c + ch) * g.s + k % g.s;
-      sum += double(dy[off]);
-      dot += double(dy[off]) * (double(x[off]) - mean);
+      sum += double(ld(dy[off]));
+      dot += double(ld(dy[off])) * (double(ld(x[off])) - mean);
     }
     sum = blockSum(sum, shm);
     dot = blockSum(dot, shm);
@@ -149,10 +152,11 @@ __global__ void bnBackwardKernel(const T *dy, const T *x, const T *w,
       continue;
     em::BnBackward bw = em::BnBackward::make(
         sum, dot, mean, invstd, w ? double(w[ch]) : 1.0, double(cnt));
-    T st = T(bw.s), tt = T(bw.t), ut = T(bw.u);
+    using A = Acc<X>;
+    A sT = A(bw.s), tt = A(bw.t), ut = A(bw.u);
     for (int64_t k = threadIdx.x; k < cnt; k += kThreads) {
       int64_t off = ((k / g.s) * g.c + ch) * g.s + k % g.s;
-      dx[off] = em::bnBackwardApply(dy[off], x[off], st, tt, ut);
+      dx[off] = st<X>(em::bnBackwardApply(ld(dy[off]), ld(x[off]), sT, tt, ut));
     }
   }
 }
@@ -172,7 +176,8 @@ std::string checkBatchNorm(const CudaKernelArgs &a, BnShape &g) {
   const TensorView &x = a.inputs[0];
   if (auto e = bnShape(op, x, g); !e.empty())
     return e;
-  DType dt = x.dtype;
+  // A bf16/f16 x takes f32 parameters and statistics (the dialect's rule).
+  DType dt = isLowFloat(x.dtype) ? DType::F32 : x.dtype;
   std::vector<int64_t> cs{g.c};
   const char *inNames[] = {"x", "weight", "bias", "running_mean",
                            "running_var"};
@@ -182,7 +187,7 @@ std::string checkBatchNorm(const CudaKernelArgs &a, BnShape &g) {
   if (present(a.inputs, 3) != present(a.inputs, 4))
     return std::string(op) + ": running_mean and running_var must both be "
                              "given or both be absent";
-  if (auto e = checkReq(op, "y", a.outputs[0], dt, x.shape); !e.empty())
+  if (auto e = checkReq(op, "y", a.outputs[0], x.dtype, x.shape); !e.empty())
     return e;
   const char *outNames[] = {"y", "save_mean", "save_invstd",
                             "new_running_mean", "new_running_var"};
@@ -209,7 +214,7 @@ std::string checkBatchNormBackward(const CudaKernelArgs &a, BnShape &g) {
     return e;
   if (auto e = needSame(x, dy, op, "x", "dy"); !e.empty())
     return e;
-  DType dt = x.dtype;
+  DType dt = isLowFloat(x.dtype) ? DType::F32 : x.dtype;
   std::vector<int64_t> cs{g.c};
   if (auto e = checkOpt(op, "weight", a.inputs, 2, dt, cs); !e.empty())
     return e;
@@ -217,7 +222,7 @@ std::string checkBatchNormBackward(const CudaKernelArgs &a, BnShape &g) {
     return e;
   if (auto e = checkReq(op, "save_invstd", a.inputs[4], dt, cs); !e.empty())
     return e;
-  if (auto e = checkOpt(op, "dx", a.outputs, 0, dt, x.shape); !e.empty())
+  if (auto e = checkOpt(op, "dx", a.outputs, 0, x.dtype, x.shape); !e.empty())
     return e;
   if (auto e = checkOpt(op, "dweight", a.outputs, 1, dt, cs); !e.empty())
     return e;
@@ -231,7 +236,21 @@ std::string batchNormOwn(const CudaKernelArgs &a, const BnShape &g) {
   double eps = a.attrs.getFloat("eps", 1e-5);
   BnDev d{g.n, g.c, g.s};
   const auto &in = a.inputs, &out = a.outputs;
-  if (in[0].dtype == DType::F32)
+  if (isLowFloat(in[0].dtype)) {
+    auto run = [&](auto tag) {
+      using X = decltype(tag);
+      bnForwardKernel<X, float><<<channelBlocks(g.c), kThreads, 0,
+                                  a.ctx.stream>>>(
+          in[0].as<X>(), opt<float>(in, 1), opt<float>(in, 2),
+          opt<float>(in, 3), opt<float>(in, 4), out[0].as<X>(),
+          out[1].as<float>(), out[2].as<float>(), opt<float>(out, 3),
+          opt<float>(out, 4), d, mom, eps);
+    };
+    if (in[0].dtype == DType::BF16)
+      run(__nv_bfloat16());
+    else
+      run(__half());
+  } else if (in[0].dtype == DType::F32)
     bnForwardKernel<float><<<channelBlocks(g.c), kThreads, 0, a.ctx.stream>>>(
         in[0].as<float>(), opt<float>(in, 1), opt<float>(in, 2),
         opt<float>(in, 3), opt<float>(in, 4), out[0].as<float>(),
@@ -251,7 +270,20 @@ std::string batchNormBackwardOwn(const CudaKernelArgs &a, const BnShape &g) {
     return "";
   BnDev d{g.n, g.c, g.s};
   const auto &in = a.inputs, &out = a.outputs;
-  if (in[1].dtype == DType::F32)
+  if (isLowFloat(in[1].dtype)) {
+    auto run = [&](auto tag) {
+      using X = decltype(tag);
+      bnBackwardKernel<X, float><<<channelBlocks(g.c), kThreads, 0,
+                                   a.ctx.stream>>>(
+          in[0].as<X>(), in[1].as<X>(), opt<float>(in, 2), in[3].as<float>(),
+          in[4].as<float>(), opt<X>(out, 0), opt<float>(out, 1),
+          opt<float>(out, 2), d);
+    };
+    if (in[1].dtype == DType::BF16)
+      run(__nv_bfloat16());
+    else
+      run(__half());
+  } else if (in[1].dtype == DType::F32)
     bnBackwardKernel<float><<<channelBlocks(g.c), kThreads, 0, a.ctx.stream>>>(
         in[0].as<float>(), in[1].as<float>(), opt<float>(in, 2),
         in[3].as<float>(), in[4].as<float>(), opt<float>(out, 0),
@@ -309,37 +341,40 @@ int rowBlocks(int64_t m) {
   return int(std::max<int64_t>(1, std::min<int64_t>(m, 1 << 20)));
 }
 
+/// T: the storage type of x, the parameters and y; the statistics are
+/// Acc<T> (f32 for bf16/f16, the dialect's statistics type).
 template <typename T>
 __global__ void lnForwardKernel(const T *x, const T *w, const T *b, T *y,
-                                T *mo, T *ro, int64_t m, int64_t d,
+                                Acc<T> *mo, Acc<T> *ro, int64_t m, int64_t d,
                                 double eps) {
+  using A = Acc<T>;
   __shared__ double shm[kThreads];
   for (int64_t r = blockIdx.x; r < m; r += gridDim.x) {
     const T *p = x + r * d;
     double s = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads)
-      s += double(p[j]);
+      s += double(ld(p[j]));
     double mean = blockSum(s, shm) / double(d);
     double vs = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      double dv = double(p[j]) - mean;
+      double dv = double(ld(p[j])) - mean;
       vs += dv * dv;
     }
     vs = blockSum(vs, shm);
     double rstd = em::lnRstd(vs, d, eps);
     if (threadIdx.x == 0) {
-      mo[r] = T(mean);
-      ro[r] = T(rstd);
+      mo[r] = A(mean);
+      ro[r] = A(rstd);
     }
-    T mt = T(mean), rt = T(rstd);
+    A mt = A(mean), rt = A(rstd);
     T *q = y + r * d;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      T v = em::lnNormalize(p[j], mt, rt);
+      A v = em::lnNormalize(ld(p[j]), mt, rt);
       if (w)
-        v = v * w[j];
+        v = v * ld(w[j]);
       if (b)
-        v = v + b[j];
-      q[j] = v;
+        v = v + ld(b[j]);
+      q[j] = st<T>(v);
     }
   }
 }
@@ -354,26 +389,29 @@ __global__ void lnEmptyKernel(T *mo, T *ro, int64_t m, T rstd) {
 
 template <typename T>
 __global__ void lnBackwardDxKernel(const T *dy, const T *x, const T *w,
-                                   const T *mean, const T *rstd, T *dx,
-                                   int64_t m, int64_t d) {
+                                   const Acc<T> *mean, const Acc<T> *rstd,
+                                   T *dx, int64_t m, int64_t d) {
+  using A = Acc<T>;
   __shared__ double shm[kThreads];
   for (int64_t r = blockIdx.x; r < m; r += gridDim.x) {
     const T *gp = dy + r * d, *xp = x + r * d;
     double ds = 0, dbs = 0;
     for (int64_t j = threadIdx.x; j < d; j += kThreads) {
-      double gw = double(gp[j]) * (w ? double(w[j]) : 1.0);
-      ds += gw * double(xp[j]);
+      double gw = double(ld(gp[j])) * (w ? double(ld(w[j])) : 1.0);
+      ds += gw * double(ld(xp[j]));
       dbs += gw;
     }
     ds = blockSum(ds, shm);
     dbs = blockSum(dbs, shm);
     double mu = double(mean[r]), rs = double(rstd[r]);
     em::LnBackward bw = em::LnBackward::make(ds, dbs, mu, rs, d);
-    T rt = T(rs), bt = T(bw.b), ct = T(bw.c);
+    A rt = A(rs), bt = A(bw.b), ct = A(bw.c);
     T *q = dx + r * d;
     for (int64_t j = threadIdx.x; j < d; j += kThreads)
-      q[j] = w ? em::lnBackwardApply(rt, gp[j], w[j], bt, xp[j], ct)
-               : em::lnBackwardApplyNoWeight(rt, gp[j], bt, xp[j], ct);
+      q[j] = st<T>(w ? em::lnBackwardApply(rt, ld(gp[j]), ld(w[j]), bt,
+                                           ld(xp[j]), ct)
+                     : em::lnBackwardApplyNoWeight(rt, ld(gp[j]), bt,
+                                                   ld(xp[j]), ct));
   }
 }
 
@@ -385,8 +423,9 @@ __global__ void lnBackwardDxKernel(const T *dy, const T *x, const T *w,
 constexpr int kTile = 32, kLanes = 32;
 template <typename T>
 __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
-                                       const T *mean, const T *rstd, T *dw,
-                                       T *db, int64_t m, int64_t d) {
+                                       const Acc<T> *mean,
+                                       const Acc<T> *rstd, T *dw, T *db,
+                                       int64_t m, int64_t d) {
   __shared__ double sw[kLanes][kTile + 1], sb[kLanes][kTile + 1];
   int c = threadIdx.x, l = threadIdx.y;
   for (int64_t j0 = int64_t(blockIdx.x) * kTile; j0 < d;
@@ -395,8 +434,8 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
     double w = 0, b = 0;
     if (j < d)
       for (int64_t r = l; r < m; r += kLanes) {
-        double g = double(dy[r * d + j]);
-        w += g * (double(x[r * d + j]) - double(mean[r])) * double(rstd[r]);
+        double g = double(ld(dy[r * d + j]));
+        w += g * (double(ld(x[r * d + j])) - double(mean[r])) * double(rstd[r]);
         b += g;
       }
     sw[l][c] = w;
@@ -411,9 +450,9 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
     }
     if (l == 0 && j < d) {
       if (dw)
-        dw[j] = T(sw[0][c]);
+        dw[j] = st<T>(Acc<T>(sw[0][c]));
       if (db)
-        db[j] = T(sb[0][c]);
+        db[j] = st<T>(Acc<T>(sb[0][c]));
     }
     __syncthreads();
   }
@@ -422,9 +461,10 @@ __global__ void lnBackwardParamsKernel(const T *dy, const T *x,
 std::string kLayerNorm(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm";
   const TensorView &x = a.inputs[0];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   DType dt = x.dtype;
+  DType statType = isLowFloat(dt) ? DType::F32 : dt; // mean and rstd
   int64_t m, d;
   std::vector<int64_t> ns;
   if (auto e = lnGeom(op, a, x, 1, m, d, ns); !e.empty())
@@ -435,9 +475,9 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
     return e;
   if (auto e = needSame(x, a.outputs[0], op, "x", "y"); !e.empty())
     return e;
-  if (auto e = checkStat(op, "mean", a.outputs[1], dt, m); !e.empty())
+  if (auto e = checkStat(op, "mean", a.outputs[1], statType, m); !e.empty())
     return e;
-  if (auto e = checkStat(op, "rstd", a.outputs[2], dt, m); !e.empty())
+  if (auto e = checkStat(op, "rstd", a.outputs[2], statType, m); !e.empty())
     return e;
   if (m == 0)
     return "";
@@ -445,7 +485,7 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
   const auto &in = a.inputs, &out = a.outputs;
   if (d == 0) {
     // Nothing to normalize: mean 0, rstd 1/sqrt(eps) (as the host kernel).
-    if (dt == DType::F32)
+    if (statType == DType::F32)
       lnEmptyKernel<float><<<blocksFor(m), kThreads, 0, a.ctx.stream>>>(
           out[1].as<float>(), out[2].as<float>(), m,
           float(1.0 / std::sqrt(eps)));
@@ -454,35 +494,34 @@ std::string kLayerNorm(const CudaKernelArgs &a) {
           out[1].as<double>(), out[2].as<double>(), m, 1.0 / std::sqrt(eps));
     return launched(op);
   }
-  if (dt == DType::F32)
-    lnForwardKernel<float><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-        in[0].as<float>(), opt<float>(in, 1), opt<float>(in, 2),
-        out[0].as<float>(), out[1].as<float>(), out[2].as<float>(), m, d, eps);
-  else
-    lnForwardKernel<double><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-        in[0].as<double>(), opt<double>(in, 1), opt<double>(in, 2),
-        out[0].as<double>(), out[1].as<double>(), out[2].as<double>(), m, d,
-        eps);
+  dispatchFloat(dt, [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    lnForwardKernel<T><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
+        in[0].as<T>(), opt<T>(in, 1), opt<T>(in, 2), out[0].as<T>(),
+        out[1].as<A>(), out[2].as<A>(), m, d, eps);
+  });
   return launched(op);
 }
 
 std::string kLayerNormBackward(const CudaKernelArgs &a) {
   const char *op = "offload.layer_norm_backward";
   const TensorView &dy = a.inputs[0], &x = a.inputs[1];
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = needSame(x, dy, op, "x", "dy"); !e.empty())
     return e;
   DType dt = x.dtype;
+  DType statType = isLowFloat(dt) ? DType::F32 : dt; // mean and rstd
   int64_t m, d;
   std::vector<int64_t> ns;
   if (auto e = lnGeom(op, a, x, 2, m, d, ns); !e.empty())
     return e;
   if (auto e = checkOpt(op, "weight", a.inputs, 2, dt, ns); !e.empty())
     return e;
-  if (auto e = checkStat(op, "mean", a.inputs[3], dt, m); !e.empty())
+  if (auto e = checkStat(op, "mean", a.inputs[3], statType, m); !e.empty())
     return e;
-  if (auto e = checkStat(op, "rstd", a.inputs[4], dt, m); !e.empty())
+  if (auto e = checkStat(op, "rstd", a.inputs[4], statType, m); !e.empty())
     return e;
   if (auto e = checkOpt(op, "dx", a.outputs, 0, dt, x.shape); !e.empty())
     return e;
@@ -492,28 +531,26 @@ std::string kLayerNormBackward(const CudaKernelArgs &a) {
     return e;
   const auto &in = a.inputs, &out = a.outputs;
   if (present(out, 0) && m > 0 && d > 0) {
-    if (dt == DType::F32)
-      lnBackwardDxKernel<float><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-          in[0].as<float>(), in[1].as<float>(), opt<float>(in, 2),
-          in[3].as<float>(), in[4].as<float>(), out[0].as<float>(), m, d);
-    else
-      lnBackwardDxKernel<double><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
-          in[0].as<double>(), in[1].as<double>(), opt<double>(in, 2),
-          in[3].as<double>(), in[4].as<double>(), out[0].as<double>(), m, d);
+    dispatchFloat(dt, [&](auto tag) {
+      using T = decltype(tag);
+      using A = Acc<T>;
+      lnBackwardDxKernel<T><<<rowBlocks(m), kThreads, 0, a.ctx.stream>>>(
+          in[0].as<T>(), in[1].as<T>(), opt<T>(in, 2), in[3].as<A>(),
+          in[4].as<A>(), out[0].as<T>(), m, d);
+    });
     if (auto e = launched(op); !e.empty())
       return e;
   }
   if ((present(out, 1) || present(out, 2)) && d > 0) {
     dim3 tile(kTile, kLanes);
     int grid = rowBlocks((d + kTile - 1) / kTile);
-    if (dt == DType::F32)
-      lnBackwardParamsKernel<float><<<grid, tile, 0, a.ctx.stream>>>(
-          in[0].as<float>(), in[1].as<float>(), in[3].as<float>(),
-          in[4].as<float>(), opt<float>(out, 1), opt<float>(out, 2), m, d);
-    else
-      lnBackwardParamsKernel<double><<<grid, tile, 0, a.ctx.stream>>>(
-          in[0].as<double>(), in[1].as<double>(), in[3].as<double>(),
-          in[4].as<double>(), opt<double>(out, 1), opt<double>(out, 2), m, d);
+    dispatchFloat(dt, [&](auto tag) {
+      using T = decltype(tag);
+      using A = Acc<T>;
+      lnBackwardParamsKernel<T><<<grid, tile, 0, a.ctx.stream>>>(
+          in[0].as<T>(), in[1].as<T>(), in[3].as<A>(), in[4].as<A>(),
+          opt<T>(out, 1), opt<T>(out, 2), m, d);
+    });
     return launched(op);
   }
   return "";
@@ -534,7 +571,7 @@ std::vector<int64_t> withPlane(const std::vector<int64_t> &s, int64_t a,
 /// The plane geometry of a forward op from x, or of a backward op from dx
 /// and dy.
 std::string planeOf(const char *op, const TensorView &x, PoolGeom &g) {
-  if (auto e = needFloat(x, op, "x"); !e.empty())
+  if (auto e = needAnyFloat(x, op, "x"); !e.empty())
     return e;
   if (auto e = geom::planesOf(op, "x", x.shape, g.planes); !e.empty())
     return e;
@@ -556,17 +593,17 @@ __global__ void maxPoolKernel(const T *x, T *y, int64_t *ind, PoolGeom g) {
     int64_t w1 = em::minOf(w0 + (g.kw - 1) * g.dw + 1, g.w);
     w0 = em::firstInside(w0, g.dw);
     int64_t best = h0 * g.w + w0;
-    T bestV = -INFINITY;
+    Acc<T> bestV = -INFINITY;
     for (int64_t ih = h0; ih < h1; ih += g.dh)
       for (int64_t iw = w0; iw < w1; iw += g.dw) {
         int64_t idx = ih * g.w + iw;
-        T v = xp[idx];
+        Acc<T> v = ld(xp[idx]);
         if (v > bestV || em::isNaN(v)) {
           bestV = v;
           best = idx;
         }
       }
-    y[i] = bestV;
+    y[i] = st<T>(bestV);
     ind[i] = best;
   }
 }
@@ -594,6 +631,45 @@ __global__ void maxPoolBackwardKernel(const T *dy, const int64_t *ind, T *dx,
   }
 }
 
+/// bf16/f16 max-pool backward: the host's f32 scatter (additions in output
+/// order into a zeroed plane) with the plane's sums in f32, rounded once.
+/// One block per plane; the plane's dx in chunks of kPoolChunk f32 sums in
+/// shared memory, thread 0 adding dy in output order (the order of the
+/// host kernel), all threads zeroing and storing.
+constexpr int kPoolChunk = 4096;
+template <typename T>
+__global__ void maxPoolBackwardLowKernel(const T *dy, const int64_t *ind,
+                                         T *dx, int64_t planes, int64_t hw,
+                                         int64_t l, int *flag, int instr) {
+  __shared__ float acc[kPoolChunk];
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    T *dp = dx + p * hw;
+    const T *gp = dy + p * l;
+    const int64_t *ip = ind + p * l;
+    for (int64_t lo = 0; lo < hw; lo += kPoolChunk) {
+      int64_t len = em::minOf<int64_t>(kPoolChunk, hw - lo);
+      for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+        acc[j] = 0.f;
+      __syncthreads();
+      if (threadIdx.x == 0)
+        for (int64_t i = 0; i < l; ++i) {
+          int64_t k = ip[i];
+          if (k < 0 || k >= hw) {
+            if (lo == 0)
+              reportDeviceError(flag, instr, kDeviceErrorIndexRange);
+            continue;
+          }
+          if (k >= lo && k < lo + len)
+            acc[k - lo] += ld(gp[i]);
+        }
+      __syncthreads();
+      for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
+        dp[lo + j] = st<T>(acc[j]);
+      __syncthreads();
+    }
+  }
+}
+
 template <typename T>
 __global__ void avgPoolKernel(const T *x, T *y, PoolGeom g) {
   int64_t L = g.oh * g.ow;
@@ -603,14 +679,14 @@ __global__ void avgPoolKernel(const T *x, T *y, PoolGeom g) {
     int64_t h0, h1, w0, w1, div;
     em::avgPoolWindow(g, oh, ow, h0, h1, w0, w1, div);
     if (h0 >= h1 || w0 >= w1 || div <= 0) {
-      y[i] = T(0);
+      y[i] = st<T>(Acc<T>(0));
       continue;
     }
     double s = 0;
     for (int64_t ih = h0; ih < h1; ++ih)
       for (int64_t iw = w0; iw < w1; ++iw)
-        s += double(xp[ih * g.w + iw]);
-    y[i] = T(s / double(div));
+        s += double(ld(xp[ih * g.w + iw]));
+    y[i] = st<T>(Acc<T>(s / double(div)));
   }
 }
 
@@ -624,7 +700,8 @@ __global__ void avgPoolBackwardKernel(const T *dy, T *dx, PoolGeom g) {
     int64_t ohHi = em::minOf<int64_t>(g.oh - 1, (ih + g.ph) / g.sh);
     int64_t owLo = em::maxOf<int64_t>(0, (iw + g.pw - g.kw) / g.sw);
     int64_t owHi = em::minOf<int64_t>(g.ow - 1, (iw + g.pw) / g.sw);
-    T acc = T(0);
+    using A = Acc<T>;
+    A acc = A(0);
     for (int64_t oh = ohLo; oh <= ohHi; ++oh)
       for (int64_t ow = owLo; ow <= owHi; ++ow) {
         int64_t h0, h1, w0, w1, div;
@@ -633,9 +710,9 @@ __global__ void avgPoolBackwardKernel(const T *dy, T *dx, PoolGeom g) {
           continue;
         if (ih < h0 || ih >= h1 || iw < w0 || iw >= w1)
           continue;
-        acc += gp[oh * g.ow + ow] / T(div);
+        acc += ld(gp[oh * g.ow + ow]) / A(div);
       }
-    dx[i] = acc;
+    dx[i] = st<T>(acc);
   }
 }
 
@@ -652,8 +729,8 @@ __global__ void adaptiveKernel(const T *x, T *y, PoolGeom g) {
     double s = 0;
     for (int64_t ih = h0; ih < h1; ++ih)
       for (int64_t iw = w0; iw < w1; ++iw)
-        s += double(xp[ih * g.w + iw]);
-    y[i] = T(s / double((h1 - h0) * (w1 - w0)));
+        s += double(ld(xp[ih * g.w + iw]));
+    y[i] = st<T>(Acc<T>(s / double((h1 - h0) * (w1 - w0))));
   }
 }
 
@@ -667,7 +744,8 @@ __global__ void adaptiveBackwardKernel(const T *dy, T *dx, PoolGeom g) {
     int64_t ohHi = em::minOf<int64_t>(g.oh - 1, ((ih + 1) * g.oh + g.h - 1) / g.h);
     int64_t owLo = em::maxOf<int64_t>(0, (iw * g.ow) / g.w);
     int64_t owHi = em::minOf<int64_t>(g.ow - 1, ((iw + 1) * g.ow + g.w - 1) / g.w);
-    T acc = T(0);
+    using A = Acc<T>;
+    A acc = A(0);
     for (int64_t oh = ohLo; oh <= ohHi; ++oh) {
       int64_t h0 = em::adaptiveStart(oh, g.oh, g.h),
               h1 = em::adaptiveEnd(oh, g.oh, g.h);
@@ -678,10 +756,10 @@ __global__ void adaptiveBackwardKernel(const T *dy, T *dx, PoolGeom g) {
                 w1 = em::adaptiveEnd(ow, g.ow, g.w);
         if (iw < w0 || iw >= w1)
           continue;
-        acc += gp[oh * g.ow + ow] / T(h1 - h0) / T(w1 - w0);
+        acc += ld(gp[oh * g.ow + ow]) / A(h1 - h0) / A(w1 - w0);
       }
     }
-    dx[i] = acc;
+    dx[i] = st<T>(acc);
   }
 }
 
@@ -702,12 +780,11 @@ std::string kMaxPool(const CudaKernelArgs &a) {
   int64_t n = y.numel();
   if (n == 0)
     return "";
-  if (x.dtype == DType::F32)
-    maxPoolKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), y.as<float>(), ind.as<int64_t>(), g);
-  else
-    maxPoolKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), y.as<double>(), ind.as<int64_t>(), g);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    maxPoolKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), y.as<T>(), ind.as<int64_t>(), g);
+  });
   return launched(op);
 }
 
@@ -736,7 +813,19 @@ std::string kMaxPoolBackward(const CudaKernelArgs &a) {
   int64_t hw = g.h * g.w, l = g.oh * g.ow;
   if (l == 0)
     return "";
-  if (dx.dtype == DType::F32)
+  if (isLowFloat(dx.dtype)) {
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
+      maxPoolBackwardLowKernel<T>
+          <<<int(em::minOf<int64_t>(g.planes, 65535)), kThreads, 0,
+             a.ctx.stream>>>(dy.as<T>(), ind.as<int64_t>(), dx.as<T>(),
+                             g.planes, hw, l, a.ctx.errorFlag, a.instruction);
+    };
+    if (dx.dtype == DType::BF16)
+      run(__nv_bfloat16());
+    else
+      run(__half());
+  } else if (dx.dtype == DType::F32)
     maxPoolBackwardKernel<float><<<blocksFor(g.planes), kThreads, 0,
                                    a.ctx.stream>>>(
         dy.as<float>(), ind.as<int64_t>(), dx.as<float>(), g.planes, hw, l,
@@ -764,12 +853,11 @@ std::string kAvgPool(const CudaKernelArgs &a) {
   int64_t n = y.numel();
   if (n == 0)
     return "";
-  if (x.dtype == DType::F32)
-    avgPoolKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), y.as<float>(), g);
-  else
-    avgPoolKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), y.as<double>(), g);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    avgPoolKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), y.as<T>(), g);
+  });
   return launched(op);
 }
 
@@ -788,12 +876,11 @@ std::string kAvgPoolBackward(const CudaKernelArgs &a) {
   int64_t n = dx.numel();
   if (n == 0)
     return "";
-  if (dx.dtype == DType::F32)
-    avgPoolBackwardKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dy.as<float>(), dx.as<float>(), g);
-  else
-    avgPoolBackwardKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dy.as<double>(), dx.as<double>(), g);
+  dispatchFloat(dx.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    avgPoolBackwardKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dy.as<T>(), dx.as<T>(), g);
+  });
   return launched(op);
 }
 
@@ -828,12 +915,11 @@ std::string kAdaptive(const CudaKernelArgs &a) {
   int64_t n = y.numel();
   if (n == 0)
     return "";
-  if (x.dtype == DType::F32)
-    adaptiveKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<float>(), y.as<float>(), g);
-  else
-    adaptiveKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        x.as<double>(), y.as<double>(), g);
+  dispatchFloat(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    adaptiveKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        x.as<T>(), y.as<T>(), g);
+  });
   return launched(op);
 }
 
@@ -857,13 +943,11 @@ std::string kAdaptiveBackward(const CudaKernelArgs &a) {
   int64_t n = dx.numel();
   if (n == 0)
     return "";
-  if (dx.dtype == DType::F32)
-    adaptiveBackwardKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-        dy.as<float>(), dx.as<float>(), g);
-  else
-    adaptiveBackwardKernel<double><<<blocksFor(n), kThreads, 0,
-                                     a.ctx.stream>>>(
-        dy.as<double>(), dx.as<double>(), g);
+  dispatchFloat(dx.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    adaptiveBackwardKernel<T><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+        dy.as<T>(), dx.as<T>(), g);
+  });
   return launched(op);
 }
 
@@ -871,14 +955,14 @@ std::string kAdaptiveBackward(const CudaKernelArgs &a) {
 
 const std::vector<Entry> &normPoolEntries() {
   static const std::vector<Entry> e = {
-      {"offload.layer_norm", kLayerNorm},
-      {"offload.layer_norm_backward", kLayerNormBackward},
-      {"offload.max_pool2d", kMaxPool},
-      {"offload.max_pool2d_backward", kMaxPoolBackward},
-      {"offload.avg_pool2d", kAvgPool},
-      {"offload.avg_pool2d_backward", kAvgPoolBackward},
-      {"offload.adaptive_avg_pool2d", kAdaptive},
-      {"offload.adaptive_avg_pool2d_backward", kAdaptiveBackward},
+      {"offload.layer_norm", kLayerNorm, true},
+      {"offload.layer_norm_backward", kLayerNormBackward, true},
+      {"offload.max_pool2d", kMaxPool, true},
+      {"offload.max_pool2d_backward", kMaxPoolBackward, true},
+      {"offload.avg_pool2d", kAvgPool, true},
+      {"offload.avg_pool2d_backward", kAvgPoolBackward, true},
+      {"offload.adaptive_avg_pool2d", kAdaptive, true},
+      {"offload.adaptive_avg_pool2d_backward", kAdaptiveBackward, true},
   };
   return e;
 }
@@ -905,11 +989,11 @@ __global__ void softmaxBackwardRowKernel(const T *dy, const T *y, T *dx,
     const T *g = dy + r * n, *yy = y + r * n;
     double s = 0;
     for (int64_t j = threadIdx.x; j < n; j += kThreads)
-      s += isLog ? double(g[j]) : double(g[j]) * double(yy[j]);
-    T sT = T(blockSum(s, shm));
+      s += isLog ? double(ld(g[j])) : double(ld(g[j])) * double(ld(yy[j]));
+    Acc<T> sT = Acc<T>(blockSum(s, shm));
     T *out = dx + r * n;
     for (int64_t j = threadIdx.x; j < n; j += kThreads)
-      out[j] = softmaxGrad(isLog, g[j], yy[j], sT);
+      out[j] = st<T>(softmaxGrad(isLog, ld(g[j]), ld(yy[j]), sT));
   }
 }
 
@@ -923,12 +1007,13 @@ __global__ void softmaxBackwardStridedKernel(const T *dy, const T *y, T *dx,
     const T *g = dy + base, *yy = y + base;
     double s = 0;
     for (int64_t j = 0; j < n; ++j)
-      s += isLog ? double(g[j * inner])
-                 : double(g[j * inner]) * double(yy[j * inner]);
-    T sT = T(s);
+      s += isLog ? double(ld(g[j * inner]))
+                 : double(ld(g[j * inner])) * double(ld(yy[j * inner]));
+    Acc<T> sT = Acc<T>(s);
     T *out = dx + base;
     for (int64_t j = 0; j < n; ++j)
-      out[j * inner] = softmaxGrad(isLog, g[j * inner], yy[j * inner], sT);
+      out[j * inner] =
+          st<T>(softmaxGrad(isLog, ld(g[j * inner]), ld(yy[j * inner]), sT));
   }
 }
 
@@ -948,11 +1033,55 @@ std::string softmaxBackwardLines(const CudaKernelArgs &a, bool isLog,
                                         0, a.ctx.stream>>>(
           dy.as<T>(), y.as<T>(), dx.as<T>(), outer, n, inner, isLog);
   };
-  if (dy.dtype == DType::F32)
-    run(float());
-  else
-    run(double());
+  dispatchFloat(dy.dtype, run);
   return launched(isLog ? "log_softmax_backward" : "softmax_backward");
+}
+
+namespace {
+/// bf16/f16 softmax / log_softmax: one thread per line, the host kernel's
+/// f32 formulas (Kernels/Softmax.cpp: the max in f32, the sum of exp in
+/// double, y in f32), each result rounded once.
+template <typename T>
+__global__ void softmaxLowKernel(const T *x, T *y, int64_t outer, int64_t n,
+                                 int64_t inner, bool isLog) {
+  OFFLOAD_GRID_LOOP(t, outer * inner) {
+    int64_t base = (t / inner) * n * inner + t % inner;
+    const T *in = x + base;
+    T *out = y + base;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < n; ++j)
+      m = em::maxOf(m, ld(in[j * inner]));
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j)
+      s += em::expOf(double(ld(in[j * inner]) - m));
+    if (isLog) {
+      float lse = float(em::logOf(s));
+      for (int64_t j = 0; j < n; ++j)
+        out[j * inner] = st<T>(ld(in[j * inner]) - m - lse);
+    } else {
+      double inv = 1.0 / s;
+      for (int64_t j = 0; j < n; ++j)
+        out[j * inner] =
+            st<T>(float(em::expOf(double(ld(in[j * inner]) - m)) * inv));
+    }
+  }
+}
+} // namespace
+
+std::string softmaxLowLines(const CudaKernelArgs &a, bool isLog,
+                            int64_t outer, int64_t n, int64_t inner) {
+  const TensorView &x = a.inputs[0], &y = a.outputs[0];
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    softmaxLowKernel<T><<<blocksFor(outer * inner), kThreads, 0,
+                          a.ctx.stream>>>(x.as<T>(), y.as<T>(), outer, n,
+                                          inner, isLog);
+  };
+  if (x.dtype == DType::BF16)
+    run(__nv_bfloat16());
+  else
+    run(__half());
+  return launched(isLog ? "log_softmax" : "softmax");
 }
 
 } // namespace cuda

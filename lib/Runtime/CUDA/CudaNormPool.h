@@ -46,6 +46,12 @@ std::string batchNormBackwardOwn(const CudaKernelArgs &a, const BnShape &g);
 std::string softmaxBackwardLines(const CudaKernelArgs &a, bool isLog,
                                  int64_t outer, int64_t n, int64_t inner);
 
+/// softmax / log_softmax of bf16/f16 x over the lines of its [outer, n,
+/// inner] view: one thread per line, the host kernel's f32 formulas, each
+/// result rounded once (cuDNN's softmax serves f32 and f64).
+std::string softmaxLowLines(const CudaKernelArgs &a, bool isLog,
+                            int64_t outer, int64_t n, int64_t inner);
+
 } // namespace cuda
 } // namespace rt
 } // namespace offload
