@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "OpBuilder.h"
+#include "offload/Dialect/Offload/Transforms/Autocast.h"
 #include "Pt2.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -99,7 +100,22 @@ private:
   void dataDependentResult(const json::Object &node, const std::string &op,
                            const std::string &at);
   Arg argOf(const json::Value &v, const std::string &what);
+  /// Converts one node, then applies the autocast policy of the region it
+  /// is in to the ops it created (applyAutocastTo).
   void convertNode(const json::Object &node, size_t index);
+  void convertNodeOps(const json::Object &node, size_t index);
+  /// The ops created after `last` (nullptr: the block's start) in the
+  /// builder's block: inside an enabled autocast region (`autocastLow`),
+  /// cast as PyTorch's autocast casts them (AutocastRewriter, the policy of
+  /// --offload-autocast); outside, an op with a bf16/f16 operand only has
+  /// its mixed float operands promoted and its result types re-inferred.
+  void applyAutocastTo(Operation *last);
+  /// The low type of the enabled `torch.autocast` region being inlined
+  /// (null outside one, or in a region with autocast disabled).
+  Type autocastLow;
+  /// One rewriter per low type (their casts shared by every region of that
+  /// type), and one that only promotes.
+  std::map<std::string, std::unique_ptr<AutocastRewriter>> rewriters;
   /// Fills `writtenInPlace`: the tensors that an in-place op of the graph
   /// (torch.export's training IR keeps `x[a:b].zero_()`) targets, directly
   /// or through views.
@@ -112,11 +128,13 @@ private:
   bool foldConstant(Call &call, const std::string &op, const std::string &overload,
                     const std::vector<std::string> &outs);
   /// `torch.ops.higher_order.wrap_with_autocast(device, dtype, enabled,
-  /// cache_enabled, subgraph, *operands)`, what a `with torch.autocast(...,
-  /// enabled=False)` block becomes: with autocast disabled the subgraph
-  /// computes in its own dtypes, so its nodes are converted here in line,
-  /// its inputs bound to the operands, its outputs to the node's. Returns
-  /// false (after recording why) when autocast is enabled.
+  /// cache_enabled, subgraph, *operands)`, what a `with torch.autocast(...)`
+  /// block becomes: its nodes are converted here in line, its inputs bound
+  /// to the operands, its outputs to the node's. Enabled, each op gets the
+  /// casts of our autocast policy (AutocastRewriter: ATen's CUDA lists,
+  /// docs/precision.md) to the block's dtype; disabled, the block computes
+  /// in its own dtypes. Returns false (after recording why) for a dtype
+  /// other than bfloat16 or float16.
   bool inlineAutocast(const json::Object &node, const std::string &what, const std::string &at,
                       const std::vector<std::string> &outs,
                       const std::vector<std::vector<std::string>> &outLists);
@@ -186,9 +204,13 @@ Type Pt2Importer::elemType(int64_t code, const std::string &what) {
   case kPt2Long: return b.getI64Type();
   case kPt2Int: return b.getI32Type();
   case kPt2Bool: return b.getI1Type();
+  // bf16/f16: what torch.autocast computes in (a block under autocast).
+  case kPt2BFloat16: return b.getBF16Type();
+  case kPt2Half: return b.getF16Type();
   default:
     bad(what + " has dtype " + pt2DtypeName(code) +
-        ", which offload does not support (float32, float64, int64, int32, bool)");
+        ", which offload does not support (float32, float64, bfloat16, float16, int64, int32, "
+        "bool)");
   }
 }
 
@@ -396,7 +418,9 @@ Arg Pt2Importer::argOf(const json::Value &v, const std::string &what) {
     Arg r;
     r.kind = Arg::Dtype;
     r.s = pt2DtypeName(*code);
-    r.type = pt2DtypeSize(*code) ? elemType(*code, what) : Type();
+    r.type = pt2DtypeSize(*code) || *code == kPt2BFloat16 || *code == kPt2Half
+                 ? elemType(*code, what)
+                 : Type();
     return r;
   }
   if (k.starts_with("as_sym"))
@@ -537,13 +561,26 @@ bool Pt2Importer::inlineAutocast(const json::Object &node, const std::string &wh
                                  const std::vector<std::vector<std::string>> &outLists) {
   Wrapped w = readWrapped(node, what, "wrap_with_autocast", 2, 4,
                           "device, dtype, enabled, cache_enabled, the subgraph, operands");
+  Type low;
   if (w.enabled) {
-    recordUnsupported("higher_order::wrap_with_autocast",
-                      "autocast enabled (mixed precision) is not supported", "",
-                      blockSource(*w.sub, at));
-    return false;
+    // The region's ops get autocast's casts as they are converted
+    // (convertNode); its dtype (input 1) is the low type.
+    const json::Array &ins = arr(node, "inputs", what);
+    Arg dtype = argOf(*obj(&ins[1], what + " input").get("arg"), what + " dtype");
+    if (dtype.kind != Arg::Dtype || !dtype.type ||
+        !mlir::offload::detail::isLowFloat(dtype.type)) {
+      recordUnsupported("higher_order::wrap_with_autocast",
+                        "autocast to " + (dtype.s.empty() ? std::string("this dtype") : dtype.s) +
+                            " (only bfloat16 and float16 are low-precision types)",
+                        "", blockSource(*w.sub, at));
+      return false;
+    }
+    low = dtype.type;
   }
+  Type outer = autocastLow;
+  autocastLow = low; // null: autocast disabled inside
   inlineSubgraph(*w.sub, w.operands, what + " (wrap_with_autocast)", outs, outLists);
+  autocastLow = outer;
   return true;
 }
 
@@ -634,6 +671,44 @@ void Pt2Importer::inlineSubgraph(const json::Object &sub, const std::vector<Arg>
 }
 
 void Pt2Importer::convertNode(const json::Object &node, size_t index) {
+  // A wrapper's subgraph nodes were each converted (and cast) by their
+  // own call, under the wrapper's autocast state.
+  std::optional<StringRef> target = node.getString("target");
+  bool wrapper = target && target->starts_with("torch.ops.higher_order.wrap_with_");
+  Block *block = b.getInsertionBlock();
+  Operation *last = block && !block->empty() ? &block->back() : nullptr;
+  convertNodeOps(node, index);
+  if (!wrapper && block == b.getInsertionBlock())
+    applyAutocastTo(last);
+}
+
+void Pt2Importer::applyAutocastTo(Operation *last) {
+  Block *block = b.getInsertionBlock();
+  Operation *first = last ? last->getNextNode() : (block->empty() ? nullptr : &block->front());
+  SmallVector<Operation *> created;
+  for (Operation *op = first; op; op = op->getNextNode())
+    created.push_back(op);
+  if (created.empty())
+    return;
+  bool policy = bool(autocastLow);
+  if (!policy && llvm::none_of(created, [](Operation *op) {
+        return llvm::any_of(op->getOperandTypes(),
+                            [](Type t) { return mlir::offload::detail::isLowFloat(t); });
+      }))
+    return; // fp32 (or f64) code outside autocast: nothing to do
+  Type low = policy ? autocastLow : Type(BFloat16Type::get(&ctx));
+  std::string key;
+  llvm::raw_string_ostream(key) << (policy ? "policy " : "promote ") << low;
+  std::unique_ptr<AutocastRewriter> &rw = rewriters[key];
+  if (!rw)
+    rw = std::make_unique<AutocastRewriter>(&ctx, low);
+  for (Operation *op : created)
+    if (failed(rw->rewrite(op, policy)))
+      bad("under torch.autocast: '" + op->getName().getStringRef().str() +
+          "' cannot take the types autocast gives its operands");
+}
+
+void Pt2Importer::convertNodeOps(const json::Object &node, size_t index) {
   std::string what = "node " + std::to_string(index);
   std::string target = str(node, "target", what);
   std::string file, module;

@@ -768,6 +768,73 @@ def test_bf16_mixed_is_as_close_to_float64_as_torch_autocast(exporter):
     assert all(t.dtype == torch.float32 for t in sd.values())
 
 
+class AutocastInside(nn.Module):
+    """A model that runs its own mixed precision: a block under
+    torch.autocast (bf16 or f16) holding a region with autocast disabled,
+    as users write it (issue 29: "a model exported under torch.autocast
+    imports as it is")."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        torch.manual_seed(6)
+        self.dtype = dtype
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 64), nn.Linear(64, 64), nn.Linear(64, 4)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, x):
+        own = self.fc1.weight.dtype  # f32; f64 in the float64 reference
+        with torch.autocast("cpu", dtype=self.dtype):
+            h = torch.relu(self.fc1(x))
+            with torch.autocast("cpu", enabled=False):
+                h = self.norm(h.to(own))  # in f32, by hand
+            h = torch.relu(self.fc2(h)) + h
+            out = self.fc3(h)
+        return out.to(own)
+
+
+@pytest.mark.skipif(torch_version() < (2, 5), reason="torch.export (PyTorch 2.x)")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_model_under_torch_autocast_imports_as_it_is(dtype):
+    """A .pt2 whose forward runs under torch.autocast (wrap_with_autocast)
+    imports with autocast's casts in the graph (the policy of
+    --offload-autocast, applied to the block's ops; the disabled region
+    stays f32) and trains with precision="fp32" (nothing added): its loss
+    and gradients are as close to PyTorch's float64 step as PyTorch's own
+    step of the same module (its autocast) is, per tensor within 4x,
+    floor half an ulp of the type. Without the import of enabled
+    autocast, compile fails (unsupported op)."""
+    model = AutocastInside(dtype)
+    x, y = batch(8, n=16)
+    ref64 = copy.deepcopy(model).double()  # autocast leaves f64 alone
+    loss64 = F.cross_entropy(ref64(x.double()), y)
+    loss64.backward()
+    refac = copy.deepcopy(model)
+    lossac = F.cross_entropy(refac(x), y)
+    lossac.backward()
+    step = offload.compile(model, (x, y), optimizer=offload.SGD(lr=0.1), return_gradients=True,
+                           exporter="export", verbose=False)
+    loss = step(x, y)
+    floor = 2.0 ** -9 if dtype == torch.bfloat16 else 2.0 ** -12
+    assert abs(loss - float(loss64)) <= 4 * max(abs(float(lossac) - float(loss64)), floor)
+    g64 = dict(ref64.named_parameters())
+    gac = dict(refac.named_parameters())
+    grads = step.gradients()
+    assert set(grads) == set(g64)
+    for name, g in grads.items():
+        assert g.dtype == torch.float32, name
+        eo = rel_err(g, g64[name].grad, 1e-3)
+        ea = rel_err(gac[name].grad, g64[name].grad, 1e-3)
+        assert eo <= 4 * max(ea, floor), (name, eo, ea)
+    # The step really computes in the low type: PyTorch's own step differs
+    # from the float64 one by more than an f32 step would.
+    assert max(rel_err(gac[n].grad, g64[n].grad, 1e-3) for n in g64) > 1e-4
+    # ... and so does ours: its imported graph has low-type linears.
+    low = "bf16" if dtype == torch.bfloat16 else "f16"
+    graphs = [open(os.path.join(step.workdir, f)).read() for f in os.listdir(step.workdir)
+              if f.endswith(".mlir")]
+    assert any(f"offload.linear" in g and f"x{low}>" in g for g in graphs), os.listdir(step.workdir)
+
+
 def test_fp16_mixed_skips_an_overflowing_step():
     """precision="fp16-mixed" scales the loss as torch.amp.GradScaler does
     (issue 29): a step whose f16 backward overflows (the scale forced to

@@ -25,7 +25,8 @@ parameters (reference.npz: `loss` and `grad:NAME`, for check_pt2_grads.py),
 two damaged copies whose first _assert_tensor_metadata disagrees with the
 value it checks: bad-assert-dtype.pt2 (asserts float64 of a float32 value)
 and bad-assert-size.pt2 (asserts size [3, 3] of a [2, 4] value), and
-autocast-on.pt2, whose wrap_with_autocast says enabled=True.
+autocast-on.pt2, whose wrap_with_autocast says enabled=True to float64
+(autocast's dtype must be bfloat16 or float16).
 """
 import json
 import os
@@ -125,6 +126,7 @@ def autocast_on(doc):
     node = next(n for n in doc["graph_module"]["graph"]["nodes"]
                 if n["target"] == "torch.ops.higher_order.wrap_with_autocast")
     node["inputs"][2]["arg"] = {"as_bool": True}
+    node["inputs"][1]["arg"] = {"as_scalar_type": 8}  # float64: not a low-precision type
 
 
 with zipfile.ZipFile(os.path.join(out, "autocast-on.pt2"), "w", zipfile.ZIP_STORED) as z:

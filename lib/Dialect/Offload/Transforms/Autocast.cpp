@@ -56,33 +56,29 @@ static int floatRank(Type t) {
   return -1;
 }
 
-FailureOr<unsigned> mlir::offload::applyAutocast(func::FuncOp fn, Precision precision) {
-  if (precision == Precision::Fp32)
-    return 0u;
-  MLIRContext *ctx = fn.getContext();
-  Type low = precision == Precision::Bf16Mixed ? Type(BFloat16Type::get(ctx))
-                                               : Type(Float16Type::get(ctx));
-  Type f32 = Float32Type::get(ctx);
-  Block &body = fn.getBody().front();
-  OpBuilder b(ctx);
-  unsigned numCasts = 0;
-  // One cast per (value, element type), before its first reader.
-  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
-  auto castOperand = [&](OpOperand &use, Type elt) {
-    Value v = use.get();
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || t.getElementType() == elt)
-      return;
-    auto key = std::make_pair(v, elt);
-    Value c = casts.lookup(key);
-    if (!c) {
-      b.setInsertionPoint(use.getOwner());
-      c = CopyOp::create(b, v.getLoc(), t.clone(elt), v);
-      casts[key] = c;
-      ++numCasts;
-    }
-    use.set(c);
-  };
+AutocastRewriter::AutocastRewriter(MLIRContext *ctx, Type low)
+    : ctx(ctx), low(low), f32(Float32Type::get(ctx)), b(ctx) {}
+
+void AutocastRewriter::castOperand(OpOperand &use, Type elt) {
+  Value v = use.get();
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getElementType() == elt)
+    return;
+  auto key = std::make_pair(v, elt);
+  Value c = casts.lookup(key);
+  if (!c) {
+    b.setInsertionPoint(use.getOwner());
+    c = CopyOp::create(b, v.getLoc(), t.clone(elt), v);
+    casts[key] = c;
+    ++casted;
+  }
+  use.set(c);
+}
+
+LogicalResult AutocastRewriter::rewrite(Operation *op, bool policy) {
+  if (isa<PhaseOp, CopyOp, FillOp, ConstantOp>(op) || !op->getDialect() ||
+      op->getDialect()->getNamespace() != OffloadDialect::getDialectNamespace())
+    return success();
   auto floatOperands = [](Operation *op) {
     SmallVector<OpOperand *> r;
     for (OpOperand &o : op->getOpOperands())
@@ -90,92 +86,106 @@ FailureOr<unsigned> mlir::offload::applyAutocast(func::FuncOp fn, Precision prec
         r.push_back(&o);
     return r;
   };
+  bool changed = false;
+  AutocastClass cls = classifyForAutocast(op);
+  if (!policy && cls != AutocastClass::Promote)
+    cls = AutocastClass::Keep;
+  switch (cls) {
+  case AutocastClass::LowPrecision:
+    for (OpOperand *o : floatOperands(op))
+      if (getElementTypeOrSelf(o->get().getType()).isF32()) {
+        castOperand(*o, low);
+        changed = true;
+      }
+    break;
+  case AutocastClass::Fp32:
+    for (OpOperand *o : floatOperands(op))
+      if (offload::detail::isLowFloat(o->get().getType())) {
+        castOperand(*o, f32);
+        changed = true;
+      }
+    break;
+  case AutocastClass::Promote: {
+    SmallVector<OpOperand *> fl = floatOperands(op);
+    Type widest;
+    bool mixed = false, bf16 = false, f16 = false;
+    for (OpOperand *o : fl) {
+      Type e = getElementTypeOrSelf(o->get().getType());
+      bf16 |= e.isBF16();
+      f16 |= e.isF16();
+      if (!widest)
+        widest = e;
+      else if (e != widest) {
+        mixed = true;
+        if (floatRank(e) > floatRank(widest))
+          widest = e;
+      }
+    }
+    if (!mixed)
+      break;
+    if (bf16 && f16 && offload::detail::isLowFloat(widest))
+      widest = f32; // PyTorch promotes bf16 with f16 to f32
+    for (OpOperand *o : fl) {
+      castOperand(*o, widest);
+      changed = true;
+    }
+    break;
+  }
+  case AutocastClass::Keep:
+    break;
+  }
+  // Result types follow the (possibly new) operand types.
+  bool anyLowIn = llvm::any_of(op->getOperandTypes(),
+                               [](Type t) { return offload::detail::isLowFloat(t); });
+  if (!changed && !anyLowIn)
+    return success();
+  SmallVector<Type> types;
+  if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    if (failed(infer.inferReturnTypes(ctx, op->getLoc(), op->getOperands(),
+                                      op->getAttrDictionary(), op->getPropertiesStorage(),
+                                      op->getRegions(), types)))
+      return op->emitOpError("autocast: cannot infer its result types after the casts");
+  } else {
+    // Results of unstated type follow the first float operand's element
+    // type (the op computes in it): reshape, broadcast_to, slice_backward,
+    // conv2d_backward_input, ...
+    Type elt;
+    for (Value v : op->getOperands())
+      if (offload::detail::isFloatTensor(v.getType())) {
+        elt = getElementTypeOrSelf(v.getType());
+        break;
+      }
+    for (Type t : op->getResultTypes()) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      types.push_back(rt && elt && isF32OrLow(rt.getElementType()) && isF32OrLow(elt)
+                          ? Type(rt.clone(elt))
+                          : t);
+    }
+  }
+  for (auto [r, t] : llvm::zip(op->getResults(), types))
+    r.setType(t);
+  return success();
+}
 
+FailureOr<unsigned> mlir::offload::applyAutocast(func::FuncOp fn, Precision precision) {
+  if (precision == Precision::Fp32)
+    return 0u;
+  MLIRContext *ctx = fn.getContext();
+  Type low = precision == Precision::Bf16Mixed ? Type(BFloat16Type::get(ctx))
+                                               : Type(Float16Type::get(ctx));
+  Block &body = fn.getBody().front();
+  // One cast per (value, element type), before its first reader.
+  AutocastRewriter rewriter(ctx, low);
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  for (Operation *op : ops) {
-    if (isa<PhaseOp, CopyOp, FillOp, ConstantOp>(op) || !op->getDialect() ||
-        op->getDialect()->getNamespace() != OffloadDialect::getDialectNamespace())
-      continue;
-    bool changed = false;
-    switch (classifyForAutocast(op)) {
-    case AutocastClass::LowPrecision:
-      for (OpOperand *o : floatOperands(op))
-        if (getElementTypeOrSelf(o->get().getType()).isF32()) {
-          castOperand(*o, low);
-          changed = true;
-        }
-      break;
-    case AutocastClass::Fp32:
-      for (OpOperand *o : floatOperands(op))
-        if (offload::detail::isLowFloat(o->get().getType())) {
-          castOperand(*o, f32);
-          changed = true;
-        }
-      break;
-    case AutocastClass::Promote: {
-      SmallVector<OpOperand *> fl = floatOperands(op);
-      Type widest;
-      bool mixed = false, bf16 = false, f16 = false;
-      for (OpOperand *o : fl) {
-        Type e = getElementTypeOrSelf(o->get().getType());
-        bf16 |= e.isBF16();
-        f16 |= e.isF16();
-        if (!widest)
-          widest = e;
-        else if (e != widest) {
-          mixed = true;
-          if (floatRank(e) > floatRank(widest))
-            widest = e;
-        }
-      }
-      if (!mixed)
-        break;
-      if (bf16 && f16 && offload::detail::isLowFloat(widest))
-        widest = f32; // PyTorch promotes bf16 with f16 to f32
-      for (OpOperand *o : fl) {
-        castOperand(*o, widest);
-        changed = true;
-      }
-      break;
-    }
-    case AutocastClass::Keep:
-      break;
-    }
-    // Result types follow the (possibly new) operand types.
-    bool anyLowIn = llvm::any_of(op->getOperandTypes(),
-                                 [](Type t) { return offload::detail::isLowFloat(t); });
-    if (!changed && !anyLowIn)
-      continue;
-    SmallVector<Type> types;
-    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
-      if (failed(infer.inferReturnTypes(ctx, op->getLoc(), op->getOperands(),
-                                        op->getAttrDictionary(), op->getPropertiesStorage(),
-                                        op->getRegions(), types)))
-        return op->emitOpError("autocast: cannot infer its result types after the casts");
-    } else {
-      // Results of unstated type follow the first float operand's element
-      // type (the op computes in it): reshape, broadcast_to, slice_backward,
-      // conv2d_backward_input, ...
-      Type elt;
-      for (Value v : op->getOperands())
-        if (offload::detail::isFloatTensor(v.getType())) {
-          elt = getElementTypeOrSelf(v.getType());
-          break;
-        }
-      for (Type t : op->getResultTypes()) {
-        auto rt = dyn_cast<RankedTensorType>(t);
-        types.push_back(rt && elt && isF32OrLow(rt.getElementType()) && isF32OrLow(elt)
-                            ? Type(rt.clone(elt))
-                            : t);
-      }
-    }
-    for (auto [r, t] : llvm::zip(op->getResults(), types))
-      r.setType(t);
-  }
+  for (Operation *op : ops)
+    if (failed(rewriter.rewrite(op)))
+      return failure();
+  unsigned numCasts = rewriter.numCasts();
 
   // Step results keep their declared types.
+  OpBuilder b(ctx);
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     Type want = fn.getFunctionType().getResult(i);

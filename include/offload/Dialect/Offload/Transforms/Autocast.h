@@ -11,6 +11,8 @@
 #include "offload/Dialect/Offload/Transforms/PassOptions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace mlir {
 namespace offload {
@@ -29,6 +31,34 @@ enum class AutocastClass {
 
 /// The class of `op` under autocast.
 AutocastClass classifyForAutocast(Operation *op);
+
+/// The policy applied one op at a time, for applyAutocast and for an
+/// importer that meets a region run under `torch.autocast` (a .pt2's
+/// `wrap_with_autocast`): casts are `offload.copy`s inserted before their
+/// reader, one per (value, element type) for all the ops rewritten by one
+/// rewriter (so earlier ones must dominate later ones, as in one block).
+class AutocastRewriter {
+public:
+  /// `low`: bf16 or f16, the type of the low-precision class.
+  AutocastRewriter(MLIRContext *ctx, Type low);
+  /// With `policy`, casts `op`'s float operands as its class says
+  /// (classifyForAutocast); without it (an op outside an autocast region),
+  /// only promotes mixed float operands, as PyTorch's type promotion does.
+  /// Either way re-infers its result types from its operands. Ops of other
+  /// dialects, casts, fills, constants and phase markers are left alone.
+  /// Fails with an error at `op` when its result types cannot be inferred.
+  LogicalResult rewrite(Operation *op, bool policy = true);
+  /// Casts inserted so far.
+  unsigned numCasts() const { return casted; }
+
+private:
+  void castOperand(OpOperand &use, Type elt);
+  MLIRContext *ctx;
+  Type low, f32;
+  OpBuilder b;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+  unsigned casted = 0;
+};
 
 /// Rewrites the forward-only step `fn` for `precision` (nothing for fp32):
 /// casts before each op as its class says, result types re-inferred, step
