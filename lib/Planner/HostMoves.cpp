@@ -36,8 +36,41 @@ struct Exchange {
            ownDelta + s.linkExposed(p.linkWeight) - exposedBefore < -1e-15;
   }
 
+  /// Whether the profile stays at or below the aim with `removed` off the
+  /// host and `added` on it, without changing it: the move changes the
+  /// live bytes by a step function over its parameters' freed ranges, so
+  /// only the segments where it adds bytes are checked, each by its
+  /// maximum (LiveProfile::maxOver). The same answer as making the move and
+  /// reading the profile's maximum, when that is at or below the aim now.
+  bool fitsAfter(llvm::ArrayRef<unsigned> removed, unsigned added) const {
+    llvm::SmallVector<std::pair<int64_t, int64_t>, 16> steps; // (point, delta from it on)
+    auto ranges = [&](unsigned i, int64_t sign) {
+      for (const Freed &f : p.problem.params[i].freed)
+        if (f.lo <= f.hi && f.bytes != 0) {
+          steps.push_back({f.lo, sign * f.bytes});
+          steps.push_back({f.hi + 1, -sign * f.bytes});
+        }
+    };
+    for (unsigned r : removed)
+      ranges(r, +1); // back on the device: its freed bytes are live again
+    ranges(added, -1);
+    llvm::sort(steps);
+    int64_t delta = 0;
+    for (size_t k = 0; k < steps.size();) {
+      int64_t at = steps[k].first;
+      for (; k < steps.size() && steps[k].first == at; ++k)
+        delta += steps[k].second;
+      if (delta > 0 && k < steps.size() &&
+          s.profile.maxOver(at, steps[k].first - 1) + delta > aimBytes)
+        return false;
+    }
+    return true;
+  }
+
   /// Takes `removed` off the host and `added` onto it; keeps the exchange
-  /// when it fits and is cheaper.
+  /// when it fits and is cheaper. The fit is checked before the profile is
+  /// touched (fitsAfter); the link windows change and change back as the
+  /// move did before, so their sums are the same.
   bool tryExchange(llvm::ArrayRef<unsigned> removed, unsigned added) {
     double before = s.linkExposed(p.linkWeight), delta = 0;
     for (unsigned r : removed) {
@@ -52,17 +85,39 @@ struct Exchange {
       return false;
     if (--tries < 0)
       return false;
+    if (s.profile.max().first > aimBytes) {
+      // Not at the aim now: the move is judged by the whole profile.
+      for (unsigned r : removed)
+        setHost(r, false);
+      setHost(added, true);
+      if (fitsAndGains(delta, before)) {
+        s.params[added].seconds = own(added);
+        s.params[added].why = "exchanged for a costlier host parameter at the same peaks";
+        return true;
+      }
+      setHost(added, false);
+      for (unsigned r : removed)
+        setHost(r, true);
+      return false;
+    }
+    bool fits = fitsAfter(removed, added);
     for (unsigned r : removed)
-      setHost(r, false);
-    setHost(added, true);
-    if (fitsAndGains(delta, before)) {
+      s.linkOfParam(r, -1);
+    s.linkOfParam(added, +1);
+    if (fits && delta + s.linkExposed(p.linkWeight) - before < -1e-15) {
+      for (unsigned r : removed) {
+        s.profileOfParam(r, +1);
+        s.params[r].decision = Decision::Keep;
+      }
+      s.profileOfParam(added, -1);
+      s.params[added].decision = Decision::Host;
       s.params[added].seconds = own(added);
       s.params[added].why = "exchanged for a costlier host parameter at the same peaks";
       return true;
     }
-    setHost(added, false);
+    s.linkOfParam(added, -1);
     for (unsigned r : removed)
-      setHost(r, true);
+      s.linkOfParam(r, +1);
     return false;
   }
 

@@ -57,6 +57,27 @@ void LiveProfile::add(size_t node, int64_t l, int64_t r, int64_t lo, int64_t hi,
   best[node].first += lazy[node];
 }
 
+int64_t LiveProfile::maxOver(int64_t lo, int64_t hi) const {
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min<int64_t>(hi, int64_t(n) - 1);
+  if (lo > hi)
+    return INT64_MIN;
+  return maxOver(1, 0, int64_t(size) - 1, lo, hi);
+}
+
+// best[node] holds the node's maximum with its own pending `lazy` and
+// without its ancestors'.
+int64_t LiveProfile::maxOver(size_t node, int64_t l, int64_t r, int64_t lo, int64_t hi) const {
+  if (lo <= l && r <= hi)
+    return best[node].first;
+  int64_t m = (l + r) / 2, most = INT64_MIN;
+  if (lo <= m)
+    most = std::max(most, maxOver(2 * node, l, m, lo, hi));
+  if (hi > m)
+    most = std::max(most, maxOver(2 * node + 1, m + 1, r, lo, hi));
+  return most + lazy[node];
+}
+
 void LiveProfile::fill(size_t node, int64_t l, int64_t r, int64_t above,
                        std::vector<int64_t> &out) const {
   if (l >= int64_t(n))

@@ -29,12 +29,16 @@ public:
   std::pair<int64_t, int64_t> max() const { return best[1]; }
   /// The live bytes at every point, into `out` (O(points)).
   void values(std::vector<int64_t> &out) const;
+  /// The largest live bytes over the points [lo, hi] (clamped; INT64_MIN
+  /// when empty), O(log points).
+  int64_t maxOver(int64_t lo, int64_t hi) const;
 
 private:
   using Entry = std::pair<int64_t, int64_t>; // bytes, point
   static Entry merge(Entry a, Entry b) { return b.first > a.first ? b : a; }
   void add(size_t node, int64_t l, int64_t r, int64_t lo, int64_t hi, int64_t delta);
   void fill(size_t node, int64_t l, int64_t r, int64_t above, std::vector<int64_t> &out) const;
+  int64_t maxOver(size_t node, int64_t l, int64_t r, int64_t lo, int64_t hi) const;
   size_t n = 1, size = 1;
   std::vector<Entry> best;
   std::vector<int64_t> lazy;

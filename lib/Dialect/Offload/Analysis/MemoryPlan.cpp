@@ -206,7 +206,12 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
       }
       cursor = std::max(cursor, hi);
     };
-    if (4 * lastFound >= byOffset.size()) {
+    // The walk costs a cheap test per placed buffer, the sort about
+    // log2(found) comparisons of pairs per found one: walking wins down to
+    // a sixteenth overlapping (EfficientNet-B0's step planned at 40% of its
+    // arena: 0.97 s -> 0.61 s of CPU with the threshold at 16 instead of 4;
+    // the offsets are the same either way).
+    if (16 * lastFound >= byOffset.size()) {
       size_t overlapping = 0;
       for (const Placed &q : byOffset)
         overlapping += q.begin <= b.end && q.end >= b.begin;
