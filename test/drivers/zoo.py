@@ -714,6 +714,32 @@ def fp32_jitter_worst(model, state, x, y, g64, floor, names, trials=FP32_JITTER_
     return worst
 
 
+def autocast_jitter_worst(model, state, x, y, g64, floor, precision, names, ours,
+                          trials=FP32_JITTER_TRIALS):
+    """PyTorch autocast's worst error per tensor of `names` against g64 over
+    up to `trials` steps, each with every floating-point parameter, buffer
+    and input element multiplied by (1 + u), u uniform in [-h, h] with h half
+    an ulp of the low type (2^-9 bf16, 2^-12 f16: a move that changes which
+    low-type value an element rounds to, as another equally valid rounding
+    would; seeds 1000, 1001, ...), stopping once every tensor of `names`
+    meets the rule (ours[n] within check_precision.within_rule of it). The
+    mixed-precision analogue of fp32_jitter_worst: where a tensor's gradient
+    hangs on decisions within the low type's rounding (batch norm over a
+    handful of values, a ReLU near its tie), one autocast step is one draw
+    of an error that varies by O(1) between draws."""
+    import check_precision as cp
+    low, _, half_ulp = cp.low_type(precision)
+    worst = {n: 0.0 for n in names}
+    for k in range(trials):
+        errs = errors_against(model, state, x, y, torch.float32, g64, floor,
+                              jitter_rel=half_ulp, seed=1000 + k, autocast=low)
+        for n in names:
+            worst[n] = max(worst[n], errs[n])
+        if all(cp.within_rule(ours[n], worst[n], precision) for n in names):
+            break
+    return worst
+
+
 def f64_bound(noise64):
     """What our float64 gradient of one tensor may differ from PyTorch's when
     PyTorch's own float64 gradient moves by `noise64` under four-ulp
@@ -999,9 +1025,14 @@ def run_model_mixed(name, bin_dir, work, timeout, precision):
     max(autocast's error, half an ulp of the low type)); the step must have
     low-type linear/matmul/conv2d/attention ops (low_op_count); timm and HF
     rows must also plan half their arena under the precision and run
-    bit-identically (half_arena). Row keys as run_model's, plus "ratio" (the
-    worst ours / max(autocast, floor)), "worst" (its tensor), "low_ops";
-    "torch32" holds autocast's worst error."""
+    bit-identically (half_arena). A tensor that fails the rule against the
+    one autocast step is judged again against the worst of autocast steps at
+    inputs moved within the low type's rounding (autocast_jitter_worst;
+    verdict `ok(jittered, k tensors)`), as fp32_decides does for fp32. Row
+    keys as run_model's, plus "ratio" (the worst ours / max(autocast, floor)
+    before any jitter), "worst" (its tensor), "low_ops"; "torch32" holds
+    autocast's worst error, "torch32_jitter" the jittered one's worst over
+    the tensors that needed it."""
     import check_precision as cp
     low = cp.low_type(precision)[0]
     row = {"model": name, "import": "", "train": "", "ours": None, "torch32": None,
@@ -1038,7 +1069,14 @@ def run_model_mixed(name, bin_dir, work, timeout, precision):
             elif not row["low_ops"]:
                 row["grads"] = "FAIL (no low-type linear/matmul/conv2d/attention op)"
             elif bad:
-                row["grads"] = f"FAIL ({len(bad)} tensors, e.g. {row['worst']})"
+                # A tensor whose gradient hangs on roundings of the low type:
+                # PyTorch's autocast at inputs moved within that rounding.
+                jit = autocast_jitter_worst(model, state, x, y, g64, floor, precision, bad, errs)
+                row["torch32_jitter"] = max(jit.values())
+                still = [n for n in bad if not cp.within_rule(errs[n], max(errs_ac[n], jit[n]),
+                                                               precision)]
+                row["grads"] = (f"FAIL ({len(still)} tensors, e.g. {still[0]})" if still else
+                                f"ok(jittered, {len(bad)} tensors)")
             else:
                 row["grads"] = "ok"
     row["seconds"] = time.time() - t0
@@ -1115,7 +1153,7 @@ def main(argv=None):
         if mixed:
             print(f"{row['model']} {args.precision}: import {row['import']}; train "
                   f"{row['train'] or '-'}; grads {row['grads'] or '-'} (ours {fmt(row['ours'])}, "
-                  f"autocast {fmt(row['torch32'])}, worst ratio "
+                  f"autocast {fmt32(row)}, worst ratio "
                   f"{'' if row['ratio'] is None else format(row['ratio'], '.2f')} "
                   f"{row.get('worst', '')}; {row['low_ops']} low-type ops){extra}; "
                   f"{row['seconds']:.0f} s", flush=True)
@@ -1164,7 +1202,7 @@ def mixed_table(rows, args, timm_cols):
     for r in rows:
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f} ({r['worst']})"
         print(f"| {r['model']} | {args.precision} | {r['import']} | {r['train'] or '-'} | "
-              f"{fmt(r['ours'])} | {fmt(r['torch32'])} | {ratio} | "
+              f"{fmt(r['ours'])} | {fmt32(r)} | {ratio} | "
               f"{'' if r['low_ops'] is None else r['low_ops']} | {r['grads'] or '-'} |" +
               (f" {r.get('half') or '-'} |" if timm_cols else "") + f" {r['seconds']:.0f} |")
     good = sum(1 for r in rows if passed(r))
