@@ -76,6 +76,18 @@ from that input. T5 gets only input_ids and labels: its decoder inputs are
 HF's in-graph shift of the labels. Rows in HF_KNOWN_FAILING (none at present)
 fail for the stated reason and do not count against --require-all.
 
+--precision bf16-mixed|fp16-mixed (issue 29; docs/precision.md has the
+tables): each row's step is built with precision=... (offload.compile for
+timm and HF rows, offload-opt for the rest) and judged against PyTorch's fp32
+model under torch.autocast("cpu", the low type), both against the float64
+step, per gradient tensor by check_precision.py's rule (ours <= 4 x
+max(autocast's error, half an ulp of the low type); run_model_mixed), the
+step must compute linear/matmul/conv2d/attention in the low type, and timm
+and HF rows must plan half their arena under the precision bit-identically
+(fp16-mixed rows whose half arena is below what the planner reaches with
+loss scaling in the step are run at the smallest arena instead and counted
+apart; loss_scaling_limited).
+
 Prints one table row per model as it finishes, then the table in Markdown.
 Exits 1 when a model fails with --require-all (the smoke set's ctest uses it).
 """
@@ -878,12 +890,14 @@ def compiled_step(make_model, x, y, d, bin_dir, timeout, precision="fp32"):
     return "ok", "ok", {"grad:" + n: g.numpy() for n, g in step.gradients().items()}
 
 
-def half_arena(model, x, y, d, bin_dir, precision="fp32"):
+def half_arena(model, x, y, d, bin_dir, precision="fp32", at_smallest=False):
     """Whether `model`'s step (SGD, no returned gradients, in `precision`) compiled with
     budget = half its unplanned arena runs one step bit-identically to the
     unplanned step: every tensor of state_dict() after the step, bit for bit.
     Returns (the verdict's text, offload.compile's seconds for the unplanned
-    step)."""
+    step). With at_smallest, a half arena below the smallest the planner
+    reaches is followed by a plan at that smallest arena, run and compared
+    the same way: `no plan (...); at the smallest (P%): ok`."""
     offload = _offload(bin_dir)
     args, loss = _step_args(x, y)
     t0 = time.time()
@@ -896,21 +910,37 @@ def half_arena(model, x, y, d, bin_dir, precision="fp32"):
     _run_step(full, args)
     want = full.state_dict()
     arena = full.unplanned_arena_bytes
+    mib = 1 << 20
+
+    def planned(budget, name):
+        """None when the plan at `budget` runs bit-identically, else why not."""
+        try:
+            step = offload.compile(model, args, loss=loss, budget=budget, verbose=False,
+                                   precision=precision, workdir=os.path.join(d, name))
+            _run_step(step, args)
+        except offload.BudgetError:
+            raise
+        except offload.OffloadError as e:
+            return first_line(str(e))
+        got = step.state_dict()
+        differ = [k for k in want if want[k].numpy().tobytes() != got[k].numpy().tobytes()]
+        return f"FAIL ({len(differ)} tensors differ, e.g. {differ[0]})" if differ else None
+
     budget = arena // 2
     try:
-        half = offload.compile(model, args, loss=loss, budget=budget, verbose=False,
-                               precision=precision, workdir=os.path.join(d, "half"))
-        _run_step(half, args)
+        why = planned(budget, "half")
     except offload.BudgetError as e:
-        return f"no plan ({arena} B -> {budget} B: smallest {e.smallest_reachable_bytes} B)", \
-            seconds
-    except offload.OffloadError as e:
-        return first_line(str(e)), seconds
-    got = half.state_dict()
-    differ = [k for k in want if want[k].numpy().tobytes() != got[k].numpy().tobytes()]
-    mib = 1 << 20
-    if differ:
-        return f"FAIL ({len(differ)} tensors differ, e.g. {differ[0]})", seconds
+        smallest = e.smallest_reachable_bytes
+        text = f"no plan ({arena} B -> {budget} B: smallest {smallest} B)"
+        if not at_smallest or smallest is None:
+            return text, seconds
+        try:
+            why = planned(smallest, "smallest")
+        except offload.BudgetError as e2:
+            why = first_line(str(e2))
+        return text + f"; at the smallest ({100 * smallest / arena:.0f}%): {why or 'ok'}", seconds
+    if why:
+        return why, seconds
     return f"ok ({arena / mib:.1f} -> {budget / mib:.1f} MiB)", seconds
 
 
@@ -1049,7 +1079,12 @@ def run_model_mixed(name, bin_dir, work, timeout, precision):
         with open(os.path.join(d, "step.mlir")) as f:
             row["low_ops"] = cp.low_op_count(f.read(), precision)
         if compiled:
-            row["half"], row["compile"] = half_arena(model, x, y, d, bin_dir, precision)
+            # fp16-mixed: GradScaler's skip keeps every parameter and its
+            # update on the device (docs/precision.md, "Loss scaling"), so
+            # half the arena may be out of reach; the plan at the smallest
+            # arena the planner reaches is then run and compared instead.
+            row["half"], row["compile"] = half_arena(model, x, y, d, bin_dir, precision,
+                                                     at_smallest=precision == "fp16-mixed")
         g64 = stored_grads(model, state, x, y, torch.float64, os.path.join(d, "ref64"))
         floor = 1e-3 * max(float(np.max(np.abs(g))) for g in g64.values())
         errs, missing = grad_errors(ours, g64, floor)
@@ -1209,7 +1244,23 @@ def mixed_table(rows, args, timm_cols):
     print(f"\n{good} of {len(rows)} models train under {args.precision} within the rule "
           "(ours <= 4 x max(autocast's error, half an ulp of the low type) per tensor)" +
           (" and plan half their arena bit-identically" if timm_cols else ""))
-    return 1 if args.require_all and good != len(rows) else 0
+    limited = [r for r in rows if loss_scaling_limited(r, args.precision)]
+    if limited:
+        print(f"{len(limited)} more train within the rule but plan only down to the smallest arena "
+              "the planner reaches, above half (fp16-mixed: GradScaler's skip keeps every parameter "
+              "and its update on the device, docs/precision.md 'Loss scaling'), and run "
+              "bit-identically there: " + ", ".join(r["model"] for r in limited))
+    return 1 if args.require_all and good + len(limited) != len(rows) else 0
+
+
+def loss_scaling_limited(row, precision):
+    """An fp16-mixed row whose gradients pass and whose only shortfall is the
+    documented one: half the arena is below the smallest the planner reaches
+    with loss scaling in the step, and the plan at that smallest arena ran
+    bit-identically."""
+    half = row.get("half") or ""
+    return (precision == "fp16-mixed" and row["grads"].startswith("ok") and
+            half.startswith("no plan") and half.endswith(": ok"))
 
 
 if __name__ == "__main__":
