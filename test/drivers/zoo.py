@@ -863,6 +863,11 @@ def _run_step(step, args):
     return step(**args) if isinstance(args, dict) else step(*args)
 
 
+# fp16-mixed: at most this many skipped steps (2^16 down to 2^8) before a
+# row's gradients count as non-finite.
+FP16_MAX_SKIPS = 8
+
+
 def compiled_step(make_model, x, y, d, bin_dir, timeout, precision="fp32"):
     """our_step through the Python package, as a PyTorch 2.x user runs it:
     offload.compile(make_model(), (x, y), return_gradients=True,
@@ -880,14 +885,26 @@ def compiled_step(make_model, x, y, d, bin_dir, timeout, precision="fp32"):
             # Our dropout masks are not PyTorch's: the step must have none.
             return "ok", "a dropout with p > 0 is left in the model", None
         _run_step(step, args)
+        # fp16-mixed: a step whose scaled gradients overflow is skipped and
+        # the scale halved, as GradScaler does; a skipped step leaves the
+        # parameters bit-identical, so the next one is the same step at half
+        # the scale (PyTorch's GradScaler overflows on the same rows: HF's
+        # vit at 2^16).
+        steps = 1
+        while step.skipped_steps == steps and steps <= FP16_MAX_SKIPS:
+            _run_step(step, args)
+            steps += 1
+        train = "ok"
         if step.skipped_steps:
-            # fp16-mixed: GradScaler's first scale (2^16) overflowed.
-            return "ok", "skipped (inf/NaN gradients at loss scale 2^16)", None
+            if step.skipped_steps == steps:
+                return "ok", f"every one of {steps} steps skipped (inf/NaN gradients)", None
+            train = (f"ok ({step.skipped_steps} skipped, loss scale "
+                     f"2^{int(np.log2(step.loss_scale))})")
     except offload.CompileError as e:
         return (*_compile_failure(e), None)
     except offload.OffloadError as e:
         return "ok", first_line(str(e)), None
-    return "ok", "ok", {"grad:" + n: g.numpy() for n, g in step.gradients().items()}
+    return "ok", train, {"grad:" + n: g.numpy() for n, g in step.gradients().items()}
 
 
 def half_arena(model, x, y, d, bin_dir, precision="fp32", at_smallest=False):
@@ -907,7 +924,13 @@ def half_arena(model, x, y, d, bin_dir, precision="fp32", at_smallest=False):
     except offload.OffloadError as e:
         return "unplanned: " + first_line(str(e)), time.time() - t0
     seconds = time.time() - t0
-    _run_step(full, args)
+    # fp16-mixed: steps until one is not skipped (compiled_step), so that
+    # the comparison is of an update, not of parameters a skip left alone;
+    # the planned step runs as many.
+    steps = 0
+    while steps == full.skipped_steps and steps <= FP16_MAX_SKIPS:
+        _run_step(full, args)
+        steps += 1
     want = full.state_dict()
     arena = full.unplanned_arena_bytes
     mib = 1 << 20
@@ -917,7 +940,8 @@ def half_arena(model, x, y, d, bin_dir, precision="fp32", at_smallest=False):
         try:
             step = offload.compile(model, args, loss=loss, budget=budget, verbose=False,
                                    precision=precision, workdir=os.path.join(d, name))
-            _run_step(step, args)
+            for _ in range(steps):
+                _run_step(step, args)
         except offload.BudgetError:
             raise
         except offload.OffloadError as e:
