@@ -109,6 +109,13 @@ def batches(x, y, batch, steps, seed):
     return out
 
 
+def digits_model():
+    """The example's MLP 64-256-256-256-10 with ReLU (initialized from torch's
+    global generator; seed it first)."""
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
 def progress(i, n, loss, width=30):
     done = (i + 1) * width // n
     sys.stderr.write(f"\r  [{'#' * done}{'.' * (width - done)}] step {i + 1}/{n} "
@@ -151,8 +158,7 @@ def main():
 
     xtr, ytr, xte, yte = digits(args.seed)
     torch.manual_seed(args.seed)
-    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    model = digits_model()
     reference = copy.deepcopy(model)
     data = batches(xtr, ytr, args.batch, args.steps, args.seed)
     opt = offload.SGD(lr=0.05, momentum=0.9)

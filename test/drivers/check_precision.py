@@ -42,6 +42,39 @@ from pipeline import cuda_run_args, cuda_runnable, export_and_import, run
 
 FLOOR_BF16 = 2.0 ** -9
 FLOOR_F16 = 2.0 ** -12
+K = 4.0
+# The ops that must compute in the low type (the rule is one-sided: an fp32
+# step would pass it).
+LOW_OPS = ("linear", "matmul", "conv2d", "attention")
+
+
+def low_type(precision):
+    """(torch dtype, MLIR element type, floor) of bf16-mixed / fp16-mixed."""
+    if precision == "bf16-mixed":
+        return torch.bfloat16, "bf16", FLOOR_BF16
+    if precision == "fp16-mixed":
+        return torch.float16, "f16", FLOOR_F16
+    raise ValueError(f"not a mixed precision: {precision!r}")
+
+
+def low_op_count(step_text, precision):
+    """How many linear/matmul/conv2d/attention ops of a step's MLIR text
+    produce the low type of `precision`."""
+    lowname = low_type(precision)[1]
+    return sum(1 for line in step_text.splitlines()
+               if any(f"offload.{op} " in line for op in LOW_OPS)
+               and f"x{lowname}>" in line.split(":")[-1])
+
+
+def ratio(e_ours, e_autocast, precision):
+    """Our error over what the rule scales: max(autocast's error, the floor)."""
+    return e_ours / max(e_autocast, low_type(precision)[2])
+
+
+def within_rule(e_ours, e_autocast, precision, k=K):
+    """The rule, per tensor (and for the loss): ours <= k x max(autocast's
+    error, half an ulp of the low type)."""
+    return ratio(e_ours, e_autocast, precision) <= k
 
 
 def eager(prefix, dtype):
@@ -94,8 +127,8 @@ def judge(m, precision, ours, lossac, loss64, gac, g64, floor, floor_low, k, tag
     e_ac = abs(lossac - loss64) / abs(loss64)
     print(f"{m} {precision}{tag} loss: ours {float(ours['loss']):.6f} autocast {lossac:.6f} "
           f"float64 {loss64:.6f}; error ours {e_ours:.2e} autocast {e_ac:.2e}: "
-          + ("ok" if e_ours <= k * max(e_ac, floor_low) else "FAIL"))
-    if not e_ours <= k * max(e_ac, floor_low):
+          + ("ok" if within_rule(e_ours, e_ac, precision, k) else "FAIL"))
+    if not within_rule(e_ours, e_ac, precision, k):
         failed.append("loss")
     worst = (0.0, 0.0, "")
     for n, ref in g64.items():
@@ -106,11 +139,11 @@ def judge(m, precision, ours, lossac, loss64, gac, g64, floor, floor_low, k, tag
             continue
         g = ours[key].astype(np.float64)
         eo, ea = rel_err(g, ref, floor), rel_err(gac[n], ref, floor)
-        ok = eo <= k * max(ea, floor_low)
+        ok = within_rule(eo, ea, precision, k)
         if not ok:
             failed.append(n)
-        if eo / max(ea, floor_low) > worst[0]:
-            worst = (eo / max(ea, floor_low), eo, n)
+        if ratio(eo, ea, precision) > worst[0]:
+            worst = (ratio(eo, ea, precision), eo, n)
         print(f"  {n}: ours {eo:.2e} autocast {ea:.2e}" + ("" if ok else "  FAIL"))
     print(f"{m} {precision}{tag} gradients: {len(g64)} tensors, worst ratio to "
           f"max(autocast, {floor_low:.2g}) {worst[0]:.2f} ({worst[2]}), rule <= {k:g}: "
@@ -124,7 +157,7 @@ def main(argv=None):
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--precision", default="bf16-mixed", choices=["bf16-mixed", "fp16-mixed"])
-    ap.add_argument("--k", type=float, default=4.0)
+    ap.add_argument("--k", type=float, default=K)
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
@@ -139,11 +172,8 @@ def main(argv=None):
          f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".step.mlir")])
     # The step must compute in the low type (the rule is one-sided: an fp32
     # step would pass it).
-    lowname = "bf16" if args.precision == "bf16-mixed" else "f16"
-    step_text = open(w(m + ".step.mlir")).read()
-    nlow = sum(1 for line in step_text.splitlines()
-               if any(f"offload.{op} " in line for op in ("linear", "matmul", "conv2d", "attention"))
-               and f"x{lowname}>" in line.split(":")[-1])
+    low, lowname, floor_low = low_type(args.precision)
+    nlow = low_op_count(open(w(m + ".step.mlir")).read(), args.precision)
     print(f"{m} {args.precision}: {nlow} linear/matmul/conv2d/attention ops in {lowname}: "
           + ("ok" if nlow else "FAIL"))
     dump = w(m + "." + args.precision + ".npz")
@@ -152,8 +182,6 @@ def main(argv=None):
          "--dump", dump])
     ours = np.load(dump)
 
-    low = torch.bfloat16 if args.precision == "bf16-mixed" else torch.float16
-    floor_low = FLOOR_BF16 if low == torch.bfloat16 else FLOOR_F16
     loss64, g64 = torch_step(prefix, torch.float64)
     lossac, gac = torch_step(prefix, torch.float32, autocast=low)
     floor = 1e-3 * max(float(np.max(np.abs(g))) for g in g64.values())

@@ -2,6 +2,7 @@
 // RUN: offload-opt %s -mlir-print-op-generic | offload-opt | FileCheck %s --check-prefix=ROUND
 // RUN: offload-opt %s --offload-autodiff=optimizer=none | FileCheck %s
 // RUN: offload-opt %s --offload-autodiff=optimizer=none --offload-saved-value-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED
+// RUN: offload-opt %s --offload-autodiff="optimizer=none precision=bf16-mixed" | FileCheck %s --check-prefix=BF16
 // RUN: offload-opt %s --offload-autodiff=optimizer=none --offload-cost-report="report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
 // The host kernel's working set per task (OffloadCost.cpp): forward
 // 8*(B*E + S*E + S*Ev + B*S + B*Ev) with B = min(64, L) = 16, S = 16,
@@ -98,6 +99,18 @@ func.func @input_mask(%q: !q {offload.name = "q", offload.role = #offload.role<p
 // CHECK: offload.hardtanh
 // CHECK: offload.exp
 // CHECK: offload.reduce_sum %{{.*}} {dims = array<i64: 0>} : tensor<2x4x16x16xf32>
+// Under bf16-mixed (T5's learned relative-position bias, issue 29) the
+// attention is bf16 and its lse f32: the probabilities are recomputed in f32
+// from widened operands, and the mask's gradient is summed in f32 and rounded
+// to the bf16 mask's type once, before its cast back to the f32 bias.
+// BF16-LABEL: func.func @learned_bias
+// BF16: offload.attention_backward
+// BF16: offload.copy %{{.*}} : tensor<2x4x16x8xbf16> -> tensor<2x4x16x8xf32>
+// BF16: offload.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<2x2x32x8xf32>, tensor<2x2x16x8xf32>
+// BF16: offload.reshape %{{.*}} : tensor<2x4x16xf32> -> tensor<2x4x16x1xf32>
+// BF16: %[[DB:.*]] = offload.reduce_sum %{{.*}} {dims = array<i64: 0>} : tensor<2x4x16x16xf32>
+// BF16-NEXT: %[[DBL:.*]] = offload.copy %[[DB]] {offload.activation_grad} : tensor<4x16x16xf32> -> tensor<4x16x16xbf16>
+// BF16-NEXT: offload.copy %[[DBL]] : tensor<4x16x16xbf16> -> tensor<4x16x16xf32>
 func.func @learned_bias(%q: !q {offload.name = "q", offload.role = #offload.role<parameter>},
                         %k: !kv {offload.name = "k", offload.role = #offload.role<parameter>},
                         %v: !kv {offload.name = "v", offload.role = #offload.role<parameter>},

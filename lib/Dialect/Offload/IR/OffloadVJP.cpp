@@ -546,7 +546,7 @@ LogicalResult DropoutOp::buildVJP(OpBuilder &b, ValueRange saved, ValueRange rg,
 /// scores s = scale · q kᵀ + mask, dS = P ∘ (dP - D), summed over the dims
 /// the mask is broadcast along. attention_backward does not return dS (its
 /// results are fixed), so it is composed here from the ops of the unfused
-/// attention, in the element type: it materializes [N, Hq, L, S] values, as
+/// attention, in the element type (f32 for bf16/f16 attention): it materializes [N, Hq, L, S] values, as
 /// the unfused path did, but only where the mask depends on a parameter (a
 /// learned relative-position bias passed as `attn_mask`, timm's Swin): for
 /// any other mask nothing reads it and autodiff drops these ops as dead.
@@ -569,6 +569,24 @@ static Value attentionMaskGrad(OpBuilder &b, AttentionOp op, Value dout, ValueRa
     out = heads(out);
     dout = heads(dout);
   }
+  // bf16/f16 attention (mixed precision): the probabilities are recomputed
+  // in f32, from the widened operands and the f32 log-sum-exp, as the
+  // attention kernels compute them (f32 inside, one rounding of each
+  // result), and the mask's gradient is rounded to the mask's type once,
+  // after the sum over its broadcast dimensions.
+  Type maskType = mask.getType();
+  auto widened = [&](Value x) -> Value {
+    auto t = cast<RankedTensorType>(x.getType());
+    if (t.getElementType().getIntOrFloatBitWidth() >= 32)
+      return x;
+    return CopyOp::create(b, loc, t.clone(b.getF32Type()), x);
+  };
+  q = widened(q);
+  k = widened(k);
+  v = widened(v);
+  out = widened(out);
+  dout = widened(dout);
+  mask = widened(mask);
   auto qt = cast<RankedTensorType>(q.getType());
   auto kt = cast<RankedTensorType>(k.getType());
   auto vt = cast<RankedTensorType>(v.getType());
@@ -606,7 +624,10 @@ static Value attentionMaskGrad(OpBuilder &b, AttentionOp op, Value dout, ValueRa
   Value d = ReduceSumOp::create(b, loc, MulOp::create(b, loc, dout, out),
                                 ArrayRef<int64_t>{3}, true);
   Value ds = MulOp::create(b, loc, p, SubOp::create(b, loc, dp, d));
-  return reduceToShape(b, loc, ds, mask.getType());
+  Value dmask = reduceToShape(b, loc, ds, mask.getType());
+  if (dmask.getType() != maskType)
+    dmask = CopyOp::create(b, loc, maskType, dmask);
+  return dmask;
 }
 
 void AttentionOp::getSavedValues(SmallVectorImpl<Value> &s) {

@@ -78,6 +78,70 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
     if (bytes <= sliceBytes)
       continue;
     std::string name = strAttr(i, OffloadDialect::kNameAttrName);
+    int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
+    int64_t rowBytes = bytes / n;
+    int64_t rows = std::max<int64_t>(1, sliceBytes / rowBytes);
+    // Under mixed precision (--offload-autocast, or the planner's rebuild of
+    // a step built with precision=bf16-mixed/fp16-mixed) a linear reads the
+    // weight through its cast (offload.copy to bf16/f16): the master is
+    // sliced and each slice cast, and the readers of the cast read the
+    // concatenation of the cast slices. Each cast element is the same
+    // rounding of the same master element, so the step computes bit for bit
+    // what it computed unsliced; the master, its gradient and its optimizer
+    // state are the slices (what --offload-host-parameters and the
+    // planner's offloading move), the low-type copy is whole (2 bytes a
+    // parameter, transient or saved like any other value).
+    if (!w.use_empty() && llvm::all_of(w.getUsers(), [&](Operation *u) {
+          auto c = dyn_cast<CopyOp>(u);
+          auto ct = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
+          return ct && ct.getShape() == wt.getShape() && isa<FloatType>(ct.getElementType());
+        })) {
+      SmallVector<std::pair<int64_t, int64_t>> ranges;
+      SmallVector<Value> wSlices;
+      for (int64_t a = 0; a < n; a += rows) {
+        int64_t e = std::min(n, a + rows);
+        ranges.push_back({a, e});
+        NamedAttrList attrs(argAttrs[i]);
+        attrs.set(OffloadDialect::kNameAttrName,
+                  StringAttr::get(ctx, name + "[" + std::to_string(a) + ":" +
+                                           std::to_string(e) + "]"));
+        attrs.set(OffloadDialect::kSliceOfAttrName, StringAttr::get(ctx, name));
+        attrs.set(OffloadDialect::kSliceAttrName, DenseI64ArrayAttr::get(ctx, {a, e, n}));
+        wSlices.push_back(body.addArgument(RankedTensorType::get({e - a, k}, wt.getElementType()),
+                                           w.getLoc()));
+        argAttrs.push_back(attrs.getDictionary(ctx));
+      }
+      SmallVector<CopyOp> casts;
+      for (Operation *u : w.getUsers())
+        casts.push_back(cast<CopyOp>(u));
+      Type low;
+      for (CopyOp c : casts) {
+        low = cast<RankedTensorType>(c.getType()).getElementType();
+        b.setInsertionPoint(c);
+        SmallVector<Value> parts;
+        for (auto [s, ws] : llvm::enumerate(wSlices)) {
+          auto st = RankedTensorType::get({ranges[s].second - ranges[s].first, k}, low);
+          parts.push_back(CopyOp::create(b, c.getLoc(), st, ws).getResult());
+        }
+        auto cat = CatOp::create(b, c.getLoc(), parts, b.getI64IntegerAttr(0));
+        c.getResult().replaceAllUsesWith(cat.getResult());
+        c.erase();
+      }
+      toErase.push_back(i);
+      ++slicedWeights;
+      slices += int(wSlices.size());
+      if (out) {
+        std::string lowName;
+        llvm::raw_string_ostream(lowName) << low;
+        *out.stream() << llvm::format("slice parameters @%s: '%s' (%lld bytes) in %zu slices "
+                                     "of up to %lld rows (%lld bytes), each cast to %s; the "
+                                     "casts concatenated\n",
+                                     fn.getName().str().c_str(), name.c_str(),
+                                     (long long)bytes, wSlices.size(), (long long)rows,
+                                     (long long)(rows * rowBytes), lowName.c_str());
+      }
+      continue;
+    }
     // Only the weight operand of linear ops, with one bias argument (or none).
     SmallVector<LinearOp> linears;
     Value bias;
@@ -115,9 +179,6 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
     if (!ok)
       continue;
 
-    int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
-    int64_t rowBytes = bytes / n;
-    int64_t rows = std::max<int64_t>(1, sliceBytes / rowBytes);
     SmallVector<Value> wSlices, bSlices;
     auto addSlice = [&](BlockArgument whole, int64_t a, int64_t e, ArrayRef<int64_t> shape,
                         SmallVectorImpl<Value> &out) {

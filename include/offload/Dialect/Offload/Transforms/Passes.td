@@ -523,6 +523,17 @@ def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
     contributions one after another, so it (and what depends on it) matches
     to rounding, not bit for bit. A weight read by any other op, or with a
     bias that is not a parameter of its own, is left whole with a warning.
+
+    Under mixed precision (after `--offload-autocast`, or in the planner's
+    rebuild of a bf16-mixed/fp16-mixed step) a linear reads the weight
+    through its cast (`offload.copy` to bf16/f16). A weight read only by
+    such casts is sliced the same way (its f32 master into `W[a:b]` row
+    slices), each slice is cast, and the readers of the cast read the
+    `offload.cat` of the cast slices along rows; its bias stays whole. Each
+    cast element is the same rounding of the same master element, so the
+    step is bit-identical to the unsliced one; the master, its gradient and
+    its optimizer state are the slices, the low-type copy is whole
+    (docs/precision.md, "Weight slicing under mixed precision").
   }];
   let options = [
     Option<"sliceBytes", "slice-bytes", "int64_t", /*default=*/"67108864",
