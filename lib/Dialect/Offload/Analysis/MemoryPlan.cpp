@@ -207,11 +207,15 @@ static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> 
       cursor = std::max(cursor, hi);
     };
     // The walk costs a cheap test per placed buffer, the sort about
-    // log2(found) comparisons of pairs per found one: walking wins down to
-    // a sixteenth overlapping (EfficientNet-B0's step planned at 40% of its
-    // arena: 0.97 s -> 0.61 s of CPU with the threshold at 16 instead of 4;
-    // the offsets are the same either way).
-    if (16 * lastFound >= byOffset.size()) {
+    // log2(found) comparisons of pairs per found one: while the placed
+    // buffers stay in the cache (16,384 of them, 512 KiB), walking wins
+    // down to a sixteenth overlapping (EfficientNet-B0's step planned at
+    // 40% of its arena: 0.97 s -> 0.61 s of CPU with 16 instead of 4; the
+    // 96-layer encoder 0.80 -> 0.63 s); beyond, down to a quarter (the
+    // 100k-op chain took 9.9 s -> 12.8 s with 16). The offsets are the
+    // same either way.
+    size_t walkRatio = byOffset.size() <= 16384 ? 16 : 4;
+    if (walkRatio * lastFound >= byOffset.size()) {
       size_t overlapping = 0;
       for (const Placed &q : byOffset)
         overlapping += q.begin <= b.end && q.end >= b.begin;
