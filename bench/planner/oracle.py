@@ -4,6 +4,8 @@
     /usr/bin/python3 bench/planner/oracle.py --bin build/bin
         [--models mlp,resnet18,transformer,gpt] [--target h100-sxm]
         [--points 5] [--time-limit 60] [--work DIR]
+    /usr/bin/python3 bench/planner/oracle.py --bin build/bin --step STEP.mlir
+        [--budget-pcts 20,30,40,50,60]
 
 For every model: exports it (python/export_models.py), imports it and builds
 the SGD-with-momentum step, finds the smallest reachable device arena (the
@@ -27,7 +29,10 @@ planner's decisions are priced with the same objective (column `priced`,
 next to the simulator's `overhead`), so `gap` is (planner - oracle) in
 percent of the unplanned step time: how much overhead exact optimisation
 would remove. A solve that hits --time-limit is reported as "timeout", not
-as a gap.
+as a gap. `LP bound` is the same program's LP relaxation (every x in
+[0, 1]): a lower bound on the model's optimum that solves at any size
+(--step plans a given step, of thousands of ops, against it alone); --check
+also fails when it lies above the MILP's optimum.
 
 Recompute chains are modelled as the Recompute pass runs them: each
 recompute option lists the candidates its standalone cone reads (`reads`);
@@ -180,8 +185,10 @@ def planner_choice(problem):
     return chosen
 
 
-def solve(problem, limit_bytes, time_limit):
-    """Returns (status, objective, chosen option indices, seconds)."""
+def solve(problem, limit_bytes, time_limit, relax=False):
+    """Returns (status, objective, chosen option indices, seconds). With
+    `relax`, the LP relaxation (every x in [0, 1]): its objective is a lower
+    bound on the MILP's, and no options are chosen."""
     opts = options_of(problem)
     n_opt = len(opts)
     rec = recompute_options(problem)
@@ -286,7 +293,8 @@ def solve(problem, limit_bytes, time_limit):
         constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf,
                                             problem["link_windows"][key] * scale))
     integrality = np.zeros(n)
-    integrality[:n_opt] = 1
+    if not relax:
+        integrality[:n_opt] = 1
     lb = np.zeros(n)
     ub = np.ones(n)
     ub[n_opt:base_z] = np.inf
@@ -295,6 +303,9 @@ def solve(problem, limit_bytes, time_limit):
     res = milp(cost, constraints=constraints, integrality=integrality, bounds=Bounds(lb, ub),
                options={"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9})
     secs = time.perf_counter() - t0
+    if res.status == 0 and relax:
+        # The objective is in percent of the unplanned step: back to seconds.
+        return "optimal", res.fun / scale, [], secs
     if res.status == 0:
         chosen = [k for k in range(n_opt) if res.x[k] > 0.5]
         return "optimal", price(problem, chosen), chosen, secs
@@ -437,6 +448,42 @@ def measure_baseline(bin_dir, step, passes, target):
     return arena, t
 
 
+def lp_rows(args):
+    """--step: the planner against the LP relaxation's lower bound on a step
+    of any size (thousands of ops, where the MILP does not solve in
+    minutes)."""
+    os.makedirs(args.work, exist_ok=True)
+    out = run([os.path.join(args.bin, "offload-opt"), args.step, "--offload-memory-report",
+               "-o", os.devnull]).stdout
+    unplanned = int(re.search(r"device arena bytes: (\d+)", out).group(1))
+    print(f"{args.step}: unplanned arena {unplanned} bytes, target {args.target}")
+    print(f"  {'budget':>12} {'arena':>12} {'overhead':>9} {'priced':>8} {'LP bound':>8} "
+          f"{'gap':>7} {'plan s':>7} {'LP s':>6}  candidates")
+    for pct in [float(x) for x in args.budget_pcts.split(",") if x]:
+        budget = int(unplanned * pct / 100)
+        r = plan(args.bin, args.step, budget, args.target, args.work, f"step.{pct:g}")
+        if "error" in r:
+            print(f"  {budget:>12} planner: {r['error'].strip().splitlines()[0][:100]}")
+            continue
+        if not r["problem"]:
+            print(f"  {budget:>12} {r['arena']:>12} fits unplanned")
+            continue
+        problem = json.load(open(r["problem"]))
+        check_version(problem, r["problem"])
+        mine = planner_choice(problem)
+        base_t = problem["unplanned_step_seconds"]
+        ovh = 100.0 * (r["t"] - r["t0"]) / r["t0"] if r.get("t0") else 0.0
+        limit = int(live_after(problem, mine).max()) if mine else problem["achieved_bytes"]
+        status, lp_obj, _, secs = solve(problem, limit, args.time_limit, relax=True)
+        mp = 100.0 * price(problem, mine) / base_t
+        lp = f"{100.0 * lp_obj / base_t:.1f}%" if status == "optimal" else status
+        gap = f"{mp - 100.0 * lp_obj / base_t:.2f}%" if status == "optimal" else "-"
+        print(f"  {budget:>12} {r['arena']:>12} {ovh:>8.1f}% {mp:>7.1f}% {lp:>8} {gap:>7} "
+              f"{r['plan_s']:>7.3f} {secs:>6.2f}  {len(problem['candidates'])}"
+              + ("; the planner's all-in fallback" if problem["fallback"] else ""))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"),
@@ -458,7 +505,16 @@ def main():
                     help="exit 1 unless every planned row's oracle solved and no gap is below "
                          "-0.5%% (an optimum worse than the planner's feasible choice would mean "
                          "the MILP and the planner's price disagree); the ctest bench.oracle")
+    ap.add_argument("--step", default="",
+                    help="a training step file (offload-opt's output after --offload-autodiff) "
+                         "of any size: plan it at --budget-pcts and print, per row, the "
+                         "planner's price and the LP relaxation's bound (no MILP, no replay): "
+                         "the distance to the model's optimum where the MILP cannot solve")
+    ap.add_argument("--budget-pcts", default="20,30,40,50,60",
+                    help="with --step: budgets in percent of its unplanned arena")
     args = ap.parse_args()
+    if args.step:
+        return lp_rows(args)
     failures = []
     os.makedirs(args.work, exist_ok=True)
     worst_gap = worst_sim_gap = 0.0
@@ -472,8 +528,8 @@ def main():
         print(f"\n{model}: unplanned arena {unplanned} bytes, smallest reachable {smallest} "
               f"bytes ({100.0 * smallest / unplanned:.1f}%), target {args.target}")
         print(f"  {'budget':>12} {'arena':>12} {'step s':>11} {'overhead':>9} {'priced':>8} "
-              f"{'oracle ovh':>10} {'gap':>7} {'oracle sim':>10} {'sim gap':>8} {'plan s':>7} "
-              f"{'oracle s':>8}  decisions")
+              f"{'oracle ovh':>10} {'LP bound':>8} {'gap':>7} {'oracle sim':>10} {'sim gap':>8} "
+              f"{'plan s':>7} {'oracle s':>8}  decisions")
         budgets = [int(smallest + (unplanned - smallest) * k / (args.points - 1))
                    for k in range(args.points)]
         for k, budget in enumerate(budgets):
@@ -483,6 +539,7 @@ def main():
                 continue
             ovh = 100.0 * (r["t"] - r["t0"]) / r["t0"] if r.get("t0") else 0.0
             oracle_ovh, gap, osecs, note = "-", "-", 0.0, "fits unplanned"
+            lp_col = "-"
             oracle_sim, sim_gap = "-", "-"
             priced = "-"
             if r["problem"]:
@@ -509,6 +566,12 @@ def main():
                     priced = f"{100.0 * price(problem, mine) / base_t:.1f}%"
                     if status != "optimal":
                         failures.append(f"{model} at {budget}: oracle {status}")
+                    lp_status, lp_obj, _, _ = solve(problem, limit, args.time_limit, relax=True)
+                    if lp_status == "optimal":
+                        lp_col = f"{100.0 * lp_obj / base_t:.1f}%"
+                        if status == "optimal" and lp_obj > obj * (1 + 1e-6) + 1e-12:
+                            failures.append(f"{model} at {budget}: the LP bound is above the "
+                                            "MILP's optimum")
                     if status == "optimal":
                         g = 100.0 * (price(problem, mine) - obj) / base_t
                         worst_gap = max(worst_gap, g)
@@ -542,8 +605,8 @@ def main():
                         oracle_ovh, gap = status, "-"
             step_s = f"{r['t']:.4e}" if r.get("t") else "unchanged"
             print(f"  {budget:>12} {r['arena']:>12} {step_s:>11} {ovh:>8.1f}% {priced:>8} "
-                  f"{oracle_ovh:>10} {gap:>7} {oracle_sim:>10} {sim_gap:>8} {r['plan_s']:>7.3f} "
-                  f"{osecs:>8.2f}  {note}")
+                  f"{oracle_ovh:>10} {lp_col:>8} {gap:>7} {oracle_sim:>10} {sim_gap:>8} "
+                  f"{r['plan_s']:>7.3f} {osecs:>8.2f}  {note}")
         if args.no_baselines:
             continue
         print(f"  baselines (each run by hand; then the planner at the baseline's arena):")
