@@ -13,6 +13,7 @@
 #include "KernelSupport.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 using namespace atest;
@@ -353,6 +354,61 @@ TEST(Optimizer, InPlaceAndErrors) {
   EXPECT_NE(run("adamw_update", {p, g, m, v, step.to(at::kFloat)}, {np, nm, nv, ns}, attrs), "");
   EXPECT_NE(run("sgd_update", {p, g, m, step}, {np, nm}, attrs), "");
   EXPECT_NE(run("sgd_update", {p, g, m.to(at::kDouble), step}, {np, nm, ns}, attrs), "");
+}
+
+TEST(Optimizer, SkipIfKeepsEveryValueBitForBit) {
+  // skip_if (fp16 loss scaling's found_inf): a true flag leaves every result
+  // equal to its operand bit for bit (NaN payloads and signed zeros too),
+  // out of place and in place, and new_step = step; a false one updates as
+  // without the flag.
+  torch::manual_seed(21);
+  const int64_t n = 37;
+  at::Tensor p = torch::randn({n}), g = torch::randn({n}), m = torch::randn({n}),
+             v = torch::rand({n});
+  uint32_t nanBits = 0x7fc00123u;
+  std::memcpy(p.data_ptr<float>() + 3, &nanBits, 4);
+  p.data_ptr<float>()[4] = -0.0f;
+  at::Tensor step = torch::full({}, 7, torch::kLong);
+  at::Tensor yes = torch::ones({}, torch::kBool), no = torch::zeros({}, torch::kBool);
+  Attrs adam, sgd;
+  adam.f("lr", 0.1).f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8).f("weight_decay", 0.1);
+  sgd.f("lr", 0.1).f("momentum", 0.9).f("dampening", 0.0).f("weight_decay", 0.1);
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "out of place");
+    at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+    at::Tensor np = inPlace ? p2 : torch::full({n}, 5.0f), nm = inPlace ? m2 : torch::full({n}, 5.0f),
+               nv = inPlace ? v2 : torch::full({n}, 5.0f),
+               ns = inPlace ? s2 : torch::zeros({}, torch::kLong);
+    ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2, yes}, {np, nm, nv, ns}, adam), "");
+    EXPECT_TRUE(same(np, p) && same(nm, m) && same(nv, v));
+    EXPECT_EQ(ns.item<int64_t>(), 7);
+    at::Tensor nb = inPlace ? m2 : torch::full({n}, 5.0f);
+    ASSERT_EQ(run("sgd_update", {p2, g, m2, s2, yes}, {np, nb, ns}, sgd), "");
+    EXPECT_TRUE(same(np, p) && same(nb, m));
+    EXPECT_EQ(ns.item<int64_t>(), 7);
+  }
+  // A false flag: the update without the flag, bit for bit.
+  at::Tensor a1 = at::empty_like(p), a2 = at::empty_like(p), a3 = at::empty_like(p),
+             as = torch::zeros({}, torch::kLong);
+  at::Tensor b1 = at::empty_like(p), b2 = at::empty_like(p), b3 = at::empty_like(p),
+             bs = torch::zeros({}, torch::kLong);
+  ASSERT_EQ(run("adamw_update", {p, g, m, v, step, no}, {a1, a2, a3, as}, adam), "");
+  ASSERT_EQ(run("adamw_update", {p, g, m, v, step}, {b1, b2, b3, bs}, adam), "");
+  EXPECT_TRUE(same(a1, b1) && same(a2, b2) && same(a3, b3));
+  EXPECT_EQ(as.item<int64_t>(), 8);
+  EXPECT_FALSE(same(a2, m));
+  // The flag must be a one-element i1; the other operands stay required.
+  at::Tensor o1 = at::empty_like(p), o2 = at::empty_like(p), o3 = at::empty_like(p),
+             os = torch::zeros({}, torch::kLong);
+  EXPECT_EQ(run("adamw_update", {p, g, m, v, step, torch::ones({})}, {o1, o2, o3, os}, adam),
+            "adamw_update: found_inf must be i1, got f32");
+  EXPECT_EQ(run("sgd_update", {p, g, m, step, torch::ones({2}, torch::kBool)}, {o1, o2, os}, sgd),
+            "sgd_update: found_inf must hold one element, got 2");
+  EXPECT_EQ(run("sgd_update", {p, at::Tensor(), m, step, yes}, {o1, o2, os}, sgd),
+            "sgd_update: input 1 is null");
 }
 
 // --- Philox and dropout -------------------------------------------------------------

@@ -429,8 +429,29 @@ std::string kMseLossBackward(const CudaKernelArgs &a) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-__global__ void stepIncrementKernel(const int64_t *step, int64_t *newStep) {
-  *newStep = *step + 1;
+// `skip_if` (fp16 loss scaling's found_inf): an optional 0-d i1 on the
+// device, read by the kernels themselves (no host sync). When it is set the
+// update is skipped and every result equals its operand bit for bit.
+__device__ inline bool skipped(const uint8_t *skip) { return skip && *skip; }
+
+__global__ void stepIncrementKernel(const int64_t *step, int64_t *newStep,
+                                    const uint8_t *skip) {
+  *newStep = skipped(skip) ? *step : *step + 1;
+}
+
+/// The optional flag at input `i`: absent (nullptr) or a 0-d i1.
+std::string skipFlag(const char *op, const CudaKernelArgs &a, size_t i,
+                     const uint8_t *&skip) {
+  skip = nullptr;
+  if (i >= a.inputs.size() || !a.inputs[i].data)
+    return "";
+  const TensorView &f = a.inputs[i];
+  if (auto e = needDType(f, DType::Bool, op, "found_inf"); !e.empty())
+    return e;
+  if (f.numel() != 1)
+    return std::string(op) + ": found_inf must hold one element";
+  skip = f.as<uint8_t>();
+  return "";
 }
 
 std::string checkStep(const char *op, const TensorView &s,
@@ -452,13 +473,20 @@ struct SgdAttrs {
 template <typename T>
 __global__ void sgdKernel(const T *p, const T *g, const T *b,
                           const int64_t *step, T *np, T *nb, int64_t n,
-                          SgdAttrs at) {
+                          SgdAttrs at, const uint8_t *skip) {
+  if (skipped(skip)) {
+    OFFLOAD_GRID_LOOP(i, n) {
+      np[i] = p[i];
+      nb[i] = b[i];
+    }
+    return;
+  }
   em::SgdStep<T> f = em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
                                           at.nesterov != 0, *step == 0);
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], b[i], np[i], nb[i]);
 }
 
-// sgd_update: param, grad, momentum_buffer, step -> new_param,
+// sgd_update: param, grad, momentum_buffer, step[, found_inf] -> new_param,
 // new_momentum_buffer, new_step.
 std::string kSgdUpdate(const CudaKernelArgs &a) {
   const char *op = "sgd_update";
@@ -483,21 +511,24 @@ std::string kSgdUpdate(const CudaKernelArgs &a) {
   if (at.nesterov && (at.mom <= 0 || at.damp != 0))
     return std::string(op) +
            ": nesterov needs momentum > 0 and zero dampening";
+  const uint8_t *skip;
+  if (auto e = skipFlag(op, a, 4, skip); !e.empty())
+    return e;
   int64_t n = p.numel();
   if (n > 0) {
     if (p.dtype == DType::F32)
       sgdKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), buf.as<float>(), step.as<int64_t>(),
-          np.as<float>(), nbuf.as<float>(), n, at);
+          np.as<float>(), nbuf.as<float>(), n, at, skip);
     else
       sgdKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), buf.as<double>(),
-          step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at);
+          step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at, skip);
     if (auto e = launched(op); !e.empty())
       return e;
   }
   stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
-                                                 nstep.as<int64_t>());
+                                                 nstep.as<int64_t>(), skip);
   return launched(op);
 }
 
@@ -508,14 +539,22 @@ struct AdamWAttrs {
 template <typename T>
 __global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
                             const int64_t *step, T *np, T *nm, T *nv,
-                            int64_t n, AdamWAttrs at) {
+                            int64_t n, AdamWAttrs at, const uint8_t *skip) {
+  if (skipped(skip)) {
+    OFFLOAD_GRID_LOOP(i, n) {
+      np[i] = p[i];
+      nm[i] = m[i];
+      nv[i] = v[i];
+    }
+    return;
+  }
   em::AdamWStep<T> f =
       em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1);
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
 
-// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
-// new_exp_avg, new_exp_avg_sq, new_step.
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
+// new_param, new_exp_avg, new_exp_avg_sq, new_step.
 std::string kAdamwUpdate(const CudaKernelArgs &a) {
   const char *op = "adamw_update";
   const TensorView &p = a.inputs[0], &g = a.inputs[1], &m = a.inputs[2],
@@ -538,23 +577,26 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
   AdamWAttrs at{a.attrs.getFloat("lr", 1e-3), a.attrs.getFloat("beta1", 0.9),
                 a.attrs.getFloat("beta2", 0.999), a.attrs.getFloat("eps", 1e-8),
                 a.attrs.getFloat("weight_decay", 1e-2)};
+  const uint8_t *skip;
+  if (auto e = skipFlag(op, a, 5, skip); !e.empty())
+    return e;
   int64_t n = p.numel();
   if (n > 0) {
     if (p.dtype == DType::F32)
       adamwKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
           step.as<int64_t>(), np.as<float>(), nm.as<float>(), nv.as<float>(),
-          n, at);
+          n, at, skip);
     else
       adamwKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), m.as<double>(), v.as<double>(),
           step.as<int64_t>(), np.as<double>(), nm.as<double>(),
-          nv.as<double>(), n, at);
+          nv.as<double>(), n, at, skip);
     if (auto e = launched(op); !e.empty())
       return e;
   }
   stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
-                                                 nstep.as<int64_t>());
+                                                 nstep.as<int64_t>(), skip);
   return launched(op);
 }
 

@@ -21,6 +21,7 @@
 #include "KernelSupport.h"
 
 #include <cmath>
+#include <cstring>
 #include <immintrin.h>
 #include <type_traits>
 
@@ -130,10 +131,44 @@ std::string checkStep(const char *op, const TensorView &s, const TensorView &ns)
   return "";
 }
 
-// sgd_update: param, grad, momentum_buffer, step -> new_param,
+/// The update's operands before `skip_if` and all its results must have
+/// data (the kernels are registered with Absent::Allowed for the flag only).
+std::string checkPresent(const char *op, const KernelArgs &args, size_t required) {
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    if (i < required && !args.inputs[i].data && args.inputs[i].numel() != 0)
+      return cat(op, ": input ", i, " is null");
+  for (size_t i = 0; i < args.outputs.size(); ++i)
+    if (!args.outputs[i].data && args.outputs[i].numel() != 0)
+      return cat(op, ": output ", i, " is null");
+  return "";
+}
+
+/// `skip_if` (input `i`, optional; fp16 loss scaling's found_inf): a 0-d i1.
+/// Sets `skip` when it is present and true.
+std::string readSkip(const char *op, const KernelArgs &args, size_t i, bool &skip) {
+  skip = false;
+  if (!present(args.inputs, i))
+    return "";
+  const TensorView &f = args.inputs[i];
+  if (auto e = checkDType(f, DType::Bool, op, "found_inf"); !e.empty()) return e;
+  if (f.numel() != 1)
+    return cat(op, ": found_inf must hold one element, got ", f.numel());
+  skip = f.as<uint8_t>()[0] != 0;
+  return "";
+}
+
+/// A skipped update's result: `to` = `from` bit for bit (nothing to do when
+/// the update is in place).
+void keep(const TensorView &from, const TensorView &to) {
+  if (from.data != to.data && from.bytes())
+    std::memmove(to.data, from.data, from.bytes());
+}
+
+// sgd_update: param, grad, momentum_buffer, step[, found_inf] -> new_param,
 // new_momentum_buffer, new_step.
 std::string sgdUpdate(const KernelArgs &args) {
   const char *op = "sgd_update";
+  if (auto e = checkPresent(op, args, 4); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &buf = args.inputs[2], &step = args.inputs[3];
   const TensorView &np = args.outputs[0], &nbuf = args.outputs[1],
@@ -151,6 +186,14 @@ std::string sgdUpdate(const KernelArgs &args) {
   bool nesterov = args.attrs.getInt("nesterov", 0) != 0;
   if (nesterov && (mom <= 0 || damp != 0))
     return std::string(op) + ": nesterov needs momentum > 0 and zero dampening";
+  bool skip;
+  if (auto e = readSkip(op, args, 4, skip); !e.empty()) return e;
+  if (skip) {
+    keep(p, np);
+    keep(buf, nbuf);
+    keep(step, nstep);
+    return "";
+  }
   int64_t s = step.as<int64_t>()[0];
   bool first = s == 0;
   auto run = [&](auto tag) {
@@ -180,10 +223,11 @@ std::string sgdUpdate(const KernelArgs &args) {
   return "";
 }
 
-// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
-// new_exp_avg, new_exp_avg_sq, new_step.
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
+// new_param, new_exp_avg, new_exp_avg_sq, new_step.
 std::string adamwUpdate(const KernelArgs &args) {
   const char *op = "adamw_update";
+  if (auto e = checkPresent(op, args, 5); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &m = args.inputs[2], &v = args.inputs[3], &step = args.inputs[4];
   const TensorView &np = args.outputs[0], &nm = args.outputs[1],
@@ -201,6 +245,15 @@ std::string adamwUpdate(const KernelArgs &args) {
   double b2 = args.attrs.getFloat("beta2", 0.999);
   double eps = args.attrs.getFloat("eps", 1e-8);
   double wd = args.attrs.getFloat("weight_decay", 1e-2);
+  bool skip;
+  if (auto e = readSkip(op, args, 5, skip); !e.empty()) return e;
+  if (skip) {
+    keep(p, np);
+    keep(m, nm);
+    keep(v, nv);
+    keep(step, nstep);
+    return "";
+  }
   int64_t t = step.as<int64_t>()[0] + 1;
   auto run = [&](auto tag) {
     using T = decltype(tag);
@@ -229,8 +282,9 @@ std::string adamwUpdate(const KernelArgs &args) {
 } // namespace
 
 void registerOptimizerKernels(KernelRegistry &r) {
-  r.add("offload.sgd_update", sgdUpdate);
-  r.add("offload.adamw_update", adamwUpdate);
+  // Absent::Allowed for the optional skip_if flag; checkPresent checks the rest.
+  r.add("offload.sgd_update", sgdUpdate, Absent::Allowed);
+  r.add("offload.adamw_update", adamwUpdate, Absent::Allowed);
 }
 
 } // namespace kernels

@@ -145,19 +145,41 @@ void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // Optimizer updates: the argument checks of torch.optim 1.13.
 //===----------------------------------------------------------------------===//
 
-/// An update runs on the device or on the host, never across both.
-static LogicalResult verifyOneSpace(Operation *op) {
+/// An update runs on the device or on the host, never across both; its
+/// step is a 0-d i64 tensor and its skip flag (`skip_if`), if any, a 0-d i1
+/// tensor, in host memory or not.
+static LogicalResult verifyOneSpace(Operation *op, Value step, Value foundInf) {
   bool host = isa<HostType>(op->getOperand(0).getType());
   for (Value v : op->getOperands())
     if (isa<HostType>(v.getType()) != host)
       return op->emitOpError() << "mixes device and host operands; an update runs "
                                   "on the device or, with every operand an "
                                   "!offload.host value, on the host";
+  auto scalarOf = [](Value v, Type elt) {
+    Type t = v.getType();
+    if (auto h = dyn_cast<HostType>(t))
+      t = h.getTensorType();
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getRank() == 0 && r.getElementType() == elt;
+  };
+  Builder b(op->getContext());
+  if (!scalarOf(step, b.getI64Type()))
+    return op->emitOpError() << "step must be a 0-d i64 tensor, got " << step.getType();
+  if (foundInf && !scalarOf(foundInf, b.getI1Type()))
+    return op->emitOpError() << "skip_if (found_inf) must be a 0-d i1 tensor, got "
+                             << foundInf.getType();
   return success();
 }
 
+UpdateOperands mlir::offload::getUpdateOperands(Operation *update) {
+  if (auto s = dyn_cast<SgdUpdateOp>(update))
+    return {{s.getMomentumBuffer()}, s.getStep(), s.getFoundInf()};
+  auto a = cast<AdamWUpdateOp>(update);
+  return {{a.getExpAvg(), a.getExpAvgSq()}, a.getStep(), a.getFoundInf()};
+}
+
 LogicalResult SgdUpdateOp::verify() {
-  if (failed(verifyOneSpace(*this)))
+  if (failed(verifyOneSpace(*this, getStep(), getFoundInf())))
     return failure();
   double lr = getLr().convertToDouble(), momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
@@ -179,7 +201,7 @@ LogicalResult SgdUpdateOp::verify() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
-  if (failed(verifyOneSpace(*this)))
+  if (failed(verifyOneSpace(*this, getStep(), getFoundInf())))
     return failure();
   double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();

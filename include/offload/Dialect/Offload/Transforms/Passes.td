@@ -187,8 +187,9 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     as torch.amp.GradScaler does (`loss-scale=dynamic`, the default):
     backward starts from `amp.scale`, the gradients are checked for inf/NaN
     and unscaled in f32, a step with any keeps every parameter and
-    optimizer state (`where`), and `amp.scale`, `amp.growth_tracker` and
-    `amp.skipped_steps` are optimizer state (docs/precision.md).
+    optimizer state (the updates' `skip_if`), and `amp.scale`,
+    `amp.growth_tracker` and `amp.skipped_steps` are optimizer state
+    (docs/precision.md).
 
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
