@@ -335,6 +335,61 @@ TEST(Optimizer, AdamWEqualsItsFormulaBitForBit) {
   }
 }
 
+TEST(Optimizer, AdamWBf16MomentsRoundOnceToNearestEven) {
+  // moments=bf16: the kernel reads bf16 moments widened to f32, computes the
+  // f32 formula (as AdamWEqualsItsFormulaBitForBit) and stores each new
+  // moment rounded by ATen's f32 -> bf16 cast (independent of Float16.h);
+  // the parameter's step uses the unrounded moments. In place too.
+  torch::manual_seed(23);
+  const int64_t n = 1003;
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 1e-2;
+  at::Tensor p = torch::randn({n}), g = torch::randn({n}),
+             m = torch::randn({n}).to(at::kBFloat16), v = torch::rand({n}).to(at::kBFloat16),
+             step = torch::full({}, 3, torch::kLong);
+  Attrs attrs;
+  attrs.f("lr", lr).f("beta1", b1).f("beta2", b2).f("eps", eps).f("weight_decay", wd);
+  double bc1 = 1 - std::pow(b1, 4.0), bc2 = 1 - std::pow(b2, 4.0);
+  float decay = float(1 - lr * wd), a1 = float(1 - b1), a2 = float(1 - b2),
+        bc2s = float(std::sqrt(bc2)), negStep = float(-(lr / bc1));
+  at::Tensor mf = m.to(at::kFloat), vf = v.to(at::kFloat);
+  at::Tensor refP = at::empty_like(p), refM = at::empty_like(p), refV = at::empty_like(p);
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g.data_ptr<float>()[i];
+    float pi = p.data_ptr<float>()[i] * decay;
+    float mi = std::fma(gi, a1, mf.data_ptr<float>()[i] * float(b1));
+    float vi = std::fma(a2 * gi, gi, vf.data_ptr<float>()[i] * float(b2));
+    refP.data_ptr<float>()[i] = pi + (negStep * mi) / (std::sqrt(vi) / bc2s + float(eps));
+    refM.data_ptr<float>()[i] = mi;
+    refV.data_ptr<float>()[i] = vi;
+  }
+  at::Tensor bitsM = refM.to(at::kBFloat16), bitsV = refV.to(at::kBFloat16);
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return a.nbytes() == b.nbytes() &&
+           std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "out of place");
+    at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+    at::Tensor np = inPlace ? p2 : at::empty_like(p), nm = inPlace ? m2 : at::empty_like(m),
+               nv = inPlace ? v2 : at::empty_like(v),
+               ns = inPlace ? s2 : torch::zeros({}, torch::kLong);
+    ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2}, {np, nm, nv, ns}, attrs), "");
+    EXPECT_TRUE(same(np, refP));
+    EXPECT_TRUE(same(nm, bitsM));
+    EXPECT_TRUE(same(nv, bitsV));
+    EXPECT_EQ(ns.item<int64_t>(), 4);
+  }
+  // bf16 moments need an f32 param; a bf16 param or grad is refused by name.
+  at::Tensor pd = p.to(at::kDouble), o1 = at::empty_like(pd), o2 = at::empty_like(m),
+             o3 = at::empty_like(m), os = torch::zeros({}, torch::kLong);
+  EXPECT_EQ(run("adamw_update", {pd, g.to(at::kDouble), m, v, step}, {o1, o2, o3, os}, attrs),
+            "adamw_update: exp_avg is bf16 for a f64 param; the moments must be the param's "
+            "dtype, or bf16 for an f32 param");
+  at::Tensor pb = p.to(at::kBFloat16), ob = at::empty_like(pb);
+  EXPECT_EQ(run("adamw_update", {pb, pb, m, v, step}, {ob, o2, o3, os}, attrs),
+            "adamw_update: param must be f32 or f64, got bf16");
+}
+
 TEST(Optimizer, InPlaceAndErrors) {
   torch::manual_seed(15);
   at::Tensor p = torch::randn({5}), g = torch::randn({5}), m = torch::zeros({5}),

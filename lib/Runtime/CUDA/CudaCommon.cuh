@@ -138,6 +138,8 @@ inline std::string stridedOver(const TensorView &out, const char *op, Strided &s
 struct Entry {
   const char *name;
   CudaKernelFn fn;
+  /// Whether the kernel takes bf16/f16 views itself (kernelLowFloat).
+  LowFloat lowFloat = LowFloat::Rejected;
 };
 /// The entries of each kernel file.
 const std::vector<Entry> &elementwiseEntries();

@@ -172,11 +172,12 @@ std::vector<std::string> CudaDevice::missingOps(const PlanData &d) const {
     Kernel hostKernel = host ? KernelRegistry::host().lookup(in.op) : Kernel();
     bool have = host ? hostKernel != nullptr : lookupKernel(in.op) != nullptr;
     std::string name = host ? in.op + " (host)" : in.op;
-    // bf16/f16: the host kernels that take them (emulated in f32); no CUDA
-    // kernel does yet (docs/precision.md).
+    // bf16/f16: the host kernels that take them (emulated in f32); of the
+    // CUDA kernels only those marked Native (adamw_update's bf16 moments;
+    // docs/precision.md).
     DType low = lowFloatOf(d, in);
     if (have && isLowFloat(low) &&
-        (!host || hostKernel.lowFloat() == LowFloat::Rejected)) {
+        (host ? hostKernel.lowFloat() : kernelLowFloat(in.op)) == LowFloat::Rejected) {
       have = false;
       name = in.op + " (" + dtypeName(low) + (host ? ", host)" : ")");
     }

@@ -91,6 +91,13 @@ CudaKernelFn lookupKernel(const std::string &op) {
   return nullptr;
 }
 
+LowFloat kernelLowFloat(const std::string &op) {
+  for (const Entry &e : table())
+    if (op == e.name)
+      return e.lowFloat;
+  return LowFloat::Rejected;
+}
+
 std::vector<std::string> kernelNames() {
   std::vector<std::string> out;
   for (const Entry &e : table())

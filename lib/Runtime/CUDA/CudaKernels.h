@@ -106,6 +106,10 @@ using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 /// check operand and result counts: the backend runs only instructions of a
 /// plan validated against the op-signature table when it was loaded.
 CudaKernelFn lookupKernel(const std::string &op);
+/// Whether the CUDA kernel of `op` takes bf16/f16 views itself
+/// (LowFloat::Native; the one so far: adamw_update's bf16 moments) or not
+/// (LowFloat::Rejected: CudaDevice::missingOps reports such an instruction).
+LowFloat kernelLowFloat(const std::string &op);
 /// Every op name of the table.
 std::vector<std::string> kernelNames();
 

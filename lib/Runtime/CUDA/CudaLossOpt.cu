@@ -536,9 +536,11 @@ struct AdamWAttrs {
   double lr, b1, b2, eps, wd;
 };
 
-template <typename T>
-__global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
-                            const int64_t *step, T *np, T *nm, T *nv,
+// T: the parameter's type and the compute type; M: the moments' storage
+// (T, or em::Bf16Bits for moments=bf16: widened, computed in f32, rounded).
+template <typename T, typename M>
+__global__ void adamwKernel(const T *p, const T *g, const M *m, const M *v,
+                            const int64_t *step, T *np, M *nm, M *nv,
                             int64_t n, AdamWAttrs at, const uint8_t *skip) {
   if (skipped(skip)) {
     OFFLOAD_GRID_LOOP(i, n) {
@@ -548,13 +550,14 @@ __global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
     }
     return;
   }
-  em::AdamWStep<T> f =
-      em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1);
+  em::AdamWStoredStep<T, M> f{
+      em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1)};
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
 
 // adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
-// new_param, new_exp_avg, new_exp_avg_sq, new_step.
+// new_param, new_exp_avg, new_exp_avg_sq, new_step. The moments are the
+// param's dtype, or bf16 for an f32 param.
 std::string kAdamwUpdate(const CudaKernelArgs &a) {
   const char *op = "adamw_update";
   const TensorView &p = a.inputs[0], &g = a.inputs[1], &m = a.inputs[2],
@@ -565,12 +568,22 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
     return e;
   for (auto [t, name] :
        {std::pair<const TensorView *, const char *>{&g, "grad"},
-        {&m, "exp_avg"},
-        {&v, "exp_avg_sq"},
-        {&np, "new_param"},
+        {&np, "new_param"}})
+    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+      return e;
+  // The moments: the param's dtype, or bf16 for an f32 param (moments=bf16).
+  if (m.dtype != p.dtype && !(m.dtype == DType::BF16 && p.dtype == DType::F32))
+    return std::string(op) + ": exp_avg is " + dtypeName(m.dtype) + " for a " +
+           dtypeName(p.dtype) +
+           " param; the moments must be the param's dtype, or bf16 for an f32 param";
+  if (m.shape != p.shape)
+    return std::string(op) + ": param has shape " + shapeStr(p.shape) +
+           " but exp_avg has shape " + shapeStr(m.shape);
+  for (auto [t, name] :
+       {std::pair<const TensorView *, const char *>{&v, "exp_avg_sq"},
         {&nm, "new_exp_avg"},
         {&nv, "new_exp_avg_sq"}})
-    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+    if (auto e = needSame(m, *t, op, "exp_avg", name); !e.empty())
       return e;
   if (auto e = checkStep(op, step, nstep); !e.empty())
     return e;
@@ -582,13 +595,19 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
     return e;
   int64_t n = p.numel();
   if (n > 0) {
-    if (p.dtype == DType::F32)
-      adamwKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+    using B = em::Bf16Bits;
+    if (m.dtype == DType::BF16)
+      adamwKernel<float, B><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<float>(), g.as<float>(), m.as<B>(), v.as<B>(),
+          step.as<int64_t>(), np.as<float>(), nm.as<B>(), nv.as<B>(), n, at,
+          skip);
+    else if (p.dtype == DType::F32)
+      adamwKernel<float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
           step.as<int64_t>(), np.as<float>(), nm.as<float>(), nv.as<float>(),
           n, at, skip);
     else
-      adamwKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      adamwKernel<double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), m.as<double>(), v.as<double>(),
           step.as<int64_t>(), np.as<double>(), nm.as<double>(),
           nv.as<double>(), n, at, skip);
@@ -611,7 +630,7 @@ const std::vector<Entry> &lossOptEntries() {
       {"offload.mse_loss", kMseLoss},
       {"offload.mse_loss_backward", kMseLossBackward},
       {"offload.sgd_update", kSgdUpdate},
-      {"offload.adamw_update", kAdamwUpdate},
+      {"offload.adamw_update", kAdamwUpdate, LowFloat::Native},
   };
   return e;
 }

@@ -21,12 +21,15 @@
 //     sources are compiled with --fmad=false so that no product and sum are
 //     fused beyond the explicit fma calls (docs/runtime.md, "CUDA backend").
 //
-// No dependency besides <cmath> and <cstdint>; private to lib/Runtime and the
-// kernel tests.
+// No dependency besides <cmath>, <cstdint> and Float16.h (the bf16/f16
+// conversions, standard C++ usable in device code); private to lib/Runtime
+// and the kernel tests.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_LIB_RUNTIME_KERNELS_ELEMENTMATH_H
 #define OFFLOAD_LIB_RUNTIME_KERNELS_ELEMENTMATH_H
+
+#include "offload/Runtime/Float16.h"
 
 #include <cmath>
 #include <cstdint>
@@ -446,6 +449,34 @@ template <typename T> struct AdamWStep {
     np = pi + (negStep * mi) / denom;          // param.addcdiv_(m, denom, -ss)
     nm = mi;
     nv = vi;
+  }
+};
+
+/// Storage of an optimizer value: f32 and f64 as they are; bf16 (its bits,
+/// Bf16Bits) widened to f32 when read and rounded to nearest even when
+/// stored (Float16.h). The layout of Bf16Bits is its uint16_t.
+struct Bf16Bits {
+  uint16_t bits;
+};
+OFFLOAD_HD inline float widen(float x) { return x; }
+OFFLOAD_HD inline double widen(double x) { return x; }
+OFFLOAD_HD inline float widen(Bf16Bits x) { return bf16ToFloat(x.bits); }
+OFFLOAD_HD inline void narrow(float x, float &out) { out = x; }
+OFFLOAD_HD inline void narrow(double x, double &out) { out = x; }
+OFFLOAD_HD inline void narrow(float x, Bf16Bits &out) { out.bits = floatToBf16(x); }
+
+/// AdamWStep<T> over stored moments of type M (moments=bf16: M = Bf16Bits,
+/// T = float): the moments are widened to T, the step computed in T, and
+/// each new moment stored rounded to M; the parameter's step uses the
+/// unrounded moments, as a PyTorch loop that keeps `exp_avg.to(bfloat16)`
+/// between f32 updates does.
+template <typename T, typename M> struct AdamWStoredStep {
+  AdamWStep<T> f;
+  OFFLOAD_HD void operator()(T p, T g, M m, M v, T &np, M &nm, M &nv) const {
+    T mi, vi;
+    f(p, g, T(widen(m)), T(widen(v)), np, mi, vi);
+    narrow(mi, nm);
+    narrow(vi, nv);
   }
 };
 

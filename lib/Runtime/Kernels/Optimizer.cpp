@@ -224,7 +224,8 @@ std::string sgdUpdate(const KernelArgs &args) {
 }
 
 // adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
-// new_param, new_exp_avg, new_exp_avg_sq, new_step.
+// new_param, new_exp_avg, new_exp_avg_sq, new_step. The moments are the
+// param's dtype, or bf16 for an f32 param.
 std::string adamwUpdate(const KernelArgs &args) {
   const char *op = "adamw_update";
   if (auto e = checkPresent(op, args, 5); !e.empty()) return e;
@@ -234,11 +235,18 @@ std::string adamwUpdate(const KernelArgs &args) {
                    &nv = args.outputs[2], &nstep = args.outputs[3];
   if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
   if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
-  if (auto e = checkSame(p, m, op, "param", "exp_avg"); !e.empty()) return e;
-  if (auto e = checkSame(p, v, op, "param", "exp_avg_sq"); !e.empty()) return e;
   if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
-  if (auto e = checkSame(p, nm, op, "param", "new_exp_avg"); !e.empty()) return e;
-  if (auto e = checkSame(p, nv, op, "param", "new_exp_avg_sq"); !e.empty()) return e;
+  // The moments: the parameter's dtype, or bf16 for an f32 parameter
+  // (moments=bf16).
+  if (m.dtype != p.dtype && !(m.dtype == DType::BF16 && p.dtype == DType::F32))
+    return cat(op, ": exp_avg is ", dtypeName(m.dtype), " for a ", dtypeName(p.dtype),
+               " param; the moments must be the param's dtype, or bf16 for an f32 param");
+  if (m.shape != p.shape)
+    return cat(op, ": param has shape ", shapeStr(p.shape), " but exp_avg has shape ",
+               shapeStr(m.shape));
+  if (auto e = checkSame(m, v, op, "exp_avg", "exp_avg_sq"); !e.empty()) return e;
+  if (auto e = checkSame(m, nm, op, "exp_avg", "new_exp_avg"); !e.empty()) return e;
+  if (auto e = checkSame(m, nv, op, "exp_avg", "new_exp_avg_sq"); !e.empty()) return e;
   if (auto e = checkStep(op, step, nstep); !e.empty()) return e;
   double lr = args.attrs.getFloat("lr", 1e-3);
   double b1 = args.attrs.getFloat("beta1", 0.9);
@@ -273,8 +281,24 @@ std::string adamwUpdate(const KernelArgs &args) {
       adamwChunkBody(c, b, e);
     });
   };
-  if (p.dtype == DType::F32) run(float());
-  else run(double());
+  if (m.dtype == DType::BF16) {
+    // moments=bf16: f32 compute, each new moment rounded to bf16
+    // (em::AdamWStoredStep; scalar loop, std::fma where AdamWStep fuses).
+    using M = em::Bf16Bits;
+    em::AdamWStoredStep<float, M> f{em::AdamWStep<float>::make(lr, b1, b2, eps, wd, t)};
+    const float *pp = p.as<float>(), *gp = g.as<float>();
+    const M *mp = m.as<M>(), *vp = v.as<M>();
+    float *npp = np.as<float>();
+    M *nmp = nm.as<M>(), *nvp = nv.as<M>();
+    parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        f(pp[i], gp[i], mp[i], vp[i], npp[i], nmp[i], nvp[i]);
+    });
+  } else if (p.dtype == DType::F32) {
+    run(float());
+  } else {
+    run(double());
+  }
   nstep.as<int64_t>()[0] = t;
   return "";
 }
@@ -284,7 +308,9 @@ std::string adamwUpdate(const KernelArgs &args) {
 void registerOptimizerKernels(KernelRegistry &r) {
   // Absent::Allowed for the optional skip_if flag; checkPresent checks the rest.
   r.add("offload.sgd_update", sgdUpdate, Absent::Allowed);
-  r.add("offload.adamw_update", adamwUpdate, Absent::Allowed);
+  // LowFloat::Native: adamw_update takes bf16 moments itself (an f32 param's
+  // moments=bf16) and refuses every other bf16/f16 operand with its dtype.
+  r.add("offload.adamw_update", adamwUpdate, Absent::Allowed, LowFloat::Native);
 }
 
 } // namespace kernels

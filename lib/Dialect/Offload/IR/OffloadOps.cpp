@@ -64,6 +64,36 @@ static void printAsyncDependencies(OpAsmPrinter &p, Operation *op,
   p << ']';
 }
 
+//===----------------------------------------------------------------------===//
+// custom<AdamWTypes>: param-type (`moments` moments-type)? `,` step-type
+// (`,` found_inf-type)?; the moments' type is written only when it is not
+// the parameter's (bf16 moments).
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseAdamWTypes(OpAsmParser &parser, Type &paramType, Type &momentsType,
+                                   Type &stepType, Type &foundInfType) {
+  if (parser.parseType(paramType))
+    return failure();
+  momentsType = paramType;
+  if (succeeded(parser.parseOptionalKeyword("moments")) && parser.parseType(momentsType))
+    return failure();
+  if (parser.parseComma() || parser.parseType(stepType))
+    return failure();
+  if (succeeded(parser.parseOptionalComma()))
+    return parser.parseType(foundInfType);
+  return success();
+}
+
+static void printAdamWTypes(OpAsmPrinter &p, Operation *, Type paramType, Type momentsType,
+                            Type stepType, Type foundInfType) {
+  p << paramType;
+  if (momentsType != paramType)
+    p << " moments " << momentsType;
+  p << ", " << stepType;
+  if (foundInfType)
+    p << ", " << foundInfType;
+}
+
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
 
@@ -203,6 +233,21 @@ LogicalResult SgdUpdateOp::verify() {
 LogicalResult AdamWUpdateOp::verify() {
   if (failed(verifyOneSpace(*this, getStep(), getFoundInf())))
     return failure();
+  // The moments: the parameter's shape, and its type or (f32 parameter)
+  // bf16.
+  auto tensorOf = [](Type t) {
+    if (auto h = dyn_cast<HostType>(t))
+      return h.getTensorType();
+    return cast<RankedTensorType>(t);
+  };
+  RankedTensorType p = tensorOf(getParam().getType()), m = tensorOf(getExpAvg().getType());
+  if (m.getShape() != p.getShape())
+    return emitOpError() << "exp_avg has shape " << m << " but param is " << p;
+  if (m.getElementType() != p.getElementType() &&
+      !(m.getElementType().isBF16() && p.getElementType().isF32()))
+    return emitOpError() << "moments of type " << m.getElementType() << " for a "
+                         << p.getElementType()
+                         << " parameter; they must be the parameter's type, or bf16 for f32";
   double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   double wd = getWeightDecay().convertToDouble();

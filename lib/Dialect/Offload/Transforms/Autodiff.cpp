@@ -87,6 +87,14 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
           << "' is not a loss-scale; expected dynamic or none";
       return signalPassFailure();
     }
+    if (moments.getValue().value != Moments::F32 && optimizer != OptimizerKind::AdamW) {
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: moments=" << stringifyOption(moments.getValue().value)
+          << " needs optimizer=adamw (the moments are AdamW's exp_avg and exp_avg_sq), got "
+             "optimizer="
+          << stringifyOption(optimizer);
+      return signalPassFailure();
+    }
     if (growthInterval < 1) {
       mlir::emitError(getOperation().getLoc())
           << "offload-autodiff: growth-interval must be >= 1, got " << int64_t(growthInterval);
@@ -444,10 +452,15 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
         if (perParameter)
           addResult(newStep, name + ".step", Role::new_optimizer_state);
       } else {
-        Value m = addArg(p.getType(), name + ".exp_avg", i, ".exp_avg");
-        Value v = addArg(p.getType(), name + ".exp_avg_sq", i, ".exp_avg_sq");
+        // moments=bf16: the moments' element type (the update computes in
+        // f32 and rounds what it stores).
+        Type momentType = p.getType();
+        if (moments.getValue().value == Moments::Bf16)
+          momentType = cast<RankedTensorType>(p.getType()).clone(b.getBF16Type());
+        Value m = addArg(momentType, name + ".exp_avg", i, ".exp_avg");
+        Value v = addArg(momentType, name + ".exp_avg_sq", i, ".exp_avg_sq");
         auto upd = AdamWUpdateOp::create(
-            b, loc, p.getType(), p.getType(), p.getType(), stepType, p, grads[k], m, v,
+            b, loc, p.getType(), momentType, momentType, stepType, p, grads[k], m, v,
             step, amp.foundInf, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(weightDecay));

@@ -245,8 +245,8 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
 }
 
 def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
-    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
-                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["exp_avg", "exp_avg_sq", "new_exp_avg", "new_exp_avg_sq"]>,
     AllTypesMatch<["step", "new_step"]>,
     DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
   let hasKernel = 1;
@@ -256,6 +256,11 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
     weight_decay`; `m = beta1 * m + (1 - beta1) * g`; `v = beta2 * v +
     (1 - beta2) * g * g`; `t = step + 1`; `param -= (lr / (1 - beta1^t)) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
+
+    The moments have the parameter's shape and either its type or, for an
+    f32 parameter, bf16 (`--offload-autodiff="moments=bf16"`): the update
+    then reads them widened to f32, computes in f32 as above and stores
+    each new moment rounded to bf16, to nearest even (Float16.h).
 
     As for `offload.sgd_update`, the update runs on the host when every
     operand is an `!offload.host` value, and `skip_if %found_inf` (a 0-d i1
@@ -268,6 +273,8 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
         weight_decay = 1.0e-02 : f64} : tensor<10x4xf32>, tensor<i64>
     %p2, %m2, %v2, %s2 = offload.adamw_update %p, %g, %m, %v, %s skip_if %inf {...}
         : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+    %p3, %m3, %v3, %s3 = offload.adamw_update %p, %g, %mb, %vb, %s {...}
+        : tensor<10x4xf32> moments tensor<10x4xbf16>, tensor<i64>
     ```
   }];
   let arguments = (ins Offload_FloatTensorOrHost:$param, Offload_FloatTensorOrHost:$grad,
@@ -280,7 +287,7 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
                       Offload_FloatTensorOrHost:$new_exp_avg_sq, Offload_SeedTensorOrHost:$new_step);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`skip_if` $found_inf^)? attr-dict `:`
-    type($param) `,` type($step) (`,` type($found_inf)^)?
+    custom<AdamWTypes>(type($param), type($exp_avg), type($step), type($found_inf))
   }];
   let hasVerifier = 1;
 }
