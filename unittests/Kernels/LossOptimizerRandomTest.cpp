@@ -379,15 +379,90 @@ TEST(Optimizer, AdamWBf16MomentsRoundOnceToNearestEven) {
     EXPECT_TRUE(same(nv, bitsV));
     EXPECT_EQ(ns.item<int64_t>(), 4);
   }
-  // bf16 moments need an f32 param; a bf16 param or grad is refused by name.
+  // bf16 moments need an f32 param (or a bf16 one); an integer param is
+  // refused by name.
   at::Tensor pd = p.to(at::kDouble), o1 = at::empty_like(pd), o2 = at::empty_like(m),
              o3 = at::empty_like(m), os = torch::zeros({}, torch::kLong);
   EXPECT_EQ(run("adamw_update", {pd, g.to(at::kDouble), m, v, step}, {o1, o2, o3, os}, attrs),
             "adamw_update: exp_avg is bf16 for a f64 param; the moments must be the param's "
             "dtype, or bf16 for an f32 param");
-  at::Tensor pb = p.to(at::kBFloat16), ob = at::empty_like(pb);
-  EXPECT_EQ(run("adamw_update", {pb, pb, m, v, step}, {ob, o2, o3, os}, attrs),
-            "adamw_update: param must be f32 or f64, got bf16");
+  at::Tensor pi = p.to(at::kLong), oi = at::empty_like(pi);
+  EXPECT_EQ(run("adamw_update", {pi, pi, m, v, step}, {oi, o2, o3, os}, attrs),
+            "adamw_update: param must be f32, f64, bf16 or f16, got i64");
+}
+
+TEST(Optimizer, Bf16AndF16ParamsRoundOnce) {
+  // bf16-true: a bf16/f16 parameter, its gradient and its state are widened
+  // to f32, the f32 formula runs (as the ...EqualsItsFormulaBitForBit tests
+  // write it), and each stored result is rounded once by ATen's cast
+  // (independent of Float16.h). SGD with momentum and weight decay; AdamW
+  // with its moments in the parameter's type.
+  torch::manual_seed(29);
+  const int64_t n = 517;
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return a.scalar_type() == b.scalar_type() && a.nbytes() == b.nbytes() &&
+           std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (at::ScalarType lowType : {at::kBFloat16, at::kHalf}) {
+    SCOPED_TRACE(lowType == at::kHalf ? "f16" : "bf16");
+    at::Tensor p = torch::randn({n}).to(lowType), g = torch::randn({n}).to(lowType),
+               b = torch::randn({n}).to(lowType), m = torch::randn({n}).to(lowType),
+               v = torch::rand({n}).to(lowType), step = torch::full({}, 2, torch::kLong);
+    at::Tensor pf = p.to(at::kFloat), gf = g.to(at::kFloat), bf = b.to(at::kFloat),
+               mf = m.to(at::kFloat), vf = v.to(at::kFloat);
+    // SGD: lr 0.1, momentum 0.9, dampening 0.1, weight decay 0.01, step 2.
+    {
+      const double lr = 0.1, mom = 0.9, damp = 0.1, wd = 0.01;
+      at::Tensor refP = at::empty_like(pf), refB = at::empty_like(pf);
+      for (int64_t i = 0; i < n; ++i) {
+        float d = std::fma(pf.data_ptr<float>()[i], float(wd), gf.data_ptr<float>()[i]);
+        float bi = std::fma(d, float(1 - damp), bf.data_ptr<float>()[i] * float(mom));
+        refB.data_ptr<float>()[i] = bi;
+        refP.data_ptr<float>()[i] = std::fma(bi, float(-lr), pf.data_ptr<float>()[i]);
+      }
+      Attrs attrs;
+      attrs.f("lr", lr).f("momentum", mom).f("dampening", damp).f("weight_decay", wd);
+      at::Tensor np = at::empty_like(p), nb = at::empty_like(p),
+                 ns = torch::zeros({}, torch::kLong);
+      ASSERT_EQ(run("sgd_update", {p, g, b, step}, {np, nb, ns}, attrs), "");
+      EXPECT_TRUE(same(np, refP.to(lowType)));
+      EXPECT_TRUE(same(nb, refB.to(lowType)));
+      EXPECT_EQ(ns.item<int64_t>(), 3);
+    }
+    // AdamW: t = 3.
+    {
+      const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 1e-2;
+      double bc1 = 1 - std::pow(b1, 3.0), bc2 = 1 - std::pow(b2, 3.0);
+      float decay = float(1 - lr * wd), a1 = float(1 - b1), a2 = float(1 - b2),
+            bc2s = float(std::sqrt(bc2)), negStep = float(-(lr / bc1));
+      at::Tensor refP = at::empty_like(pf), refM = at::empty_like(pf), refV = at::empty_like(pf);
+      for (int64_t i = 0; i < n; ++i) {
+        float gi = gf.data_ptr<float>()[i];
+        float pi = pf.data_ptr<float>()[i] * decay;
+        float mi = std::fma(gi, a1, mf.data_ptr<float>()[i] * float(b1));
+        float vi = std::fma(a2 * gi, gi, vf.data_ptr<float>()[i] * float(b2));
+        refP.data_ptr<float>()[i] = pi + (negStep * mi) / (std::sqrt(vi) / bc2s + float(eps));
+        refM.data_ptr<float>()[i] = mi;
+        refV.data_ptr<float>()[i] = vi;
+      }
+      Attrs attrs;
+      attrs.f("lr", lr).f("beta1", b1).f("beta2", b2).f("eps", eps).f("weight_decay", wd);
+      // In place, as the memory plan runs it.
+      at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+      ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2}, {p2, m2, v2, s2}, attrs), "");
+      EXPECT_TRUE(same(p2, refP.to(lowType)));
+      EXPECT_TRUE(same(m2, refM.to(lowType)));
+      EXPECT_TRUE(same(v2, refV.to(lowType)));
+      EXPECT_EQ(s2.item<int64_t>(), 3);
+      // Mixed storage is refused by name: f32 moments for a bf16 param, a
+      // gradient of another type.
+      at::Tensor o1 = at::empty_like(p), o2 = at::empty_like(pf), o3 = at::empty_like(pf),
+                 os = torch::zeros({}, torch::kLong);
+      EXPECT_NE(run("adamw_update", {p, g, mf, vf, step}, {o1, o2, o3, os}, attrs), "");
+      EXPECT_NE(run("adamw_update", {p, gf, m, v, step}, {o1, at::empty_like(m),
+                                                           at::empty_like(v), os}, attrs), "");
+    }
+  }
 }
 
 TEST(Optimizer, InPlaceAndErrors) {

@@ -258,26 +258,17 @@ TEST(LowPrecisionCopy, CastsMatchATen) {
 }
 
 /// A kernel without bf16/f16 support refuses them, naming the op and the
-/// type: no silent upcast.
+/// type: no silent upcast. (compare on bf16/f16 values has no kernel.)
 TEST(LowPrecisionCopy, KernelsWithoutLowTypesRefuseThem) {
   at::Tensor p = at::randn({4}).to(at::kBFloat16);
-  at::Tensor step = at::zeros({}, at::TensorOptions().dtype(at::kLong));
-  std::vector<at::Tensor> outs{at::empty({4}, at::TensorOptions().dtype(at::kBFloat16)),
-                               at::empty({4}, at::TensorOptions().dtype(at::kBFloat16)),
-                               at::empty({4}, at::TensorOptions().dtype(at::kBFloat16)),
-                               at::empty({}, at::TensorOptions().dtype(at::kLong))};
+  at::Tensor out = at::empty({4}, at::TensorOptions().dtype(at::kBool));
   Attrs a;
-  a.f("lr", 0.1).f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8).f("weight_decay", 0);
-  // adamw_update takes bf16 moments for an f32 param (moments=bf16) and
-  // refuses a bf16 param itself, with the same rule of naming the dtype.
-  EXPECT_EQ(runLow("adamw_update", {p, p, p, p, step}, outs, a.m),
-            "adamw_update: param must be f32 or f64, got bf16");
+  a.s("predicate", "lt");
+  EXPECT_EQ(runLow("compare", {p, p}, {out}, a.m),
+            "offload.compare: the host backend has no bf16 kernel for this op");
   at::Tensor h = at::randn({4}).to(at::kHalf);
-  std::vector<at::Tensor> sgdOuts{at::empty({4}, at::TensorOptions().dtype(at::kHalf)),
-                                  at::empty({4}, at::TensorOptions().dtype(at::kHalf)),
-                                  at::empty({}, at::TensorOptions().dtype(at::kLong))};
-  EXPECT_EQ(runLow("sgd_update", {h, h, h, step}, sgdOuts, Attrs().f("lr", 0.1).m),
-            "offload.sgd_update: the host backend has no f16 kernel for this op");
+  EXPECT_EQ(runLow("compare", {h, h}, {out}, a.m),
+            "offload.compare: the host backend has no f16 kernel for this op");
 }
 
 } // namespace

@@ -107,7 +107,8 @@ using CudaKernelFn = std::string (*)(const CudaKernelArgs &args);
 /// plan validated against the op-signature table when it was loaded.
 CudaKernelFn lookupKernel(const std::string &op);
 /// Whether the CUDA kernel of `op` takes bf16/f16 views itself
-/// (LowFloat::Native; the one so far: adamw_update's bf16 moments) or not
+/// (LowFloat::Native: sgd_update and adamw_update, for bf16/f16 parameters
+/// and bf16 moments) or not
 /// (LowFloat::Rejected: CudaDevice::missingOps reports such an instruction).
 LowFloat kernelLowFloat(const std::string &op);
 /// Every op name of the table.

@@ -470,9 +470,20 @@ struct SgdAttrs {
   int nesterov;
 };
 
-template <typename T>
-__global__ void sgdKernel(const T *p, const T *g, const T *b,
-                          const int64_t *step, T *np, T *nb, int64_t n,
+/// The parameter of an update: f32, f64, or bf16/f16 (computed in f32,
+/// each result rounded once to the parameter's type).
+std::string needParam(const char *op, const TensorView &p) {
+  if (p.dtype != DType::F32 && p.dtype != DType::F64 && !isLowFloat(p.dtype))
+    return std::string(op) + ": param must be f32, f64, bf16 or f16, got " +
+           dtypeName(p.dtype);
+  return "";
+}
+
+// T: the compute type; P: the parameter's storage (T, or em::Bf16Bits /
+// em::F16Bits for a bf16/f16 parameter: widened, computed in f32, rounded).
+template <typename T, typename P>
+__global__ void sgdKernel(const P *p, const P *g, const P *b,
+                          const int64_t *step, P *np, P *nb, int64_t n,
                           SgdAttrs at, const uint8_t *skip) {
   if (skipped(skip)) {
     OFFLOAD_GRID_LOOP(i, n) {
@@ -481,8 +492,8 @@ __global__ void sgdKernel(const T *p, const T *g, const T *b,
     }
     return;
   }
-  em::SgdStep<T> f = em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
-                                          at.nesterov != 0, *step == 0);
+  em::SgdStoredStep<T, P> f{em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
+                                                  at.nesterov != 0, *step == 0)};
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], b[i], np[i], nb[i]);
 }
 
@@ -494,7 +505,7 @@ std::string kSgdUpdate(const CudaKernelArgs &a) {
                    &step = a.inputs[3];
   const TensorView &np = a.outputs[0], &nbuf = a.outputs[1],
                    &nstep = a.outputs[2];
-  if (auto e = needFloat(p, op, "param"); !e.empty())
+  if (auto e = needParam(op, p); !e.empty())
     return e;
   for (auto [t, name] : {std::pair<const TensorView *, const char *>{&g, "grad"},
                          {&buf, "momentum_buffer"},
@@ -516,12 +527,22 @@ std::string kSgdUpdate(const CudaKernelArgs &a) {
     return e;
   int64_t n = p.numel();
   if (n > 0) {
-    if (p.dtype == DType::F32)
-      sgdKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+    auto stored = [&](auto tag) {
+      using P = decltype(tag);
+      sgdKernel<float, P><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<P>(), g.as<P>(), buf.as<P>(), step.as<int64_t>(), np.as<P>(),
+          nbuf.as<P>(), n, at, skip);
+    };
+    if (p.dtype == DType::BF16)
+      stored(em::Bf16Bits());
+    else if (p.dtype == DType::F16)
+      stored(em::F16Bits());
+    else if (p.dtype == DType::F32)
+      sgdKernel<float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), buf.as<float>(), step.as<int64_t>(),
           np.as<float>(), nbuf.as<float>(), n, at, skip);
     else
-      sgdKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      sgdKernel<double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), buf.as<double>(),
           step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at, skip);
     if (auto e = launched(op); !e.empty())
@@ -536,11 +557,11 @@ struct AdamWAttrs {
   double lr, b1, b2, eps, wd;
 };
 
-// T: the parameter's type and the compute type; M: the moments' storage
-// (T, or em::Bf16Bits for moments=bf16: widened, computed in f32, rounded).
-template <typename T, typename M>
-__global__ void adamwKernel(const T *p, const T *g, const M *m, const M *v,
-                            const int64_t *step, T *np, M *nm, M *nv,
+// T: the compute type; P, M: the parameter's and the moments' storage (T,
+// or em::Bf16Bits / em::F16Bits: widened, computed in f32, rounded once).
+template <typename T, typename P, typename M>
+__global__ void adamwKernel(const P *p, const P *g, const M *m, const M *v,
+                            const int64_t *step, P *np, M *nm, M *nv,
                             int64_t n, AdamWAttrs at, const uint8_t *skip) {
   if (skipped(skip)) {
     OFFLOAD_GRID_LOOP(i, n) {
@@ -550,7 +571,7 @@ __global__ void adamwKernel(const T *p, const T *g, const M *m, const M *v,
     }
     return;
   }
-  em::AdamWStoredStep<T, M> f{
+  em::AdamWStoredStep<T, P, M> f{
       em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1)};
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
@@ -564,7 +585,7 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
                    &v = a.inputs[3], &step = a.inputs[4];
   const TensorView &np = a.outputs[0], &nm = a.outputs[1], &nv = a.outputs[2],
                    &nstep = a.outputs[3];
-  if (auto e = needFloat(p, op, "param"); !e.empty())
+  if (auto e = needParam(op, p); !e.empty())
     return e;
   for (auto [t, name] :
        {std::pair<const TensorView *, const char *>{&g, "grad"},
@@ -595,19 +616,26 @@ std::string kAdamwUpdate(const CudaKernelArgs &a) {
     return e;
   int64_t n = p.numel();
   if (n > 0) {
-    using B = em::Bf16Bits;
-    if (m.dtype == DType::BF16)
-      adamwKernel<float, B><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
-          p.as<float>(), g.as<float>(), m.as<B>(), v.as<B>(),
-          step.as<int64_t>(), np.as<float>(), nm.as<B>(), nv.as<B>(), n, at,
-          skip);
+    auto stored = [&](auto ptag, auto mtag) {
+      using P = decltype(ptag);
+      using M = decltype(mtag);
+      adamwKernel<float, P, M><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<P>(), g.as<P>(), m.as<M>(), v.as<M>(), step.as<int64_t>(),
+          np.as<P>(), nm.as<M>(), nv.as<M>(), n, at, skip);
+    };
+    if (p.dtype == DType::BF16)
+      stored(em::Bf16Bits(), em::Bf16Bits());
+    else if (p.dtype == DType::F16)
+      stored(em::F16Bits(), em::F16Bits());
+    else if (m.dtype == DType::BF16)
+      stored(float(), em::Bf16Bits());
     else if (p.dtype == DType::F32)
-      adamwKernel<float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      adamwKernel<float, float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
           step.as<int64_t>(), np.as<float>(), nm.as<float>(), nv.as<float>(),
           n, at, skip);
     else
-      adamwKernel<double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      adamwKernel<double, double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), m.as<double>(), v.as<double>(),
           step.as<int64_t>(), np.as<double>(), nm.as<double>(),
           nv.as<double>(), n, at, skip);
@@ -629,7 +657,7 @@ const std::vector<Entry> &lossOptEntries() {
       {"offload.nll_loss_backward", kNllLossBackward},
       {"offload.mse_loss", kMseLoss},
       {"offload.mse_loss_backward", kMseLossBackward},
-      {"offload.sgd_update", kSgdUpdate},
+      {"offload.sgd_update", kSgdUpdate, LowFloat::Native},
       {"offload.adamw_update", kAdamwUpdate, LowFloat::Native},
   };
   return e;

@@ -157,6 +157,22 @@ std::string readSkip(const char *op, const KernelArgs &args, size_t i, bool &ski
   return "";
 }
 
+/// The parameter of an update: f32, f64, or bf16/f16 ("bf16-true": computed
+/// in f32, each result rounded once to the parameter's type).
+std::string checkParam(const char *op, const TensorView &p) {
+  if (!isFloat(p.dtype) && !isLowFloat(p.dtype))
+    return cat(op, ": param must be f32, f64, bf16 or f16, got ", dtypeName(p.dtype));
+  return "";
+}
+
+/// Runs `body(P-typed tag)` for the stored type of a bf16/f16 view.
+template <typename F> void forLowFloat(DType d, F &&body) {
+  if (d == DType::BF16)
+    body(em::Bf16Bits());
+  else
+    body(em::F16Bits());
+}
+
 /// A skipped update's result: `to` = `from` bit for bit (nothing to do when
 /// the update is in place).
 void keep(const TensorView &from, const TensorView &to) {
@@ -165,7 +181,8 @@ void keep(const TensorView &from, const TensorView &to) {
 }
 
 // sgd_update: param, grad, momentum_buffer, step[, found_inf] -> new_param,
-// new_momentum_buffer, new_step.
+// new_momentum_buffer, new_step. The param (and grad, buffer) is f32, f64,
+// bf16 or f16.
 std::string sgdUpdate(const KernelArgs &args) {
   const char *op = "sgd_update";
   if (auto e = checkPresent(op, args, 4); !e.empty()) return e;
@@ -173,7 +190,7 @@ std::string sgdUpdate(const KernelArgs &args) {
                    &buf = args.inputs[2], &step = args.inputs[3];
   const TensorView &np = args.outputs[0], &nbuf = args.outputs[1],
                    &nstep = args.outputs[2];
-  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkParam(op, p); !e.empty()) return e;
   if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
   if (auto e = checkSame(p, buf, op, "param", "momentum_buffer"); !e.empty()) return e;
   if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
@@ -217,15 +234,31 @@ std::string sgdUpdate(const KernelArgs &args) {
         sgdChunk(c, b, e);
     });
   };
-  if (p.dtype == DType::F32) run(float());
-  else run(double());
+  if (isLowFloat(p.dtype)) {
+    // bf16/f16 parameter: f32 compute, one rounding per stored result
+    // (em::SgdStoredStep; scalar loop).
+    forLowFloat(p.dtype, [&](auto tag) {
+      using P = decltype(tag);
+      em::SgdStoredStep<float, P> f{em::SgdStep<float>::make(lr, mom, damp, wd, nesterov, first)};
+      const P *pp = p.as<P>(), *gp = g.as<P>(), *bp = buf.as<P>();
+      P *npp = np.as<P>(), *nbp = nbuf.as<P>();
+      parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          f(pp[i], gp[i], bp[i], npp[i], nbp[i]);
+      });
+    });
+  } else if (p.dtype == DType::F32) {
+    run(float());
+  } else {
+    run(double());
+  }
   nstep.as<int64_t>()[0] = s + 1;
   return "";
 }
 
 // adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
-// new_param, new_exp_avg, new_exp_avg_sq, new_step. The moments are the
-// param's dtype, or bf16 for an f32 param.
+// new_param, new_exp_avg, new_exp_avg_sq, new_step. The param is f32, f64,
+// bf16 or f16; the moments are the param's dtype, or bf16 for an f32 param.
 std::string adamwUpdate(const KernelArgs &args) {
   const char *op = "adamw_update";
   if (auto e = checkPresent(op, args, 5); !e.empty()) return e;
@@ -233,7 +266,7 @@ std::string adamwUpdate(const KernelArgs &args) {
                    &m = args.inputs[2], &v = args.inputs[3], &step = args.inputs[4];
   const TensorView &np = args.outputs[0], &nm = args.outputs[1],
                    &nv = args.outputs[2], &nstep = args.outputs[3];
-  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkParam(op, p); !e.empty()) return e;
   if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
   if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
   // The moments: the parameter's dtype, or bf16 for an f32 parameter
@@ -281,19 +314,26 @@ std::string adamwUpdate(const KernelArgs &args) {
       adamwChunkBody(c, b, e);
     });
   };
-  if (m.dtype == DType::BF16) {
-    // moments=bf16: f32 compute, each new moment rounded to bf16
-    // (em::AdamWStoredStep; scalar loop, std::fma where AdamWStep fuses).
-    using M = em::Bf16Bits;
-    em::AdamWStoredStep<float, M> f{em::AdamWStep<float>::make(lr, b1, b2, eps, wd, t)};
-    const float *pp = p.as<float>(), *gp = g.as<float>();
+  // Stored types other than f32/f64 (moments=bf16, a bf16/f16 param): f32
+  // compute, each result rounded once to its storage (em::AdamWStoredStep;
+  // scalar loop, std::fma where AdamWStep fuses).
+  auto stored = [&](auto ptag, auto mtag) {
+    using P = decltype(ptag);
+    using M = decltype(mtag);
+    em::AdamWStoredStep<float, P, M> f{em::AdamWStep<float>::make(lr, b1, b2, eps, wd, t)};
+    const P *pp = p.as<P>(), *gp = g.as<P>();
     const M *mp = m.as<M>(), *vp = v.as<M>();
-    float *npp = np.as<float>();
+    P *npp = np.as<P>();
     M *nmp = nm.as<M>(), *nvp = nv.as<M>();
     parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
         f(pp[i], gp[i], mp[i], vp[i], npp[i], nmp[i], nvp[i]);
     });
+  };
+  if (isLowFloat(p.dtype)) {
+    forLowFloat(p.dtype, [&](auto tag) { stored(tag, tag); });
+  } else if (m.dtype == DType::BF16) {
+    stored(float(), em::Bf16Bits());
   } else if (p.dtype == DType::F32) {
     run(float());
   } else {
@@ -306,10 +346,11 @@ std::string adamwUpdate(const KernelArgs &args) {
 } // namespace
 
 void registerOptimizerKernels(KernelRegistry &r) {
-  // Absent::Allowed for the optional skip_if flag; checkPresent checks the rest.
-  r.add("offload.sgd_update", sgdUpdate, Absent::Allowed);
-  // LowFloat::Native: adamw_update takes bf16 moments itself (an f32 param's
-  // moments=bf16) and refuses every other bf16/f16 operand with its dtype.
+  // Absent::Allowed for the optional skip_if flag; checkPresent checks the
+  // rest. LowFloat::Native: both take bf16/f16 parameters (and adamw_update
+  // an f32 parameter's bf16 moments) themselves, computing in f32 and
+  // rounding each stored result once; any other mix is refused by name.
+  r.add("offload.sgd_update", sgdUpdate, Absent::Allowed, LowFloat::Native);
   r.add("offload.adamw_update", adamwUpdate, Absent::Allowed, LowFloat::Native);
 }
 
