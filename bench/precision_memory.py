@@ -5,13 +5,15 @@
         --work DIR [--models resnet18,gpt] [--batch B] [--optimizer adamw]
 
 For each example model: export (export_models.py), import, then build its
-step twice with offload-opt --offload-autodiff="optimizer=... precision=P"
-(P = fp32, bf16-mixed) and read the memory plan (--offload-memory-report:
+step with offload-opt --offload-autodiff="optimizer=... precision=P
+moments=M" (P = fp32, bf16-mixed; with AdamW also M = bf16, the moments
+stored in bf16, for both) and read the memory plan (--offload-memory-report:
 the device arena the lowering would allocate without any memory pass, its
 peak and the persistent bytes) and the saved values from the step's IR:
 
   persistent      step arguments and results: f32 master weights, optimizer
-                  state, inputs (the same under both precisions)
+                  state, inputs (the same under both precisions; moments=bf16
+                  halves AdamW's two moments: 4 bytes less per parameter)
   saved, f32/int  forward values kept for backward, stored in f32 (or
                   integers: max-pool indices, token ids)
   saved, act low  the same, stored in bf16
@@ -40,15 +42,20 @@ def run(cmd):
     return r.stdout
 
 
+def tensor_elements(ty):
+    """Elements and element type of 'tensor<4x8xbf16>'."""
+    m = re.match(r"tensor<((?:\d+x)*)(\w+)>", ty)
+    n = 1
+    for d in m.group(1).split("x"):
+        if d:
+            n *= int(d)
+    return n, m.group(2)
+
+
 def tensor_bytes(ty):
     """Bytes of 'tensor<4x8xbf16>' (i1 one byte)."""
-    m = re.match(r"tensor<((?:\d+x)*)(\w+)>", ty)
-    dims = [int(d) for d in m.group(1).split("x") if d]
-    elt = m.group(2)
+    n, elt = tensor_elements(ty)
     width = {"f32": 4, "f64": 8, "bf16": 2, "f16": 2, "i64": 8, "i32": 4, "i1": 1}[elt]
-    n = 1
-    for d in dims:
-        n *= d
     return n * width, elt
 
 
@@ -72,6 +79,13 @@ def saved_breakdown(step_text):
         else:
             out["act f32"] += b
     return out
+
+
+def parameter_elements(step_text):
+    """Elements of the step's parameters (role parameter), from its header."""
+    header = step_text[step_text.index("func.func"):step_text.index("attributes {offload.autodiff")]
+    return sum(tensor_elements(m.group(1))[0]
+               for m in re.finditer(r"%arg\d+: (tensor<[^>]*>) \{[^}]*role<parameter>", header))
 
 
 def memory(report):
@@ -105,16 +119,22 @@ def main(argv=None):
         if not meta.get("returns_loss"):
             imp += ["--loss", meta["loss"]]
         run(imp)
-        for p in ("fp32", "bf16-mixed"):
-            step = prefix + "." + p + ".step.mlir"
+        variants = [(p, "f32") for p in ("fp32", "bf16-mixed")]
+        if a.optimizer == "adamw":
+            variants += [(p, "bf16") for p in ("fp32", "bf16-mixed")]
+        for p, mom in variants:
+            step = prefix + "." + p + "." + mom + ".step.mlir"
             out = run([os.path.join(a.bin, "offload-opt"), prefix + ".mlir",
-                       f"--offload-autodiff=optimizer={a.optimizer} precision={p}",
+                       f"--offload-autodiff=optimizer={a.optimizer} precision={p} moments={mom}",
                        "--offload-memory-report=report=-", "-o", step])
-            row = {"model": m, "batch": meta["batch"], "precision": p}
+            text = open(step).read()
+            row = {"model": m, "batch": meta["batch"], "precision": p, "moments": mom,
+                   "param elements": parameter_elements(text)}
             row.update(memory(out))
-            row.update(saved_breakdown(open(step).read()))
+            row.update(saved_breakdown(text))
             rows.append(row)
-    cols = [("model", "%-9s"), ("batch", "%5s"), ("precision", "%-10s"), ("arena", "%11s"),
+    cols = [("model", "%-9s"), ("batch", "%5s"), ("precision", "%-10s"), ("moments", "%7s"),
+            ("arena", "%11s"),
             ("peak", "%11s"), ("persistent", "%11s"), ("total", "%11s"), ("act f32", "%12s"),
             ("act low", "%11s"), ("weights", "%11s"), ("peak op", "%-30s")]
     names = {"total": "saved", "act f32": "saved f32/i", "act low": "saved low",
@@ -122,9 +142,18 @@ def main(argv=None):
     print(" ".join(f % names.get(c, c) for c, f in cols))
     for r in rows:
         print(" ".join(f % r[c] for c, f in cols))
+    pick = lambda m, p, mom: next((r for r in rows if r["model"] == m and r["precision"] == p
+                                   and r["moments"] == mom), None)
     for m in a.models.split(","):
-        f32 = next(r for r in rows if r["model"] == m and r["precision"] == "fp32")
-        b16 = next(r for r in rows if r["model"] == m and r["precision"] == "bf16-mixed")
+        f32, b16 = pick(m, "fp32", "f32"), pick(m, "bf16-mixed", "f32")
+        for p in ("fp32", "bf16-mixed"):
+            full, half = pick(m, p, "f32"), pick(m, p, "bf16")
+            if half:
+                saved = full["persistent"] - half["persistent"]
+                print(f"{m} {p}: moments=bf16 persistent {half['persistent']} bytes, "
+                      f"{saved} less = {saved / half['param elements']:.2f} per parameter "
+                      f"element; arena {half['arena']} ({half['arena'] / full['arena']:.3f} "
+                      f"of f32 moments)")
         print(f"{m}: arena bf16-mixed / fp32 = {b16['arena'] / f32['arena']:.3f}, "
               f"saved {b16['total'] / f32['total']:.3f}, activations saved "
               f"{(b16['act f32'] + b16['act low']) / f32['total']:.3f}, weight copies "

@@ -144,6 +144,9 @@ private:
   void recordUnsupported(tj::Node *n, const std::string &reason = "",
                          const std::string &message = "");
   Type elementType(at::ScalarType st, const std::string &what);
+  /// The ATen dtype of an element type elementType() gives (prim::dtype,
+  /// the zeros_like family's folding).
+  static at::ScalarType scalarTypeOf(Type et);
 
   std::unordered_map<const tj::Value *, Val> vals;
 };

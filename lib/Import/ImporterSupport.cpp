@@ -79,6 +79,10 @@ Type Importer::elementType(at::ScalarType st, const std::string &what) {
     return b.getF32Type();
   case at::kDouble:
     return b.getF64Type();
+  case at::kBFloat16:
+    return b.getBF16Type();
+  case at::kHalf:
+    return b.getF16Type();
   case at::kLong:
     return b.getI64Type();
   case at::kInt:
@@ -87,8 +91,18 @@ Type Importer::elementType(at::ScalarType st, const std::string &what) {
     return b.getI1Type();
   default:
     throw ConvError{what + " has dtype " + std::string(c10::toString(st)) +
-                    ", which offload does not support (f32, f64, i64, i32, bool)"};
+                    ", which offload does not support (f32, f64, bf16, f16, i64, i32, bool)"};
   }
+}
+
+at::ScalarType Importer::scalarTypeOf(Type et) {
+  if (et.isF32()) return at::kFloat;
+  if (et.isF64()) return at::kDouble;
+  if (et.isBF16()) return at::kBFloat16;
+  if (et.isF16()) return at::kHalf;
+  if (et.isInteger(64)) return at::kLong;
+  if (et.isInteger(32)) return at::kInt;
+  return at::kBool;
 }
 
 //===----------------------------------------------------------------------===//
@@ -122,6 +136,11 @@ mlir::Value Importer::materializeTensor(Call &n, const at::Tensor &t0, Type elem
   } else if (t.scalar_type() == at::kDouble) {
     auto acc = flat.accessor<double, 1>();
     attrV = DenseElementsAttr::get(type, ArrayRef<double>(acc.data(), flat.numel()));
+  } else if (isa<BFloat16Type, Float16Type>(et)) {
+    // bf16/f16 values: exact in f64, exact again in their own semantics.
+    at::Tensor f = flat.to(at::kDouble);
+    auto acc = f.accessor<double, 1>();
+    attrV = lowFloatElements(type, ArrayRef<double>(acc.data(), f.numel()));
   } else {
     at::Tensor f = flat.to(at::kFloat);
     auto acc = f.accessor<float, 1>();

@@ -17,11 +17,11 @@
 using namespace mlir;
 
 static bool isSupportedElement(Type t) {
-  return t.isF32() || t.isF64() || t.isSignlessInteger(64) ||
+  return t.isF32() || t.isF64() || t.isBF16() || t.isF16() || t.isSignlessInteger(64) ||
          t.isSignlessInteger(32) || t.isSignlessInteger(1);
 }
 
-static const char *kExpectedTypes = "(expected f32, f64, i64, i32 or i1)";
+static const char *kExpectedTypes = "(expected f32, f64, bf16, f16, i64, i32 or i1)";
 
 auto ::offload::import::parseInputSpec(const std::string &text, MLIRContext &ctx,
                                        InputSpec &out) -> std::string {

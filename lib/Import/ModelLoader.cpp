@@ -76,13 +76,16 @@ auto ::offload::import::loadModel(const std::string &path, ImportError &err)
 //===----------------------------------------------------------------------===//
 
 /// A parameter or buffer as the runtime's tensor: floating tensors keep
-/// f64 or become f32, bool stays bool, other integers become i64 (as
+/// f64, bf16 or f16 or become f32, bool stays bool, other integers become i64 (as
 /// python/export_models.py writes them).
 static ::offload::rt::Tensor toTensor(const at::Tensor &t0) {
   namespace rt = ::offload::rt;
   at::Tensor t = t0.detach().contiguous().cpu();
   rt::DType dt;
-  if (t.is_floating_point()) {
+  if (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf) {
+    // bf16-true models keep their bf16/f16 weights (the bits, 2 bytes).
+    dt = t.scalar_type() == at::kBFloat16 ? rt::DType::BF16 : rt::DType::F16;
+  } else if (t.is_floating_point()) {
     if (t.scalar_type() != at::kDouble)
       t = t.to(at::kFloat);
     dt = t.scalar_type() == at::kDouble ? rt::DType::F64 : rt::DType::F32;

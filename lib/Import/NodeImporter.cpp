@@ -233,12 +233,7 @@ void Importer::convertNode(tj::Node *n) {
       } else if (name == "prim::device") {
         setOut(n, 0, Val::constant(c10::IValue(c10::Device(c10::kCPU))));
       } else if (name == "prim::dtype") {
-        Type et = t.getElementType();
-        at::ScalarType st = et.isF32()   ? at::kFloat
-                            : et.isF64() ? at::kDouble
-                            : et.isInteger(64) ? at::kLong
-                            : et.isInteger(32) ? at::kInt
-                                               : at::kBool;
+        at::ScalarType st = scalarTypeOf(t.getElementType());
         setOut(n, 0, Val::constant(c10::IValue(static_cast<int64_t>(st))));
       } else if (n->inputs().size() == 1) {
         std::vector<int64_t> s(t.getShape().begin(), t.getShape().end());
@@ -333,12 +328,7 @@ void Importer::convertNode(tj::Node *n) {
   if (shapeOnly.count(name) && !n->inputs().empty() && in(n, 0).kind == Val::Tensor) {
     Val saved = in(n, 0);
     auto t = tt(saved.value);
-    Type et = t.getElementType();
-    at::ScalarType st = et.isF32()           ? at::kFloat
-                        : et.isF64()         ? at::kDouble
-                        : et.isInteger(64)   ? at::kLong
-                        : et.isInteger(32)   ? at::kInt
-                                             : at::kBool;
+    at::ScalarType st = scalarTypeOf(t.getElementType());
     std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
     vals[n->input(0)] = Val::constant(at::zeros(shape, at::TensorOptions().dtype(st)));
     bool folded = tryFold(n);
@@ -429,6 +419,8 @@ Arg Importer::toArg(const Val &v, const std::string &name) {
     switch (st) {
     case at::kFloat: a.type = b.getF32Type(); break;
     case at::kDouble: a.type = b.getF64Type(); break;
+    case at::kBFloat16: a.type = b.getBF16Type(); break;
+    case at::kHalf: a.type = b.getF16Type(); break;
     case at::kLong: a.type = b.getI64Type(); break;
     case at::kInt: a.type = b.getI32Type(); break;
     case at::kBool: a.type = b.getI1Type(); break;

@@ -37,12 +37,28 @@ const OpTable &ts::opTable() {
   return table;
 }
 
+DenseElementsAttr ts::lowFloatElements(RankedTensorType type, ArrayRef<double> values) {
+  const llvm::fltSemantics &sem = cast<FloatType>(type.getElementType()).getFloatSemantics();
+  SmallVector<APFloat> v;
+  for (double x : values) {
+    APFloat a(x);
+    bool lost = false;
+    a.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+    v.push_back(a);
+  }
+  return DenseElementsAttr::get(type, v);
+}
+
 Type ts::elementTypeNamed(MLIRContext &ctx, const std::string &dtype) {
   Builder b(&ctx);
   if (dtype == "float32")
     return b.getF32Type();
   if (dtype == "float64")
     return b.getF64Type();
+  if (dtype == "bfloat16")
+    return b.getBF16Type();
+  if (dtype == "float16")
+    return b.getF16Type();
   if (dtype == "int64")
     return b.getI64Type();
   if (dtype == "int32")
@@ -66,8 +82,9 @@ int widthOf(Type t) { // order within PyTorch's promotion lattice
   if (t.isInteger(1)) return 0;
   if (t.isInteger(32)) return 1;
   if (t.isInteger(64)) return 2;
-  if (t.isF32()) return 3;
-  return 4;
+  if (t.isBF16() || t.isF16()) return 3;
+  if (t.isF32()) return 4;
+  return 5;
 }
 } // namespace
 
@@ -85,6 +102,10 @@ Type ts::resultType(MLIRContext &ctx, ArrayRef<Promoted> ops) {
       continue;
     if (p == 0) // numbers: the default dtypes
       return kind == 2 ? Type(b.getF32Type()) : kind == 1 ? Type(b.getI64Type()) : t;
+    // bf16 with f16 (neither holds the other) promote to f32.
+    for (const Promoted &o : ops)
+      if (o.priority == p && widthOf(o.type) == widthOf(t) && o.type != t && kind == 2)
+        return b.getF32Type();
     return t;
   }
   return b.getF32Type();
@@ -372,6 +393,8 @@ mlir::Value StepBuilder::constant(Call &n, RankedTensorType type, ArrayRef<doubl
     attrV = DenseElementsAttr::get(type, ArrayRef<int32_t>(v));
   } else if (et.isF64()) {
     attrV = DenseElementsAttr::get(type, values);
+  } else if (isa<BFloat16Type, Float16Type>(et)) {
+    attrV = lowFloatElements(type, values);
   } else {
     SmallVector<float> v(values.begin(), values.end());
     attrV = DenseElementsAttr::get(type, ArrayRef<float>(v));
@@ -597,10 +620,11 @@ OwningOpRef<ModuleOp> StepBuilder::finish(mlir::Value out, mlir::Value target,
       throw ConvError{what + ": " + m};
     }
   }
-  // f32 or f64 end to end (the dialect's float ops and the runtime's
-  // kernels take both); f64 gives the tests an exact oracle.
-  if (!tt(loss).getElementType().isF32() && !tt(loss).getElementType().isF64())
-    throw ConvError{"the loss must be f32 or f64"};
+  // A float loss: f32 or f64 (f64 gives the tests an exact oracle), or
+  // bf16/f16 (a bf16-true model, whose loss is its logits' type, as in
+  // PyTorch).
+  if (!isa<FloatType>(tt(loss).getElementType()))
+    throw ConvError{"the loss must be f32, f64, bf16 or f16"};
 
   // Results: loss, then every buffer the step updated.
   SmallVector<mlir::Value> results = {loss};

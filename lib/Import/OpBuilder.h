@@ -165,6 +165,10 @@ struct ConvError {
 /// An element type of offload for a dtype name (`float32`, `int64`, ...),
 /// or null.
 mlir::Type elementTypeNamed(mlir::MLIRContext &ctx, const std::string &dtype);
+/// The elements of a bf16/f16 constant from their values (each rounded to
+/// nearest even; exact for values read from bf16/f16 weights).
+mlir::DenseElementsAttr lowFloatElements(mlir::RankedTensorType type,
+                                         llvm::ArrayRef<double> values);
 
 /// One operand of PyTorch's type promotion: its element type and its
 /// priority, 2 for a tensor with dimensions, 1 for a 0-dim tensor, 0 for a

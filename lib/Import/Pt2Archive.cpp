@@ -270,7 +270,8 @@ void readTensors(Pt2Archive &ar, const Zip &zip, const std::string &dir,
     size_t es = pt2DtypeSize(w.dtype);
     if (es == 0)
       throw Pt2Error{what + " has dtype " + pt2DtypeNameImpl(w.dtype) +
-                     ", which offload does not support (float32, float64, int64, int32, bool)"};
+                     ", which offload does not support (float32, float64, bfloat16, float16, "
+                     "int64, int32, bool)"};
     w.shape = symInts(*meta, "sizes", what);
     std::vector<int64_t> strides = symInts(*meta, "strides", what);
     int64_t offset = symInt(meta->get("storage_offset"), what + " storage_offset");
@@ -448,6 +449,7 @@ size_t offload::import::pt2DtypeSize(int64_t code) {
   switch (code) {
   case kPt2Float: case kPt2Int: return 4;
   case kPt2Double: case kPt2Long: return 8;
+  case kPt2BFloat16: case kPt2Half: return 2;
   case kPt2Bool: return 1;
   default: return 0;
   }
@@ -642,6 +644,11 @@ std::string offload::import::writePt2Params(Pt2Archive &ar, const std::string &p
       break;
     case kPt2Double:
       t = rt::Tensor(rt::DType::F64, w.shape);
+      std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
+      break;
+    case kPt2BFloat16: // bf16-true: the bits, as the TorchScript path writes them
+    case kPt2Half:
+      t = rt::Tensor(w.dtype == kPt2BFloat16 ? rt::DType::BF16 : rt::DType::F16, w.shape);
       std::memcpy(t.data(), w.bytes.data(), w.bytes.size());
       break;
     case kPt2Bool:

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Pt2.h"
+#include "offload/Runtime/Float16.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -1150,6 +1151,16 @@ auto ::offload::import::pt2ConstOf(MLIRContext &ctx, const Pt2Weight &w) -> Cons
   switch (w.dtype) {
   case kPt2Float: c->elemType = b.getF32Type(); read(float()); break;
   case kPt2Double: c->elemType = b.getF64Type(); read(double()); break;
+  case kPt2BFloat16:
+  case kPt2Half: { // the bits, widened exactly (Float16.h)
+    c->elemType = w.dtype == kPt2BFloat16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, w.bytes.data() + i * 2, 2);
+      c->data[i] = w.dtype == kPt2BFloat16 ? ::offload::rt::bf16ToFloat(h) : ::offload::rt::f16ToFloat(h);
+    }
+    break;
+  }
   case kPt2Long: c->elemType = b.getI64Type(); read(int64_t()); break;
   case kPt2Int: c->elemType = b.getI32Type(); read(int32_t()); break;
   case kPt2Bool: c->elemType = b.getI1Type(); read(uint8_t()); break;

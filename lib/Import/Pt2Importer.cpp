@@ -201,6 +201,8 @@ Type Pt2Importer::elemType(int64_t code, const std::string &what) {
   switch (code) {
   case kPt2Float: return b.getF32Type();
   case kPt2Double: return b.getF64Type();
+  case kPt2BFloat16: return b.getBF16Type();
+  case kPt2Half: return b.getF16Type();
   case kPt2Long: return b.getI64Type();
   case kPt2Int: return b.getI32Type();
   case kPt2Bool: return b.getI1Type();
@@ -947,7 +949,8 @@ OwningOpRef<ModuleOp> Pt2Importer::run(ImportError &err) {
     ConstPtr c = pt2ConstOf(ctx, cit->second);
     if (!c)
       bad(what + ": constant '" + name + "' has dtype " + pt2DtypeName(cit->second.dtype) +
-          ", which offload does not support (float32, float64, int64, int32, bool)");
+          ", which offload does not support (float32, float64, bfloat16, float16, int64, "
+          "int32, bool)");
     if (RankedTensorType::get(c->shape, c->elemType) != tensorType(argName))
       bad(what + ": constant '" + name + "' does not match the graph's input '" + argName + "'");
     consts[argName] = c;

@@ -197,7 +197,8 @@ def parse_bytes(value, what="budget"):
 
 
 # torch dtype name -> the importer's element type
-_DTYPES = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "bool": "i1"}
+_DTYPES = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16",
+           "int64": "i64", "int32": "i32", "bool": "i1"}
 
 
 def _type_spec(name, t):
@@ -208,7 +209,7 @@ def _type_spec(name, t):
     dt = str(t.dtype).replace("torch.", "")
     if dt not in _DTYPES:
         raise InputError(f"example input '{name}': dtype {t.dtype} is not supported "
-                         f"(float32, float64, int64, int32, bool)")
+                         f"(float32, float64, bfloat16, float16, int64, int32, bool)")
     dims = "x".join(str(d) for d in t.shape)
     return f"{name}={dims + 'x' if dims else ''}{_DTYPES[dt]}"
 

@@ -18,11 +18,15 @@ _CATEGORIES = [
 
 def _numpy(value, what):
     """A CPU numpy view of a torch tensor (no copy for a contiguous CPU
-    tensor), or the array itself."""
+    tensor), or the array itself. A bfloat16 tensor becomes its bits as
+    uint16 (numpy has no bfloat16; the bindings read uint16 as bf16)."""
     try:
         import torch
         if isinstance(value, torch.Tensor):
-            return value.detach().cpu().numpy()
+            t = value.detach().cpu()
+            if t.dtype == torch.bfloat16:
+                return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+            return t.numpy()
     except ImportError:  # pragma: no cover
         pass
     if isinstance(value, np.ndarray):
@@ -31,12 +35,16 @@ def _numpy(value, what):
 
 
 def _torch_view(arr):
-    """A torch tensor sharing the memory of a read-only runtime view (torch
-    warns about non-writable arrays; the view is documented as read-only)."""
+    """A torch tensor sharing the memory of `arr` (a runtime view or copy;
+    torch warns about non-writable arrays; a view is documented as
+    read-only). uint16 arrays are bf16 bits (the bindings' convention) and
+    come back as torch.bfloat16."""
     import torch
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        if arr.dtype == np.uint16:
+            return torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(arr)
 
 
@@ -194,7 +202,7 @@ class Step:
             if name in store and not copy:
                 out[k] = _torch_view(self.session.get_view(name))
             elif name in store:
-                out[k] = torch.from_numpy(self.session.get(name))
+                out[k] = _torch_view(self.session.get(name))
             else:
                 out[k] = self._initial[k].clone()
         return out
@@ -246,7 +254,7 @@ class Step:
                 (n[len("grad:"):], _torch_view(self.session.output_view(n))) for n in names)
         else:
             out = collections.OrderedDict(
-                (n[len("grad:"):], torch.from_numpy(self.session.output(n))) for n in names)
+                (n[len("grad:"):], _torch_view(self.session.output(n))) for n in names)
         for k, held in self._alias.items():
             if held in out and k not in out:
                 out[k] = out[held]

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 import export_models as em
-from check_precision import FLOOR_F16, eager, rel_err
+from check_precision import FLOOR_F16, eager, judge_change
 from pipeline import export_and_import, run
 
 
@@ -164,20 +164,7 @@ def main(argv=None):
           + " / torch " + " ".join(f"{s:g}" for s in torch_scales))
     check("skipped steps", [not s for s in torch_stepped] == ours_skipped,
           f"{sum(ours_skipped)} of {n} ours, {n - sum(torch_stepped)} torch")
-    delta = lambda ps: {k: ps[k].astype(np.float64) - p0[k].astype(np.float64) for k in p0}
-    dours = delta({k: d3[k] for k in p0})
-    dac, d64 = delta(pac), delta(p64)
-    floor = 1e-3 * max(float(np.max(np.abs(d))) for d in d64.values())
-    worst, bad = (0.0, ""), []
-    for k in p0:
-        eo, ea = rel_err(dours[k], d64[k], floor), rel_err(dac[k], d64[k], floor)
-        r = eo / max(ea, FLOOR_F16)
-        if r > worst[0]:
-            worst = (r, k)
-        if not eo <= args.k * max(ea, FLOOR_F16):
-            bad.append(k)
-        print(f"  {k}: ours {eo:.2e} autocast {ea:.2e}" + ("" if eo <= args.k * max(ea, FLOOR_F16)
-                                                           else "  FAIL"))
+    bad, worst = judge_change(p0, {k: d3[k] for k in p0}, pac, p64, FLOOR_F16, args.k)
     check(f"parameter change over {n} steps", not bad,
           f"{len(p0)} tensors, worst ratio to max(autocast, 2^-12) {worst[0]:.2f} ({worst[1]}), "
           f"rule <= {args.k:g}")

@@ -151,6 +151,27 @@ def judge(m, precision, ours, lossac, loss64, gac, g64, floor, floor_low, k, tag
     return failed
 
 
+def judge_change(p0, ours, ref, p64, floor_low, k):
+    """The parameters' change over some steps, judged by the rule above:
+    per tensor, error = max|d - d64| / max(max|d64|, 1e-3 x the largest
+    |d64| of all), d = final - p0 (float64); ours <= k x max(ref's error,
+    floor_low). p0, ours, ref, p64: {name: array}. Prints one line per
+    tensor; returns (the names that fail, (worst ratio, its name))."""
+    delta = lambda ps: {n: ps[n].astype(np.float64) - p0[n].astype(np.float64) for n in p0}
+    dours, dref, d64 = delta(ours), delta(ref), delta(p64)
+    floor = 1e-3 * max(float(np.max(np.abs(d))) for d in d64.values())
+    worst, bad = (0.0, ""), []
+    for n in p0:
+        eo, er = rel_err(dours[n], d64[n], floor), rel_err(dref[n], d64[n], floor)
+        ok = eo <= k * max(er, floor_low)
+        if eo / max(er, floor_low) > worst[0]:
+            worst = (eo / max(er, floor_low), n)
+        if not ok:
+            bad.append(n)
+        print(f"  {n}: ours {eo:.2e} reference {er:.2e}" + ("" if ok else "  FAIL"))
+    return bad, worst
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)

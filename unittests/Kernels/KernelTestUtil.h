@@ -30,6 +30,8 @@ inline DType toDType(at::ScalarType t) {
   case at::kLong: return DType::I64;
   case at::kInt: return DType::I32;
   case at::kBool: return DType::Bool;
+  case at::kBFloat16: return DType::BF16;
+  case at::kHalf: return DType::F16;
   default: ADD_FAILURE() << "unsupported dtype"; return DType::F32;
   }
 }

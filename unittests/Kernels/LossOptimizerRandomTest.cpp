@@ -13,6 +13,7 @@
 #include "KernelSupport.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 using namespace atest;
@@ -334,6 +335,136 @@ TEST(Optimizer, AdamWEqualsItsFormulaBitForBit) {
   }
 }
 
+TEST(Optimizer, AdamWBf16MomentsRoundOnceToNearestEven) {
+  // moments=bf16: the kernel reads bf16 moments widened to f32, computes the
+  // f32 formula (as AdamWEqualsItsFormulaBitForBit) and stores each new
+  // moment rounded by ATen's f32 -> bf16 cast (independent of Float16.h);
+  // the parameter's step uses the unrounded moments. In place too.
+  torch::manual_seed(23);
+  const int64_t n = 1003;
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 1e-2;
+  at::Tensor p = torch::randn({n}), g = torch::randn({n}),
+             m = torch::randn({n}).to(at::kBFloat16), v = torch::rand({n}).to(at::kBFloat16),
+             step = torch::full({}, 3, torch::kLong);
+  Attrs attrs;
+  attrs.f("lr", lr).f("beta1", b1).f("beta2", b2).f("eps", eps).f("weight_decay", wd);
+  double bc1 = 1 - std::pow(b1, 4.0), bc2 = 1 - std::pow(b2, 4.0);
+  float decay = float(1 - lr * wd), a1 = float(1 - b1), a2 = float(1 - b2),
+        bc2s = float(std::sqrt(bc2)), negStep = float(-(lr / bc1));
+  at::Tensor mf = m.to(at::kFloat), vf = v.to(at::kFloat);
+  at::Tensor refP = at::empty_like(p), refM = at::empty_like(p), refV = at::empty_like(p);
+  for (int64_t i = 0; i < n; ++i) {
+    float gi = g.data_ptr<float>()[i];
+    float pi = p.data_ptr<float>()[i] * decay;
+    float mi = std::fma(gi, a1, mf.data_ptr<float>()[i] * float(b1));
+    float vi = std::fma(a2 * gi, gi, vf.data_ptr<float>()[i] * float(b2));
+    refP.data_ptr<float>()[i] = pi + (negStep * mi) / (std::sqrt(vi) / bc2s + float(eps));
+    refM.data_ptr<float>()[i] = mi;
+    refV.data_ptr<float>()[i] = vi;
+  }
+  at::Tensor bitsM = refM.to(at::kBFloat16), bitsV = refV.to(at::kBFloat16);
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return a.nbytes() == b.nbytes() &&
+           std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "out of place");
+    at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+    at::Tensor np = inPlace ? p2 : at::empty_like(p), nm = inPlace ? m2 : at::empty_like(m),
+               nv = inPlace ? v2 : at::empty_like(v),
+               ns = inPlace ? s2 : torch::zeros({}, torch::kLong);
+    ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2}, {np, nm, nv, ns}, attrs), "");
+    EXPECT_TRUE(same(np, refP));
+    EXPECT_TRUE(same(nm, bitsM));
+    EXPECT_TRUE(same(nv, bitsV));
+    EXPECT_EQ(ns.item<int64_t>(), 4);
+  }
+  // bf16 moments need an f32 param (or a bf16 one); an integer param is
+  // refused by name.
+  at::Tensor pd = p.to(at::kDouble), o1 = at::empty_like(pd), o2 = at::empty_like(m),
+             o3 = at::empty_like(m), os = torch::zeros({}, torch::kLong);
+  EXPECT_EQ(run("adamw_update", {pd, g.to(at::kDouble), m, v, step}, {o1, o2, o3, os}, attrs),
+            "adamw_update: exp_avg is bf16 for a f64 param; the moments must be the param's "
+            "dtype, or bf16 for an f32 param");
+  at::Tensor pi = p.to(at::kLong), oi = at::empty_like(pi);
+  EXPECT_EQ(run("adamw_update", {pi, pi, m, v, step}, {oi, o2, o3, os}, attrs),
+            "adamw_update: param must be f32, f64, bf16 or f16, got i64");
+}
+
+TEST(Optimizer, Bf16AndF16ParamsRoundOnce) {
+  // bf16-true: a bf16/f16 parameter, its gradient and its state are widened
+  // to f32, the f32 formula runs (as the ...EqualsItsFormulaBitForBit tests
+  // write it), and each stored result is rounded once by ATen's cast
+  // (independent of Float16.h). SGD with momentum and weight decay; AdamW
+  // with its moments in the parameter's type.
+  torch::manual_seed(29);
+  const int64_t n = 517;
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return a.scalar_type() == b.scalar_type() && a.nbytes() == b.nbytes() &&
+           std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (at::ScalarType lowType : {at::kBFloat16, at::kHalf}) {
+    SCOPED_TRACE(lowType == at::kHalf ? "f16" : "bf16");
+    at::Tensor p = torch::randn({n}).to(lowType), g = torch::randn({n}).to(lowType),
+               b = torch::randn({n}).to(lowType), m = torch::randn({n}).to(lowType),
+               v = torch::rand({n}).to(lowType), step = torch::full({}, 2, torch::kLong);
+    at::Tensor pf = p.to(at::kFloat), gf = g.to(at::kFloat), bf = b.to(at::kFloat),
+               mf = m.to(at::kFloat), vf = v.to(at::kFloat);
+    // SGD: lr 0.1, momentum 0.9, dampening 0.1, weight decay 0.01, step 2.
+    {
+      const double lr = 0.1, mom = 0.9, damp = 0.1, wd = 0.01;
+      at::Tensor refP = at::empty_like(pf), refB = at::empty_like(pf);
+      for (int64_t i = 0; i < n; ++i) {
+        float d = std::fma(pf.data_ptr<float>()[i], float(wd), gf.data_ptr<float>()[i]);
+        float bi = std::fma(d, float(1 - damp), bf.data_ptr<float>()[i] * float(mom));
+        refB.data_ptr<float>()[i] = bi;
+        refP.data_ptr<float>()[i] = std::fma(bi, float(-lr), pf.data_ptr<float>()[i]);
+      }
+      Attrs attrs;
+      attrs.f("lr", lr).f("momentum", mom).f("dampening", damp).f("weight_decay", wd);
+      at::Tensor np = at::empty_like(p), nb = at::empty_like(p),
+                 ns = torch::zeros({}, torch::kLong);
+      ASSERT_EQ(run("sgd_update", {p, g, b, step}, {np, nb, ns}, attrs), "");
+      EXPECT_TRUE(same(np, refP.to(lowType)));
+      EXPECT_TRUE(same(nb, refB.to(lowType)));
+      EXPECT_EQ(ns.item<int64_t>(), 3);
+    }
+    // AdamW: t = 3.
+    {
+      const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 1e-2;
+      double bc1 = 1 - std::pow(b1, 3.0), bc2 = 1 - std::pow(b2, 3.0);
+      float decay = float(1 - lr * wd), a1 = float(1 - b1), a2 = float(1 - b2),
+            bc2s = float(std::sqrt(bc2)), negStep = float(-(lr / bc1));
+      at::Tensor refP = at::empty_like(pf), refM = at::empty_like(pf), refV = at::empty_like(pf);
+      for (int64_t i = 0; i < n; ++i) {
+        float gi = gf.data_ptr<float>()[i];
+        float pi = pf.data_ptr<float>()[i] * decay;
+        float mi = std::fma(gi, a1, mf.data_ptr<float>()[i] * float(b1));
+        float vi = std::fma(a2 * gi, gi, vf.data_ptr<float>()[i] * float(b2));
+        refP.data_ptr<float>()[i] = pi + (negStep * mi) / (std::sqrt(vi) / bc2s + float(eps));
+        refM.data_ptr<float>()[i] = mi;
+        refV.data_ptr<float>()[i] = vi;
+      }
+      Attrs attrs;
+      attrs.f("lr", lr).f("beta1", b1).f("beta2", b2).f("eps", eps).f("weight_decay", wd);
+      // In place, as the memory plan runs it.
+      at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+      ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2}, {p2, m2, v2, s2}, attrs), "");
+      EXPECT_TRUE(same(p2, refP.to(lowType)));
+      EXPECT_TRUE(same(m2, refM.to(lowType)));
+      EXPECT_TRUE(same(v2, refV.to(lowType)));
+      EXPECT_EQ(s2.item<int64_t>(), 3);
+      // Mixed storage is refused by name: f32 moments for a bf16 param, a
+      // gradient of another type.
+      at::Tensor o1 = at::empty_like(p), o2 = at::empty_like(pf), o3 = at::empty_like(pf),
+                 os = torch::zeros({}, torch::kLong);
+      EXPECT_NE(run("adamw_update", {p, g, mf, vf, step}, {o1, o2, o3, os}, attrs), "");
+      EXPECT_NE(run("adamw_update", {p, gf, m, v, step}, {o1, at::empty_like(m),
+                                                           at::empty_like(v), os}, attrs), "");
+    }
+  }
+}
+
 TEST(Optimizer, InPlaceAndErrors) {
   torch::manual_seed(15);
   at::Tensor p = torch::randn({5}), g = torch::randn({5}), m = torch::zeros({5}),
@@ -353,6 +484,61 @@ TEST(Optimizer, InPlaceAndErrors) {
   EXPECT_NE(run("adamw_update", {p, g, m, v, step.to(at::kFloat)}, {np, nm, nv, ns}, attrs), "");
   EXPECT_NE(run("sgd_update", {p, g, m, step}, {np, nm}, attrs), "");
   EXPECT_NE(run("sgd_update", {p, g, m.to(at::kDouble), step}, {np, nm, ns}, attrs), "");
+}
+
+TEST(Optimizer, SkipIfKeepsEveryValueBitForBit) {
+  // skip_if (fp16 loss scaling's found_inf): a true flag leaves every result
+  // equal to its operand bit for bit (NaN payloads and signed zeros too),
+  // out of place and in place, and new_step = step; a false one updates as
+  // without the flag.
+  torch::manual_seed(21);
+  const int64_t n = 37;
+  at::Tensor p = torch::randn({n}), g = torch::randn({n}), m = torch::randn({n}),
+             v = torch::rand({n});
+  uint32_t nanBits = 0x7fc00123u;
+  std::memcpy(p.data_ptr<float>() + 3, &nanBits, 4);
+  p.data_ptr<float>()[4] = -0.0f;
+  at::Tensor step = torch::full({}, 7, torch::kLong);
+  at::Tensor yes = torch::ones({}, torch::kBool), no = torch::zeros({}, torch::kBool);
+  Attrs adam, sgd;
+  adam.f("lr", 0.1).f("beta1", 0.9).f("beta2", 0.999).f("eps", 1e-8).f("weight_decay", 0.1);
+  sgd.f("lr", 0.1).f("momentum", 0.9).f("dampening", 0.0).f("weight_decay", 0.1);
+  auto same = [](const at::Tensor &a, const at::Tensor &b) {
+    return std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.nbytes())) == 0;
+  };
+  for (bool inPlace : {false, true}) {
+    SCOPED_TRACE(inPlace ? "in place" : "out of place");
+    at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), s2 = step.clone();
+    at::Tensor np = inPlace ? p2 : torch::full({n}, 5.0f), nm = inPlace ? m2 : torch::full({n}, 5.0f),
+               nv = inPlace ? v2 : torch::full({n}, 5.0f),
+               ns = inPlace ? s2 : torch::zeros({}, torch::kLong);
+    ASSERT_EQ(run("adamw_update", {p2, g, m2, v2, s2, yes}, {np, nm, nv, ns}, adam), "");
+    EXPECT_TRUE(same(np, p) && same(nm, m) && same(nv, v));
+    EXPECT_EQ(ns.item<int64_t>(), 7);
+    at::Tensor nb = inPlace ? m2 : torch::full({n}, 5.0f);
+    ASSERT_EQ(run("sgd_update", {p2, g, m2, s2, yes}, {np, nb, ns}, sgd), "");
+    EXPECT_TRUE(same(np, p) && same(nb, m));
+    EXPECT_EQ(ns.item<int64_t>(), 7);
+  }
+  // A false flag: the update without the flag, bit for bit.
+  at::Tensor a1 = at::empty_like(p), a2 = at::empty_like(p), a3 = at::empty_like(p),
+             as = torch::zeros({}, torch::kLong);
+  at::Tensor b1 = at::empty_like(p), b2 = at::empty_like(p), b3 = at::empty_like(p),
+             bs = torch::zeros({}, torch::kLong);
+  ASSERT_EQ(run("adamw_update", {p, g, m, v, step, no}, {a1, a2, a3, as}, adam), "");
+  ASSERT_EQ(run("adamw_update", {p, g, m, v, step}, {b1, b2, b3, bs}, adam), "");
+  EXPECT_TRUE(same(a1, b1) && same(a2, b2) && same(a3, b3));
+  EXPECT_EQ(as.item<int64_t>(), 8);
+  EXPECT_FALSE(same(a2, m));
+  // The flag must be a one-element i1; the other operands stay required.
+  at::Tensor o1 = at::empty_like(p), o2 = at::empty_like(p), o3 = at::empty_like(p),
+             os = torch::zeros({}, torch::kLong);
+  EXPECT_EQ(run("adamw_update", {p, g, m, v, step, torch::ones({})}, {o1, o2, o3, os}, adam),
+            "adamw_update: found_inf must be i1, got f32");
+  EXPECT_EQ(run("sgd_update", {p, g, m, step, torch::ones({2}, torch::kBool)}, {o1, o2, os}, sgd),
+            "sgd_update: found_inf must hold one element, got 2");
+  EXPECT_EQ(run("sgd_update", {p, at::Tensor(), m, step, yes}, {o1, o2, os}, sgd),
+            "sgd_update: input 1 is null");
 }
 
 // --- Philox and dropout -------------------------------------------------------------

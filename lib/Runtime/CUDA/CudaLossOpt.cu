@@ -420,8 +420,29 @@ std::string kMseLossBackward(const CudaKernelArgs &a) {
 // Optimizers
 //===----------------------------------------------------------------------===//
 
-__global__ void stepIncrementKernel(const int64_t *step, int64_t *newStep) {
-  *newStep = *step + 1;
+// `skip_if` (fp16 loss scaling's found_inf): an optional 0-d i1 on the
+// device, read by the kernels themselves (no host sync). When it is set the
+// update is skipped and every result equals its operand bit for bit.
+__device__ inline bool skipped(const uint8_t *skip) { return skip && *skip; }
+
+__global__ void stepIncrementKernel(const int64_t *step, int64_t *newStep,
+                                    const uint8_t *skip) {
+  *newStep = skipped(skip) ? *step : *step + 1;
+}
+
+/// The optional flag at input `i`: absent (nullptr) or a 0-d i1.
+std::string skipFlag(const char *op, const CudaKernelArgs &a, size_t i,
+                     const uint8_t *&skip) {
+  skip = nullptr;
+  if (i >= a.inputs.size() || !a.inputs[i].data)
+    return "";
+  const TensorView &f = a.inputs[i];
+  if (auto e = needDType(f, DType::Bool, op, "found_inf"); !e.empty())
+    return e;
+  if (f.numel() != 1)
+    return std::string(op) + ": found_inf must hold one element";
+  skip = f.as<uint8_t>();
+  return "";
 }
 
 std::string checkStep(const char *op, const TensorView &s,
@@ -440,16 +461,34 @@ struct SgdAttrs {
   int nesterov;
 };
 
-template <typename T>
-__global__ void sgdKernel(const T *p, const T *g, const T *b,
-                          const int64_t *step, T *np, T *nb, int64_t n,
-                          SgdAttrs at) {
-  em::SgdStep<T> f = em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
-                                          at.nesterov != 0, *step == 0);
+/// The parameter of an update: f32, f64, or bf16/f16 (computed in f32,
+/// each result rounded once to the parameter's type).
+std::string needParam(const char *op, const TensorView &p) {
+  if (p.dtype != DType::F32 && p.dtype != DType::F64 && !isLowFloat(p.dtype))
+    return std::string(op) + ": param must be f32, f64, bf16 or f16, got " +
+           dtypeName(p.dtype);
+  return "";
+}
+
+// T: the compute type; P: the parameter's storage (T, or em::Bf16Bits /
+// em::F16Bits for a bf16/f16 parameter: widened, computed in f32, rounded).
+template <typename T, typename P>
+__global__ void sgdKernel(const P *p, const P *g, const P *b,
+                          const int64_t *step, P *np, P *nb, int64_t n,
+                          SgdAttrs at, const uint8_t *skip) {
+  if (skipped(skip)) {
+    OFFLOAD_GRID_LOOP(i, n) {
+      np[i] = p[i];
+      nb[i] = b[i];
+    }
+    return;
+  }
+  em::SgdStoredStep<T, P> f{em::SgdStep<T>::make(at.lr, at.mom, at.damp, at.wd,
+                                                  at.nesterov != 0, *step == 0)};
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], b[i], np[i], nb[i]);
 }
 
-// sgd_update: param, grad, momentum_buffer, step -> new_param,
+// sgd_update: param, grad, momentum_buffer, step[, found_inf] -> new_param,
 // new_momentum_buffer, new_step.
 std::string kSgdUpdate(const CudaKernelArgs &a) {
   const char *op = "sgd_update";
@@ -457,7 +496,7 @@ std::string kSgdUpdate(const CudaKernelArgs &a) {
                    &step = a.inputs[3];
   const TensorView &np = a.outputs[0], &nbuf = a.outputs[1],
                    &nstep = a.outputs[2];
-  if (auto e = needFloat(p, op, "param"); !e.empty())
+  if (auto e = needParam(op, p); !e.empty())
     return e;
   for (auto [t, name] : {std::pair<const TensorView *, const char *>{&g, "grad"},
                          {&buf, "momentum_buffer"},
@@ -474,21 +513,34 @@ std::string kSgdUpdate(const CudaKernelArgs &a) {
   if (at.nesterov && (at.mom <= 0 || at.damp != 0))
     return std::string(op) +
            ": nesterov needs momentum > 0 and zero dampening";
+  const uint8_t *skip;
+  if (auto e = skipFlag(op, a, 4, skip); !e.empty())
+    return e;
   int64_t n = p.numel();
   if (n > 0) {
-    if (p.dtype == DType::F32)
-      sgdKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+    auto stored = [&](auto tag) {
+      using P = decltype(tag);
+      sgdKernel<float, P><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<P>(), g.as<P>(), buf.as<P>(), step.as<int64_t>(), np.as<P>(),
+          nbuf.as<P>(), n, at, skip);
+    };
+    if (p.dtype == DType::BF16)
+      stored(em::Bf16Bits());
+    else if (p.dtype == DType::F16)
+      stored(em::F16Bits());
+    else if (p.dtype == DType::F32)
+      sgdKernel<float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), buf.as<float>(), step.as<int64_t>(),
-          np.as<float>(), nbuf.as<float>(), n, at);
+          np.as<float>(), nbuf.as<float>(), n, at, skip);
     else
-      sgdKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      sgdKernel<double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), buf.as<double>(),
-          step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at);
+          step.as<int64_t>(), np.as<double>(), nbuf.as<double>(), n, at, skip);
     if (auto e = launched(op); !e.empty())
       return e;
   }
   stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
-                                                 nstep.as<int64_t>());
+                                                 nstep.as<int64_t>(), skip);
   return launched(op);
 }
 
@@ -496,56 +548,93 @@ struct AdamWAttrs {
   double lr, b1, b2, eps, wd;
 };
 
-template <typename T>
-__global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
-                            const int64_t *step, T *np, T *nm, T *nv,
-                            int64_t n, AdamWAttrs at) {
-  em::AdamWStep<T> f =
-      em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1);
+// T: the compute type; P, M: the parameter's and the moments' storage (T,
+// or em::Bf16Bits / em::F16Bits: widened, computed in f32, rounded once).
+template <typename T, typename P, typename M>
+__global__ void adamwKernel(const P *p, const P *g, const M *m, const M *v,
+                            const int64_t *step, P *np, M *nm, M *nv,
+                            int64_t n, AdamWAttrs at, const uint8_t *skip) {
+  if (skipped(skip)) {
+    OFFLOAD_GRID_LOOP(i, n) {
+      np[i] = p[i];
+      nm[i] = m[i];
+      nv[i] = v[i];
+    }
+    return;
+  }
+  em::AdamWStoredStep<T, P, M> f{
+      em::AdamWStep<T>::make(at.lr, at.b1, at.b2, at.eps, at.wd, *step + 1)};
   OFFLOAD_GRID_LOOP(i, n) f(p[i], g[i], m[i], v[i], np[i], nm[i], nv[i]);
 }
 
-// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
-// new_exp_avg, new_exp_avg_sq, new_step.
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
+// new_param, new_exp_avg, new_exp_avg_sq, new_step. The moments are the
+// param's dtype, or bf16 for an f32 param.
 std::string kAdamwUpdate(const CudaKernelArgs &a) {
   const char *op = "adamw_update";
   const TensorView &p = a.inputs[0], &g = a.inputs[1], &m = a.inputs[2],
                    &v = a.inputs[3], &step = a.inputs[4];
   const TensorView &np = a.outputs[0], &nm = a.outputs[1], &nv = a.outputs[2],
                    &nstep = a.outputs[3];
-  if (auto e = needFloat(p, op, "param"); !e.empty())
+  if (auto e = needParam(op, p); !e.empty())
     return e;
   for (auto [t, name] :
        {std::pair<const TensorView *, const char *>{&g, "grad"},
-        {&m, "exp_avg"},
-        {&v, "exp_avg_sq"},
-        {&np, "new_param"},
+        {&np, "new_param"}})
+    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+      return e;
+  // The moments: the param's dtype, or bf16 for an f32 param (moments=bf16).
+  if (m.dtype != p.dtype && !(m.dtype == DType::BF16 && p.dtype == DType::F32))
+    return std::string(op) + ": exp_avg is " + dtypeName(m.dtype) + " for a " +
+           dtypeName(p.dtype) +
+           " param; the moments must be the param's dtype, or bf16 for an f32 param";
+  if (m.shape != p.shape)
+    return std::string(op) + ": param has shape " + shapeStr(p.shape) +
+           " but exp_avg has shape " + shapeStr(m.shape);
+  for (auto [t, name] :
+       {std::pair<const TensorView *, const char *>{&v, "exp_avg_sq"},
         {&nm, "new_exp_avg"},
         {&nv, "new_exp_avg_sq"}})
-    if (auto e = needSame(p, *t, op, "param", name); !e.empty())
+    if (auto e = needSame(m, *t, op, "exp_avg", name); !e.empty())
       return e;
   if (auto e = checkStep(op, step, nstep); !e.empty())
     return e;
   AdamWAttrs at{a.attrs.getFloat("lr", 1e-3), a.attrs.getFloat("beta1", 0.9),
                 a.attrs.getFloat("beta2", 0.999), a.attrs.getFloat("eps", 1e-8),
                 a.attrs.getFloat("weight_decay", 1e-2)};
+  const uint8_t *skip;
+  if (auto e = skipFlag(op, a, 5, skip); !e.empty())
+    return e;
   int64_t n = p.numel();
   if (n > 0) {
-    if (p.dtype == DType::F32)
-      adamwKernel<float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+    auto stored = [&](auto ptag, auto mtag) {
+      using P = decltype(ptag);
+      using M = decltype(mtag);
+      adamwKernel<float, P, M><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+          p.as<P>(), g.as<P>(), m.as<M>(), v.as<M>(), step.as<int64_t>(),
+          np.as<P>(), nm.as<M>(), nv.as<M>(), n, at, skip);
+    };
+    if (p.dtype == DType::BF16)
+      stored(em::Bf16Bits(), em::Bf16Bits());
+    else if (p.dtype == DType::F16)
+      stored(em::F16Bits(), em::F16Bits());
+    else if (m.dtype == DType::BF16)
+      stored(float(), em::Bf16Bits());
+    else if (p.dtype == DType::F32)
+      adamwKernel<float, float, float><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(),
           step.as<int64_t>(), np.as<float>(), nm.as<float>(), nv.as<float>(),
-          n, at);
+          n, at, skip);
     else
-      adamwKernel<double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
+      adamwKernel<double, double, double><<<blocksFor(n), kThreads, 0, a.ctx.stream>>>(
           p.as<double>(), g.as<double>(), m.as<double>(), v.as<double>(),
           step.as<int64_t>(), np.as<double>(), nm.as<double>(),
-          nv.as<double>(), n, at);
+          nv.as<double>(), n, at, skip);
     if (auto e = launched(op); !e.empty())
       return e;
   }
   stepIncrementKernel<<<1, 1, 0, a.ctx.stream>>>(step.as<int64_t>(),
-                                                 nstep.as<int64_t>());
+                                                 nstep.as<int64_t>(), skip);
   return launched(op);
 }
 
@@ -559,8 +648,8 @@ const std::vector<Entry> &lossOptEntries() {
       {"offload.nll_loss_backward", kNllLossBackward, true},
       {"offload.mse_loss", kMseLoss, true},
       {"offload.mse_loss_backward", kMseLossBackward, true},
-      {"offload.sgd_update", kSgdUpdate},
-      {"offload.adamw_update", kAdamwUpdate},
+      {"offload.sgd_update", kSgdUpdate, true},
+      {"offload.adamw_update", kAdamwUpdate, true},
   };
   return e;
 }

@@ -21,12 +21,15 @@
 //     sources are compiled with --fmad=false so that no product and sum are
 //     fused beyond the explicit fma calls (docs/runtime.md, "CUDA backend").
 //
-// No dependency besides <cmath> and <cstdint>; private to lib/Runtime and the
-// kernel tests.
+// No dependency besides <cmath>, <cstdint> and Float16.h (the bf16/f16
+// conversions, standard C++ usable in device code); private to lib/Runtime
+// and the kernel tests.
 //
 //===----------------------------------------------------------------------===//
 #ifndef OFFLOAD_LIB_RUNTIME_KERNELS_ELEMENTMATH_H
 #define OFFLOAD_LIB_RUNTIME_KERNELS_ELEMENTMATH_H
+
+#include "offload/Runtime/Float16.h"
 
 #include <cmath>
 #include <cstdint>
@@ -446,6 +449,54 @@ template <typename T> struct AdamWStep {
     np = pi + (negStep * mi) / denom;          // param.addcdiv_(m, denom, -ss)
     nm = mi;
     nv = vi;
+  }
+};
+
+/// Storage of an optimizer value: f32 and f64 as they are; bf16 and f16
+/// (their bits, Bf16Bits and F16Bits) widened to f32 when read and rounded
+/// to nearest even when stored (Float16.h). Each has its uint16_t's layout.
+struct Bf16Bits {
+  uint16_t bits;
+};
+struct F16Bits {
+  uint16_t bits;
+};
+OFFLOAD_HD inline float widen(float x) { return x; }
+OFFLOAD_HD inline double widen(double x) { return x; }
+OFFLOAD_HD inline float widen(Bf16Bits x) { return bf16ToFloat(x.bits); }
+OFFLOAD_HD inline float widen(F16Bits x) { return f16ToFloat(x.bits); }
+OFFLOAD_HD inline void narrow(float x, float &out) { out = x; }
+OFFLOAD_HD inline void narrow(double x, double &out) { out = x; }
+OFFLOAD_HD inline void narrow(float x, Bf16Bits &out) { out.bits = floatToBf16(x); }
+OFFLOAD_HD inline void narrow(float x, F16Bits &out) { out.bits = floatToF16(x); }
+
+/// SgdStep<T> over a stored parameter, gradient and momentum buffer of type
+/// P (a bf16/f16 parameter, "bf16-true": P = Bf16Bits/F16Bits, T = float):
+/// all widened to T, the step computed in T, each result rounded once to P.
+template <typename T, typename P> struct SgdStoredStep {
+  SgdStep<T> f;
+  OFFLOAD_HD void operator()(P p, P g, P b, P &np, P &nb) const {
+    T pi, bi;
+    f(T(widen(p)), T(widen(g)), T(widen(b)), pi, bi);
+    narrow(pi, np);
+    narrow(bi, nb);
+  }
+};
+
+/// AdamWStep<T> over a stored parameter and gradient of type P and moments
+/// of type M: moments=bf16 (P = float, M = Bf16Bits) or a bf16/f16
+/// parameter (P = M = Bf16Bits/F16Bits), T = float. Everything is widened to
+/// T, the step computed in T, and each result rounded once to its storage;
+/// the parameter's step uses the unrounded moments, as a PyTorch loop that
+/// keeps `exp_avg.to(bfloat16)` between f32 updates does.
+template <typename T, typename P, typename M> struct AdamWStoredStep {
+  AdamWStep<T> f;
+  OFFLOAD_HD void operator()(P p, P g, M m, M v, P &np, M &nm, M &nv) const {
+    T pi, mi, vi;
+    f(T(widen(p)), T(widen(g)), T(widen(m)), T(widen(v)), pi, mi, vi);
+    narrow(pi, np);
+    narrow(mi, nm);
+    narrow(vi, nv);
   }
 };
 

@@ -21,6 +21,7 @@
 #include "KernelSupport.h"
 
 #include <cmath>
+#include <cstring>
 #include <immintrin.h>
 #include <type_traits>
 
@@ -130,15 +131,66 @@ std::string checkStep(const char *op, const TensorView &s, const TensorView &ns)
   return "";
 }
 
-// sgd_update: param, grad, momentum_buffer, step -> new_param,
-// new_momentum_buffer, new_step.
+/// The update's operands before `skip_if` and all its results must have
+/// data (the kernels are registered with Absent::Allowed for the flag only).
+std::string checkPresent(const char *op, const KernelArgs &args, size_t required) {
+  for (size_t i = 0; i < args.inputs.size(); ++i)
+    if (i < required && !args.inputs[i].data && args.inputs[i].numel() != 0)
+      return cat(op, ": input ", i, " is null");
+  for (size_t i = 0; i < args.outputs.size(); ++i)
+    if (!args.outputs[i].data && args.outputs[i].numel() != 0)
+      return cat(op, ": output ", i, " is null");
+  return "";
+}
+
+/// `skip_if` (input `i`, optional; fp16 loss scaling's found_inf): a 0-d i1.
+/// Sets `skip` when it is present and true.
+std::string readSkip(const char *op, const KernelArgs &args, size_t i, bool &skip) {
+  skip = false;
+  if (!present(args.inputs, i))
+    return "";
+  const TensorView &f = args.inputs[i];
+  if (auto e = checkDType(f, DType::Bool, op, "found_inf"); !e.empty()) return e;
+  if (f.numel() != 1)
+    return cat(op, ": found_inf must hold one element, got ", f.numel());
+  skip = f.as<uint8_t>()[0] != 0;
+  return "";
+}
+
+/// The parameter of an update: f32, f64, or bf16/f16 ("bf16-true": computed
+/// in f32, each result rounded once to the parameter's type).
+std::string checkParam(const char *op, const TensorView &p) {
+  if (!isFloat(p.dtype) && !isLowFloat(p.dtype))
+    return cat(op, ": param must be f32, f64, bf16 or f16, got ", dtypeName(p.dtype));
+  return "";
+}
+
+/// Runs `body(P-typed tag)` for the stored type of a bf16/f16 view.
+template <typename F> void forLowFloat(DType d, F &&body) {
+  if (d == DType::BF16)
+    body(em::Bf16Bits());
+  else
+    body(em::F16Bits());
+}
+
+/// A skipped update's result: `to` = `from` bit for bit (nothing to do when
+/// the update is in place).
+void keep(const TensorView &from, const TensorView &to) {
+  if (from.data != to.data && from.bytes())
+    std::memmove(to.data, from.data, from.bytes());
+}
+
+// sgd_update: param, grad, momentum_buffer, step[, found_inf] -> new_param,
+// new_momentum_buffer, new_step. The param (and grad, buffer) is f32, f64,
+// bf16 or f16.
 std::string sgdUpdate(const KernelArgs &args) {
   const char *op = "sgd_update";
+  if (auto e = checkPresent(op, args, 4); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &buf = args.inputs[2], &step = args.inputs[3];
   const TensorView &np = args.outputs[0], &nbuf = args.outputs[1],
                    &nstep = args.outputs[2];
-  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkParam(op, p); !e.empty()) return e;
   if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
   if (auto e = checkSame(p, buf, op, "param", "momentum_buffer"); !e.empty()) return e;
   if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
@@ -151,6 +203,14 @@ std::string sgdUpdate(const KernelArgs &args) {
   bool nesterov = args.attrs.getInt("nesterov", 0) != 0;
   if (nesterov && (mom <= 0 || damp != 0))
     return std::string(op) + ": nesterov needs momentum > 0 and zero dampening";
+  bool skip;
+  if (auto e = readSkip(op, args, 4, skip); !e.empty()) return e;
+  if (skip) {
+    keep(p, np);
+    keep(buf, nbuf);
+    keep(step, nstep);
+    return "";
+  }
   int64_t s = step.as<int64_t>()[0];
   bool first = s == 0;
   auto run = [&](auto tag) {
@@ -174,33 +234,67 @@ std::string sgdUpdate(const KernelArgs &args) {
         sgdChunk(c, b, e);
     });
   };
-  if (p.dtype == DType::F32) run(float());
-  else run(double());
+  if (isLowFloat(p.dtype)) {
+    // bf16/f16 parameter: f32 compute, one rounding per stored result
+    // (em::SgdStoredStep; scalar loop).
+    forLowFloat(p.dtype, [&](auto tag) {
+      using P = decltype(tag);
+      em::SgdStoredStep<float, P> f{em::SgdStep<float>::make(lr, mom, damp, wd, nesterov, first)};
+      const P *pp = p.as<P>(), *gp = g.as<P>(), *bp = buf.as<P>();
+      P *npp = np.as<P>(), *nbp = nbuf.as<P>();
+      parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          f(pp[i], gp[i], bp[i], npp[i], nbp[i]);
+      });
+    });
+  } else if (p.dtype == DType::F32) {
+    run(float());
+  } else {
+    run(double());
+  }
   nstep.as<int64_t>()[0] = s + 1;
   return "";
 }
 
-// adamw_update: param, grad, exp_avg, exp_avg_sq, step -> new_param,
-// new_exp_avg, new_exp_avg_sq, new_step.
+// adamw_update: param, grad, exp_avg, exp_avg_sq, step[, found_inf] ->
+// new_param, new_exp_avg, new_exp_avg_sq, new_step. The param is f32, f64,
+// bf16 or f16; the moments are the param's dtype, or bf16 for an f32 param.
 std::string adamwUpdate(const KernelArgs &args) {
   const char *op = "adamw_update";
+  if (auto e = checkPresent(op, args, 5); !e.empty()) return e;
   const TensorView &p = args.inputs[0], &g = args.inputs[1],
                    &m = args.inputs[2], &v = args.inputs[3], &step = args.inputs[4];
   const TensorView &np = args.outputs[0], &nm = args.outputs[1],
                    &nv = args.outputs[2], &nstep = args.outputs[3];
-  if (auto e = checkFloat(p, op, "param"); !e.empty()) return e;
+  if (auto e = checkParam(op, p); !e.empty()) return e;
   if (auto e = checkSame(p, g, op, "param", "grad"); !e.empty()) return e;
-  if (auto e = checkSame(p, m, op, "param", "exp_avg"); !e.empty()) return e;
-  if (auto e = checkSame(p, v, op, "param", "exp_avg_sq"); !e.empty()) return e;
   if (auto e = checkSame(p, np, op, "param", "new_param"); !e.empty()) return e;
-  if (auto e = checkSame(p, nm, op, "param", "new_exp_avg"); !e.empty()) return e;
-  if (auto e = checkSame(p, nv, op, "param", "new_exp_avg_sq"); !e.empty()) return e;
+  // The moments: the parameter's dtype, or bf16 for an f32 parameter
+  // (moments=bf16).
+  if (m.dtype != p.dtype && !(m.dtype == DType::BF16 && p.dtype == DType::F32))
+    return cat(op, ": exp_avg is ", dtypeName(m.dtype), " for a ", dtypeName(p.dtype),
+               " param; the moments must be the param's dtype, or bf16 for an f32 param");
+  if (m.shape != p.shape)
+    return cat(op, ": param has shape ", shapeStr(p.shape), " but exp_avg has shape ",
+               shapeStr(m.shape));
+  if (auto e = checkSame(m, v, op, "exp_avg", "exp_avg_sq"); !e.empty()) return e;
+  if (auto e = checkSame(m, nm, op, "exp_avg", "new_exp_avg"); !e.empty()) return e;
+  if (auto e = checkSame(m, nv, op, "exp_avg", "new_exp_avg_sq"); !e.empty()) return e;
   if (auto e = checkStep(op, step, nstep); !e.empty()) return e;
   double lr = args.attrs.getFloat("lr", 1e-3);
   double b1 = args.attrs.getFloat("beta1", 0.9);
   double b2 = args.attrs.getFloat("beta2", 0.999);
   double eps = args.attrs.getFloat("eps", 1e-8);
   double wd = args.attrs.getFloat("weight_decay", 1e-2);
+  bool skip;
+  if (auto e = readSkip(op, args, 5, skip); !e.empty()) return e;
+  if (skip) {
+    keep(p, np);
+    keep(m, nm);
+    keep(v, nv);
+    keep(step, nstep);
+    return "";
+  }
   int64_t t = step.as<int64_t>()[0] + 1;
   auto run = [&](auto tag) {
     using T = decltype(tag);
@@ -220,8 +314,31 @@ std::string adamwUpdate(const KernelArgs &args) {
       adamwChunkBody(c, b, e);
     });
   };
-  if (p.dtype == DType::F32) run(float());
-  else run(double());
+  // Stored types other than f32/f64 (moments=bf16, a bf16/f16 param): f32
+  // compute, each result rounded once to its storage (em::AdamWStoredStep;
+  // scalar loop, std::fma where AdamWStep fuses).
+  auto stored = [&](auto ptag, auto mtag) {
+    using P = decltype(ptag);
+    using M = decltype(mtag);
+    em::AdamWStoredStep<float, P, M> f{em::AdamWStep<float>::make(lr, b1, b2, eps, wd, t)};
+    const P *pp = p.as<P>(), *gp = g.as<P>();
+    const M *mp = m.as<M>(), *vp = v.as<M>();
+    P *npp = np.as<P>();
+    M *nmp = nm.as<M>(), *nvp = nv.as<M>();
+    parallelFor(p.numel(), args.numThreads, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        f(pp[i], gp[i], mp[i], vp[i], npp[i], nmp[i], nvp[i]);
+    });
+  };
+  if (isLowFloat(p.dtype)) {
+    forLowFloat(p.dtype, [&](auto tag) { stored(tag, tag); });
+  } else if (m.dtype == DType::BF16) {
+    stored(float(), em::Bf16Bits());
+  } else if (p.dtype == DType::F32) {
+    run(float());
+  } else {
+    run(double());
+  }
   nstep.as<int64_t>()[0] = t;
   return "";
 }
@@ -229,8 +346,12 @@ std::string adamwUpdate(const KernelArgs &args) {
 } // namespace
 
 void registerOptimizerKernels(KernelRegistry &r) {
-  r.add("offload.sgd_update", sgdUpdate);
-  r.add("offload.adamw_update", adamwUpdate);
+  // Absent::Allowed for the optional skip_if flag; checkPresent checks the
+  // rest. LowFloat::Native: both take bf16/f16 parameters (and adamw_update
+  // an f32 parameter's bf16 moments) themselves, computing in f32 and
+  // rounding each stored result once; any other mix is refused by name.
+  r.add("offload.sgd_update", sgdUpdate, Absent::Allowed, LowFloat::Native);
+  r.add("offload.adamw_update", adamwUpdate, Absent::Allowed, LowFloat::Native);
 }
 
 } // namespace kernels

@@ -6,6 +6,8 @@
 // RUN:   --offload-host-parameters="refetch=never link-bandwidth=1 report=-" 2>&1 | FileCheck %s --check-prefix=SLOW
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adamw return-gradients=true" \
 // RUN:   --offload-host-parameters="policy=names names=fc2.* report=-" 2>&1 | FileCheck %s --check-prefix=NAMES
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=adamw precision=fp16-mixed" \
+// RUN:   --offload-host-parameters="report=-" 2>&1 | FileCheck %s --check-prefix=SCALED
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
 // RUN:   --offload-host-parameters --convert-offload-to-plan="output=%t.oflp" -o /dev/null
 // RUN: offload-run --dump-plan %t.oflp | FileCheck %s --check-prefix=PLAN
@@ -73,6 +75,17 @@
 // NAMES-SAME: !offload.host<tensor<4x16xf32>> {offload.name = "grad:fc2.weight", offload.role = #offload.role<gradient>}
 // NAMES: offload.adamw_update %arg0, {{.*}} : tensor<16x8xf32>, tensor<i64>
 // NAMES: offload.adamw_update %arg2, {{.*}} : !offload.host<tensor<4x16xf32>>, !offload.host<tensor<i64>>
+
+// fp16 loss scaling: the updates skip an overflowing step themselves
+// (`skip_if`), so every parameter and its moments move to the host as
+// without scaling; the flag, computed on the device from all gradients, is
+// copied to the host once.
+// SCALED-NOT: warning
+// SCALED: host parameters @forward (policy all): 4 parameters, 2544 bytes
+// SCALED: %[[FOUND:.*]] = offload.compare ne
+// SCALED-NEXT: %[[HFOUND:.*]] = offload.to_host %[[FOUND]] : tensor<i1>
+// SCALED-COUNT-4: offload.adamw_update {{.*}} skip_if %[[HFOUND]] {{.*}} : !offload.host<tensor<{{.*}}>>, !offload.host<tensor<i64>>, !offload.host<tensor<i1>>
+// SCALED-NOT: offload.where {{.*}}!offload.host
 
 // In the plan, parameters and their momentum are host buffers bound by name,
 // and the updates compute on host buffers.

@@ -233,6 +233,70 @@ func.func @sgd_mixed_spaces(%p: !offload.host<tensor<4xf32>>, %s: tensor<i64>) {
 
 // -----
 
+func.func @sgd_skip_mixed_spaces(%p: tensor<4xf32>, %s: tensor<i64>, %f: !offload.host<tensor<i1>>) {
+  // expected-error @+1 {{mixes device and host operands; an update runs on the device or, with every operand an !offload.host value, on the host}}
+  %a, %b, %c = offload.sgd_update %p, %p, %p, %s skip_if %f {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : tensor<4xf32>, tensor<i64>, !offload.host<tensor<i1>>
+  return
+}
+
+// -----
+
+func.func @sgd_skip_not_i1(%p: tensor<4xf32>, %s: tensor<i64>, %f: tensor<f32>) {
+  // expected-error @+1 {{operand #4 must be 0-d i1 tensor, or one in host memory}}
+  %a, %b, %c = offload.sgd_update %p, %p, %p, %s skip_if %f {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : tensor<4xf32>, tensor<i64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_skip_not_scalar(%p: tensor<4xf32>, %s: tensor<i64>, %f: tensor<2xi1>) {
+  // expected-error @+1 {{operand #5 must be 0-d i1 tensor, or one in host memory}}
+  %a, %b, %c, %d = offload.adamw_update %p, %p, %p, %p, %s skip_if %f {lr = 1.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<4xf32>, tensor<i64>, tensor<2xi1>
+  return
+}
+
+// -----
+
+func.func @adamw_host_skip_not_i1(%p: !offload.host<tensor<4xf32>>, %s: !offload.host<tensor<i64>>, %f: !offload.host<tensor<f32>>) {
+  // expected-error @+1 {{skip_if (found_inf) must be a 0-d i1 tensor, got '!offload.host<tensor<f32>>'}}
+  %a, %b, %c, %d = offload.adamw_update %p, %p, %p, %p, %s skip_if %f {lr = 1.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : !offload.host<tensor<4xf32>>, !offload.host<tensor<i64>>, !offload.host<tensor<f32>>
+  return
+}
+
+// -----
+
+func.func @sgd_host_step_not_i64(%p: !offload.host<tensor<4xf32>>, %s: !offload.host<tensor<f32>>) {
+  // expected-error @+1 {{step must be a 0-d i64 tensor, got '!offload.host<tensor<f32>>'}}
+  %a, %b, %c = offload.sgd_update %p, %p, %p, %s {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : !offload.host<tensor<4xf32>>, !offload.host<tensor<f32>>
+  return
+}
+
+// -----
+
+func.func @adamw_f16_moments(%p: tensor<4xf32>, %m: tensor<4xf16>, %s: tensor<i64>) {
+  // expected-error @+1 {{moments of type 'f16' for a 'f32' parameter; they must be the parameter's type, or bf16 for f32}}
+  %a, %b, %c, %d = offload.adamw_update %p, %p, %m, %m, %s {lr = 1.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<4xf32> moments tensor<4xf16>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_bf16_moments_f64(%p: tensor<4xf64>, %m: tensor<4xbf16>, %s: tensor<i64>) {
+  // expected-error @+1 {{moments of type 'bf16' for a 'f64' parameter; they must be the parameter's type, or bf16 for f32}}
+  %a, %b, %c, %d = offload.adamw_update %p, %p, %m, %m, %s {lr = 1.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<4xf64> moments tensor<4xbf16>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_moments_shape(%p: tensor<4xf32>, %m: tensor<5xbf16>, %s: tensor<i64>) {
+  // expected-error @+1 {{exp_avg has shape 'tensor<5xbf16>' but param is 'tensor<4xf32>'}}
+  %a, %b, %c, %d = offload.adamw_update %p, %p, %m, %m, %s {lr = 1.0 : f64, beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : tensor<4xf32> moments tensor<5xbf16>, tensor<i64>
+  return
+}
+
+// -----
+
 func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<5xf32>, %s: tensor<i64>) {
   // expected-error @+1 {{failed to verify that all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
   %a, %b, %c = "offload.sgd_update"(%p, %g, %p, %s) {lr = 1.0 : f64, momentum = 0.0 : f64, dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : (tensor<4xf32>, tensor<5xf32>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<i64>)

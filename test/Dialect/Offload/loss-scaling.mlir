@@ -2,10 +2,12 @@
 // an optimizer builds torch.amp.GradScaler's rule into the step: amp.scale,
 // amp.growth_tracker and amp.skipped_steps are step state; backward starts
 // from the scale (a zero scale, a fresh store's, stands for init-scale);
-// gradients are checked for inf/NaN and unscaled in f32; every updated value
-// keeps its old one when they held any (one `where` per value); the scale
-// halves on an overflow and doubles after growth-interval clean steps.
+// gradients are checked for inf/NaN and unscaled in f32; every update takes
+// the flag (`skip_if`) and keeps every value it writes when they held any (no
+// `where` over an updated value); the scale halves on an overflow and doubles
+// after growth-interval clean steps.
 // RUN: offload-opt %s --offload-autodiff="precision=fp16-mixed optimizer=sgd momentum=0.9" | FileCheck %s
+// RUN: offload-opt %s --offload-autodiff="precision=fp16-mixed optimizer=adamw" | FileCheck %s --check-prefix=ADAMW
 // RUN: offload-opt %s --offload-autodiff="precision=fp16-mixed optimizer=sgd loss-scale=none" | FileCheck %s --check-prefix=NONE
 // RUN: offload-opt %s --offload-autodiff="precision=bf16-mixed optimizer=sgd" | FileCheck %s --check-prefix=NONE
 // RUN: offload-opt %s --offload-autodiff="precision=fp16-mixed optimizer=none" | FileCheck %s --check-prefix=NONE
@@ -31,11 +33,12 @@
 // CHECK: offload.mul_scalar %{{.*}} {value = 0.000000e+00 : f64} : tensor<16x16xf32>
 // CHECK: offload.mul %{{.*}}, %[[INV]] : tensor<16x16xf32>, tensor<f32>
 // CHECK: %[[FOUND:.*]] = offload.compare ne %[[TOTAL:.*]], %[[TOTAL]] : tensor<f32>, tensor<f32>
-// CHECK: offload.sgd_update
-// CHECK: offload.where %[[FOUND]], %arg1, %{{.*}} : tensor<i1>, tensor<16x16xf32>, tensor<16x16xf32>
-// CHECK: offload.where %[[FOUND]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<16x16xf32>, tensor<16x16xf32>
-// CHECK: offload.sgd_update
-// CHECK: offload.where %[[FOUND]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i64>, tensor<i64>
+// CHECK-NOT: offload.where
+// CHECK: offload.sgd_update %arg1, %{{.*}}, %{{.*}}, %{{.*}} skip_if %[[FOUND]] {{.*}} : tensor<16x16xf32>, tensor<i64>, tensor<i1>
+// CHECK-NOT: offload.where
+// CHECK: offload.sgd_update %arg2, %{{.*}}, %{{.*}}, %{{.*}} skip_if %[[FOUND]] {{.*}} : tensor<16x16xf32>, tensor<i64>, tensor<i1>
+// CHECK-NOT: offload.where {{.*}}tensor<16x16xf32>
+// CHECK-NOT: offload.where {{.*}}tensor<i64>, tensor<i64>
 // GradScaler.update: growth after 2000 clean steps, backoff 0.5.
 // CHECK: offload.fill {value = 2.000000e+03 : f64} : tensor<i64>
 // CHECK: offload.mul_scalar %[[EFF]] {value = 2.000000e+00 : f64}
@@ -43,6 +46,12 @@
 // CHECK: offload.where %[[FOUND]],
 // CHECK: offload.copy %[[FOUND]] : tensor<i1> -> tensor<i64>
 // NONE-NOT: amp.
+// NONE-NOT: skip_if
+// ADAMW: %[[FOUND:.*]] = offload.compare ne
+// ADAMW-NOT: offload.where
+// ADAMW: offload.adamw_update %arg1, {{.*}} skip_if %[[FOUND]] {{.*}} : tensor<16x16xf32>, tensor<i64>, tensor<i1>
+// ADAMW-NOT: offload.where
+// ADAMW: offload.adamw_update %arg2, {{.*}} skip_if %[[FOUND]] {{.*}} : tensor<16x16xf32>, tensor<i64>, tensor<i1>
 // BAD: '{{.*}}static' is not a loss-scale; expected dynamic or none
 // BAD-INTERVAL: growth-interval must be >= 1, got 0
 func.func @mlp(%x: tensor<8x16xf32> {offload.name = "x", offload.role = #offload.role<input>},

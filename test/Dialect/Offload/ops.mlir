@@ -293,6 +293,40 @@ func.func @host_optimizers(%p: !offload.host<tensor<10x4xf32>>, %g: !offload.hos
   return
 }
 
+// `skip_if %found_inf` (fp16 loss scaling): on the device and on the host.
+// CHECK-LABEL: func.func @skipped_optimizers
+func.func @skipped_optimizers(%p: tensor<10x4xf32>, %s: tensor<i64>, %f: tensor<i1>,
+                              %hp: !offload.host<tensor<10x4xf32>>, %hs: !offload.host<tensor<i64>>,
+                              %hf: !offload.host<tensor<i1>>) {
+  // CHECK: offload.sgd_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip_if %{{.*}} {{{.*}}} : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+  %p1, %b1, %s1 = offload.sgd_update %p, %p, %p, %s skip_if %f {lr = 0.1 : f64, momentum = 0.9 : f64,
+      dampening = 0.0 : f64, weight_decay = 0.0 : f64, nesterov = false} : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+  // CHECK: offload.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} skip_if %{{.*}} {{{.*}}} : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+  %p2, %m2, %v2, %s2 = offload.adamw_update %p, %p, %p, %p, %s skip_if %f {lr = 1.0e-3 : f64, beta1 = 0.9 : f64,
+      beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64} : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+  // CHECK: offload.adamw_update {{.*}} skip_if {{.*}} : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>, !offload.host<tensor<i1>>
+  %p3, %m3, %v3, %s3 = offload.adamw_update %hp, %hp, %hp, %hp, %hs skip_if %hf {lr = 1.0e-3 : f64, beta1 = 0.9 : f64,
+      beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}
+      : !offload.host<tensor<10x4xf32>>, !offload.host<tensor<i64>>, !offload.host<tensor<i1>>
+  return
+}
+
+// bf16 moments for an f32 parameter (moments=bf16), on the device and on the host.
+// CHECK-LABEL: func.func @bf16_moments
+func.func @bf16_moments(%p: tensor<10x4xf32>, %m: tensor<10x4xbf16>, %s: tensor<i64>, %f: tensor<i1>,
+                        %hp: !offload.host<tensor<10x4xf32>>, %hm: !offload.host<tensor<10x4xbf16>>,
+                        %hs: !offload.host<tensor<i64>>) {
+  // CHECK: offload.adamw_update {{.*}} skip_if %{{.*}} {{{.*}}} : tensor<10x4xf32> moments tensor<10x4xbf16>, tensor<i64>, tensor<i1>
+  %p1, %m1, %v1, %s1 = offload.adamw_update %p, %p, %m, %m, %s skip_if %f {lr = 1.0e-3 : f64, beta1 = 0.9 : f64,
+      beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}
+      : tensor<10x4xf32> moments tensor<10x4xbf16>, tensor<i64>, tensor<i1>
+  // CHECK: offload.adamw_update {{.*}} : !offload.host<tensor<10x4xf32>> moments !offload.host<tensor<10x4xbf16>>, !offload.host<tensor<i64>>
+  %p2, %m2, %v2, %s2 = offload.adamw_update %hp, %hp, %hm, %hm, %hs {lr = 1.0e-3 : f64, beta1 = 0.9 : f64,
+      beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.01 : f64}
+      : !offload.host<tensor<10x4xf32>> moments !offload.host<tensor<10x4xbf16>>, !offload.host<tensor<i64>>
+  return
+}
+
 // CHECK-LABEL: func.func @types
 // CHECK-SAME: !offload.saved<tensor<2xf32>>, %{{.*}}: !offload.host<tensor<3x3xf64>>, %{{.*}}: !offload.token
 func.func @types(%a: !offload.saved<tensor<2xf32>>, %b: !offload.host<tensor<3x3xf64>>, %c: !offload.token) {

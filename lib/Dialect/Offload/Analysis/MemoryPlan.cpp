@@ -51,9 +51,9 @@ static Value aliasRoot(Value v, const InPlaceMap &inPlace) {
 }
 
 /// In-place optimizer updates: `offload.sgd_update` / `offload.adamw_update`
-/// (or the `where` that keeps a skipped step's old value) write each new
-/// value over the parameter or state argument it replaces when nothing
-/// reads that argument afterwards. The runtime keeps the
+/// (with or without `skip_if`: a skipped one leaves the bytes as they are)
+/// write each new value over the parameter or state argument it replaces
+/// when nothing reads that argument afterwards. The runtime keeps the
 /// committed values in its host-side parameter store and uploads them at the
 /// start of every step, so overwriting the device copy cannot lose a value
 /// even when a step fails (docs/runtime.md, atomic steps).
@@ -92,15 +92,6 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
       consider(a, a.getNewParam(), a.getParam());
       consider(a, a.getNewExpAvg(), a.getExpAvg());
       consider(a, a.getNewExpAvgSq(), a.getExpAvgSq());
-    } else if (auto w = dyn_cast<WhereOp>(op)) {
-      // A skipped step's `where(found_inf, old, new)` after an update (fp16
-      // loss scaling, Autodiff.cpp): elementwise, so its result may take the
-      // old value's bytes, as the update's would.
-      // Only where the result is a step result (the store's new value),
-      // as an update's is.
-      auto cond = dyn_cast<RankedTensorType>(w.getCondition().getType());
-      if (cond && cond.getRank() == 0 && returned.contains(w.getResult()))
-        consider(w, w.getResult(), w.getLhs());
     }
   }
   return map;

@@ -172,6 +172,9 @@ int64_t Conv2dBackwardWeightOp::getFlops() {
 }
 
 // Per element: weight decay (2), momentum (3), nesterov (2), update (2).
+// An update with `skip_if` is priced as one that runs (its bytes are the
+// default's, the flag's one byte included): a skipped step is the rare case
+// of loss scaling, and costs at most this.
 int64_t SgdUpdateOp::getFlops() { return 9 * numel(getParam().getType()); }
 // Per element, following the AdamW formula in the op description: ~16.
 int64_t AdamWUpdateOp::getFlops() { return 16 * numel(getParam().getType()); }

@@ -64,6 +64,36 @@ static void printAsyncDependencies(OpAsmPrinter &p, Operation *op,
   p << ']';
 }
 
+//===----------------------------------------------------------------------===//
+// custom<AdamWTypes>: param-type (`moments` moments-type)? `,` step-type
+// (`,` found_inf-type)?; the moments' type is written only when it is not
+// the parameter's (bf16 moments).
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseAdamWTypes(OpAsmParser &parser, Type &paramType, Type &momentsType,
+                                   Type &stepType, Type &foundInfType) {
+  if (parser.parseType(paramType))
+    return failure();
+  momentsType = paramType;
+  if (succeeded(parser.parseOptionalKeyword("moments")) && parser.parseType(momentsType))
+    return failure();
+  if (parser.parseComma() || parser.parseType(stepType))
+    return failure();
+  if (succeeded(parser.parseOptionalComma()))
+    return parser.parseType(foundInfType);
+  return success();
+}
+
+static void printAdamWTypes(OpAsmPrinter &p, Operation *, Type paramType, Type momentsType,
+                            Type stepType, Type foundInfType) {
+  p << paramType;
+  if (momentsType != paramType)
+    p << " moments " << momentsType;
+  p << ", " << stepType;
+  if (foundInfType)
+    p << ", " << foundInfType;
+}
+
 #define GET_OP_CLASSES
 #include "offload/Dialect/Offload/IR/OffloadOps.cpp.inc"
 
@@ -145,19 +175,41 @@ void WaitOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // Optimizer updates: the argument checks of torch.optim 1.13.
 //===----------------------------------------------------------------------===//
 
-/// An update runs on the device or on the host, never across both.
-static LogicalResult verifyOneSpace(Operation *op) {
+/// An update runs on the device or on the host, never across both; its
+/// step is a 0-d i64 tensor and its skip flag (`skip_if`), if any, a 0-d i1
+/// tensor, in host memory or not.
+static LogicalResult verifyOneSpace(Operation *op, Value step, Value foundInf) {
   bool host = isa<HostType>(op->getOperand(0).getType());
   for (Value v : op->getOperands())
     if (isa<HostType>(v.getType()) != host)
       return op->emitOpError() << "mixes device and host operands; an update runs "
                                   "on the device or, with every operand an "
                                   "!offload.host value, on the host";
+  auto scalarOf = [](Value v, Type elt) {
+    Type t = v.getType();
+    if (auto h = dyn_cast<HostType>(t))
+      t = h.getTensorType();
+    auto r = dyn_cast<RankedTensorType>(t);
+    return r && r.getRank() == 0 && r.getElementType() == elt;
+  };
+  Builder b(op->getContext());
+  if (!scalarOf(step, b.getI64Type()))
+    return op->emitOpError() << "step must be a 0-d i64 tensor, got " << step.getType();
+  if (foundInf && !scalarOf(foundInf, b.getI1Type()))
+    return op->emitOpError() << "skip_if (found_inf) must be a 0-d i1 tensor, got "
+                             << foundInf.getType();
   return success();
 }
 
+UpdateOperands mlir::offload::getUpdateOperands(Operation *update) {
+  if (auto s = dyn_cast<SgdUpdateOp>(update))
+    return {{s.getMomentumBuffer()}, s.getStep(), s.getFoundInf()};
+  auto a = cast<AdamWUpdateOp>(update);
+  return {{a.getExpAvg(), a.getExpAvgSq()}, a.getStep(), a.getFoundInf()};
+}
+
 LogicalResult SgdUpdateOp::verify() {
-  if (failed(verifyOneSpace(*this)))
+  if (failed(verifyOneSpace(*this, getStep(), getFoundInf())))
     return failure();
   double lr = getLr().convertToDouble(), momentum = getMomentum().convertToDouble();
   double dampening = getDampening().convertToDouble();
@@ -179,8 +231,23 @@ LogicalResult SgdUpdateOp::verify() {
 }
 
 LogicalResult AdamWUpdateOp::verify() {
-  if (failed(verifyOneSpace(*this)))
+  if (failed(verifyOneSpace(*this, getStep(), getFoundInf())))
     return failure();
+  // The moments: the parameter's shape, and its type or (f32 parameter)
+  // bf16.
+  auto tensorOf = [](Type t) {
+    if (auto h = dyn_cast<HostType>(t))
+      return h.getTensorType();
+    return cast<RankedTensorType>(t);
+  };
+  RankedTensorType p = tensorOf(getParam().getType()), m = tensorOf(getExpAvg().getType());
+  if (m.getShape() != p.getShape())
+    return emitOpError() << "exp_avg has shape " << m << " but param is " << p;
+  if (m.getElementType() != p.getElementType() &&
+      !(m.getElementType().isBF16() && p.getElementType().isF32()))
+    return emitOpError() << "moments of type " << m.getElementType() << " for a "
+                         << p.getElementType()
+                         << " parameter; they must be the parameter's type, or bf16 for f32";
   double lr = getLr().convertToDouble(), eps = getEps().convertToDouble();
   double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble();
   double wd = getWeightDecay().convertToDouble();

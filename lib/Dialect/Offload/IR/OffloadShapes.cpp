@@ -314,6 +314,28 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
+/// The float operands of a product have one element type (null values, an
+/// absent bias, are skipped).
+static LogicalResult sameFloatType(std::optional<Location> loc, StringRef op,
+                                   ArrayRef<Value> operands) {
+  Type first;
+  for (Value v : operands) {
+    if (!v)
+      continue;
+    Type et = cast<RankedTensorType>(v.getType()).getElementType();
+    if (!first)
+      first = et;
+    else if (et != first) {
+      std::string a, b;
+      llvm::raw_string_ostream(a) << first;
+      llvm::raw_string_ostream(b) << et;
+      return fail(loc, op + " operands must have one element type, got " + a + " and " + b +
+                           " (cast one, as PyTorch requires)");
+    }
+  }
+  return success();
+}
+
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor a, SmallVectorImpl<Type> &types) {
   auto in = cast<RankedTensorType>(a.getInput().getType());
@@ -323,6 +345,10 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (in.getShape().back() != w.getDimSize(1))
     return fail(loc, "linear input has " + Twine(in.getShape().back()) +
                          " features but weight expects " + Twine(w.getDimSize(1)));
+  // One float type, as PyTorch requires (no silent upcast of a mixed pair;
+  // autocast casts every operand first).
+  if (failed(sameFloatType(loc, "linear", {a.getInput(), a.getWeight(), a.getBias()})))
+    return failure();
   if (Value b = a.getBias()) {
     auto bt = cast<RankedTensorType>(b.getType());
     if (bt.getRank() != 1 || bt.getDimSize(0) != w.getDimSize(0))
@@ -345,6 +371,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return failure();
   if (l.getRank() < 2 || r.getRank() < 2)
     return fail(loc, "matmul operands must have rank >= 2");
+  if (failed(sameFloatType(loc, "matmul", {a.getLhs(), a.getRhs()})))
+    return failure();
   int64_t m = l.getDimSize(l.getRank() - 2), k = l.getDimSize(l.getRank() - 1);
   if (*ta) std::swap(m, k);
   int64_t k2 = r.getDimSize(r.getRank() - 2), n = r.getDimSize(r.getRank() - 1);

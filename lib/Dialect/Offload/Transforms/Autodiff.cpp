@@ -87,6 +87,14 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
           << "' is not a loss-scale; expected dynamic or none";
       return signalPassFailure();
     }
+    if (moments.getValue().value != Moments::F32 && optimizer != OptimizerKind::AdamW) {
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: moments=" << stringifyOption(moments.getValue().value)
+          << " needs optimizer=adamw (the moments are AdamW's exp_avg and exp_avg_sq), got "
+             "optimizer="
+          << stringifyOption(optimizer);
+      return signalPassFailure();
+    }
     if (growthInterval < 1) {
       mlir::emitError(getOperation().getLoc())
           << "offload-autodiff: growth-interval must be >= 1, got " << int64_t(growthInterval);
@@ -414,12 +422,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     }
     // The one rule of a skipped step: every value the optimizer writes
     // (parameter, momentum, moments, step counters) keeps its old value
-    // when the gradients held an inf or NaN.
-    auto unlessSkipped = [&](Value old, Value updated) -> Value {
-      if (!amp.foundInf)
-        return updated;
-      return WhereOp::create(b, updated.getLoc(), amp.foundInf, old, updated);
-    };
+    // when the gradients held an inf or NaN. The updates own all of them,
+    // so each takes the flag (`skip_if`) and leaves its outputs equal to
+    // its inputs, in place (no `where` that would read the old value after
+    // the update, which would keep it on the device).
     auto stepType = RankedTensorType::get({}, b.getI64Type());
     bool perParameter = stepCounters == StepCounters::PerParameter;
     Value step = perParameter ? Value() : addArg(stepType, "optimizer.step");
@@ -433,34 +439,39 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       if (optimizer == OptimizerKind::Sgd) {
         Value buf = addArg(p.getType(), name + ".momentum_buffer", i, ".momentum_buffer");
         auto upd = SgdUpdateOp::create(
-            b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step,
+            b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step, amp.foundInf,
             b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
             b.getF64FloatAttr(dampening), b.getF64FloatAttr(weightDecay),
             b.getBoolAttr(nesterov));
         if (failed(upd.verify()))
           return failure();
-        addResult(unlessSkipped(p, upd.getNewParam()), name, Role::new_parameter, i);
-        addResult(unlessSkipped(buf, upd.getNewMomentumBuffer()), name + ".momentum_buffer",
+        addResult(upd.getNewParam(), name, Role::new_parameter, i);
+        addResult(upd.getNewMomentumBuffer(), name + ".momentum_buffer",
                   Role::new_optimizer_state, i, "", ".momentum_buffer");
-        newStep = unlessSkipped(step, upd.getNewStep());
+        newStep = upd.getNewStep();
         if (perParameter)
           addResult(newStep, name + ".step", Role::new_optimizer_state);
       } else {
-        Value m = addArg(p.getType(), name + ".exp_avg", i, ".exp_avg");
-        Value v = addArg(p.getType(), name + ".exp_avg_sq", i, ".exp_avg_sq");
+        // moments=bf16: the moments' element type (the update computes in
+        // f32 and rounds what it stores).
+        Type momentType = p.getType();
+        if (moments.getValue().value == Moments::Bf16)
+          momentType = cast<RankedTensorType>(p.getType()).clone(b.getBF16Type());
+        Value m = addArg(momentType, name + ".exp_avg", i, ".exp_avg");
+        Value v = addArg(momentType, name + ".exp_avg_sq", i, ".exp_avg_sq");
         auto upd = AdamWUpdateOp::create(
-            b, loc, p.getType(), p.getType(), p.getType(), stepType, p, grads[k], m, v,
-            step, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+            b, loc, p.getType(), momentType, momentType, stepType, p, grads[k], m, v,
+            step, amp.foundInf, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(weightDecay));
         if (failed(upd.verify()))
           return failure();
-        addResult(unlessSkipped(p, upd.getNewParam()), name, Role::new_parameter, i);
-        addResult(unlessSkipped(m, upd.getNewExpAvg()), name + ".exp_avg",
-                  Role::new_optimizer_state, i, "", ".exp_avg");
-        addResult(unlessSkipped(v, upd.getNewExpAvgSq()), name + ".exp_avg_sq",
-                  Role::new_optimizer_state, i, "", ".exp_avg_sq");
-        newStep = unlessSkipped(step, upd.getNewStep());
+        addResult(upd.getNewParam(), name, Role::new_parameter, i);
+        addResult(upd.getNewExpAvg(), name + ".exp_avg", Role::new_optimizer_state, i, "",
+                  ".exp_avg");
+        addResult(upd.getNewExpAvgSq(), name + ".exp_avg_sq", Role::new_optimizer_state, i,
+                  "", ".exp_avg_sq");
+        newStep = upd.getNewStep();
         if (perParameter)
           addResult(newStep, name + ".step", Role::new_optimizer_state);
       }

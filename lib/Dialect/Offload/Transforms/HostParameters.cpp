@@ -100,9 +100,9 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
   };
   OpBuilder b(ctx);
   SmallVector<PrefetchRequest> requests;
-  // Step counters: one read only by this update moves to the host; a shared
-  // one is copied to the host once.
-  llvm::DenseMap<Value, Value> stepOnHost;
+  // Step counters and skip flags: one read only by this update moves to the
+  // host; a shared one is copied to the host once.
+  llvm::DenseMap<Value, Value> onHostOf;
   int moved = 0, refetched = 0, kept = 0;
   int64_t hostBytes = 0;
 
@@ -172,8 +172,8 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     // The update's optimizer state must be arguments read only by it.
     if (update) {
       bool ok = true;
-      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
-        auto s = dyn_cast<BlockArgument>(update->getOperand(k));
+      for (Value v : getUpdateOperands(update).state) {
+        auto s = dyn_cast<BlockArgument>(v);
         ok &= s && s.hasOneUse();
       }
       if (!ok) {
@@ -253,28 +253,40 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
 
     // The update runs on the host, over host values.
     if (update) {
-      Value step = update->getOperand(update->getNumOperands() - 1);
-      Value &hostStep = stepOnHost[step];
-      if (!hostStep) {
-        auto own = dyn_cast<BlockArgument>(step);
-        if (own && own.hasOneUse()) {
-          own.setType(hostOf(step.getType()));
-          hostStep = own;
-        } else {
-          b.setInsertionPoint(firstUpdate);
-          hostStep = ToHostOp::create(b, update->getLoc(), hostOf(step.getType()), Type(),
-                                      ValueRange{}, step)
-                         .getResult();
+      UpdateOperands parts = getUpdateOperands(update);
+      // The step counter and the skip flag (fp16 loss scaling's found_inf,
+      // computed on the device from all gradients): an argument read only
+      // by this update moves to the host; any other value is copied to the
+      // host once, before the first update (an argument) or right after it
+      // is computed.
+      auto onHost = [&](Value v) {
+        Value &host = onHostOf[v];
+        if (!host) {
+          auto own = dyn_cast<BlockArgument>(v);
+          if (own && own.hasOneUse()) {
+            own.setType(hostOf(v.getType()));
+            host = own;
+          } else {
+            if (Operation *def = v.getDefiningOp())
+              b.setInsertionPointAfter(body.findAncestorOpInBlock(*def));
+            else
+              b.setInsertionPoint(firstUpdate);
+            host = ToHostOp::create(b, update->getLoc(), hostOf(v.getType()), Type(),
+                                    ValueRange{}, v)
+                       .getResult();
+          }
         }
-      }
+        return host;
+      };
       SmallVector<Value> operands{arg, gradHost};
-      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
-        Value s = update->getOperand(k);
+      for (Value s : parts.state) {
         s.setType(hostOf(s.getType()));
         hostBytes += mlir::offload::detail::tensorBytes(s.getType());
         operands.push_back(s);
       }
-      operands.push_back(hostStep);
+      operands.push_back(onHost(parts.step));
+      if (parts.foundInf)
+        operands.push_back(onHost(parts.foundInf));
       SmallVector<Type> resultTypes;
       for (Type t : update->getResultTypes())
         resultTypes.push_back(hostOf(t));

@@ -86,27 +86,10 @@ StringRef mlir::offload::stringifyOption(Precision v) {
   return "?";
 }
 
-llvm::raw_ostream &mlir::offload::operator<<(llvm::raw_ostream &os,
-                                             const PrecisionOption &p) {
-  return os << stringifyOption(p.value);
-}
-
-bool llvm::cl::parser<PrecisionOption>::parse(Option &o, StringRef argName,
-                                               StringRef arg, PrecisionOption &value) {
-  for (Precision p : {Precision::Fp32, Precision::Bf16Mixed, Precision::Fp16Mixed})
-    if (arg == stringifyOption(p)) {
-      value = p;
-      return false;
-    }
-  return o.error("'" + arg + "' is not a precision; expected fp32, bf16-mixed or fp16-mixed");
-}
-
-void llvm::cl::parser<PrecisionOption>::printOptionDiff(
-    const Option &o, PrecisionOption value, const OptionValue<PrecisionOption> &dflt,
-    size_t globalWidth) const {
-  printOptionName(o, globalWidth);
-  llvm::outs() << "= " << value;
-  if (dflt.hasValue() && dflt.getValue() != value)
-    llvm::outs() << " (default: " << dflt.getValue() << ")";
-  llvm::outs() << "\n";
+StringRef mlir::offload::stringifyOption(Moments v) {
+  switch (v) {
+  case Moments::F32: return "f32";
+  case Moments::Bf16: return "bf16";
+  }
+  return "?";
 }

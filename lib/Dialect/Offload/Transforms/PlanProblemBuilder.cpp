@@ -305,8 +305,8 @@ void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
       continue; // --offload-host-parameters keeps it (and says so)
     bool ownState = true;
     if (update)
-      for (unsigned k = 2; k + 1 < update->getNumOperands(); ++k) {
-        auto s = dyn_cast<BlockArgument>(update->getOperand(k));
+      for (Value v : getUpdateOperands(update).state) {
+        auto s = dyn_cast<BlockArgument>(v);
         ownState &= s && s.hasOneUse();
         if (s)
           p.stateBytes += mlir::offload::detail::tensorBytes(s.getType());

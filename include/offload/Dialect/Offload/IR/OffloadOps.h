@@ -80,6 +80,15 @@ std::string getLayerName(Location loc);
 /// step without one instead of silently doing nothing.
 bool hasBackwardPhase(Operation *fn);
 
+/// The parts of an optimizer update (`offload.sgd_update`,
+/// `offload.adamw_update`): its optimizer state operands (the momentum
+/// buffer; exp_avg and exp_avg_sq), its step counter and its skip flag
+/// (`skip_if`, null when absent). `update` must be one of the two.
+struct UpdateOperands {
+  SmallVector<Value, 2> state;
+  Value step, foundInf;
+};
+UpdateOperands getUpdateOperands(Operation *update);
 /// Replaces every `offload.recompute` in `block` by clones of its ops at its
 /// position (region arguments become the recompute's inputs).
 void inlineRecomputeRegions(Block &block);

@@ -207,6 +207,12 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
     `g = nesterov ? g + momentum * buf : buf`; `param -= lr * g`;
     `new_step = step + 1`. `step` is an i64 scalar.
 
+    `skip_if %found_inf` (optional, a 0-d i1 tensor; fp16 loss scaling's
+    "gradients held an inf or NaN", docs/precision.md): when it is true the
+    step is skipped and every result equals its operand bit for bit
+    (`new_param = param`, `new_momentum_buffer = momentum_buffer`,
+    `new_step = step`), written in place like an update.
+
     When every operand is an `!offload.host` value the update runs on the
     host, over the host arena (parameters kept on the host by
     --offload-host-parameters); otherwise every operand is a device tensor.
@@ -216,25 +222,31 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
         momentum = 9.0e-01 : f64, dampening = 0.0 : f64,
         weight_decay = 0.0 : f64, nesterov = false}
         : tensor<10x4xf32>, tensor<i64>
+    %p2, %b2, %s2 = offload.sgd_update %p, %g, %b, %s skip_if %inf {lr = 1.0e-01 : f64,
+        momentum = 9.0e-01 : f64, dampening = 0.0 : f64,
+        weight_decay = 0.0 : f64, nesterov = false}
+        : tensor<10x4xf32>, tensor<i64>, tensor<i1>
     ```
   }];
   let arguments = (ins Offload_FloatTensorOrHost:$param, Offload_FloatTensorOrHost:$grad,
                        Offload_FloatTensorOrHost:$momentum_buffer,
                        Offload_SeedTensorOrHost:$step,
+                       Optional<Offload_FlagTensorOrHost>:$found_inf,
                        F64Attr:$lr, F64Attr:$momentum, F64Attr:$dampening,
                        F64Attr:$weight_decay, BoolAttr:$nesterov);
   let results = (outs Offload_FloatTensorOrHost:$new_param,
                       Offload_FloatTensorOrHost:$new_momentum_buffer,
                       Offload_SeedTensorOrHost:$new_step);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer `,` $step attr-dict `:` type($param) `,` type($step)
+    $param `,` $grad `,` $momentum_buffer `,` $step (`skip_if` $found_inf^)? attr-dict `:`
+    type($param) `,` type($step) (`,` type($found_inf)^)?
   }];
   let hasVerifier = 1;
 }
 
 def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
-    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
-                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["exp_avg", "exp_avg_sq", "new_exp_avg", "new_exp_avg_sq"]>,
     AllTypesMatch<["step", "new_step"]>,
     DeclareOpInterfaceMethods<Offload_CostOpInterface, ["getFlops"]>]> {
   let hasKernel = 1;
@@ -245,24 +257,37 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
     (1 - beta2) * g * g`; `t = step + 1`; `param -= (lr / (1 - beta1^t)) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
 
+    The moments have the parameter's shape and either its type or, for an
+    f32 parameter, bf16 (`--offload-autodiff="moments=bf16"`): the update
+    then reads them widened to f32, computes in f32 as above and stores
+    each new moment rounded to bf16, to nearest even (Float16.h).
+
     As for `offload.sgd_update`, the update runs on the host when every
-    operand is an `!offload.host` value.
+    operand is an `!offload.host` value, and `skip_if %found_inf` (a 0-d i1
+    tensor) skips it: when true, every result equals its operand bit for bit
+    (`new_step = step`).
 
     ```mlir
     %p1, %m1, %v1, %s1 = offload.adamw_update %p, %g, %m, %v, %s {lr = 1.0e-03 : f64,
         beta1 = 9.0e-01 : f64, beta2 = 9.990e-01 : f64, eps = 1.0e-08 : f64,
         weight_decay = 1.0e-02 : f64} : tensor<10x4xf32>, tensor<i64>
+    %p2, %m2, %v2, %s2 = offload.adamw_update %p, %g, %m, %v, %s skip_if %inf {...}
+        : tensor<10x4xf32>, tensor<i64>, tensor<i1>
+    %p3, %m3, %v3, %s3 = offload.adamw_update %p, %g, %mb, %vb, %s {...}
+        : tensor<10x4xf32> moments tensor<10x4xbf16>, tensor<i64>
     ```
   }];
   let arguments = (ins Offload_FloatTensorOrHost:$param, Offload_FloatTensorOrHost:$grad,
                        Offload_FloatTensorOrHost:$exp_avg, Offload_FloatTensorOrHost:$exp_avg_sq,
                        Offload_SeedTensorOrHost:$step,
+                       Optional<Offload_FlagTensorOrHost>:$found_inf,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
                        F64Attr:$weight_decay);
   let results = (outs Offload_FloatTensorOrHost:$new_param, Offload_FloatTensorOrHost:$new_exp_avg,
                       Offload_FloatTensorOrHost:$new_exp_avg_sq, Offload_SeedTensorOrHost:$new_step);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step attr-dict `:` type($param) `,` type($step)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`skip_if` $found_inf^)? attr-dict `:`
+    custom<AdamWTypes>(type($param), type($exp_avg), type($step), type($found_inf))
   }];
   let hasVerifier = 1;
 }

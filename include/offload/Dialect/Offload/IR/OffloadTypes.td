@@ -133,5 +133,8 @@ def Offload_FloatTensorOrHost : AnyTypeOf<[Offload_FloatTensor, Offload_HostType
     "float tensor, or a float tensor in host memory">;
 def Offload_SeedTensorOrHost : AnyTypeOf<[Offload_SeedTensor, Offload_HostType],
     "0-d i64 tensor, or one in host memory">;
+// An update's skip flag (`skip_if`, fp16 loss scaling's found_inf).
+def Offload_FlagTensorOrHost : AnyTypeOf<[0DTensorOf<[I1]>, Offload_HostType],
+    "0-d i1 tensor, or one in host memory">;
 
 #endif // OFFLOAD_TYPES_TD

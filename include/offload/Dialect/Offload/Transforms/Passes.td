@@ -187,8 +187,15 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     as torch.amp.GradScaler does (`loss-scale=dynamic`, the default):
     backward starts from `amp.scale`, the gradients are checked for inf/NaN
     and unscaled in f32, a step with any keeps every parameter and
-    optimizer state (`where`), and `amp.scale`, `amp.growth_tracker` and
-    `amp.skipped_steps` are optimizer state (docs/precision.md).
+    optimizer state (the updates' `skip_if`), and `amp.scale`,
+    `amp.growth_tracker` and `amp.skipped_steps` are optimizer state
+    (docs/precision.md).
+
+    `moments=bf16` (with `optimizer=adamw`) keeps AdamW's `exp_avg` and
+    `exp_avg_sq` in bf16, as DeepSpeed and torchtitan can: the update reads
+    them, computes in f32 and stores each rounded to bf16 (to nearest even),
+    2 bytes per element of state instead of 4. The parameters and the
+    update's arithmetic are unchanged. Default `f32`.
 
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
@@ -226,6 +233,11 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
            "Also return every parameter gradient (role `gradient`, named "
            "`grad:<param>`); they then stay alive until the step ends">,
     PrecisionOption,
+    Option<"moments", "moments", "::mlir::offload::MomentsOption",
+           /*default=*/"::mlir::offload::Moments::F32",
+           "Element type of AdamW's exp_avg and exp_avg_sq: f32 (as torch.optim keeps them "
+           "for f32 parameters) or bf16 (computed in f32, stored rounded to nearest even; "
+           "docs/precision.md). Only with optimizer=adamw">,
     Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"dynamic\"",
            "fp16 loss scaling under precision=fp16-mixed with an optimizer: dynamic "
            "(torch.amp.GradScaler's rule; step state amp.scale, amp.growth_tracker, "

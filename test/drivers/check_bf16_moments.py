@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""AdamW with bf16 moments (`--offload-autodiff="moments=bf16"`, issue 29) against PyTorch.
+
+    PYTHONPATH=python /usr/bin/python3 test/drivers/check_bf16_moments.py
+        --model mlp --bin build/bin --work DIR [--steps 8] [--k 4]
+
+N AdamW steps of the fp32 example model whose exp_avg and exp_avg_sq are
+stored in bf16 (the update computes in f32 and rounds each stored moment to
+nearest even), ours on the host backend, against a PyTorch reference that
+does the same: the AdamW loop of torch.optim 1.13 (single tensor) written
+out in f32, with each moment kept as `.to(torch.bfloat16)` between steps.
+Both are judged against PyTorch's float64 AdamW run from the same
+parameters (torch.optim.AdamW), by check_precision.py's rule on the
+parameters' change over the N steps: per tensor ours <= k x max(the
+reference's error, 2^-9).
+
+Also checked: our stored moments are bf16 (numpy uint16 bits in the dump).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+
+import export_models as em
+from check_precision import FLOOR_BF16, eager, judge_change
+from pipeline import export_and_import, run
+
+LR, WD, BETAS, EPS = 1e-3, 1e-2, (0.9, 0.999), 1e-8
+
+
+def bf16_moments_adamw(params, steps, loss_of, zero_grad):
+    """torch.optim.AdamW 1.13's single-tensor update, f32 compute, moments
+    stored in bf16 between steps."""
+    b1, b2 = BETAS
+    m = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
+    v = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
+    for t in range(1, steps + 1):
+        zero_grad()
+        loss_of().backward()
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                mi, vi = m[i].float(), v[i].float()
+                p.mul_(1 - LR * WD)
+                mi.mul_(b1).add_(g, alpha=1 - b1)
+                vi.mul_(b2).addcmul_(g, g, value=1 - b2)
+                bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+                denom = (vi.sqrt() / (bc2 ** 0.5)).add_(EPS)
+                p.addcdiv_(mi, denom, value=-LR / bc1)
+                m[i], v[i] = mi.to(torch.bfloat16), vi.to(torch.bfloat16)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--k", type=float, default=4.0)
+    args = ap.parse_args(argv)
+    m, n = args.model, args.steps
+    w = lambda name: os.path.join(args.work, name)
+    export_and_import(m, args.work, args.bin)
+    prefix = w(m)
+    failed = []
+
+    def check(name, ok, detail):
+        print(f"{m} moments=bf16 {name}: {detail}: " + ("ok" if ok else "FAIL"))
+        if not ok:
+            failed.append(name)
+
+    opt = f"optimizer=adamw lr={LR} weight-decay={WD} beta1={BETAS[0]} beta2={BETAS[1]} eps={EPS}"
+    plan = w(f"{m}.moments-bf16.oflp")
+    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
+         f"--offload-autodiff={opt} moments=bf16",
+         f"--convert-offload-to-plan=output={plan}", "-o", w(f"{m}.moments-bf16.mlir")])
+    dump = w(f"{m}.moments-bf16.npz")
+    run([os.path.join(args.bin, "offload-run"), plan, "--threads", "1",
+         "--params", prefix + ".params.npz", "--inputs", prefix + ".inputs.npz",
+         "--steps", str(n), "--dump", dump])
+    ours = np.load(dump)
+    p0 = em.load_params(prefix)
+    moments = [k for k in ours.files if k.endswith((".exp_avg", ".exp_avg_sq"))]
+    bf16 = [k for k in moments if ours[k].dtype == np.uint16]
+    check("stored moments", len(moments) == 2 * len(p0) and len(bf16) == len(moments),
+          f"{len(bf16)} of {len(moments)} moments bf16 (uint16 bits) for {len(p0)} parameters")
+    def torch_run(dtype, reference):
+        model, loss_of = eager(prefix, dtype)
+        params = list(model.parameters())
+        if reference:
+            bf16_moments_adamw(params, n, loss_of, model.zero_grad)
+        else:
+            o = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
+            for _ in range(n):
+                o.zero_grad()
+                loss_of().backward()
+                o.step()
+        return {k: v.detach().double().numpy() for k, v in model.named_parameters()}
+
+    ref, p64 = torch_run(torch.float32, True), torch_run(torch.float64, False)
+    bad, worst = judge_change(p0, {k: ours[k] for k in p0}, ref, p64, FLOOR_BF16, args.k)
+    check(f"parameter change over {n} steps", not bad,
+          f"{len(p0)} tensors, worst ratio to max(reference, 2^-9) {worst[0]:.2f} ({worst[1]}), "
+          f"rule <= {args.k:g}")
+    print(f"{m} moments=bf16: " + ("ok" if not failed else "FAIL (" + ", ".join(failed) + ")"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
