@@ -206,9 +206,6 @@ Type Pt2Importer::elemType(int64_t code, const std::string &what) {
   case kPt2Long: return b.getI64Type();
   case kPt2Int: return b.getI32Type();
   case kPt2Bool: return b.getI1Type();
-  // bf16/f16: what torch.autocast computes in (a block under autocast).
-  case kPt2BFloat16: return b.getBF16Type();
-  case kPt2Half: return b.getF16Type();
   default:
     bad(what + " has dtype " + pt2DtypeName(code) +
         ", which offload does not support (float32, float64, bfloat16, float16, int64, int32, "
@@ -420,9 +417,7 @@ Arg Pt2Importer::argOf(const json::Value &v, const std::string &what) {
     Arg r;
     r.kind = Arg::Dtype;
     r.s = pt2DtypeName(*code);
-    r.type = pt2DtypeSize(*code) || *code == kPt2BFloat16 || *code == kPt2Half
-                 ? elemType(*code, what)
-                 : Type();
+    r.type = pt2DtypeSize(*code) ? elemType(*code, what) : Type();
     return r;
   }
   if (k.starts_with("as_sym"))

@@ -1914,9 +1914,10 @@ TEST(CudaTest, MixedPrecisionStepRunsOnTheHostAndIsAccepted) {
   }
 }
 
-TEST(CudaTest, LowTypeOptimizerUpdateIsRefusedByNameAndType) {
-  // No GPU needed: the optimizer updates have no bf16/f16 kernel on either
-  // backend (optimizer state stays f32 under mixed precision).
+TEST(CudaTest, LowTypeOpWithoutKernelIsRefusedByNameAndType) {
+  // No GPU needed. The optimizer updates take bf16 parameters and moments
+  // (bf16-true, moments=bf16) on both backends; an op whose kernels take
+  // no bf16 (cumsum, an integer op here) is refused by name and type.
   registerAllHostKernels();
   PlanBuilder b;
   std::vector<int> v;
@@ -1926,6 +1927,7 @@ TEST(CudaTest, LowTypeOptimizerUpdateIsRefusedByNameAndType) {
   int np = b.buffer("np", DType::BF16, {8}, BufferRole::Output);
   int nm = b.buffer("nm", DType::BF16, {8}, BufferRole::Output);
   int ns = b.buffer("ns", DType::I64, {}, BufferRole::Output);
+  int cs = b.buffer("cs", DType::BF16, {8}, BufferRole::Output);
   b.bindIn("p", v[0]);
   b.bindIn("g", v[1]);
   b.bindIn("m", v[2]);
@@ -1933,16 +1935,18 @@ TEST(CudaTest, LowTypeOptimizerUpdateIsRefusedByNameAndType) {
   b.bindOut("np", np);
   b.bindOut("nm", nm);
   b.bindOut("ns", ns);
+  b.bindOut("cs", cs);
   b.instr("offload.sgd_update", {v[0], v[1], v[2], step}, {np, nm, ns},
           attrs({{"lr", attrFloat(0.1)}, {"momentum", attrFloat(0.9)},
                  {"dampening", attrFloat(0.0)}, {"weight_decay", attrFloat(0.0)},
                  {"nesterov", attrInt(0)}}));
+  b.instr("offload.cumsum", {v[1]}, {cs}, attrs({{"dim", attrInt(0)}}));
   auto plan = Plan::fromData(b.finish());
   ASSERT_TRUE(bool(plan)) << plan.message();
   auto cuda = missingOps(**plan, "cuda");
 #ifdef OFFLOAD_HAVE_CUDA
   ASSERT_TRUE(cuda.ok()) << cuda.message();
-  EXPECT_EQ(*cuda, std::vector<std::string>{"offload.sgd_update (bf16)"});
+  EXPECT_EQ(*cuda, std::vector<std::string>{"offload.cumsum (bf16)"});
 #else
   EXPECT_FALSE(cuda.ok());
 #endif
