@@ -51,19 +51,32 @@ class SGD(Optimizer):
 
 
 class AdamW(Optimizer):
-    """torch.optim.AdamW: lr, betas, eps, weight_decay (decoupled)."""
+    """torch.optim.AdamW: lr, betas, eps, weight_decay (decoupled).
 
-    def __init__(self, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+    moments: "f32" (default, as torch.optim keeps them for f32 parameters)
+    or "bf16": exp_avg and exp_avg_sq stored in bf16, computed in f32 and
+    rounded to nearest even after each update (DeepSpeed's and torchtitan's
+    option; 4 bytes less per parameter; docs/precision.md). Step.
+    optimizer_state() then gives them as numpy uint16 (their bits). torch()
+    is still torch.optim.AdamW (whose moments are the parameters' type);
+    offload.testing.adamw_bf16_moments is the bf16-moment reference."""
+
+    def __init__(self, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 moments="f32"):
         self.lr = _number("lr", lr, 0.0)
         if len(betas) != 2:
             raise ValueError(f"betas: expected two numbers, got {betas!r}")
         self.betas = (_number("betas[0]", betas[0], 0.0), _number("betas[1]", betas[1], 0.0))
         self.eps = _number("eps", eps, 0.0)
         self.weight_decay = _number("weight_decay", weight_decay, 0.0)
+        if moments not in ("f32", "bf16"):
+            raise ValueError(f"moments: expected 'f32' or 'bf16', got {moments!r}")
+        self.moments = moments
 
     def pass_options(self):
         return (f"optimizer=adamw lr={self.lr!r} beta1={self.betas[0]!r} "
-                f"beta2={self.betas[1]!r} eps={self.eps!r} weight-decay={self.weight_decay!r}")
+                f"beta2={self.betas[1]!r} eps={self.eps!r} weight-decay={self.weight_decay!r} "
+                f"moments={self.moments}")
 
     def torch(self, params):
         import torch
@@ -72,4 +85,5 @@ class AdamW(Optimizer):
 
     def __repr__(self):
         return (f"AdamW(lr={self.lr}, betas={self.betas}, eps={self.eps}, "
-                f"weight_decay={self.weight_decay})")
+                f"weight_decay={self.weight_decay}"
+                + (f", moments={self.moments!r})" if self.moments != "f32" else ")"))

@@ -277,3 +277,32 @@ def update_error(before, after, reference_after):
             return e
         worst = max(worst, e)
     return worst
+
+
+def adamw_bf16_moments(params, steps, loss_of, zero_grad, lr=1e-3, betas=(0.9, 0.999),
+                       eps=1e-8, weight_decay=1e-2):
+    """PyTorch's reference for AdamW with bf16 moments (offload.AdamW(...,
+    moments="bf16"), --offload-autodiff="moments=bf16"): `steps` steps of
+    torch.optim.AdamW 1.13's single-tensor update on `params` (f32 torch
+    parameters, updated in place), computed in f32, with each moment kept as
+    `.to(torch.bfloat16)` between steps. loss_of() -> the scalar loss of one
+    forward; zero_grad() clears the gradients."""
+    import torch
+
+    b1, b2 = betas
+    m = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
+    v = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
+    for t in range(1, steps + 1):
+        zero_grad()
+        loss_of().backward()
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                mi, vi = m[i].float(), v[i].float()
+                p.mul_(1 - lr * weight_decay)
+                mi.mul_(b1).add_(g, alpha=1 - b1)
+                vi.mul_(b2).addcmul_(g, g, value=1 - b2)
+                bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+                denom = (vi.sqrt() / (bc2 ** 0.5)).add_(eps)
+                p.addcdiv_(mi, denom, value=-lr / bc1)
+                m[i], v[i] = mi.to(torch.bfloat16), vi.to(torch.bfloat16)

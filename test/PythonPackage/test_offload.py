@@ -874,6 +874,45 @@ def test_bf16_true_is_as_close_to_float64_as_torch_bf16(exporter, opt_spec):
         assert eo <= 4 * max(eb, floor), (k, eo, eb)
 
 
+def test_adamw_bf16_moments_match_a_bf16_moment_reference():
+    """offload.AdamW(moments="bf16") (issue 29): the moments are stored in
+    bf16 (optimizer_state() gives their bits as uint16), and 5 steps of the
+    fp32 mlp are within 4 x the error of PyTorch's bf16-moment loop
+    (offload.testing.adamw_bf16_moments) against float64 torch.optim.AdamW,
+    per parameter on its change, floor 2^-9. A bad moments value is a
+    ValueError."""
+    from offload.testing import adamw_bf16_moments
+    with pytest.raises(ValueError, match="moments: expected 'f32' or 'bf16', got 'fp8'"):
+        offload.AdamW(moments="fp8")
+    model = mlp(seed=9, hidden=64)
+    x, y = batch(9, n=16)
+    spec = offload.AdamW(lr=1e-2, weight_decay=0.01, moments="bf16")
+    p0 = {k: v.detach().double().clone() for k, v in model.named_parameters()}
+    ref = copy.deepcopy(model)
+    adamw_bf16_moments(list(ref.parameters()), 5, lambda: F.cross_entropy(ref(x), y),
+                       ref.zero_grad, lr=1e-2, weight_decay=0.01)
+    m64 = copy.deepcopy(model).double()
+    o64 = torch.optim.AdamW(m64.parameters(), lr=1e-2, weight_decay=0.01)
+    for _ in range(5):
+        o64.zero_grad()
+        F.cross_entropy(m64(x.double()), y).backward()
+        o64.step()
+    step = offload.compile(model, (x, y), optimizer=spec, verbose=False)
+    for _ in range(5):
+        step(x, y)
+    state = step.optimizer_state()
+    moments = [k for k in state if k.endswith((".exp_avg", ".exp_avg_sq"))]
+    assert len(moments) == 2 * len(p0) and all(state[k].dtype == np.uint16 for k in moments)
+    sd = step.state_dict()
+    d64 = {k: v.detach().double() - p0[k] for k, v in m64.named_parameters()}
+    scale = 1e-3 * max(float(d.abs().max()) for d in d64.values())
+    refp = dict(ref.named_parameters())
+    for k in p0:
+        eo = rel_err(sd[k].double() - p0[k], d64[k], scale)
+        er = rel_err(refp[k].detach().double() - p0[k], d64[k], scale)
+        assert eo <= 4 * max(er, 2.0 ** -9), (k, eo, er)
+
+
 def test_fp16_mixed_skips_an_overflowing_step():
     """precision="fp16-mixed" scales the loss as torch.amp.GradScaler does
     (issue 29): a step whose f16 backward overflows (the scale forced to

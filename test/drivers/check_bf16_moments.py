@@ -7,8 +7,9 @@
 N AdamW steps of the fp32 example model whose exp_avg and exp_avg_sq are
 stored in bf16 (the update computes in f32 and rounds each stored moment to
 nearest even), ours on the host backend, against a PyTorch reference that
-does the same: the AdamW loop of torch.optim 1.13 (single tensor) written
-out in f32, with each moment kept as `.to(torch.bfloat16)` between steps.
+does the same (offload.testing.adamw_bf16_moments: the AdamW loop of
+torch.optim 1.13, single tensor, in f32, with each moment kept as
+`.to(torch.bfloat16)` between steps).
 Both are judged against PyTorch's float64 AdamW run from the same
 parameters (torch.optim.AdamW), by check_precision.py's rule on the
 parameters' change over the N steps: per tensor ours <= k x max(the
@@ -25,31 +26,10 @@ import torch
 
 import export_models as em
 from check_precision import FLOOR_BF16, eager, judge_change
+from offload.testing import adamw_bf16_moments
 from pipeline import export_and_import, run
 
 LR, WD, BETAS, EPS = 1e-3, 1e-2, (0.9, 0.999), 1e-8
-
-
-def bf16_moments_adamw(params, steps, loss_of, zero_grad):
-    """torch.optim.AdamW 1.13's single-tensor update, f32 compute, moments
-    stored in bf16 between steps."""
-    b1, b2 = BETAS
-    m = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
-    v = [torch.zeros_like(p, dtype=torch.bfloat16) for p in params]
-    for t in range(1, steps + 1):
-        zero_grad()
-        loss_of().backward()
-        with torch.no_grad():
-            for i, p in enumerate(params):
-                g = p.grad if p.grad is not None else torch.zeros_like(p)
-                mi, vi = m[i].float(), v[i].float()
-                p.mul_(1 - LR * WD)
-                mi.mul_(b1).add_(g, alpha=1 - b1)
-                vi.mul_(b2).addcmul_(g, g, value=1 - b2)
-                bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
-                denom = (vi.sqrt() / (bc2 ** 0.5)).add_(EPS)
-                p.addcdiv_(mi, denom, value=-LR / bc1)
-                m[i], v[i] = mi.to(torch.bfloat16), vi.to(torch.bfloat16)
 
 
 def main(argv=None):
@@ -90,7 +70,8 @@ def main(argv=None):
         model, loss_of = eager(prefix, dtype)
         params = list(model.parameters())
         if reference:
-            bf16_moments_adamw(params, n, loss_of, model.zero_grad)
+            adamw_bf16_moments(params, n, loss_of, model.zero_grad, lr=LR, betas=BETAS, eps=EPS,
+                               weight_decay=WD)
         else:
             o = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
             for _ in range(n):

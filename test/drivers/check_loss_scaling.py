@@ -66,6 +66,9 @@ def main(argv=None):
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--k", type=float, default=4.0)
+    ap.add_argument("--host-parameters", action="store_true",
+                    help="check 1 with every parameter and its optimizer state on the host "
+                         "(--offload-host-parameters: the updates, and their skip, run there)")
     args = ap.parse_args(argv)
     m, w = args.model, (lambda name: os.path.join(args.work, name))
     export_and_import(m, args.work, args.bin)
@@ -84,8 +87,16 @@ def main(argv=None):
     # 1. A forced overflow is skipped.
     plan = w(f"{m}.{args.optimizer}.fp16.oflp")
     run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
-         f"--offload-autodiff={opt} precision=fp16-mixed",
-         f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".fp16.step.mlir")])
+         f"--offload-autodiff={opt} precision=fp16-mixed"]
+        + (["--offload-host-parameters"] if args.host_parameters else [])
+        + [f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".fp16.step.mlir")])
+    if args.host_parameters:
+        step_text = open(w(m + ".fp16.step.mlir")).read()
+        on_host = len(re.findall(r"_update [^\n]*skip_if [^\n]*!offload.host<tensor<i1>>",
+                                 step_text))
+        nparams = len(em.load_params(prefix))
+        check("updates on the host", on_host == nparams,
+              f"{on_host} of {nparams} updates with skip_if over host values")
     _, d0, _, _, _ = run_steps(args.bin, plan, prefix + ".params.npz", inputs, 3, w("d0.npz"))
     s0 = store_of(d0)
     check("three clean steps", int(s0["amp.skipped_steps"]) == 0

@@ -205,7 +205,10 @@ def Offload_SgdUpdateOp : Offload_Op<"sgd_update", [Pure,
     `g = grad + weight_decay * param`; with momentum, `buf = g` on the first
     step (`step == 0`) and `momentum * buf + (1 - dampening) * g` after;
     `g = nesterov ? g + momentum * buf : buf`; `param -= lr * g`;
-    `new_step = step + 1`. `step` is an i64 scalar.
+    `new_step = step + 1`. `step` is an i64 scalar. `param`, `grad` and
+    `momentum_buffer` are f32, f64, bf16 or f16, of one type; a bf16/f16
+    update computes in f32 and rounds each stored result once to nearest
+    even (a bf16-true model, docs/precision.md).
 
     `skip_if %found_inf` (optional, a 0-d i1 tensor; fp16 loss scaling's
     "gradients held an inf or NaN", docs/precision.md): when it is true the
@@ -257,7 +260,9 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
     (1 - beta2) * g * g`; `t = step + 1`; `param -= (lr / (1 - beta1^t)) * m /
     (sqrt(v) / sqrt(1 - beta2^t) + eps)`.
 
-    The moments have the parameter's shape and either its type or, for an
+    `param` and `grad` are f32, f64, bf16 or f16, of one type (bf16/f16:
+    computed in f32, each stored result rounded once to nearest even). The
+    moments have the parameter's shape and either its type or, for an
     f32 parameter, bf16 (`--offload-autodiff="moments=bf16"`): the update
     then reads them widened to f32, computes in f32 as above and stores
     each new moment rounded to bf16, to nearest even (Float16.h).
