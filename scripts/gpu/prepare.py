@@ -52,6 +52,17 @@ SAMPLE_FULL = 65536   # tensors up to this many elements are carried whole
 SAMPLE_TARGET = 16384  # larger ones: about this many elements, every k-th
 
 
+
+def finish(out, meta, log, work, keep_work):
+    """Writes a model's meta.json into its bundle folder `out`, closes its
+    log and removes its work folder unless --keep-work."""
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    log.close()
+    if not keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+
 def die(msg):
     print("prepare: error: " + msg, file=sys.stderr)
     sys.exit(1)
@@ -249,12 +260,7 @@ def prepare(name, a, target_file, out_root, work):
         meta["host"] = host
         meta["reference"] = ref_meta
         meta["outputs"] = len(a0.files)
-    with open(os.path.join(out, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-        f.write("\n")
-    log.close()
-    if not a.keep_work:
-        shutil.rmtree(w, ignore_errors=True)
+    finish(out, meta, log, w, a.keep_work)
     print("prepare: %-13s %6.1f s  %10d params  unplanned arena %d  budget %d  planned arena %s  "
           "simulated %s -> %s s" % (name, time.time() - t_start, nparams, unplanned_arena, budget,
                                     meta["plans"]["planned"]["device_arena_bytes"],
@@ -291,12 +297,7 @@ def prepare_amp(name, a, spec, nparams, w, out, log, t_start):
             "workspace_bytes": a.workspace_bytes,
             "plans": {"amp": {"device_arena_bytes": int(mm.group(1)) if mm else None,
                               "workspace_in_plan_bytes": int(mm.group(2)) if mm else None}}}
-    with open(os.path.join(out, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1)
-        f.write("\n")
-    log.close()
-    if not a.keep_work:
-        shutil.rmtree(w, ignore_errors=True)
+    finish(out, meta, log, w, a.keep_work)
     print("prepare: %-13s %6.1f s  %10d params  bf16-mixed step, arena %s, %d bf16 GEMM/conv/attention "
           "ops" % (name, time.time() - t_start, nparams, arena, low_ops), flush=True)
 

@@ -72,12 +72,33 @@ def wrap_checkpoint(container, j):
     container[j] = Checkpointed(inner)
 
 
+def batch_and_params(a, dev):
+    """The batch (x, y on `dev`), the parameters ({name: array}, None in a
+    dry run: the model's own initialisation) and the steps to run: from
+    the bundle's inputs.npz and params.npz, or one generated batch and one
+    step with --dry-run."""
+    import numpy as np
+    import torch
+    import gen
+    import models
+
+    if a.dry_run:
+        xs = [torch.from_numpy(gen.make(e, 1)) for e in models.input_specs(a.model, trace=True)]
+        arrays, steps = None, 1
+    else:
+        with np.load(a.inputs) as z:
+            xs = [torch.from_numpy(z["x"].copy()), torch.from_numpy(z["y"].copy())]
+        with np.load(a.params) as z:
+            arrays = {k: z[k] for k in z.files}
+        steps = a.steps
+    return xs[0].to(dev), xs[1].to(dev), arrays, steps
+
+
 def sbs(a):
     import numpy as np
     import torch
     import torch.nn.functional as F
     import models
-    import gen
 
     dev = torch.device("cpu" if a.dry_run else a.device)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -97,17 +118,7 @@ def sbs(a):
             "tf32": False, "model": a.model}
     out = {"torch": info, "variants": {}}
     write(a.out, out)
-    if a.dry_run:
-        xs = [torch.from_numpy(gen.make(e, 1)) for e in models.input_specs(a.model, trace=True)]
-        arrays = None
-        steps = 1
-    else:
-        with np.load(a.inputs) as z:
-            xs = [torch.from_numpy(z["x"].copy()), torch.from_numpy(z["y"].copy())]
-        with np.load(a.params) as z:
-            arrays = {k: z[k] for k in z.files}
-        steps = a.steps
-    x, y = xs[0].to(dev), xs[1].to(dev)
+    x, y, arrays, steps = batch_and_params(a, dev)
     for variant in ("eager", "checkpoint"):
         rec = {"steps": []}
         out["variants"][variant] = rec
@@ -157,7 +168,6 @@ def amp(a):
     import torch
     import torch.nn.functional as F
     import models
-    import gen
 
     dev = torch.device("cpu" if a.dry_run else a.device)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -170,16 +180,7 @@ def amp(a):
                      "autocast": "torch.autocast(%r, torch.bfloat16)" % dev.type},
            "model": a.model, "autocast": {"steps": []}}
     write(a.out, out)
-    if a.dry_run:
-        xs = [torch.from_numpy(gen.make(e, 1)) for e in models.input_specs(a.model, trace=True)]
-        arrays, steps = None, 1
-    else:
-        with np.load(a.inputs) as z:
-            xs = [torch.from_numpy(z["x"].copy()), torch.from_numpy(z["y"].copy())]
-        with np.load(a.params) as z:
-            arrays = {k: z[k] for k in z.files}
-        steps = a.steps
-    x, y = xs[0].to(dev), xs[1].to(dev)
+    x, y, arrays, steps = batch_and_params(a, dev)
     model = models.build(a.model)
     if arrays is not None:
         models.load_arrays(model, arrays)
