@@ -81,6 +81,22 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
     int64_t n = wt.getDimSize(0), k = wt.getDimSize(1);
     int64_t rowBytes = bytes / n;
     int64_t rows = std::max<int64_t>(1, sliceBytes / rowBytes);
+    // Rows [a, e) of `whole` (of n) as a new step argument of `shape`, named
+    // NAME[a:e], with the slice attributes, appended to `out`.
+    auto addSlice = [&](BlockArgument whole, int64_t a, int64_t e, ArrayRef<int64_t> shape,
+                        SmallVectorImpl<Value> &out) {
+      unsigned wi = whole.getArgNumber();
+      std::string wholeName = strAttr(wi, OffloadDialect::kNameAttrName);
+      auto t = RankedTensorType::get(shape, cast<RankedTensorType>(whole.getType()).getElementType());
+      NamedAttrList attrs(argAttrs[wi]);
+      attrs.set(OffloadDialect::kNameAttrName,
+                StringAttr::get(ctx, wholeName + "[" + std::to_string(a) + ":" +
+                                         std::to_string(e) + "]"));
+      attrs.set(OffloadDialect::kSliceOfAttrName, StringAttr::get(ctx, wholeName));
+      attrs.set(OffloadDialect::kSliceAttrName, DenseI64ArrayAttr::get(ctx, {a, e, n}));
+      out.push_back(body.addArgument(t, whole.getLoc()));
+      argAttrs.push_back(attrs.getDictionary(ctx));
+    };
     // Under mixed precision (--offload-autocast, or the planner's rebuild of
     // a step built with precision=bf16-mixed/fp16-mixed) a linear reads the
     // weight through its cast (offload.copy to bf16/f16): the master is
@@ -101,15 +117,7 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
       for (int64_t a = 0; a < n; a += rows) {
         int64_t e = std::min(n, a + rows);
         ranges.push_back({a, e});
-        NamedAttrList attrs(argAttrs[i]);
-        attrs.set(OffloadDialect::kNameAttrName,
-                  StringAttr::get(ctx, name + "[" + std::to_string(a) + ":" +
-                                           std::to_string(e) + "]"));
-        attrs.set(OffloadDialect::kSliceOfAttrName, StringAttr::get(ctx, name));
-        attrs.set(OffloadDialect::kSliceAttrName, DenseI64ArrayAttr::get(ctx, {a, e, n}));
-        wSlices.push_back(body.addArgument(RankedTensorType::get({e - a, k}, wt.getElementType()),
-                                           w.getLoc()));
-        argAttrs.push_back(attrs.getDictionary(ctx));
+        addSlice(w, a, e, {e - a, k}, wSlices);
       }
       SmallVector<CopyOp> casts;
       for (Operation *u : w.getUsers())
@@ -180,20 +188,6 @@ LogicalResult SliceParametersPass::rewrite(func::FuncOp fn) {
       continue;
 
     SmallVector<Value> wSlices, bSlices;
-    auto addSlice = [&](BlockArgument whole, int64_t a, int64_t e, ArrayRef<int64_t> shape,
-                        SmallVectorImpl<Value> &out) {
-      unsigned wi = whole.getArgNumber();
-      std::string wholeName = strAttr(wi, OffloadDialect::kNameAttrName);
-      auto t = RankedTensorType::get(shape, cast<RankedTensorType>(whole.getType()).getElementType());
-      NamedAttrList attrs(argAttrs[wi]);
-      attrs.set(OffloadDialect::kNameAttrName,
-                StringAttr::get(ctx, wholeName + "[" + std::to_string(a) + ":" +
-                                         std::to_string(e) + "]"));
-      attrs.set(OffloadDialect::kSliceOfAttrName, StringAttr::get(ctx, wholeName));
-      attrs.set(OffloadDialect::kSliceAttrName, DenseI64ArrayAttr::get(ctx, {a, e, n}));
-      out.push_back(body.addArgument(t, whole.getLoc()));
-      argAttrs.push_back(attrs.getDictionary(ctx));
-    };
     for (int64_t a = 0; a < n; a += rows) {
       int64_t e = std::min(n, a + rows);
       addSlice(w, a, e, {e - a, k}, wSlices);
