@@ -995,17 +995,23 @@ def fp32_decides(row, model, state, x, y, g64, floor, names):
     return jit > 1e-3 and row["ours"] <= 4 * jit
 
 
-def run_model(name, bin_dir, work, timeout):
+def start_row(name, work, **extra):
+    """What every row begins with: the row (its keys, `extra` added), the
+    start time, the row's folder, the model with its batch and a copy of its
+    state, whether it goes through offload.compile (timm and HF rows, on
+    PyTorch 2.x) or through the tools on a TorchScript trace (the rest; both
+    are judged alike), and the function that builds and runs our step."""
     row = {"model": name, "import": "", "train": "", "ours": None, "torch32": None,
-           "ours64": None, "grads": "", "seconds": 0.0}
+           "ours64": None, "grads": "", "seconds": 0.0, **extra}
     t0 = time.time()
-    d = os.path.join(work, name)
     model, x, y = build(name)
-    state = state_like(model.state_dict())
-    # timm rows go through offload.compile (PyTorch 2.x), the rest through
-    # the tools on a TorchScript trace; both are judged below alike.
     compiled = family(name) in ("timm", "hf")
-    step = compiled_step if compiled else our_step
+    return (row, t0, os.path.join(work, name), model, x, y,
+            state_like(model.state_dict()), compiled, compiled_step if compiled else our_step)
+
+
+def run_model(name, bin_dir, work, timeout):
+    row, t0, d, model, x, y, state, compiled, step = start_row(name, work)
     row["import"], row["train"], ours = step(lambda: model, x, y, d, bin_dir, timeout)
     if compiled and ours is not None:
         row["half"], row["compile"] = half_arena(model, x, y, d, bin_dir)
@@ -1091,14 +1097,8 @@ def run_model_mixed(name, bin_dir, work, timeout, precision):
     the tensors that needed it."""
     import check_precision as cp
     low = cp.low_type(precision)[0]
-    row = {"model": name, "import": "", "train": "", "ours": None, "torch32": None,
-           "ours64": None, "grads": "", "seconds": 0.0, "ratio": None, "low_ops": None}
-    t0 = time.time()
-    d = os.path.join(work, name)
-    model, x, y = build(name)
-    state = state_like(model.state_dict())
-    compiled = family(name) in ("timm", "hf")
-    step = compiled_step if compiled else our_step
+    row, t0, d, model, x, y, state, compiled, step = start_row(name, work, ratio=None,
+                                                               low_ops=None)
     row["import"], row["train"], ours = step(lambda: model, x, y, d, bin_dir, timeout,
                                              precision=precision)
     if ours is not None:
