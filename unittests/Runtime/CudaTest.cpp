@@ -151,6 +151,15 @@ Tensor makeInput(const Operand &o, Lcg &rng) {
   return t;
 }
 
+/// The inputs of `c` that are not absent, by their plan names ("in0", ...).
+std::map<std::string, Tensor> makeInputs(const OpCase &c, Lcg &rng) {
+  std::map<std::string, Tensor> in;
+  for (size_t k = 0; k < c.inputs.size(); ++k)
+    if (!c.inputs[k].absent)
+      in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+  return in;
+}
+
 /// The one-instruction plan of `c`: inputs bound as in<k>, outputs as
 /// out<k>.
 PlanData planOf(const OpCase &c) {
@@ -533,10 +542,7 @@ TEST(CudaTest, OpCasesRunOnTheHost) {
     }
   Lcg rng{12345};
   for (const OpCase &c : opCases()) {
-    std::map<std::string, Tensor> in;
-    for (size_t k = 0; k < c.inputs.size(); ++k)
-      if (!c.inputs[k].absent)
-        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    std::map<std::string, Tensor> in = makeInputs(c, rng);
     std::string err;
     auto out = runPlan(planOf(c), "host", in, err);
     EXPECT_EQ(err, "") << c.op;
@@ -554,10 +560,7 @@ TEST(CudaTest, OpsMatchHost) {
   std::vector<OpCase> cases = opCases(); // all ops: OpCasesRunOnTheHost
   Lcg rng{12345};
   for (const OpCase &c : cases) {
-    std::map<std::string, Tensor> in;
-    for (size_t k = 0; k < c.inputs.size(); ++k)
-      if (!c.inputs[k].absent)
-        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    std::map<std::string, Tensor> in = makeInputs(c, rng);
     PlanData d = planOf(c);
     std::string hostErr, cudaErr;
     auto host = runPlan(d, "host", in, hostErr);
@@ -1699,10 +1702,7 @@ void runLowCases(DType t, bool cuda) {
   Lcg rng{t == DType::BF16 ? 29u : 31u};
   for (const LowCase &lc : lowCases(t)) {
     const OpCase &c = lc.c;
-    std::map<std::string, Tensor> in;
-    for (size_t k = 0; k < c.inputs.size(); ++k)
-      if (!c.inputs[k].absent)
-        in["in" + std::to_string(k)] = makeInput(c.inputs[k], rng);
+    std::map<std::string, Tensor> in = makeInputs(c, rng);
     PlanData d = planOf(c);
     std::string hostErr, cudaErr;
     auto host = runPlan(d, "host", in, hostErr);
