@@ -76,7 +76,8 @@ fi
 say "4. the planner: a budget of $BUDGET bytes ($BUDGET_PCT% of the unplanned $UNPLANNED) on $TARGET"
 "$BIN/offload-opt" "$OUT/$MODEL.step.mlir" \
   --offload-plan-memory="budget=$BUDGET target=$TARGET report=$OUT/plan-report.txt timeline=$OUT/memory-timeline.json" \
-  --convert-offload-to-plan="output=$OUT/$MODEL.oflp" -o "$OUT/$MODEL.planned.mlir"
+  -o "$OUT/$MODEL.planned.mlir"
+"$BIN/offload-translate" --offload-to-plan "$OUT/$MODEL.planned.mlir" -o "$OUT/$MODEL.oflp"
 grep -v "^  \(saved\|parameter\) " "$OUT/plan-report.txt"
 echo "  (the whole decision table: $OUT/plan-report.txt)"
 PICTURES=$($PY "$ROOT/python/plot_memory_timeline.py" "$OUT/memory-timeline.json" | tr '\n' ' ')
