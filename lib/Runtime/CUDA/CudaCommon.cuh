@@ -86,6 +86,19 @@ template <typename F> bool dispatchFloat(DType d, F &&f) {
   }
 }
 
+/// Calls f(S()) with the storage type of any dtype (bool as uint8_t).
+template <typename F> void dispatchStorage(DType d, F &&f) {
+  switch (d) {
+  case DType::F32: f(float()); break;
+  case DType::F64: f(double()); break;
+  case DType::I64: f(int64_t()); break;
+  case DType::I32: f(int32_t()); break;
+  case DType::Bool: f(uint8_t()); break;
+  case DType::BF16: f(__nv_bfloat16()); break;
+  case DType::F16: f(__half()); break;
+  }
+}
+
 /// Threads per block of the elementwise kernels and of the block
 /// reductions (a power of two: the reduction tree halves it).
 constexpr int kThreads = 256;

@@ -588,66 +588,6 @@ __global__ void castFromLowKernel(const Low *x, To *y, int64_t n) {
   }
 }
 
-template <typename Low>
-void castFromLow(const TensorView &x, const TensorView &y, int64_t n,
-                 cudaStream_t st) {
-  const Low *xp = x.as<Low>();
-  switch (y.dtype) {
-  case DType::F32:
-    castFromLowKernel<Low, float><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<float>(), n);
-    break;
-  case DType::F64:
-    castFromLowKernel<Low, double><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<double>(), n);
-    break;
-  case DType::I64:
-    castFromLowKernel<Low, int64_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int64_t>(), n);
-    break;
-  case DType::I32:
-    castFromLowKernel<Low, int32_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int32_t>(), n);
-    break;
-  case DType::Bool:
-    castFromLowKernel<Low, uint8_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<uint8_t>(), n);
-    break;
-  case DType::BF16:
-    castFromLowKernel<Low, __nv_bfloat16><<<blocksFor(n), kThreads, 0, st>>>(
-        xp, y.as<__nv_bfloat16>(), n);
-    break;
-  case DType::F16:
-    castFromLowKernel<Low, __half><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<__half>(), n);
-    break;
-  }
-}
-
-template <typename From>
-void castFrom(const TensorView &x, const TensorView &y, int64_t n,
-              cudaStream_t st) {
-  const From *xp = x.as<From>();
-  switch (y.dtype) {
-  case DType::F32:
-    castKernel<From, float><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<float>(), n);
-    break;
-  case DType::F64:
-    castKernel<From, double><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<double>(), n);
-    break;
-  case DType::I64:
-    castKernel<From, int64_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int64_t>(), n);
-    break;
-  case DType::I32:
-    castKernel<From, int32_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<int32_t>(), n);
-    break;
-  case DType::Bool:
-    castKernel<From, uint8_t><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<uint8_t>(), n);
-    break;
-  case DType::BF16:
-    castToLowKernel<From, __nv_bfloat16><<<blocksFor(n), kThreads, 0, st>>>(
-        xp, y.as<__nv_bfloat16>(), n);
-    break;
-  case DType::F16:
-    castToLowKernel<From, __half><<<blocksFor(n), kThreads, 0, st>>>(xp, y.as<__half>(), n);
-    break;
-  }
-}
-
 std::string kCopy(const CudaKernelArgs &a) {
   const char *op = "copy";
   const TensorView &x = a.inputs[0], &y = a.outputs[0];
@@ -664,15 +604,23 @@ std::string kCopy(const CudaKernelArgs &a) {
                                     cudaMemcpyDeviceToDevice, a.ctx.stream);
     return e == cudaSuccess ? "" : cudaErrorText("cudaMemcpyAsync", e);
   }
-  switch (x.dtype) {
-  case DType::F32: castFrom<float>(x, y, n, a.ctx.stream); break;
-  case DType::F64: castFrom<double>(x, y, n, a.ctx.stream); break;
-  case DType::I64: castFrom<int64_t>(x, y, n, a.ctx.stream); break;
-  case DType::I32: castFrom<int32_t>(x, y, n, a.ctx.stream); break;
-  case DType::Bool: castFrom<uint8_t>(x, y, n, a.ctx.stream); break;
-  case DType::BF16: castFromLow<__nv_bfloat16>(x, y, n, a.ctx.stream); break;
-  case DType::F16: castFromLow<__half>(x, y, n, a.ctx.stream); break;
-  }
+  // From a 2-byte float: castFromLowKernel (to any type); to one:
+  // castToLowKernel; else castKernel.
+  cudaStream_t st = a.ctx.stream;
+  dispatchStorage(x.dtype, [&](auto from) {
+    using From = decltype(from);
+    dispatchStorage(y.dtype, [&](auto to) {
+      using To = decltype(to);
+      const From *xp = x.as<From>();
+      To *yp = y.as<To>();
+      if constexpr (kIsLow<From>)
+        castFromLowKernel<From, To><<<blocksFor(n), kThreads, 0, st>>>(xp, yp, n);
+      else if constexpr (kIsLow<To>)
+        castToLowKernel<From, To><<<blocksFor(n), kThreads, 0, st>>>(xp, yp, n);
+      else
+        castKernel<From, To><<<blocksFor(n), kThreads, 0, st>>>(xp, yp, n);
+    });
+  });
   return launched(op);
 }
 
