@@ -503,9 +503,7 @@ FailureOr<TargetSpec> mlir::offload::targetSpecFromAttr(Attribute attr, std::str
 
 FailureOr<std::optional<TargetSpec>> mlir::offload::moduleTarget(Operation *op,
                                                                  std::string &error) {
-  Operation *module = op;
-  while (module && !isa<ModuleOp>(module))
-    module = module->getParentOp();
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   Attribute attr = module ? module->getAttr(kTargetAttrName) : Attribute();
   if (!attr)
     return std::optional<TargetSpec>();
