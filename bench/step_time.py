@@ -59,7 +59,9 @@ def main():
         run(imp)
         run([os.path.join(a.bin, "offload-opt"), prefix + ".mlir",
              "--offload-autodiff=optimizer=sgd lr=0.01 momentum=0.9",
-             f"--convert-offload-to-plan=output={prefix}.oflp", "-o", os.devnull])
+             "-o", prefix + ".step.mlir"])
+        run([os.path.join(a.bin, "offload-translate"), "--offload-to-plan", prefix + ".step.mlir",
+             "-o", prefix + ".oflp"])
         ours, ref = [], []
         module = torch.jit.load(prefix + ".pt")
         em.load_state_arrays(module, em.load_params(prefix))

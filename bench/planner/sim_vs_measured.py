@@ -23,7 +23,7 @@ tens of milliseconds, so that microsecond overheads stay small): the unplanned
 step, then the planner at budgets from the smallest reachable device arena
 (budget=1 is refused naming it) towards the unplanned arena (--fractions),
 which force host parameters, offload with prefetch and recompute. Each point is
-lowered (--convert-offload-to-plan) and run with offload-run --steps N
+lowered (offload-translate --offload-to-plan) and run with offload-run --steps N
 --threads T --emulate-link LINK.
 
 Measured: the step's `instructions` time (the plan's instructions, without the
@@ -82,12 +82,15 @@ def lower(bin_dir, step, budget, target, plan, planned):
     """Plans at `budget` (None: unplanned) into `planned` (MLIR) and lowers it to `plan`;
     returns (the planner's simulated s or None, decisions, budget used)."""
     opt = os.path.join(bin_dir, "offload-opt")
+    translate = [os.path.join(bin_dir, "offload-translate"), "--offload-to-plan", planned,
+                 "-o", plan]
     if budget is None:
-        run([opt, step, f"--convert-offload-to-plan=output={plan}", "-o", planned])
+        run([opt, step, "-o", planned])
+        run(translate)
         return None, "unplanned", None
     for _ in range(3):
         r = run([opt, step, f"--offload-plan-memory=budget={budget} target={target} report=-",
-                 f"--convert-offload-to-plan=output={plan}", "-o", planned], ok=False)
+                 "-o", planned], ok=False)
         # The host is calibrated anew between runs, so the smallest
         # reachable arena moves a little: take the budget the planner asks
         # for.
@@ -97,6 +100,7 @@ def lower(bin_dir, step, budget, target, plan, planned):
         budget = int(ask.group(1))
     if r.returncode != 0:
         sys.exit("planning failed:\n" + r.stdout[-3000:])
+    run(translate)
     out = r.stdout
     m = re.search(r"simulated step time on \S+: ([0-9.e+-]+) s -> ([0-9.e+-]+) s", out)
     if not m:

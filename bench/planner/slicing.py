@@ -52,10 +52,16 @@ def main():
                "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9"]
         if args.host_parameters:
             cmd.append("--offload-host-parameters=report=-")
-        cmd += [f"--convert-offload-to-plan=output={os.path.join(work, f'two-layer-{n}.oflp')} report=-",
-                "-mlir-timing", "-o", os.devnull]
+        stepfile = os.path.join(work, f"two-layer-{n}.step.mlir")
+        cmd += ["-mlir-timing", "-o", stepfile]
+        lower = [os.path.join(args.bin, "offload-translate"), "--offload-to-plan", stepfile,
+                 "-o", os.path.join(work, f"two-layer-{n}.oflp"), "--report=-"]
         t0 = time.monotonic()
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode == 0:
+            lowered = subprocess.run(lower, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+            r = subprocess.CompletedProcess(cmd, lowered.returncode, r.stdout + lowered.stdout)
         wall = time.monotonic() - t0
         print(f"== N={n}: {2 * n} slices, wall {wall:.2f} s, exit {r.returncode}")
         print(r.stdout)

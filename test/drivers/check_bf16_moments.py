@@ -27,7 +27,7 @@ import torch
 import export_models as em
 from check_precision import FLOOR_BF16, eager, judge_change
 from offload.testing import adamw_bf16_moments
-from pipeline import export_and_import, run
+from pipeline import compile_step, export_and_import, run
 
 LR, WD, BETAS, EPS = 1e-3, 1e-2, (0.9, 0.999), 1e-8
 
@@ -53,9 +53,8 @@ def main(argv=None):
 
     opt = f"optimizer=adamw lr={LR} weight-decay={WD} beta1={BETAS[0]} beta2={BETAS[1]} eps={EPS}"
     plan = w(f"{m}.moments-bf16.oflp")
-    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
-         f"--offload-autodiff={opt} moments=bf16",
-         f"--convert-offload-to-plan=output={plan}", "-o", w(f"{m}.moments-bf16.mlir")])
+    compile_step(args.bin, [w(m + ".mlir"), f"--offload-autodiff={opt} moments=bf16"],
+                 w(f"{m}.moments-bf16.mlir"), plan)
     dump = w(f"{m}.moments-bf16.npz")
     run([os.path.join(args.bin, "offload-run"), plan, "--threads", "1",
          "--params", prefix + ".params.npz", "--inputs", prefix + ".inputs.npz",

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 import export_models as em
 from check_precision import FLOOR_BF16, judge_change
-from pipeline import export_and_import, run
+from pipeline import compile_step, export_and_import, run
 
 OPTIMIZERS = {
     "sgd": ("optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0.01",
@@ -99,8 +99,8 @@ def main(argv=None):
 
     opt, make = OPTIMIZERS[args.optimizer]
     plan = w(f"{m}.bf16.{args.optimizer}.oflp")
-    run([os.path.join(args.bin, "offload-opt"), w(m + ".bf16.mlir"), f"--offload-autodiff={opt}",
-         f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".bf16.step.mlir")])
+    compile_step(args.bin, [w(m + ".bf16.mlir"), f"--offload-autodiff={opt}"],
+                 w(m + ".bf16.step.mlir"), plan)
     dump = w(f"{m}.bf16.{args.optimizer}.npz")
     run([os.path.join(args.bin, "offload-run"), plan, "--threads", "1",
          "--params", w(m + ".bf16.params.npz"), "--inputs", w(m + ".bf16.inputs.npz"),

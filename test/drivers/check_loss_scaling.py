@@ -34,7 +34,7 @@ import torch
 
 import export_models as em
 from check_precision import FLOOR_F16, eager, judge_change
-from pipeline import export_and_import, run
+from pipeline import compile_step, export_and_import, run
 
 
 def run_steps(bin_dir, plan, state, inputs, steps, dump):
@@ -86,10 +86,9 @@ def main(argv=None):
 
     # 1. A forced overflow is skipped.
     plan = w(f"{m}.{args.optimizer}.fp16.oflp")
-    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
-         f"--offload-autodiff={opt} precision=fp16-mixed"]
-        + (["--offload-host-parameters"] if args.host_parameters else [])
-        + [f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".fp16.step.mlir")])
+    compile_step(args.bin, [w(m + ".mlir"), f"--offload-autodiff={opt} precision=fp16-mixed"]
+                 + (["--offload-host-parameters"] if args.host_parameters else []),
+                 w(m + ".fp16.step.mlir"), plan)
     if args.host_parameters:
         step_text = open(w(m + ".fp16.step.mlir")).read()
         on_host = len(re.findall(r"_update [^\n]*skip_if [^\n]*!offload.host<tensor<i1>>",
@@ -134,9 +133,9 @@ def main(argv=None):
     # 2. Against torch.autocast + GradScaler.
     n = args.steps
     plan2 = w(f"{m}.{args.optimizer}.fp16.g3.oflp")
-    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
-         f"--offload-autodiff={opt} precision=fp16-mixed init-scale=16777216 growth-interval=3",
-         f"--convert-offload-to-plan=output={plan2}", "-o", w(m + ".fp16g3.step.mlir")])
+    compile_step(args.bin, [w(m + ".mlir"),
+                            f"--offload-autodiff={opt} precision=fp16-mixed init-scale=16777216 growth-interval=3"],
+                 w(m + ".fp16g3.step.mlir"), plan2)
     _, d3, ours_scales, ours_skipped, _ = run_steps(args.bin, plan2, prefix + ".params.npz",
                                                     inputs, n, w("d3.npz"))
     p0 = em.load_params(prefix)

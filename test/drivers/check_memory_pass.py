@@ -35,7 +35,7 @@ import sys
 
 import numpy as np
 
-from pipeline import cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
+from pipeline import compile_step, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
 
 
 def main(argv=None):
@@ -80,9 +80,9 @@ def main(argv=None):
         for grads in (True, False):
             tag = f"{label}{'' if grads else '.nograd'}"
             plan = w(f"{m}.{tag}.oflp")
-            out = run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir")] + pre +
-                      [f"--offload-autodiff={ad} return-gradients={'true' if grads else 'false'}"]
-                      + extra + [f"--convert-offload-to-plan=output={plan}", "-o", w(f"{m}.{tag}.mlir")])
+            out = compile_step(args.bin, [w(m + ".mlir")] + pre +
+                               [f"--offload-autodiff={ad} return-gradients={'true' if grads else 'false'}"]
+                               + extra, w(f"{m}.{tag}.mlir"), plan)
             if label == "rewritten" and grads:
                 # The reports the pipeline asked for (report=-).
                 for line in out.strip().splitlines():

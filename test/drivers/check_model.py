@@ -7,7 +7,7 @@
         [--opt-pipeline "--offload-..."]
 
 Exports the model (export_models.py), imports it (offload-import), builds the
-training step (offload-opt --offload-autodiff ... --convert-offload-to-plan),
+training step (offload-opt --offload-autodiff ...; offload-translate --offload-to-plan),
 runs N steps on the host backend (offload-run), runs the same N steps with
 torch.optim (reference.py), and compares: the first-step loss and every
 parameter gradient, then every parameter and buffer (batch-norm statistics
@@ -30,7 +30,7 @@ import re
 import subprocess
 import sys
 
-from pipeline import PY, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
+from pipeline import PY, compile_step, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
 
 
 def main(argv=None):
@@ -70,10 +70,9 @@ def main(argv=None):
         ad = f"optimizer=adamw lr=1e-3 weight-decay=0.01 eps={args.adamw_eps} return-gradients=true"
         ref_opt = ["--optimizer", "adamw", "--lr", "1e-3", "--weight-decay", "0.01",
                    "--eps", str(args.adamw_eps)]
-    opt = [os.path.join(args.bin, "offload-opt"), w(m + ".mlir"), f"--offload-autodiff={ad}"]
-    opt += args.opt_pipeline.split()
-    opt += [f"--convert-offload-to-plan=output={w(m + '.oflp')} report=-", "-o", w(m + ".step.mlir")]
-    print(run(opt).strip().splitlines()[-1])
+    opt = [w(m + ".mlir"), f"--offload-autodiff={ad}"] + args.opt_pipeline.split()
+    print(compile_step(args.bin, opt, w(m + ".step.mlir"), w(m + ".oflp"),
+                       summary=True).strip().splitlines()[-1])
 
     runner = [os.path.join(args.bin, "offload-run"), w(m + ".oflp"), "--threads", str(args.threads),
               "--params", w(m + ".params.npz"), "--inputs", w(m + ".inputs.npz")]

@@ -40,7 +40,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from pipeline import check_cuda_run, run
+from pipeline import check_cuda_run, compile_step, run
 
 
 def load_testing():
@@ -119,10 +119,9 @@ def main(argv=None):
                    "--input", f"x={BATCH}x{FEATURES}xf32", "--input", f"y={BATCH}xi64"])
         sys.stdout.write(out)
         plan = w(f"task{t}.oflp")
-        out = run([os.path.join(a.bin, "offload-opt"), w(f"task{t}.mlir"),
-                   f"--offload-autodiff={ad} step-counters=per-parameter"]
-                  + shlex.split(a.pipeline)
-                  + [f"--convert-offload-to-plan=output={plan}", "-o", w(f"task{t}.step.mlir")])
+        out = compile_step(a.bin, [w(f"task{t}.mlir"),
+                                   f"--offload-autodiff={ad} step-counters=per-parameter"]
+                           + shlex.split(a.pipeline), w(f"task{t}.step.mlir"), plan)
         sys.stdout.write(out)
         plans.append(plan)
 

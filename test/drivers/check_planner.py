@@ -36,7 +36,7 @@ import sys
 
 import numpy as np
 
-from pipeline import export_and_import, run
+from pipeline import compile_step, export_and_import, run
 
 
 def main(argv=None):
@@ -79,9 +79,8 @@ def main(argv=None):
         grads = "true" if variant == "grads" else "false"
         tag = f"{m}.{variant}"
         step = w(tag + ".step.mlir")
-        out = run([opt, w(m + ".mlir"), f"--offload-autodiff={ad} return-gradients={grads}",
-                   "--offload-memory-report", f"--convert-offload-to-plan=output={w(tag)}.oflp",
-                   "-o", step])
+        out = compile_step(args.bin, [w(m + ".mlir"), f"--offload-autodiff={ad} return-gradients={grads}",
+                                      "--offload-memory-report"], step, w(tag) + ".oflp")
         unplanned = int(re.search(r"device arena bytes: (\d+)", out).group(1))
         base_peak, base_measured = offload_run(w(tag) + ".oflp", w(tag) + ".npz")
         base = np.load(w(tag) + ".npz")
@@ -106,8 +105,8 @@ def main(argv=None):
                    for k in range(args.points)]
         for b in budgets:
             plan = w(f"{tag}.{b}.oflp")
-            out = run([opt, step, f"--offload-plan-memory=budget={b} target={args.target} report=-",
-                       f"--convert-offload-to-plan=output={plan}", "-o", w(f"{tag}.{b}.mlir")])
+            out = compile_step(args.bin, [step, f"--offload-plan-memory=budget={b} target={args.target} report=-"],
+                               w(f"{tag}.{b}.mlir"), plan)
             decisions = re.search(r"decisions: (.*)", out).group(1)
             overhead = re.search(r"simulated step time on \S+: .*\(([-+0-9.]+%)\)", out)
             planned, measured = offload_run(plan, w(f"{tag}.{b}.npz"), device_bytes=b)

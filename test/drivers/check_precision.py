@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 import export_models as em
-from pipeline import cuda_run_args, cuda_runnable, export_and_import, run
+from pipeline import compile_step, cuda_run_args, cuda_runnable, export_and_import, run
 
 FLOOR_BF16 = 2.0 ** -9
 FLOOR_F16 = 2.0 ** -12
@@ -188,9 +188,8 @@ def main(argv=None):
     export_and_import(m, args.work, args.bin, batch=args.batch)
     prefix = w(m)
     plan = w(m + "." + args.precision + ".oflp")
-    run([os.path.join(args.bin, "offload-opt"), w(m + ".mlir"),
-         f"--offload-autodiff=optimizer=none precision={args.precision}",
-         f"--convert-offload-to-plan=output={plan}", "-o", w(m + ".step.mlir")])
+    compile_step(args.bin, [w(m + ".mlir"), f"--offload-autodiff=optimizer=none precision={args.precision}"],
+                 w(m + ".step.mlir"), plan)
     # The step must compute in the low type (the rule is one-sided: an fp32
     # step would pass it).
     low, lowname, floor_low = low_type(args.precision)

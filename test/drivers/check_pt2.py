@@ -105,8 +105,9 @@ def main(argv=None):
                  w(m + "." + ext + ".canon.mlir")])
             run([b("offload-opt"), w(m + "." + ext + ".mlir"),
                  "--offload-autodiff=optimizer=sgd lr=0.1 momentum=0.9 return-gradients=true",
-                 "--convert-offload-to-plan=output=" + w(m + "." + ext + ".oflp"),
-                 "-o", "/dev/null"])
+                 "-o", w(m + "." + ext + ".step.mlir")])
+            run([b("offload-translate"), "--offload-to-plan", w(m + "." + ext + ".step.mlir"),
+                 "-o", w(m + "." + ext + ".oflp")])
             run([b("offload-run"), w(m + "." + ext + ".oflp"), "--threads", "1",
                  "--params", w(m + "." + ext + ".params.npz"), "--inputs",
                  w(m + ".inputs.npz"), "--steps", "1", "--dump", w(m + "." + ext + ".step.npz")])

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 import export_models as em
-from pipeline import PY, check_cuda_run, run
+from pipeline import PY, check_cuda_run, compile_step, run
 
 
 def main(argv=None):
@@ -45,12 +45,11 @@ def main(argv=None):
     spec = cfg["inputs"]["x"]
     run([os.path.join(args.bin, "offload-import"), w(m + ".pt"), "--input", f"x={spec}",
          "--loss", "none", "-o", w(m + ".stage.mlir")])
-    opt = [os.path.join(args.bin, "offload-opt"), w(m + ".stage.mlir"),
+    opt = [w(m + ".stage.mlir"),
            "--offload-autodiff=optimizer=none"]
     if args.split:
         opt.append("--offload-split-weight-grad=report=false")
-    run(opt + [f"--convert-offload-to-plan=output={w('stage.oflp')}", "-o",
-               w(m + ".stage.step.mlir")])
+    compile_step(args.bin, opt, w(m + ".stage.step.mlir"), w("stage.oflp"))
 
     module = torch.jit.load(w(m + ".pt"))
     em.load_state_arrays(module, em.load_params(w(m)))

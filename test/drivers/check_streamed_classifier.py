@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from pipeline import check_cuda_run, run
+from pipeline import check_cuda_run, compile_step, run
 
 RTOL = 1e-5
 
@@ -102,11 +102,11 @@ def check(a, w, model, x, y, lr, momentum, weight_bytes, device_bytes, t0):
          "--loss", "cross_entropy"])
     if not a.keep:
         os.remove(w("classifier.pt"))  # 1 GiB; the step is imported
-    out = run([os.path.join(a.bin, "offload-opt"), w("classifier.mlir"),
+    out = compile_step(a.bin, [w("classifier.mlir"),
                f"--offload-slice-parameters=slice-bytes={a.slice_mib << 20} report=-",
                f"--offload-autodiff=optimizer=sgd lr={lr} momentum={momentum}",
                "--offload-host-parameters",
-               f"--convert-offload-to-plan=output={w('classifier.oflp')}", "-o", w("step.mlir")])
+               ], w("step.mlir"), w("classifier.oflp"))
     sys.stdout.write(out)
     runner = [os.path.join(a.bin, "offload-run"), w("classifier.oflp"), "--params", w("params.npz"),
               "--inputs", w("inputs.npz"), "--steps", str(a.steps), "--threads", str(a.threads),

@@ -19,6 +19,17 @@ def run(cmd):
     return r.stdout
 
 
+def compile_step(bin_dir, opt_args, step, plan, summary=False):
+    """Builds a training step with offload-opt (`opt_args`: its input and
+    passes) into the file `step`, then lowers that to the runtime plan file
+    `plan` with offload-translate --offload-to-plan (printing the plan's
+    summary line when `summary`). Exits as run() does when either fails;
+    returns both tools' output."""
+    out = run([os.path.join(bin_dir, "offload-opt")] + list(opt_args) + ["-o", step])
+    return out + run([os.path.join(bin_dir, "offload-translate"), "--offload-to-plan", step,
+                      "-o", plan] + (["--report=-"] if summary else []))
+
+
 def export_and_import(model, work, bin_dir, batch=0, dropout=None):
     """Exports `model` into `work` and imports it to work/<model>.mlir.
     Returns the export's metadata (work/<model>.json)."""

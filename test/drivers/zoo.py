@@ -814,8 +814,10 @@ def our_step(make_model, x, y, d, bin_dir, timeout, precision="fp32"):
         return imported, "", None
     rc, out = tool([os.path.join(bin_dir, "offload-opt"), os.path.join(d, "model.mlir"),
                     f"--offload-autodiff=optimizer=none precision={precision}",
-                    f"--convert-offload-to-plan=output={os.path.join(d, 'step.oflp')}",
                     "-o", os.path.join(d, "step.mlir")], timeout)
+    if rc == 0:
+        rc, out = tool([os.path.join(bin_dir, "offload-translate"), "--offload-to-plan",
+                        os.path.join(d, "step.mlir"), "-o", os.path.join(d, "step.oflp")], timeout)
     if rc == 0:
         rc, out = tool([os.path.join(bin_dir, "offload-run"), os.path.join(d, "step.oflp"),
                         "--params", os.path.join(d, "params.npz"),

@@ -46,6 +46,19 @@ static cl::opt<bool> toPlan(
              "plan file (FlatBuffers, include/offload/Runtime/Plan.fbs)"),
     cl::init(false), cl::cat(translateCategory));
 
+static cl::opt<bool> forwardOnly(
+    "forward-only",
+    cl::desc("With --offload-to-plan: lower a step that has parameters but no backward phase "
+             "(an inference plan); without it such a step is refused, since the plan would "
+             "compute the loss and train nothing"),
+    cl::init(false), cl::cat(translateCategory));
+static cl::opt<std::string> report(
+    "report",
+    cl::desc("With --offload-to-plan: where the plan's summary goes (instructions, buffers, "
+             "peak device bytes, device and host arenas): - or true (stderr), FILE, or false "
+             "(none, the default)"),
+    cl::value_desc("where"), cl::init(""), cl::cat(translateCategory));
+
 static int fail(const std::string &msg) {
   offload::OutputFiles::process().discard();
   llvm::errs() << "offload-translate: error: " << msg << "\n";
@@ -83,7 +96,8 @@ int main(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &ctx);
-  bool ok = module && mlir::succeeded(mlir::offload::exportPlan(*module, *os));
+  bool ok = module && mlir::succeeded(mlir::offload::exportPlan(
+                               *module, *os, {forwardOnly, report, outputFile}));
 
   std::string writeError = offload::closeToolOutput(file, outputFile, "the plan");
   if (!ok) {

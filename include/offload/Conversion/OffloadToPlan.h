@@ -32,9 +32,32 @@ FailureOr<::offload::rt::PlanData> lowerStepToPlan(func::FuncOp step,
 /// exactly one.
 FailureOr<func::FuncOp> findStep(ModuleOp module);
 
+/// What the exporter is asked for (offload-translate's options).
+struct ExportPlanOptions {
+  /// Lower a step with parameters and no backward phase (an inference
+  /// plan); without it such a step is refused, since the plan would compute
+  /// the loss and train nothing.
+  bool forwardOnly = false;
+  /// Where the plan summary goes (instructions, buffers, peak device bytes,
+  /// arenas, in bytes): "" or false (none), - or true (stderr), or FILE.
+  std::string report;
+  /// The plan's name in the summary (the output file).
+  std::string planName = "-";
+};
+
 /// The exporter: writes the plan of `module`'s step (lowerStepToPlan) to
-/// `os` as the runtime's FlatBuffers plan file. The IR is not changed.
-LogicalResult exportPlan(ModuleOp module, llvm::raw_ostream &os);
+/// `os` as the runtime's FlatBuffers plan file, and its summary where
+/// `options.report` says. The IR is not changed. Emits a diagnostic and
+/// fails as lowerStepToPlan does, on a step that trains nothing (unless
+/// forwardOnly), or when the report file cannot be written.
+LogicalResult exportPlan(ModuleOp module, llvm::raw_ostream &os,
+                         const ExportPlanOptions &options = {});
+
+/// One line: the plan `name`'s instruction and buffer counts, its peak
+/// device bytes beside the compiler's memory plan's (`memoryPlanPeak`), and
+/// its device and host arenas in bytes. The summary of both exporters.
+void writePlanSummary(llvm::raw_ostream &os, llvm::StringRef name,
+                      const ::offload::rt::PlanData &data, int64_t memoryPlanPeak);
 
 /// Registers the translation `--offload-to-plan` (exportPlan) for
 /// offload-translate.

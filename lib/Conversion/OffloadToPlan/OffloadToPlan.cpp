@@ -207,19 +207,21 @@ static FailureOr<rt::AttrMap> convertAttrs(Operation *op,
 /// A step with parameters and no backward phase was not differentiated: its
 /// plan would only compute the loss, and offload-run would "train" it
 /// without changing a parameter. Fails with an error naming a parameter
-/// unless `forwardOnly` (an inference plan, asked for).
-static LogicalResult checkStepTrains(func::FuncOp step, bool forwardOnly) {
+/// unless `forwardOnly` (an inference plan, asked for). `who` names the
+/// exporter in the error and `forwardOnlyOption` its spelling of the option.
+static LogicalResult checkStepTrains(func::FuncOp step, bool forwardOnly, StringRef who,
+                                     StringRef forwardOnlyOption) {
   if (forwardOnly || hasBackwardPhase(step))
     return success();
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     if (getArgRole(step, i) == Role::parameter) {
       auto name = step.getArgAttrOfType<StringAttr>(i, OffloadDialect::kNameAttrName);
-      return step.emitError() << "convert-offload-to-plan: step '" << step.getName()
+      return step.emitError() << who << ": step '" << step.getName()
                               << "' has parameters (e.g. '"
                               << (name ? name.getValue() : StringRef("?"))
                               << "') but no backward phase: the plan would train "
                                  "nothing; run --offload-autodiff first, or pass "
-                                 "forward-only=true for an inference plan";
+                              << forwardOnlyOption << " for an inference plan";
     }
   }
   return success();
@@ -258,7 +260,7 @@ struct ConvertOffloadToPlanPass
     if (failed(out.open(report, "convert-offload-to-plan", getOperation().getLoc())))
       return signalPassFailure();
     FailureOr<func::FuncOp> step = findStep(getOperation());
-    if (failed(step) || failed(checkStepTrains(*step, forwardOnly)) || failed(lower(*step)))
+    if (failed(step) || failed(checkStepTrains(*step, forwardOnly, "convert-offload-to-plan", "forward-only=true")) || failed(lower(*step)))
       return signalPassFailure();
     // The IR is unchanged: the memory plan stays valid for later passes.
     markAllAnalysesPreserved();
@@ -286,13 +288,18 @@ LogicalResult ConvertOffloadToPlanPass::lower(func::FuncOp fn) {
       !e.empty())
     return mlir::emitError(fn.getLoc()) << "cannot write the plan: " << e;
   if (out)
-    *out.stream() << llvm::format(
-        "plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
-        "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
-        output.c_str(), data->instructions.size(), data->buffers.size(),
-        (unsigned long long)data->predictedPeakDeviceBytes, (long long)memoryPlanPeak,
-        (unsigned long long)data->deviceCapacity, (unsigned long long)data->hostCapacity);
+    writePlanSummary(*out.stream(), output, *data, memoryPlanPeak);
   return out.close(fn.getLoc());
+}
+
+void mlir::offload::writePlanSummary(llvm::raw_ostream &os, llvm::StringRef name,
+                                     const rt::PlanData &data, int64_t memoryPlanPeak) {
+  os << llvm::format("plan %s: %zu instructions, %zu buffers, peak device bytes %llu "
+                     "(memory plan: %lld), device arena %llu bytes, host arena %llu bytes\n",
+                     name.str().c_str(), data.instructions.size(), data.buffers.size(),
+                     (unsigned long long)data.predictedPeakDeviceBytes, (long long)memoryPlanPeak,
+                     (unsigned long long)data.deviceCapacity,
+                     (unsigned long long)data.hostCapacity);
 }
 
 FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
@@ -589,16 +596,23 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
 // The exporter: offload-translate --offload-to-plan
 //===----------------------------------------------------------------------===//
 
-LogicalResult mlir::offload::exportPlan(ModuleOp module, raw_ostream &os) {
-  FailureOr<func::FuncOp> step = findStep(module);
-  if (failed(step) || failed(checkStepTrains(*step, /*forwardOnly=*/false)))
+LogicalResult mlir::offload::exportPlan(ModuleOp module, raw_ostream &os,
+                                        const ExportPlanOptions &options) {
+  PassReport out;
+  if (failed(out.open(options.report, "offload-to-plan", module.getLoc())))
     return failure();
-  FailureOr<rt::PlanData> data = lowerStepToPlan(*step);
+  FailureOr<func::FuncOp> step = findStep(module);
+  if (failed(step) || failed(checkStepTrains(*step, options.forwardOnly, "offload-to-plan", "--forward-only")))
+    return failure();
+  int64_t memoryPlanPeak = 0;
+  FailureOr<rt::PlanData> data = lowerStepToPlan(*step, &memoryPlanPeak);
   if (failed(data))
     return failure();
   std::vector<uint8_t> bytes = rt::Plan::serialize(*data);
   os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  return success();
+  if (out)
+    writePlanSummary(*out.stream(), options.planName, *data, memoryPlanPeak);
+  return out.close(step->getLoc());
 }
 
 void mlir::offload::registerToPlanTranslation() {
