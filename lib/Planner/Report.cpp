@@ -101,6 +101,10 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
                      "not hidden by compute %.4g s\n",
                      problem.target.c_str(), f.unplannedStepSeconds, f.planned.stepSeconds,
                      overhead, f.planned.stallSeconds);
+  if (f.prefetchesTuned)
+    os << llvm::format("  prefetches tuned against the simulation: %u moved, simulated step "
+                       "%.4g s -> %.4g s\n",
+                       f.prefetchesTuned, f.untunedStepSeconds, f.planned.stepSeconds);
   // The runs of the search: each aim checked ("over" past the budget) and
   // the simulated step of the plan the run returned; the fastest that fits
   // is kept.
@@ -178,6 +182,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
       {"unplanned_step_seconds", f.unplannedStepSeconds},
       {"planned_step_seconds", f.planned.stepSeconds},
       {"stall_seconds", f.planned.stallSeconds},
+      {"prefetches_tuned", int64_t(f.prefetchesTuned)},
       {"slicing", f.slicing},
       {"fallback", result.fallback},
       {"decisions",

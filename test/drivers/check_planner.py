@@ -140,6 +140,9 @@ def main(argv=None):
                   + f"; simulated overhead {overhead.group(1) if overhead else '?'}"
                   + (": ok" if ok else ": FAIL"))
             print(f"    {decisions}")
+            tuned = re.search(r"prefetches tuned against the simulation: (\d+) moved", out)
+            if tuned:
+                print(f"    prefetches tuned: {tuned.group(1)} moved")
     return 1 if failed else 0
 
 

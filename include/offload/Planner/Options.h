@@ -56,6 +56,15 @@ struct PlannerOptions {
   /// The share of a copy's seconds added to its price to break ties
   /// against free recomputes.
   double tieBreak = 0.01;
+  /// The chosen plan's prefetches tuned against the simulation
+  /// (tunePrefetches, Prefetch.h): passes over the copies, and the work
+  /// budget in ops simulated per op of the step. 32 keeps the 96-layer
+  /// encoder at half its arena within ~0.1 s of planning without it, and
+  /// every row of docs/planner.md's oracle table at or below the planner's
+  /// before the one-target-model step (16 and 64 do too; 256 costs ~1 s
+  /// there for 2% more).
+  unsigned prefetchTuningSweeps = 2;
+  double prefetchTuningWorkPerOp = 32;
 };
 
 } // namespace offload::planner

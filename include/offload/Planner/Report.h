@@ -25,6 +25,10 @@ struct ReportFigures {
   double unplannedStepSeconds = 0;
   /// The chosen plan's simulated time.
   SimulatedTime planned;
+  /// Prefetches the tuning against the simulation moved in the chosen plan
+  /// (tunePrefetches, Prefetch.h), and its simulated seconds before them.
+  unsigned prefetchesTuned = 0;
+  double untunedStepSeconds = 0;
   double planningSeconds = 0;
   /// Plans the checker built: the checks less those answered from its cache
   /// of decisions already checked (< 0: not known).

@@ -12,7 +12,7 @@
 // spells them report= and forward-only=true.
 // RUN: offload-translate --offload-to-plan %t.step.mlir -o %t.plan2 --report=- 2>&1 | FileCheck %s --check-prefix=SUMMARY
 // RUN: offload-translate --offload-to-plan %t.step.mlir -o %t.plan2 --report=%t.summary && FileCheck %s --check-prefix=SUMMARY < %t.summary
-// RUN: not offload-translate --offload-to-plan %S/../../Inputs/mlp-forward.mlir -o %t.fwd 2>&1 | FileCheck %s --check-prefix=TRAINS
+// RUN: rm -f %t.fwd && not offload-translate --offload-to-plan %S/../../Inputs/mlp-forward.mlir -o %t.fwd 2>&1 | FileCheck %s --check-prefix=TRAINS
 // RUN: not test -e %t.fwd
 // RUN: offload-translate --offload-to-plan %S/../../Inputs/mlp-forward.mlir -o %t.fwd --forward-only
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --convert-offload-to-plan="output=%t.fwd.pass forward-only=true" -o /dev/null

@@ -27,6 +27,7 @@
 #include "offload/Dialect/Offload/Analysis/MemoryTimeline.h"
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/Analysis/Timeline.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Transforms/Autodiff.h"
 #include "offload/Dialect/Offload/Transforms/EarlyUpdate.h"
 #include "offload/Dialect/Offload/Transforms/Passes.h"
@@ -759,6 +760,28 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
   if (failed(checker.ensureStep(chosen)))
     return failure();
+  // The chosen plan's prefetches tuned against the simulation (the
+  // mechanism's own rule, Prefetch.h), kept only while the arena fits.
+  ::offload::planner::SimulatedTime plannedTime = checker.simulate(chosen);
+  int64_t tunedArena = chosen.arenaBytes, tunedPeak = chosen.peakBytes;
+  FailureOr<PrefetchTuning> tuned =
+      tunePrefetches(chosen.step(), model, [&] {
+        FailureOr<MemoryPlan> mp = computeMemoryPlan(chosen.step());
+        if (failed(mp) || arenaOf(*mp) > budgetBytes || mp->peakDeviceBytes > chosen.peakBytes)
+          return false;
+        tunedArena = arenaOf(*mp);
+        tunedPeak = mp->peakDeviceBytes;
+        return true;
+      },
+      options.prefetchTuningSweeps, options.prefetchTuningWorkPerOp);
+  if (failed(tuned))
+    return failure();
+  if (tuned->moved) {
+    Timeline t = simulateTimeline(chosen.step(), model);
+    plannedTime = {t.stepSeconds, t.stallSeconds};
+    chosen.arenaBytes = tunedArena;
+    chosen.peakBytes = tunedPeak;
+  }
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {
@@ -772,7 +795,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
 
   // --- The report -------------------------------------------------------------
   ::offload::planner::ReportFigures figures;
-  figures.planned = checker.simulate(chosen);
+  figures.planned = plannedTime;
+  figures.prefetchesTuned = tuned->moved;
+  figures.untunedStepSeconds = tuned->beforeSeconds;
   figures.plansBuilt = int(checker.built);
   figures.planningSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - clockStart).count();

@@ -6,6 +6,9 @@
 
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
+#include "offload/Dialect/Offload/Analysis/Timeline.h"
+
+#include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
 
@@ -103,6 +106,28 @@ int64_t mlir::offload::latestCoveringPoint(llvm::function_ref<double(int64_t)> s
   return lo;
 }
 
+/// Live device bytes at each op of `fn`'s block, from its memory plan `mp`.
+/// The memory plan may describe a copy with recompute regions inlined: a
+/// region's op then stands for the points of its inlined ops (their
+/// maximum).
+static llvm::DenseMap<Operation *, int64_t> liveBytesByOp(func::FuncOp fn,
+                                                          const MemoryPlan &mp) {
+  llvm::DenseMap<Operation *, int64_t> live;
+  size_t point = 0;
+  for (Operation &op : fn.getBody().front()) {
+    size_t n = 1;
+    if (mp.function != fn)
+      if (auto r = dyn_cast<RecomputeOp>(op))
+        n = r.getBody().front().getOperations().size() - 1;
+    int64_t m = 0;
+    for (size_t k = 0; k < n && point + k < mp.liveDeviceBytes.size(); ++k)
+      m = std::max(m, mp.liveDeviceBytes[point + k]);
+    live[&op] = m;
+    point += n;
+  }
+  return live;
+}
+
 LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
                                              MutableArrayRef<PrefetchRequest> requests,
                                              const TargetModel &target) {
@@ -114,22 +139,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
   if (failed(mp))
     return failure();
 
-  // Live device bytes at each op of `fn`'s block. The memory plan may
-  // describe a copy with recompute regions inlined: a region's op then
-  // stands for the points of its inlined ops (their maximum).
-  llvm::DenseMap<Operation *, int64_t> live;
-  size_t point = 0;
-  for (Operation &op : body) {
-    size_t n = 1;
-    if (mp->function != fn)
-      if (auto r = dyn_cast<RecomputeOp>(op))
-        n = r.getBody().front().getOperations().size() - 1;
-    int64_t m = 0;
-    for (size_t k = 0; k < n && point + k < mp->liveDeviceBytes.size(); ++k)
-      m = std::max(m, mp->liveDeviceBytes[point + k]);
-    live[&op] = m;
-    point += n;
-  }
+  llvm::DenseMap<Operation *, int64_t> live = liveBytesByOp(fn, *mp);
   int64_t peak = mp->peakDeviceBytes;
 
   // Estimated start time of each op, compute stream only, and its position
@@ -205,4 +215,209 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
                                                   distance));
   }
   return success();
+}
+
+namespace {
+/// A placed prefetch as tunePrefetches sees it: the copy, the op it must
+/// stay above (its first reader, the wait on its token) and the op it must
+/// stay below (its operands' definitions, the phase marker before it).
+struct PlacedPrefetch {
+  ToDeviceOp copy;
+  Operation *wait = nullptr;
+  Operation *floor = nullptr;
+  int64_t bytes = 0;
+};
+} // namespace
+
+/// The async host-to-device copies of `body` that a host pass placed (they
+/// carry `prefetch_distance`) and whose first reader is a wait on their token.
+static SmallVector<PlacedPrefetch> placedPrefetches(Block &body) {
+  SmallVector<PlacedPrefetch> out;
+  Operation *phase = nullptr;
+  for (Operation &op : body) {
+    if (isa<PhaseOp>(op)) {
+      phase = &op;
+      continue;
+    }
+    auto copy = dyn_cast<ToDeviceOp>(op);
+    if (!copy || !copy.getAsyncToken() || !copy.getPrefetchDistanceAttr())
+      continue;
+    Operation *first = nullptr;
+    for (Value v : copy->getResults())
+      for (Operation *user : v.getUsers())
+        if (Operation *top = body.findAncestorOpInBlock(*user))
+          if (!first || top->isBeforeInBlock(first))
+            first = top;
+    auto wait = dyn_cast_or_null<WaitOp>(first);
+    if (!wait || !llvm::is_contained(wait->getOperands(), copy.getAsyncToken()))
+      continue;
+    Operation *floor = phase;
+    for (Value v : copy->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (Operation *top = body.findAncestorOpInBlock(*def))
+          if (!floor || floor->isBeforeInBlock(top))
+            floor = top;
+    out.push_back({copy, wait, floor,
+                   mlir::offload::detail::tensorBytes(copy.getResult().getType())});
+  }
+  return out;
+}
+
+FailureOr<PrefetchTuning>
+mlir::offload::tunePrefetches(func::FuncOp fn, const TargetModel &target,
+                              llvm::function_ref<bool()> stillFits, unsigned maxSweeps,
+                              double workPerOp) {
+  Block &body = fn.getBody().front();
+  TimelineCache cache;
+  TimelineReplay replay(fn, target, cache);
+  Timeline before = replay.timeline();
+  PrefetchTuning out;
+  out.beforeSeconds = out.afterSeconds = before.stepSeconds;
+  if (!(before.stallSeconds > 0))
+    return out; // every copy is hidden already
+  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
+  if (failed(mp))
+    return failure();
+  llvm::DenseMap<Operation *, int64_t> live = liveBytesByOp(fn, *mp);
+  int64_t peak = mp->peakDeviceBytes;
+  SmallVector<PlacedPrefetch> prefetches = placedPrefetches(body);
+  int64_t workBudget = int64_t(workPerOp * double(body.getOperations().size()));
+
+  // Each accepted move, to undo them all (in reverse) if the arena no
+  // longer fits: `op` went from right before `home`.
+  struct Move {
+    Operation *op, *home, *dest;
+  };
+  SmallVector<Move> moves;
+  double best = before.stepSeconds;
+  // The points tried for a copy: right before its wait (the latest), and
+  // 1, 2, 4, ... 32 compute ops above and below where it is.
+  constexpr unsigned kSteps[] = {1, 2, 4, 8, 16, 32};
+  for (unsigned sweep = 0; sweep < maxSweeps; ++sweep) {
+    bool improved = false;
+    // The copies worth trying: each one whose wait held compute, and the
+    // copies issued shortly before it (kQueueAhead, in block order) that
+    // are waited for after it, which occupy the link ahead of it.
+    constexpr size_t kQueueAhead = 8;
+    // Positions are the replay's record of the block's order (every trial
+    // move is undone, so it holds; Operation::isBeforeInBlock would
+    // renumber the block after each).
+    auto pos = [&](Operation *op) { return replay.positionOf(op); };
+    llvm::sort(prefetches, [&](const PlacedPrefetch &a, const PlacedPrefetch &b) {
+      return pos(a.copy) < pos(b.copy);
+    });
+    // Each tried copy with the stall that brought it in (the largest).
+    llvm::DenseMap<size_t, double> tried;
+    auto bring = [&](size_t j, double stall) {
+      double &s = tried[j];
+      s = std::max(s, stall);
+    };
+    for (size_t i = 0; i < prefetches.size(); ++i) {
+      auto it = cache.stallAt.find(prefetches[i].wait);
+      if (it == cache.stallAt.end())
+        continue;
+      for (size_t j = i > kQueueAhead ? i - kQueueAhead : 0; j < i; ++j)
+        if (pos(prefetches[i].wait) < pos(prefetches[j].wait))
+          bring(j, it->second);
+      bring(i, it->second);
+    }
+    // The largest stalls first (then block order), so that the work budget
+    // goes where compute waits longest.
+    SmallVector<std::pair<double, size_t>> order;
+    for (auto [index, stall] : tried)
+      order.push_back({stall, index});
+    llvm::sort(order, [](auto a, auto b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    for (auto [stall, index] : order) {
+      if (replay.opsReplayed() >= workBudget)
+        break;
+      PlacedPrefetch &p = prefetches[index];
+      Operation *copy = p.copy;
+      Operation *home = copy->getNextNode();
+      SmallVector<Operation *, 16> points{p.wait};
+      for (unsigned k : kSteps) {
+        points.push_back(retreatComputeOps(copy, k, p.floor));
+        points.push_back(advanceComputeOps(copy, k, p.wait));
+      }
+      Operation *bestPoint = nullptr;
+      for (Operation *point : points) {
+        if (!point || point == home || point == copy ||
+            (p.floor && pos(point) <= pos(p.floor)) || pos(p.wait) < pos(point))
+          continue;
+        if (pos(point) < pos(copy)) {
+          // Above: the buffer is live from `point` on; never over the peak.
+          bool fits = true;
+          for (Operation *o = point; o != copy && fits; o = o->getNextNode())
+            fits = live.lookup(o) + p.bytes <= peak;
+          if (!fits)
+            continue;
+        }
+        double seconds = replay.stepSecondsIfMoved(copy, point);
+        // Strictly shorter (relative 1e-9: not a rounding difference).
+        if (seconds < best * (1 - 1e-9)) {
+          best = seconds;
+          bestPoint = point;
+        }
+      }
+      if (!bestPoint)
+        continue;
+      if (pos(bestPoint) < pos(copy)) {
+        for (Operation *o = bestPoint; o != copy; o = o->getNextNode())
+          live[o] += p.bytes;
+      } else {
+        for (Operation *o = home; o != bestPoint; o = o->getNextNode())
+          live[o] -= p.bytes;
+      }
+      moves.push_back({copy, home, bestPoint});
+      copy->moveBefore(bestPoint);
+      replay.record();
+      improved = true;
+    }
+    if (!improved)
+      break;
+  }
+  // Keep the longest run of the first moves after which the arena still
+  // fits (each move shortened the step, so every prefix is an
+  // improvement): the packing of a buffer that starts earlier can grow the
+  // arena without raising the peak. Bisected, so the arena is checked
+  // O(log moves) times.
+  size_t applied = moves.size();
+  auto applyFirst = [&](size_t k) {
+    for (; applied > k; --applied)
+      moves[applied - 1].op->moveBefore(moves[applied - 1].home);
+    for (; applied < k; ++applied)
+      moves[applied].op->moveBefore(moves[applied].dest);
+  };
+  size_t lo = 0, hi = moves.size();
+  if (!moves.empty() && !stillFits()) {
+    hi = moves.size() - 1;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo + 1) / 2;
+      applyFirst(mid);
+      if (stillFits())
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    applyFirst(lo);
+    if (lo == 0)
+      return out;
+    if (!stillFits()) // the figures of the state kept
+      return failure();
+    best = simulateTimeline(fn, target, &cache).stepSeconds;
+  }
+  if (applied == 0)
+    return out;
+  for (PlacedPrefetch &p : prefetches) {
+    int64_t distance = 0;
+    for (Operation *o = p.copy->getNextNode(); o && o != p.wait; o = o->getNextNode())
+      if (isComputeForDistance(o))
+        ++distance;
+    p.copy.setPrefetchDistanceAttr(
+        IntegerAttr::get(IntegerType::get(fn.getContext(), 64), distance));
+  }
+  out.afterSeconds = best;
+  out.moved = unsigned(applied);
+  return out;
 }

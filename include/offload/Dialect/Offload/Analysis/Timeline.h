@@ -19,6 +19,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <algorithm>
+
 namespace mlir {
 namespace offload {
 
@@ -34,9 +36,69 @@ struct Timeline {
   double stallSeconds = 0;
 };
 
+/// What a caller that simulates the same step many times (its ops fixed,
+/// its copies moving: tunePrefetches) keeps between runs, and what it learns
+/// per op. All seconds.
+struct TimelineCache {
+  /// Each op's seconds on the target (TargetModel::opSeconds, and a copy's
+  /// transfer time), filled on first use.
+  llvm::DenseMap<Operation *, double> seconds;
+  /// Filled by each run: the seconds compute waited at each `offload.wait`
+  /// that held it (absent: it did not).
+  llvm::DenseMap<Operation *, double> stallAt;
+};
+
 /// Simulates `step` (one block; recompute regions count as their ops) on
-/// `target`.
-Timeline simulateTimeline(func::FuncOp step, const TargetModel &target);
+/// `target`. With `cache`, op times are taken from it (and added to it),
+/// and it receives the stall at each wait.
+Timeline simulateTimeline(func::FuncOp step, const TargetModel &target,
+                          TimelineCache *cache = nullptr);
+
+/// The simulation's clocks between two ops: when compute and each copy
+/// stream are next free (seconds).
+struct TimelineClock {
+  double compute = 0, toDevice = 0, toHost = 0;
+  /// When the last of the three is done.
+  double end() const { return std::max({compute, toDevice, toHost}); }
+};
+
+/// One simulation of `step` recorded (each op's clocks before it, each
+/// copy's completion), to answer what the step time becomes when one op has
+/// moved, without simulating the whole step again: the same rule as
+/// simulateTimeline, run from where the order changed and stopped as soon
+/// as no clock and no copy still to be waited for is ahead of the record
+/// (the rest then cannot end sooner). For tunePrefetches, which tries many
+/// single moves.
+class TimelineReplay {
+public:
+  TimelineReplay(func::FuncOp step, const TargetModel &target, TimelineCache &cache);
+  /// The recorded simulation (and `cache.stallAt` of it).
+  const Timeline &timeline() const { return recorded; }
+  /// Records the step as it is now (after a move is kept).
+  void record();
+  /// The simulated step seconds if `op` were right before `point` instead,
+  /// nothing else changed since record(): exact when shorter than the
+  /// recorded step, the recorded step's seconds when it cannot be shorter
+  /// (the replay stops there). The IR is as it was on return.
+  double stepSecondsIfMoved(Operation *op, Operation *point);
+  /// Ops simulated by stepSecondsIfMoved so far (its work).
+  int64_t opsReplayed() const { return replayed; }
+  /// `op`'s index in the recorded order.
+  int64_t positionOf(Operation *op) const { return position.lookup(op); }
+
+private:
+  func::FuncOp step;
+  const TargetModel &target;
+  TimelineCache &cache;
+  Timeline recorded;
+  llvm::DenseMap<Value, double> tokenDone;
+  /// Each op's index in the recorded order, the clocks before the op at
+  /// each index, and the index of the last op that reads each token.
+  llvm::DenseMap<Operation *, int64_t> position;
+  std::vector<TimelineClock> clockAt;
+  llvm::DenseMap<Value, int64_t> lastRead;
+  int64_t replayed = 0;
+};
 
 } // namespace offload
 } // namespace mlir

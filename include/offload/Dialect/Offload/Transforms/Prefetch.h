@@ -83,6 +83,35 @@ LogicalResult placePrefetches(func::FuncOp fn,
                               MutableArrayRef<PrefetchRequest> requests,
                               const TargetModel &target);
 
+/// What tunePrefetches did: the simulated step time before and after, in
+/// seconds, and the number of moves it kept.
+struct PrefetchTuning {
+  double beforeSeconds = 0, afterSeconds = 0;
+  unsigned moved = 0;
+};
+
+/// Tunes the placed prefetches of `fn` (the async host-to-device copies a
+/// host pass placed: they carry `prefetch_distance`) against the step-time
+/// simulation on `target` (Timeline.h, the model the planner judges plans
+/// with), where placePrefetches' estimate left compute waiting: each copy
+/// in turn is tried right before its wait and 1, 2, 4, ... 32 compute ops
+/// above and below its place (never above its operands or its phase
+/// marker, never above a point where it would raise the step's peak live
+/// device bytes) and moved to the point with the shortest simulated step,
+/// when that is strictly shorter; up to `maxSweeps` passes over the copies,
+/// ending at one that moves nothing, or when the trials have simulated
+/// `workPerOp` times the step's op count (TimelineReplay::opsReplayed: a
+/// bound on the work that does not depend on the machine, so the plan does
+/// not either). The copies tried are those whose wait held compute and
+/// the copies queued on the link just ahead of them, the longest stalls
+/// first. Nothing is tried when no copy stalls compute. When moves were made, `stillFits()` (the caller's check of the
+/// arena, which moving a buffer's start can change) decides whether they
+/// are kept; otherwise every copy goes back. The simulated time never
+/// grows. Fails only when the memory plan cannot be computed.
+FailureOr<PrefetchTuning> tunePrefetches(func::FuncOp fn, const TargetModel &target,
+                                         llvm::function_ref<bool()> stillFits,
+                                         unsigned maxSweeps = 2, double workPerOp = 32);
+
 /// --offload-host-parameters' rule (refetch=auto) for a host parameter
 /// used in forward and in backward: its forward copy stays on the device
 /// through to backward when the compute between its last forward use and
