@@ -644,6 +644,38 @@ LogicalResult PlanMemoryPass::markPlanned(func::FuncOp fn, func::FuncOp chosen,
   return success();
 }
 
+/// The chosen plan's prefetches tuned against the simulation (the
+/// mechanism's own rule, tunePrefetches in Prefetch.h), kept only while the
+/// arena fits the budget and the peak does not rise; `chosen`'s arena and
+/// peak and `plannedTime` follow what is kept.
+static FailureOr<PrefetchTuning>
+tuneChosenPlan(StepPlan &chosen, const TargetModel &model, const TargetSpec &spec,
+               int64_t budgetBytes, const ::offload::planner::PlannerOptions &options,
+               ::offload::planner::SimulatedTime &plannedTime) {
+  int64_t tunedArena = chosen.arenaBytes, tunedPeak = chosen.peakBytes;
+  FailureOr<PrefetchTuning> tuned = tunePrefetches(
+      chosen.step(), model,
+      [&] {
+        FailureOr<MemoryPlan> mp = computeMemoryPlan(chosen.step());
+        if (failed(mp))
+          return false;
+        int64_t arena = deviceBytesWithWorkspace(mp->deviceArenaBytes, spec.workspaceBytes);
+        if (arena > budgetBytes || mp->peakDeviceBytes > chosen.peakBytes)
+          return false;
+        tunedArena = arena;
+        tunedPeak = mp->peakDeviceBytes;
+        return true;
+      },
+      options.prefetchTuningSweeps, options.prefetchTuningWorkPerOp);
+  if (succeeded(tuned) && tuned->moved) {
+    Timeline t = simulateTimeline(chosen.step(), model);
+    plannedTime = {t.stepSeconds, t.stallSeconds};
+    chosen.arenaBytes = tunedArena;
+    chosen.peakBytes = tunedPeak;
+  }
+  return tuned;
+}
+
 // The pass wires the parts: the problem built from the step
 // (PlanProblemBuilder.cpp), the search over the IR-free state (Search.h)
 // with plans built by the mechanisms (PlanMaterialize.cpp), then the
@@ -709,7 +741,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   // It lives in a scratch module of its own until the end.
   OpBuilder top = OpBuilder::atBlockEnd(getOperation().getBody());
   auto scratch = ModuleOp::create(top, fn.getLoc());
-  auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
+  llvm::scope_exit cleanup([&] { scratch.erase(); });
   OpBuilder sb = OpBuilder::atBlockEnd(scratch.getBody());
   auto base = cast<func::FuncOp>(sb.clone(*fn));
   unsigned movedUpdates = moveOptimizerUpdatesEarly(base);
@@ -760,28 +792,11 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
   if (failed(checker.ensureStep(chosen)))
     return failure();
-  // The chosen plan's prefetches tuned against the simulation (the
-  // mechanism's own rule, Prefetch.h), kept only while the arena fits.
   ::offload::planner::SimulatedTime plannedTime = checker.simulate(chosen);
-  int64_t tunedArena = chosen.arenaBytes, tunedPeak = chosen.peakBytes;
   FailureOr<PrefetchTuning> tuned =
-      tunePrefetches(chosen.step(), model, [&] {
-        FailureOr<MemoryPlan> mp = computeMemoryPlan(chosen.step());
-        if (failed(mp) || arenaOf(*mp) > budgetBytes || mp->peakDeviceBytes > chosen.peakBytes)
-          return false;
-        tunedArena = arenaOf(*mp);
-        tunedPeak = mp->peakDeviceBytes;
-        return true;
-      },
-      options.prefetchTuningSweeps, options.prefetchTuningWorkPerOp);
+      tuneChosenPlan(chosen, model, spec, budgetBytes, options, plannedTime);
   if (failed(tuned))
     return failure();
-  if (tuned->moved) {
-    Timeline t = simulateTimeline(chosen.step(), model);
-    plannedTime = {t.stepSeconds, t.stallSeconds};
-    chosen.arenaBytes = tunedArena;
-    chosen.peakBytes = tunedPeak;
-  }
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {

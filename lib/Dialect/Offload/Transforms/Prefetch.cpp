@@ -263,53 +263,99 @@ static SmallVector<PlacedPrefetch> placedPrefetches(Block &body) {
   return out;
 }
 
-FailureOr<PrefetchTuning>
-mlir::offload::tunePrefetches(func::FuncOp fn, const TargetModel &target,
-                              llvm::function_ref<bool()> stillFits, unsigned maxSweeps,
-                              double workPerOp) {
-  Block &body = fn.getBody().front();
-  TimelineCache cache;
-  TimelineReplay replay(fn, target, cache);
-  Timeline before = replay.timeline();
-  PrefetchTuning out;
-  out.beforeSeconds = out.afterSeconds = before.stepSeconds;
-  if (!(before.stallSeconds > 0))
-    return out; // every copy is hidden already
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
-  if (failed(mp))
-    return failure();
-  llvm::DenseMap<Operation *, int64_t> live = liveBytesByOp(fn, *mp);
-  int64_t peak = mp->peakDeviceBytes;
-  SmallVector<PlacedPrefetch> prefetches = placedPrefetches(body);
-  int64_t workBudget = int64_t(workPerOp * double(body.getOperations().size()));
+namespace {
+/// One run of tunePrefetches: the step's replay, its live bytes per op, the
+/// moves kept so far.
+class PrefetchTuner {
+public:
+  PrefetchTuner(func::FuncOp fn, const TargetModel &target)
+      : fn(fn), target(target), replay(fn, target, cache),
+        best(replay.timeline().stepSeconds) {}
 
-  // Each accepted move, to undo them all (in reverse) if the arena no
-  // longer fits: `op` went from right before `home`.
-  struct Move {
-    Operation *op, *home, *dest;
-  };
-  SmallVector<Move> moves;
-  double best = before.stepSeconds;
-  // The points tried for a copy: right before its wait (the latest), and
-  // 1, 2, 4, ... 32 compute ops above and below where it is.
-  constexpr unsigned kSteps[] = {1, 2, 4, 8, 16, 32};
-  for (unsigned sweep = 0; sweep < maxSweeps; ++sweep) {
+  /// Reads the live bytes per op; fails when the memory plan cannot be
+  /// computed.
+  LogicalResult start() {
+    FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
+    if (failed(mp))
+      return failure();
+    live = liveBytesByOp(fn, *mp);
+    peak = mp->peakDeviceBytes;
+    prefetches = placedPrefetches(fn.getBody().front());
+    return success();
+  }
+
+  /// One pass over the copies worth trying, within `workBudget` ops
+  /// replayed in all; whether a move was kept.
+  bool sweep(int64_t workBudget) {
     bool improved = false;
-    // The copies worth trying: each one whose wait held compute, and the
-    // copies issued shortly before it (kQueueAhead, in block order) that
-    // are waited for after it, which occupy the link ahead of it.
+    for (size_t index : copiesToTry()) {
+      if (replay.opsReplayed() >= workBudget)
+        break;
+      improved |= tryMoves(prefetches[index]);
+    }
+    return improved;
+  }
+
+  /// Keeps the longest run of the first moves after which `stillFits()`
+  /// (each move shortened the step, so every prefix is an improvement):
+  /// the packing of a buffer that starts earlier can grow the arena
+  /// without raising the peak. Bisected, so the arena is checked
+  /// O(log moves) times. Returns the moves kept.
+  size_t keepFitting(llvm::function_ref<bool()> stillFits) {
+    applied = moves.size();
+    if (moves.empty() || stillFits())
+      return applied;
+    size_t lo = 0, hi = moves.size() - 1;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo + 1) / 2;
+      applyFirst(mid);
+      if (stillFits())
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    applyFirst(lo);
+    // The caller's figures are of the last state it checked: check this one.
+    if (lo > 0 && !stillFits())
+      applyFirst(0);
+    best = simulateTimeline(fn, target, &cache).stepSeconds;
+    return applied;
+  }
+
+  /// Sets each copy's prefetch_distance to the compute ops before its wait.
+  void setDistances() {
+    for (PlacedPrefetch &p : prefetches) {
+      int64_t distance = 0;
+      for (Operation *o = p.copy->getNextNode(); o && o != p.wait; o = o->getNextNode())
+        distance += isComputeForDistance(o);
+      p.copy.setPrefetchDistanceAttr(
+          IntegerAttr::get(IntegerType::get(fn.getContext(), 64), distance));
+    }
+  }
+
+  const Timeline &before() const { return replay.timeline(); }
+  double bestSeconds() const { return best; }
+
+private:
+  /// Positions are the replay's record of the block's order (every trial
+  /// move is undone, so it holds; Operation::isBeforeInBlock would
+  /// renumber the block after each).
+  int64_t pos(Operation *op) const { return replay.positionOf(op); }
+
+  /// The copies worth trying, as indices into `prefetches`: each one whose
+  /// wait held compute, and the copies issued shortly before it (up to
+  /// kQueueAhead, in block order) that are waited for after it, which
+  /// occupy the link ahead of it; the largest stall that brought each in
+  /// first (then block order), so that the work budget goes where compute
+  /// waits longest.
+  SmallVector<size_t> copiesToTry() {
     constexpr size_t kQueueAhead = 8;
-    // Positions are the replay's record of the block's order (every trial
-    // move is undone, so it holds; Operation::isBeforeInBlock would
-    // renumber the block after each).
-    auto pos = [&](Operation *op) { return replay.positionOf(op); };
     llvm::sort(prefetches, [&](const PlacedPrefetch &a, const PlacedPrefetch &b) {
       return pos(a.copy) < pos(b.copy);
     });
-    // Each tried copy with the stall that brought it in (the largest).
-    llvm::DenseMap<size_t, double> tried;
+    llvm::DenseMap<size_t, double> stallOf;
     auto bring = [&](size_t j, double stall) {
-      double &s = tried[j];
+      double &s = stallOf[j];
       s = std::max(s, stall);
     };
     for (size_t i = 0; i < prefetches.size(); ++i) {
@@ -321,103 +367,110 @@ mlir::offload::tunePrefetches(func::FuncOp fn, const TargetModel &target,
           bring(j, it->second);
       bring(i, it->second);
     }
-    // The largest stalls first (then block order), so that the work budget
-    // goes where compute waits longest.
     SmallVector<std::pair<double, size_t>> order;
-    for (auto [index, stall] : tried)
+    for (auto [index, stall] : stallOf)
       order.push_back({stall, index});
     llvm::sort(order, [](auto a, auto b) {
       return a.first > b.first || (a.first == b.first && a.second < b.second);
     });
-    for (auto [stall, index] : order) {
-      if (replay.opsReplayed() >= workBudget)
-        break;
-      PlacedPrefetch &p = prefetches[index];
-      Operation *copy = p.copy;
-      Operation *home = copy->getNextNode();
-      SmallVector<Operation *, 16> points{p.wait};
-      for (unsigned k : kSteps) {
-        points.push_back(retreatComputeOps(copy, k, p.floor));
-        points.push_back(advanceComputeOps(copy, k, p.wait));
-      }
-      Operation *bestPoint = nullptr;
-      for (Operation *point : points) {
-        if (!point || point == home || point == copy ||
-            (p.floor && pos(point) <= pos(p.floor)) || pos(p.wait) < pos(point))
-          continue;
-        if (pos(point) < pos(copy)) {
-          // Above: the buffer is live from `point` on; never over the peak.
-          bool fits = true;
-          for (Operation *o = point; o != copy && fits; o = o->getNextNode())
-            fits = live.lookup(o) + p.bytes <= peak;
-          if (!fits)
-            continue;
-        }
-        double seconds = replay.stepSecondsIfMoved(copy, point);
-        // Strictly shorter (relative 1e-9: not a rounding difference).
-        if (seconds < best * (1 - 1e-9)) {
-          best = seconds;
-          bestPoint = point;
-        }
-      }
-      if (!bestPoint)
-        continue;
-      if (pos(bestPoint) < pos(copy)) {
-        for (Operation *o = bestPoint; o != copy; o = o->getNextNode())
-          live[o] += p.bytes;
-      } else {
-        for (Operation *o = home; o != bestPoint; o = o->getNextNode())
-          live[o] -= p.bytes;
-      }
-      moves.push_back({copy, home, bestPoint});
-      copy->moveBefore(bestPoint);
-      replay.record();
-      improved = true;
-    }
-    if (!improved)
-      break;
+    SmallVector<size_t> indices;
+    for (auto [stall, index] : order)
+      indices.push_back(index);
+    return indices;
   }
-  // Keep the longest run of the first moves after which the arena still
-  // fits (each move shortened the step, so every prefix is an
-  // improvement): the packing of a buffer that starts earlier can grow the
-  // arena without raising the peak. Bisected, so the arena is checked
-  // O(log moves) times.
-  size_t applied = moves.size();
-  auto applyFirst = [&](size_t k) {
+
+  /// Tries `p`'s copy right before its wait and 1, 2, 4, ... 32 compute ops
+  /// above and below its place; moves it to the point with the shortest
+  /// simulated step when that is strictly shorter. Whether it moved.
+  bool tryMoves(PlacedPrefetch &p) {
+    constexpr unsigned kSteps[] = {1, 2, 4, 8, 16, 32};
+    Operation *copy = p.copy;
+    Operation *home = copy->getNextNode();
+    SmallVector<Operation *, 16> points{p.wait};
+    for (unsigned k : kSteps) {
+      points.push_back(retreatComputeOps(copy, k, p.floor));
+      points.push_back(advanceComputeOps(copy, k, p.wait));
+    }
+    Operation *bestPoint = nullptr;
+    for (Operation *point : points) {
+      if (!point || point == home || point == copy ||
+          (p.floor && pos(point) <= pos(p.floor)) || pos(p.wait) < pos(point))
+        continue;
+      if (pos(point) < pos(copy)) {
+        // Above: the buffer is live from `point` on; never over the peak.
+        bool fits = true;
+        for (Operation *o = point; o != copy && fits; o = o->getNextNode())
+          fits = live.lookup(o) + p.bytes <= peak;
+        if (!fits)
+          continue;
+      }
+      double seconds = replay.stepSecondsIfMoved(copy, point);
+      // Strictly shorter (relative 1e-9: not a rounding difference).
+      if (seconds < best * (1 - 1e-9)) {
+        best = seconds;
+        bestPoint = point;
+      }
+    }
+    if (!bestPoint)
+      return false;
+    if (pos(bestPoint) < pos(copy)) {
+      for (Operation *o = bestPoint; o != copy; o = o->getNextNode())
+        live[o] += p.bytes;
+    } else {
+      for (Operation *o = home; o != bestPoint; o = o->getNextNode())
+        live[o] -= p.bytes;
+    }
+    moves.push_back({copy, home, bestPoint});
+    copy->moveBefore(bestPoint);
+    replay.record();
+    return true;
+  }
+
+  /// Leaves the first `k` moves applied (undoing or redoing in order).
+  void applyFirst(size_t k) {
     for (; applied > k; --applied)
       moves[applied - 1].op->moveBefore(moves[applied - 1].home);
     for (; applied < k; ++applied)
       moves[applied].op->moveBefore(moves[applied].dest);
+  }
+
+  func::FuncOp fn;
+  const TargetModel &target;
+  TimelineCache cache;
+  TimelineReplay replay;
+  double best;
+  llvm::DenseMap<Operation *, int64_t> live;
+  int64_t peak = 0;
+  SmallVector<PlacedPrefetch> prefetches;
+  /// Each kept move: `op` went from right before `home` to right before
+  /// `dest`; the first `applied` are in the IR.
+  struct Move {
+    Operation *op, *home, *dest;
   };
-  size_t lo = 0, hi = moves.size();
-  if (!moves.empty() && !stillFits()) {
-    hi = moves.size() - 1;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo + 1) / 2;
-      applyFirst(mid);
-      if (stillFits())
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    applyFirst(lo);
-    if (lo == 0)
-      return out;
-    if (!stillFits()) // the figures of the state kept
-      return failure();
-    best = simulateTimeline(fn, target, &cache).stepSeconds;
+  SmallVector<Move> moves;
+  size_t applied = 0;
+};
+} // namespace
+
+FailureOr<PrefetchTuning>
+mlir::offload::tunePrefetches(func::FuncOp fn, const TargetModel &target,
+                              llvm::function_ref<bool()> stillFits, unsigned maxSweeps,
+                              double workPerOp) {
+  PrefetchTuner tuner(fn, target);
+  PrefetchTuning out;
+  out.beforeSeconds = out.afterSeconds = tuner.before().stepSeconds;
+  if (!(tuner.before().stallSeconds > 0))
+    return out; // every copy is hidden already
+  if (failed(tuner.start()))
+    return failure();
+  int64_t workBudget = int64_t(workPerOp * double(fn.getBody().front().getOperations().size()));
+  for (unsigned sweep = 0; sweep < maxSweeps && tuner.sweep(workBudget); ++sweep) {
   }
-  if (applied == 0)
+  size_t kept = tuner.keepFitting(stillFits);
+  if (kept == 0)
     return out;
-  for (PlacedPrefetch &p : prefetches) {
-    int64_t distance = 0;
-    for (Operation *o = p.copy->getNextNode(); o && o != p.wait; o = o->getNextNode())
-      if (isComputeForDistance(o))
-        ++distance;
-    p.copy.setPrefetchDistanceAttr(
-        IntegerAttr::get(IntegerType::get(fn.getContext(), 64), distance));
-  }
-  out.afterSeconds = best;
-  out.moved = unsigned(applied);
+  tuner.setDistances();
+  out.afterSeconds = tuner.bestSeconds();
+  out.moved = unsigned(kept);
   return out;
 }
