@@ -122,7 +122,7 @@ private:
   int *errorFlag_ = nullptr; ///< two device ints (CudaContext::errorFlag)
   double *partials_ = nullptr; ///< CudaContext::partials
   bool deviceSet_ = false;
-  std::array<double, NumStreams> busy_{0, 0, 0};
+  std::array<double, NumStreams> busy_{};
 };
 
 CudaDevice::~CudaDevice() {
@@ -428,7 +428,7 @@ Status CudaDevice::deviceErrors() {
 }
 
 Status CudaDevice::beginStep() {
-  busy_ = {0, 0, 0};
+  busy_ = {};
   OFFLOAD_CUDA_TRY(cudaMemset(errorFlag_, 0, 2 * sizeof(int)));
   return Status::success();
 }

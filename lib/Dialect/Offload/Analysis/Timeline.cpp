@@ -14,7 +14,7 @@ using namespace mlir::offload;
 
 Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &target) {
   Timeline tl;
-  double compute = 0, toDeviceFree = 0, toHostFree = 0;
+  double compute = 0, toDeviceFree = 0, toHostFree = 0, commFree = 0;
   // When the copy (or the join of copies) a token stands for is done.
   llvm::DenseMap<Value, double> tokenDone;
   auto depsDone = [&](ValueRange deps) {
@@ -48,6 +48,15 @@ Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &t
         tl.stallSeconds += toHostFree - compute;
         compute = toHostFree;
       }
+    } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      // The communication stream, after compute made the bucket.
+      int64_t bytes = 0;
+      for (Value g : reduce.getValues())
+        bytes += mlir::offload::detail::tensorBytes(g.getType());
+      double seconds = target.allReduceSeconds(bytes);
+      commFree = std::max(compute, commFree) + seconds;
+      tl.collectiveSeconds += seconds;
+      tokenDone[reduce.getAsyncToken()] = commFree;
     } else if (auto wait = dyn_cast<WaitOp>(op)) {
       double done = depsDone(wait.getAsyncDependencies());
       if (Value joined = wait.getAsyncToken()) {
@@ -62,6 +71,6 @@ Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &t
       tl.computeSeconds += seconds;
     }
   }
-  tl.stepSeconds = std::max({compute, toDeviceFree, toHostFree});
+  tl.stepSeconds = std::max({compute, toDeviceFree, toHostFree, commFree});
   return tl;
 }

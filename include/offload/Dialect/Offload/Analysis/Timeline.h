@@ -24,12 +24,15 @@ namespace offload {
 
 /// Simulated seconds of one step. All fields are seconds.
 struct Timeline {
-  /// When the last of the three streams finishes.
+  /// When the last of the streams finishes.
   double stepSeconds = 0;
   /// Busy time of the compute stream (the sum of op times).
   double computeSeconds = 0;
   /// Busy time of the host-to-device and device-to-host copy streams.
   double hostToDeviceSeconds = 0, deviceToHostSeconds = 0;
+  /// Busy time of the communication stream (offload.all_reduce,
+  /// TargetModel::allReduceSeconds).
+  double collectiveSeconds = 0;
   /// Time compute spent waiting for copies (copies not hidden by compute).
   double stallSeconds = 0;
 };
