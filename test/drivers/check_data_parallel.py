@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Data parallel (--offload-data-parallel, offload-run --world-size) against DDP.
 
-    PYTHONPATH=python /usr/bin/python3 test/drivers/check_data_parallel.py --bin build/bin \\
-        --work DIR [--model mlp|transformer] [--steps 3] [--checks oracle,ws1,mismatch,leave]
+    PYTHONPATH=python:test/drivers /usr/bin/python3 test/drivers/check_data_parallel.py \\
+        --bin build/bin --work DIR [--model mlp|transformer] [--steps 3]
+        [--checks oracle,ws1,mismatch,leave] [--before --offload-early-update]
 
 The model's global batch (export_models.make_inputs at twice the local batch)
 is split between 2 ranks, rank r taking rows [r*B, (r+1)*B). Checks:
@@ -31,6 +32,7 @@ import argparse
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -166,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--model", default="mlp", choices=sorted(LOCAL_BATCH))
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--checks", default="oracle,ws1,mismatch,leave")
+    ap.add_argument("--before", default="",
+                    help="passes before --offload-data-parallel, e.g. --offload-early-update")
     ap.add_argument("--bucket-bytes", type=int, default=20000,
                     help="small, so that a step has several buckets")
     a = ap.parse_args(argv)
@@ -189,9 +193,12 @@ def main(argv=None):
         np.savez(w(f"in{r}.npz"), x=xs[r].numpy(), y=ys[r].numpy())
     params_npz = w(a.model + ".params.npz")
     params = dict(np.load(params_npz))
-    dp = build_plan(a, w("model.mlir"), "dp", [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}"])
+    before = shlex.split(a.before)
+    dp = build_plan(a, w("model.mlir"), "dp",
+                    before + [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}"])
     buckets = len(re.findall(r"offload.all_reduce", open(w("dp.mlir")).read()))
-    print(f"data parallel: {a.model}, local batch {B} x 2 ranks, {buckets} buckets per step")
+    print(f"data parallel: {a.model}, local batch {B} x 2 ranks, {buckets} buckets per step"
+          + (f", after {a.before}" if a.before else ""))
     failed = False
     runner = [os.path.join(a.bin, "offload-run"), "--params", params_npz, "--threads", "1"]
     torchrun = torchrun_command()
@@ -241,7 +248,7 @@ def main(argv=None):
         print(f"oracle: both ranks' parameters bit-identical: {'ok' if same else 'FAIL'}")
 
     if "ws1" in checks:
-        single = build_plan(a, w("model.mlir"), "single", [])
+        single = build_plan(a, w("model.mlir"), "single", before)
         run(runner + [dp, "--steps", str(a.steps), "--inputs", w("in0.npz"), "--dump", w("ws1-dp.npz")])
         run(runner + [single, "--steps", str(a.steps), "--inputs", w("in0.npz"),
                       "--dump", w("ws1-single.npz")])
@@ -252,7 +259,7 @@ def main(argv=None):
               f"{'ok' if same else 'FAIL'}")
 
     if "mismatch" in checks:
-        other = build_plan(a, w("model.mlir"), "other",
+        other = build_plan(a, w("model.mlir"), "other", before +
                            [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}",
                             "--offload-recompute=policy=all"])
         rdzv = tempfile.mkdtemp(prefix="rdzv-", dir=a.work)
