@@ -45,7 +45,7 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
 
   void runPass() {
     if (bucketBytes < 1) {
-      getOperation().emitError() << "offload-data-parallel: bucket-bytes=" << bucketBytes
+      getOperation().emitError() << "offload-data-parallel: bucket-bytes=" << int64_t(bucketBytes)
                                  << " must be at least 1";
       return signalPassFailure();
     }
