@@ -6,11 +6,12 @@
 
 Per model, at a local batch B (export_models' default batch):
   peak device bytes of the step without data parallel, with it (DDP's 25 MiB
-  buckets), and with it after --offload-early-update (planned = measured is
-  checked by offload-run on every run);
+  buckets), and with it after --offload-early-update at 25 MiB and 1 MiB
+  buckets (planned = measured is checked by offload-run on every run);
   host step time (median of the steps after the first) of 1 rank x the full
   batch 2B against 2 ranks x B each (2 offload-run processes over loopback,
-  gloo), and per rank the all-reduce (communication stream) busy seconds and
+  gloo; early updates, each bucket size), and per rank the all-reduce
+  (communication stream) busy seconds and
   the share of them spent while the compute stream was busy (hidden under
   backward), from offload-run's per-step line.
 The machine's cores are shared with other work: read the times as this
@@ -66,9 +67,10 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     tool = lambda n: os.path.join(a.bin, n)
-    print("| model | local batch | peak, no DP | peak, DP | peak, DP + early update | "
-          "1 rank x 2B step | 2 ranks x B step | all-reduce busy | hidden under compute |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | local batch B | buckets | peak, no DP | peak, DP (25 MiB) | "
+          "peak, DP + early update | 1 rank x 2B step | 2 ranks x B step | all-reduce busy "
+          "| hidden under compute |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for model in a.models.split(","):
         B = BATCH[model]
         w = lambda n: os.path.join(a.work, f"{model}-{n}")
@@ -85,7 +87,9 @@ def main():
             run(imp)
             variants = {"single": []} if batch == 2 * B else {
                 "single": [], "dp": ["--offload-data-parallel"],
-                "dp-early": ["--offload-early-update", "--offload-data-parallel"]}
+                "dp-early": ["--offload-early-update", "--offload-data-parallel"],
+                "dp-early-1m": ["--offload-early-update",
+                                "--offload-data-parallel=bucket-bytes=1048576"]}
             for name, passes in variants.items():
                 run([tool("offload-opt"), os.path.join(d, "m.mlir"),
                      "--offload-autodiff=optimizer=sgd lr=0.01 momentum=0.9"] + passes
@@ -101,25 +105,26 @@ def main():
         params = os.path.join(w(f"b{B}"), model + ".params.npz")
         base = [tool("offload-run"), "--params", params, "--steps", str(a.steps)]
         peaks = {n: peak(run(base + [plans[(B, n)], "--steps", "1", "--inputs", w("half0.npz")]))
-                 for n in ("single", "dp", "dp-early")}
+                 for n in ("single", "dp", "dp-early", "dp-early-1m")}
         one = step_stats(run(base + [plans[(2 * B, "single")], "--inputs", w("full.npz")]))
-        rdzv = tempfile.mkdtemp(prefix="rdzv-", dir=a.work)
-        procs = [subprocess.Popen(base + [plans[(B, "dp-early")], "--inputs", w(f"half{r}.npz"),
-                                          "--world-size", "2", "--rank", str(r),
-                                          "--rendezvous", "file:" + rdzv],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for r in range(2)]
-        logs = [p.communicate(timeout=600)[0] for p in procs]
-        if any(p.returncode for p in procs):
-            sys.exit("\n".join(logs))
-        two = [step_stats(l) for l in logs]
-        step2 = max(t[0] for t in two)
-        busy = statistics.mean(t[1] for t in two)
-        hidden = statistics.mean(t[2] for t in two)
-        print(f"| {model} | {B} | {peaks['single']} | {peaks['dp']} | {peaks['dp-early']} | "
-              f"{one[0] * 1e3:.2f} ms | {step2 * 1e3:.2f} ms | {busy * 1e3:.2f} ms | "
-              f"{100 * hidden / busy if busy else 0:.0f}% |")
-        shutil.rmtree(rdzv, ignore_errors=True)
+        for variant, label in (("dp-early", "25 MiB"), ("dp-early-1m", "1 MiB")):
+            rdzv = tempfile.mkdtemp(prefix="rdzv-", dir=a.work)
+            procs = [subprocess.Popen(base + [plans[(B, variant)], "--inputs", w(f"half{r}.npz"),
+                                              "--world-size", "2", "--rank", str(r),
+                                              "--rendezvous", "file:" + rdzv],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for r in range(2)]
+            logs = [p.communicate(timeout=600)[0] for p in procs]
+            if any(p.returncode for p in procs):
+                sys.exit("\n".join(logs))
+            two = [step_stats(l) for l in logs]
+            step2 = max(t[0] for t in two)
+            busy = statistics.mean(t[1] for t in two)
+            hidden = statistics.mean(t[2] for t in two)
+            print(f"| {model} | {B} | {label} | {peaks['single']} | {peaks['dp']} | "
+                  f"{peaks[variant]} | {one[0] * 1e3:.2f} ms | {step2 * 1e3:.2f} ms | "
+                  f"{busy * 1e3:.2f} ms | {100 * hidden / busy if busy else 0:.0f}% |")
+            shutil.rmtree(rdzv, ignore_errors=True)
 
 
 if __name__ == "__main__":
