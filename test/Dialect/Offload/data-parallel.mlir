@@ -14,6 +14,16 @@
 // The step round-trips through the printer and the generic form.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
 // RUN:   --offload-data-parallel="bucket-bytes=100" -mlir-print-op-generic | offload-opt | FileCheck %s --check-prefix=ONE-GENERIC
+// Communication time: 848 gradient bytes, ring all-reduce 2 x 848 bytes over
+// the target's link (L4: PCIe, 25e9 bytes/s; a target file's
+// collective_bytes_per_second).
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
+// RUN:   --offload-data-parallel="bucket-bytes=100" --offload-cost-report="target=l4" -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=COST
+// RUN: echo '{"base": "h100-sxm", "collective_bytes_per_second": 1e9}' > %t.target.json
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
+// RUN:   --offload-data-parallel="bucket-bytes=100" --offload-cost-report="target=%t.target.json" -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=COST-FILE
 // Errors.
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
 // RUN:   --offload-data-parallel="bucket-bytes=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
@@ -57,6 +67,9 @@
 // ONE-NOT: offload.all_reduce
 
 // ONE-GENERIC-COUNT-3: offload.all_reduce
+
+// COST: data parallel: all-reduce 6.784000e-08 s on the communication stream (link 2.5e+10 bytes/s
+// COST-FILE: data parallel: all-reduce 1.696000e-06 s on the communication stream (link 1e+09 bytes/s
 
 // ZERO: bucket-bytes=0 must be at least 1
 // TWICE: is already in the step; run --offload-data-parallel once
