@@ -85,9 +85,9 @@ struct PlanFingerprint {
         "buffers",
         "device arena bytes (a different budget?)",
         "host arena bytes",
-        "gradient buckets (offload.all_reduce)",
+        "gradient buckets (offload.all_reduce; a different bucket-bytes?)",
         "bytes reduced per step",
-        "hash of the ops, buffer shapes and bindings (a different model?)"};
+        "hash of the ops, buffer shapes and bindings"};
     return names[k];
   }
   uint64_t v[kFields] = {};
@@ -144,15 +144,19 @@ Status checkSamePlan(const PlanData &d, Communicator &comm) {
   for (int r = 1; r < comm.worldSize(); ++r) {
     PlanFingerprint other;
     std::memcpy(other.v, (*all)[size_t(r)].data(), sizeof(other.v));
+    // Every field that differs, so that the cause shows (a budget moves
+    // the arena; bucket-bytes the buckets; a model everything).
+    std::string diffs;
     for (int k = 0; k < PlanFingerprint::kFields; ++k)
       if (other.v[k] != first.v[k])
-        return Status::error(
-            "data parallel: rank " + std::to_string(r) +
-            " runs a different plan from rank 0's: " + PlanFingerprint::name(k) +
-            " " + std::to_string(other.v[k]) + " against " +
-            std::to_string(first.v[k]) +
-            "; every rank must run the same plan (same model, options and "
-            "budget)");
+        diffs += (diffs.empty() ? "" : ", ") + std::string(PlanFingerprint::name(k)) +
+                 " " + std::to_string(other.v[k]) + " against " +
+                 std::to_string(first.v[k]);
+    if (!diffs.empty())
+      return Status::error("data parallel: rank " + std::to_string(r) +
+                           " runs a different plan from rank 0's: " + diffs +
+                           "; every rank must run the same plan (same model, "
+                           "options and budget)");
   }
   return Status::success();
 }
