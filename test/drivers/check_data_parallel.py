@@ -2,7 +2,7 @@
 """Data parallel (--offload-data-parallel, offload-run --world-size) against DDP.
 
     PYTHONPATH=python:test/drivers /usr/bin/python3 test/drivers/check_data_parallel.py \\
-        --bin build/bin --work DIR [--model mlp|transformer] [--steps 3]
+        --bin build/bin --work DIR [--model mlp|transformer|gpt] [--steps 3] [--optimizer sgd|adamw]
         [--checks oracle,ws1,mismatch,leave] [--before --offload-early-update]
 
 The model's global batch (export_models.make_inputs at twice the local batch)
@@ -12,7 +12,8 @@ oracle    2 offload-run processes started by torchrun --no-python (RANK,
           WORLD_SIZE, MASTER_ADDR/PORT; loopback), the step built with
           --offload-data-parallel (small buckets, several per step), against
           PyTorch's DistributedDataParallel with the gloo backend, 2
-          processes over loopback, the same split, SGD with momentum: every
+          processes over loopback, the same split, --optimizer (SGD with
+          momentum, or AdamW): every
           rank's loss per step and the parameters after the last step, judged
           by the float64-oracle rule (python/offload/testing.py, the zoo
           rule: our error against DDP in float64 at most 4x DDP fp32's own,
@@ -48,8 +49,15 @@ import torch.multiprocessing as mp
 import export_models as em
 from pipeline import run
 
-LOCAL_BATCH = {"mlp": 16, "transformer": 4}
+LOCAL_BATCH = {"mlp": 16, "transformer": 4, "gpt": 2}
 LR, MOMENTUM = 0.1, 0.9
+# Each optimizer as --offload-autodiff spells it and as torch.optim builds it.
+OPTIMIZERS = {
+    "sgd": (f"optimizer=sgd lr={LR} momentum={MOMENTUM}",
+            lambda ps: torch.optim.SGD(ps, lr=LR, momentum=MOMENTUM)),
+    "adamw": ("optimizer=adamw lr=0.001 weight-decay=0.01",
+              lambda ps: torch.optim.AdamW(ps, lr=0.001, weight_decay=0.01)),
+}
 PROC_TIMEOUT = 120
 
 
@@ -71,7 +79,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out):
+def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out, optimizer):
     """One DDP rank: `steps` SGD steps on its shard; writes losses and final
     parameters to out % rank."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
@@ -80,8 +88,10 @@ def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out)
     em.load_state_arrays(model, params)
     model = model.to(dtype).train()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=LR, momentum=MOMENTUM)
-    x, y = xs[rank].to(dtype), ys[rank]
+    opt = OPTIMIZERS[optimizer][1](ddp.parameters())
+    x, y = xs[rank], ys[rank]
+    if x.is_floating_point():
+        x = x.to(dtype)
     losses = []
     for _ in range(steps):
         opt.zero_grad()
@@ -94,7 +104,7 @@ def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out)
     dist.destroy_process_group()
 
 
-def ddp_reference(work, model_name, params, xs, ys, steps, dtype):
+def ddp_reference(work, model_name, params, xs, ys, steps, dtype, optimizer):
     tag = "f64" if dtype == torch.float64 else "f32"
     init = "file://" + os.path.join(work, f"ddp-{tag}-init")
     if os.path.exists(init[7:]):
@@ -103,7 +113,8 @@ def ddp_reference(work, model_name, params, xs, ys, steps, dtype):
     # Forked, not spawned: the workers inherit the model code and tensors.
     ctx = mp.get_context("fork")
     procs = [ctx.Process(target=ddp_worker,
-                         args=(r, 2, init, model_name, params, xs, ys, steps, dtype, out))
+                         args=(r, 2, init, model_name, params, xs, ys, steps, dtype, out,
+                               optimizer))
              for r in range(2)]
     for p in procs:
         p.start()
@@ -154,7 +165,7 @@ def finish(procs, logs):
 def build_plan(a, mlir, name, passes):
     plan = os.path.join(a.work, name + ".oflp")
     run([os.path.join(a.bin, "offload-opt"), mlir,
-         f"--offload-autodiff=optimizer=sgd lr={LR} momentum={MOMENTUM}"] + passes
+         f"--offload-autodiff={OPTIMIZERS[a.optimizer][0]}"] + passes
         + ["-o", os.path.join(a.work, name + ".mlir")])
     run([os.path.join(a.bin, "offload-translate"), "--offload-to-plan",
          os.path.join(a.work, name + ".mlir"), "-o", plan])
@@ -167,6 +178,7 @@ def main(argv=None):
     ap.add_argument("--work", required=True)
     ap.add_argument("--model", default="mlp", choices=sorted(LOCAL_BATCH))
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
     ap.add_argument("--checks", default="oracle,ws1,mismatch,leave")
     ap.add_argument("--before", default="",
                     help="passes before --offload-data-parallel, e.g. --offload-early-update")
@@ -183,8 +195,9 @@ def main(argv=None):
     # Export at the local batch; the global batch split between the ranks.
     run([sys.executable, "-m", "export_models", "--out", a.work, "--models", a.model,
          "--batch", str(B)])
-    imp = [os.path.join(a.bin, "offload-import"), w(a.model + ".pt"), "-o", w("model.mlir"),
-           "--loss", "cross_entropy"]
+    imp = [os.path.join(a.bin, "offload-import"), w(a.model + ".pt"), "-o", w("model.mlir")]
+    if not em.returns_loss(a.model):
+        imp += ["--loss", "cross_entropy"]
     x, y = em.make_inputs(a.model, 2 * B)
     xs, ys = [x[r * B:(r + 1) * B] for r in range(2)], [y[r * B:(r + 1) * B] for r in range(2)]
     imp += ["--input", "x=" + em.type_string(xs[0]), "--input", "y=" + em.type_string(ys[0])]
@@ -197,7 +210,8 @@ def main(argv=None):
     dp = build_plan(a, w("model.mlir"), "dp",
                     before + [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}"])
     buckets = len(re.findall(r"offload.all_reduce", open(w("dp.mlir")).read()))
-    print(f"data parallel: {a.model}, local batch {B} x 2 ranks, {buckets} buckets per step"
+    print(f"data parallel: {a.model} ({a.optimizer}), local batch {B} x 2 ranks, "
+          f"{buckets} buckets per step"
           + (f", after {a.before}" if a.before else ""))
     failed = False
     runner = [os.path.join(a.bin, "offload-run"), "--params", params_npz, "--threads", "1"]
@@ -228,8 +242,8 @@ def main(argv=None):
             print("\n".join(logs))
             return 1
         ours = [dict(np.load(w(f"out{r}.npz"))) for r in range(2)]
-        ref64 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float64)
-        ref32 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float32)
+        ref64 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float64, a.optimizer)
+        ref32 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float32, a.optimizer)
         names = [n for n in ref64[0] if n != "losses"]
         for r in range(2):
             losses = [float(v) for v in re.findall(r"^step \d+: loss (\S+)", logs[r], re.M)]
