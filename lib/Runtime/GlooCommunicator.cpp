@@ -15,14 +15,15 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace offload::rt;
 
@@ -163,6 +164,20 @@ private:
   uint32_t tag_ = 1;
 };
 
+/// Removes the regular files of directory `dir` (gloo FileStore's keys),
+/// then the directory; best effort.
+void removeKeys(const std::string &dir) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
 } // namespace
 
 Expected<std::shared_ptr<Communicator>>
@@ -177,29 +192,42 @@ offload::rt::createGlooCommunicator(const CommunicatorOptions &o) {
                          " s; give one in (0, 86400]");
   std::unique_ptr<gloo::rendezvous::Store> store;
   const std::string &r = o.rendezvous;
+  std::string keys; // the job's key directory, removed once all have met
   try {
-    if (r.rfind("file:", 0) == 0 && r.size() > 5) {
+    if (r.rfind("file:", 0) == 0 && r.size() > 5 &&
+        o.prefix.find('/') == std::string::npos && !o.prefix.empty()) {
       std::string dir = r.substr(5);
-      // FileStore writes into an existing directory.
-      if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-        return Status::error("data parallel: cannot create the rendezvous "
-                             "directory '" + dir + "': " +
-                             std::strerror(errno));
-      store = std::make_unique<gloo::rendezvous::FileStore>(dir);
+      keys = dir + "/" + o.prefix;
+      // FileStore writes into an existing directory: DIR/PREFIX, this
+      // job's own, so that removing it touches nothing else of DIR.
+      for (const std::string &d : {dir, keys})
+        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
+          return Status::error("data parallel: cannot create the rendezvous "
+                               "directory '" + d + "': " +
+                               std::strerror(errno));
+      store = std::make_unique<gloo::rendezvous::FileStore>(keys);
     } else {
       return Status::error("data parallel: rendezvous '" + r +
-                           "' is not file:DIR");
+                           "' is not file:DIR (or the job prefix '" + o.prefix +
+                           "' is empty or holds a '/')");
     }
-    gloo::rendezvous::PrefixStore prefixed(o.prefix, *store);
     gloo::transport::tcp::attr attr(o.hostname.c_str());
     std::shared_ptr<gloo::transport::Device> dev =
         gloo::transport::tcp::CreateDevice(attr);
     auto ctx =
         std::make_shared<gloo::rendezvous::Context>(o.rank, o.worldSize);
     ctx->setTimeout(millis(o.timeoutSeconds));
-    ctx->connectFullMesh(prefixed, dev);
-    return std::shared_ptr<Communicator>(
-        std::make_shared<GlooCommunicator>(ctx, o.timeoutSeconds));
+    ctx->connectFullMesh(*store, dev);
+    auto comm = std::make_shared<GlooCommunicator>(ctx, o.timeoutSeconds);
+    // Once every rank has met (an all-gather as the barrier), rank 0 removes
+    // the job's keys: a later job in the same directory (torchrun's default
+    // port again) must not read this job's addresses.
+    auto met = comm->allGather(std::string(1, '\0'), "the rendezvous barrier");
+    if (!met)
+      return met.status();
+    if (o.rank == 0)
+      removeKeys(keys);
+    return std::shared_ptr<Communicator>(comm);
   } catch (const std::exception &e) {
     return Status::error("data parallel: rank " + std::to_string(o.rank) +
                          " of " + std::to_string(o.worldSize) +

@@ -58,7 +58,9 @@ struct CommunicatorOptions {
   /// a shared file system across machines). gloo's RedisStore would need
   /// libhiredis-dev; not built.
   std::string rendezvous;
-  /// Key prefix within the store (a job id), so that jobs may share one.
+  /// The job's key directory within the rendezvous directory (a job id, no
+  /// '/'), so that jobs may share one; rank 0 removes it once every rank
+  /// has joined.
   std::string prefix = "offload";
   /// Address of this rank's TCP endpoint (gloo's tcp transport): the
   /// interface other ranks reach it at. Default 127.0.0.1 (loopback).
