@@ -546,5 +546,19 @@ PYBIND11_MODULE(_offload_runtime, m) {
             return py::make_tuple(a[0], a[1], a[2]);
           },
           "(compute, host-to-device, device-to-host) busy seconds of the "
-          "last step.");
+          "last step.")
+      .def_property_readonly(
+          "comm_busy_seconds",
+          [](const PySession &s) {
+            return s.session->streamBusySeconds()[CommStream];
+          },
+          "Busy seconds of the communication stream (data parallel's "
+          "offload.all_reduce) in the last step, waiting for the other ranks "
+          "included.")
+      .def_property_readonly(
+          "comm_hidden_seconds",
+          [](const PySession &s) { return s.session->commComputeOverlapSeconds(); },
+          "Seconds of the last step during which the communication stream and "
+          "the compute stream were both busy (reductions hidden under "
+          "backward); -1 when the backend does not measure it.");
 }
