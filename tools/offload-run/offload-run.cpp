@@ -117,7 +117,9 @@ static const char *kHelp =
     "                       WORLD_SIZE from the launcher's environment\n"
     "                       (torchrun --no-python, or mpirun's\n"
     "                       OMPI_COMM_WORLD_*), else one rank, where every\n"
-    "                       bucket's mean is itself\n"
+    "                       bucket's mean is itself (--world-size 1 with\n"
+    "                       --rendezvous still runs the engine: gloo, or\n"
+    "                       NCCL on cuda)\n"
     "  --rank R             this process's rank (with --world-size)\n"
     "  --rendezvous file:DIR  where the ranks meet (a gloo FileStore in a\n"
     "                       directory every rank sees, fresh for each job;\n"
@@ -448,12 +450,16 @@ static int runMain(int argc, char **argv) {
       co.rendezvous = rendezvous;
     else if (const char *r = std::getenv("OFFLOAD_RENDEZVOUS"); r && *r)
       co.rendezvous = r;
+    // An explicit --world-size 1 with a rendezvous still joins a one-rank
+    // job: the collective engine runs (gloo; NCCL on cuda), bit-identical to
+    // no engine.
+    bool explicitOne = worldSize == 1 && !co.rendezvous.empty();
     if (co.worldSize > 1 && co.rendezvous.empty())
       return fail("--world-size " + std::to_string(co.worldSize) +
                   " needs --rendezvous file:DIR (or OFFLOAD_RENDEZVOUS): where the ranks meet");
     if (collectiveTimeout > 0)
       co.timeoutSeconds = collectiveTimeout;
-    if ((worldSize >= 0 || fromEnv) && co.worldSize > 1) {
+    if (((worldSize >= 0 || fromEnv) && co.worldSize > 1) || explicitOne) {
       auto comm = createGlooCommunicator(co);
       if (!comm)
         return fail(comm.message());

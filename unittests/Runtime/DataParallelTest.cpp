@@ -113,6 +113,26 @@ TEST_F(DataParallelTest, OneRankCopiesTheBucket) {
     EXPECT_EQ(grad->as<float>()[i], g[size_t(i)]) << i;
 }
 
+TEST_F(DataParallelTest, OneRankThroughGlooIsBitIdentical) {
+  std::string dir = freshDir("dp-one");
+  CommunicatorOptions co;
+  co.rendezvous = "file:" + dir;
+  co.timeoutSeconds = 30;
+  auto comm = createGlooCommunicator(co);
+  ASSERT_TRUE(comm) << comm.message();
+  std::string error;
+  auto viaGloo = makeSession(*comm, nullptr, 0, error);
+  ASSERT_TRUE(viaGloo) << error;
+  auto plain = makeSession(nullptr, nullptr, 0, error);
+  ASSERT_TRUE(plain) << error;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(viaGloo->step().ok());
+    ASSERT_TRUE(plain->step().ok());
+    EXPECT_TRUE(viaGloo->output("grad:w")->bitEqual(*plain->output("grad:w")));
+    EXPECT_TRUE(viaGloo->output("loss")->bitEqual(*plain->output("loss")));
+  }
+}
+
 TEST_F(DataParallelTest, TwoRanksGetTheMeanBitForBit) {
   std::string dir = freshDir("dp-mean");
   std::vector<Tensor> grads(2), params(2);

@@ -354,7 +354,9 @@ Status CudaDevice::open(std::shared_ptr<const Plan> plan,
     return s;
   if (Status s = allocateArenas(); !s.ok())
     return s;
-  if (opts_.communicator && opts_.communicator->worldSize() > 1)
+  // Any communicator, one rank included (the NCCL path's check on one GPU:
+  // offload-run --world-size 1 --rank 0 --rendezvous file:DIR).
+  if (opts_.communicator)
     if (Status s = joinNccl(); !s.ok())
       return s;
   return configureLibraries();
