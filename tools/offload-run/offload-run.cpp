@@ -464,6 +464,14 @@ static int runMain(int argc, char **argv) {
       if (!comm)
         return fail(comm.message());
       opts.communicator = *comm;
+      // One GPU per rank: torchrun's LOCAL_RANK picks it (cuda backend).
+      if (const char *lr = std::getenv("LOCAL_RANK"); lr && *lr) {
+        char *end = nullptr;
+        long v = std::strtol(lr, &end, 10);
+        if (!end || *end || v < 0 || v > 1024)
+          return fail(std::string("LOCAL_RANK='") + lr + "' is not a device ordinal");
+        opts.cudaDevice = int(v);
+      }
     }
   }
   // --dump is checked before any step runs and written only when every step
