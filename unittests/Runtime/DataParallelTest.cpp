@@ -4,8 +4,9 @@
 // own gloo communicator over loopback and a FileStore rendezvous in a fresh
 // directory) run a plan whose gradient goes through offload.all_reduce on
 // the communication stream: both ranks get the mean gradient, bit for bit;
-// one rank alone gets its own; a rank that leaves makes the other's step
-// fail naming the rank and the collective, its parameters unchanged.
+// one rank alone gets its own; a rank that leaves (or hangs past the
+// collective timeout) makes the other's step fail naming the rank and the
+// collective, its parameters unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -216,6 +218,53 @@ TEST_F(DataParallelTest, RankThatLeavesFailsTheOtherAndKeepsItsParameters) {
   EXPECT_NE(error.find("offload.all_reduce of bucket 0"), std::string::npos) << error;
   EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
   EXPECT_NE(error.find("parameters and state unchanged"), std::string::npos) << error;
+  EXPECT_TRUE(after.bitEqual(before));
+}
+
+TEST_F(DataParallelTest, HungRankFailsTheOtherWithinTheTimeout) {
+  std::string dir = freshDir("dp-hung");
+  constexpr double kTimeout = 1.5;
+  Tensor before, after;
+  std::string error, error1;
+  double seconds = -1;
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = r == 0 ? kTimeout : 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      (r ? error1 : error) = comm.message();
+      return;
+    }
+    auto store = std::make_shared<ParameterStore>();
+    auto s = makeSession(*comm, store, r, r ? error1 : error);
+    if (!s)
+      return;
+    if (r == 1) {
+      // Joined, then never reaches the collective while rank 0 waits.
+      std::this_thread::sleep_for(std::chrono::duration<double>(2 * kTimeout));
+      return;
+    }
+    before = *store->get("w");
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s->step();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    error = st.ok() ? "" : st.message();
+    after = *store->get("w");
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(error1, "");
+  ASSERT_NE(error, "");
+  EXPECT_NE(error.find("offload.all_reduce of bucket 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
+  EXPECT_NE(error.find("timeout 1.5 s"), std::string::npos) << error;
+  // Within the timeout plus scheduling slack on a loaded machine.
+  EXPECT_GE(seconds, kTimeout * 0.9);
+  EXPECT_LT(seconds, kTimeout + 5);
   EXPECT_TRUE(after.bitEqual(before));
 }
 
