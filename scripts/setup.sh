@@ -28,6 +28,7 @@ PACKAGES=(
   libzip-dev                            # .npz (zip) parameter/result files
   zlib1g-dev                            # CRC-32 checksum of plan files
   libgtest-dev                          # C++ unit tests
+  libgloo-dev                           # data parallel on the host backend: gloo collectives (PyTorch's), docs/data_parallel.md
   ccache                                # reuse object files across rebuilds
   pybind11-dev python3-pybind11         # Python bindings of the runtime (python/offload)
   python3-pytest                        # tests of the Python package

@@ -62,6 +62,16 @@ struct Launch {
   std::vector<TensorView> inputs, outputs;
 };
 
+/// One offload.all_reduce, its views resolved once at session creation.
+struct Collective {
+  int instruction = -1; ///< index in the plan
+  int stream = CommStream;
+  /// inputs[i] is averaged across ranks into outputs[i].
+  std::vector<TensorView> inputs, outputs;
+  /// "offload.all_reduce of bucket 2 (instruction 57)", for errors.
+  std::string what;
+};
+
 class Device {
 public:
   virtual ~Device() = default;
@@ -123,6 +133,13 @@ public:
   virtual Status copy(const Copy &copy) = 0;
   /// Enqueues `launch` on launch.stream (a device may run it at once).
   virtual Status launch(const Launch &launch) = 0;
+  /// Enqueues `c` on c.stream: the mean across the ranks of
+  /// SessionOptions::communicator, or a copy of each input to its output
+  /// without one. Default: an error (a backend without collectives).
+  virtual Status collective(const Collective &c) {
+    return Status::error("the " + std::string(name()) +
+                         " backend cannot run " + c.what);
+  }
   /// Records `event` on `stream`: it completes when every command enqueued
   /// on `stream` so far has completed.
   virtual Status recordEvent(int stream, int event, int instruction) = 0;
@@ -140,6 +157,9 @@ public:
   /// Seconds of the last step during which a copy stream and the compute
   /// stream were both busy; -1 when the device does not measure it.
   virtual double copyComputeOverlapSeconds() const { return -1; }
+  /// The same for the communication stream (collectives hidden under
+  /// compute); -1 when the device does not measure it.
+  virtual double commComputeOverlapSeconds() const { return -1; }
   /// Whether arenas keep their bytes from one step to the next.
   virtual bool keepsBuffersBetweenSteps() const = 0;
   /// True when download() of a buffer cannot fail (a plain memory copy).
@@ -178,7 +198,7 @@ inline std::string instructionName(const PlanData &plan, int i) {
 /// wait, reshape): they need no kernel.
 inline bool isRuntimeOp(const std::string &op) {
   return op == kOpToHost || op == kOpToDevice || op == kOpWait ||
-         op == kOpReshape;
+         op == kOpReshape || op == kOpAllReduce;
 }
 
 /// The first bf16/f16 element type among the buffers instruction `in`

@@ -87,6 +87,18 @@ Status Executor::recordWork() {
       w.copy.src = src;
       w.copy.dst = dst;
       w.copy.bytes = d.buffers[size_t(in.outputs[0])].dataBytes();
+    } else if (in.op == kOpAllReduce) {
+      w.kind = Work::Reduce;
+      Collective &c = w.collective;
+      c.instruction = i;
+      c.stream = in.stream;
+      c.what = std::string(kOpAllReduce) + " of bucket " +
+               std::to_string(in.attrs.getInt("bucket", 0)) + " (instruction " +
+               std::to_string(i) + ")";
+      for (int id : in.inputs)
+        c.inputs.push_back(bufferView(d, id, address(id)));
+      for (int id : in.outputs)
+        c.outputs.push_back(bufferView(d, id, address(id)));
     } else if (in.op != kOpWait) {
       w.kind = Work::LaunchKernel;
       Launch &l = w.launch;
@@ -193,6 +205,9 @@ Status Executor::issue(int i) {
       return s;
   } else if (w.kind == Work::LaunchKernel) {
     if (Status s = device_->launch(w.launch); !s.ok())
+      return s;
+  } else if (w.kind == Work::Reduce) {
+    if (Status s = device_->collective(w.collective); !s.ok())
       return s;
   }
   if (in.recordEvent >= 0)

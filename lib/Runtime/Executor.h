@@ -84,6 +84,9 @@ public:
   double copyComputeOverlapSeconds() const {
     return device_->copyComputeOverlapSeconds();
   }
+  double commComputeOverlapSeconds() const {
+    return device_->commComputeOverlapSeconds();
+  }
   /// Whether buffers keep their bytes from the end of one step to the start
   /// of the next (then a session need not upload values the arena holds).
   bool keepsBuffersBetweenSteps() const {
@@ -96,9 +99,10 @@ public:
 private:
   /// What one instruction issues besides its waits and event.
   struct Work {
-    enum Kind : uint8_t { None, CopyBytes, LaunchKernel } kind = None;
+    enum Kind : uint8_t { None, CopyBytes, LaunchKernel, Reduce } kind = None;
     Copy copy;
     Launch launch;
+    Collective collective;
   };
   uint8_t *address(int id) const;
   Status recordWork();

@@ -14,6 +14,8 @@
 
 #include "Device.h"
 
+#include "offload/Runtime/Communicator.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,11 +40,12 @@ namespace {
 /// A command of one stream: a wait for an instruction, a copy or a launch
 /// (the last two owned by the executor).
 struct Command {
-  enum Kind : uint8_t { Wait, CopyBytes, LaunchKernel } kind = Wait;
+  enum Kind : uint8_t { Wait, CopyBytes, LaunchKernel, Reduce } kind = Wait;
   int instruction = -1; ///< the instruction that issued it
   int waitFor = -1;     ///< Wait: the instruction that recorded the event
   const Copy *copy = nullptr;
   const Launch *launch = nullptr;
+  const Collective *collective = nullptr;
 };
 
 class HostDevice final : public Device {
@@ -116,6 +119,13 @@ public:
     c.launch = &launch;
     return submit(launch.stream, c);
   }
+  Status collective(const Collective &c) override {
+    Command cmd;
+    cmd.kind = Command::Reduce;
+    cmd.instruction = c.instruction;
+    cmd.collective = &c;
+    return submit(c.stream, cmd);
+  }
   /// Stream order is instruction order, so the event completes with the
   /// recording instruction's last command: only who recorded it is kept.
   Status recordEvent(int, int event, int instruction) override {
@@ -129,6 +139,9 @@ public:
     return busy_;
   }
   double copyComputeOverlapSeconds() const override;
+  double commComputeOverlapSeconds() const override {
+    return overlapWithCompute({CommStream});
+  }
 
 private:
   /// Runs a compute-stream command now, or queues a copy stream's.
@@ -137,6 +150,10 @@ private:
   std::string execute(const Command &c);
   std::string runCopy(const Copy &c);
   std::string runLaunch(const Launch &l);
+  std::string runCollective(const Collective &c);
+  /// Seconds of the last step during which one of `streams` and the
+  /// compute stream were both busy.
+  double overlapWithCompute(std::initializer_list<int> streams) const;
   /// The first poisoned f32/f64 input of `l`, as an error; "" when none.
   std::string poisonedInput(const Launch &l) const;
   /// Adds [t0, t1) (seconds) to the busy time of instruction i's stream.
@@ -169,9 +186,9 @@ private:
   std::condition_variable cv_;
   std::deque<Command> queue_[NumStreams];
   /// The instruction whose command a copy thread is running, or -1.
-  int running_[NumStreams] = {-1, -1, -1};
+  int running_[NumStreams] = {-1, -1, -1, -1};
   /// Poison mode: a copy stream runs commands of instructions <= this.
-  int released_[NumStreams] = {-1, -1, -1};
+  int released_[NumStreams] = {-1, -1, -1, -1};
   /// Threads blocked in waitDone: a copy thread that finishes a command
   /// wakes the others only when one is (or the issuing thread drains).
   int doneWaiters_ = 0;
@@ -180,7 +197,7 @@ private:
   /// error_ is set (read without the lock on the issuing thread).
   std::atomic<bool> failed_{false};
   bool stop_ = false;
-  std::array<double, NumStreams> busy_{0, 0, 0};
+  std::array<double, NumStreams> busy_{};
   /// Busy intervals [start, end) of each stream in the current step.
   std::array<std::vector<std::pair<double, double>>, NumStreams> spans_;
   std::thread workers_[NumStreams];
@@ -201,7 +218,7 @@ HostDevice::~HostDevice() {
 /// earlier occupants of its bytes completed: per buffer, those last uses.
 static std::vector<std::vector<int>> poisonWaits(const PlanData &d) {
   std::vector<std::array<int, NumStreams>> lastUse(d.buffers.size(),
-                                                   {-1, -1, -1});
+                                                   {-1, -1, -1, -1});
   for (size_t i = 0; i < d.instructions.size(); ++i) {
     const InstructionDesc &in = d.instructions[i];
     for (const auto *ids : {&in.inputs, &in.outputs})
@@ -287,7 +304,7 @@ Status HostDevice::beginStep() {
     r = -1;
   error_.clear();
   failed_ = false;
-  busy_ = {0, 0, 0};
+  busy_ = {};
   for (auto &sp : spans_)
     sp.clear();
   std::fill(recorder_.begin(), recorder_.end(), -1);
@@ -479,8 +496,27 @@ std::string HostDevice::execute(const Command &c) {
     return runCopy(*c.copy);
   case Command::LaunchKernel:
     return runLaunch(*c.launch);
+  case Command::Reduce:
+    return runCollective(*c.collective);
   }
   return "";
+}
+
+std::string HostDevice::runCollective(const Collective &c) {
+  double t0 = steadySeconds();
+  std::string err;
+  if (opts_.communicator) {
+    Status s = opts_.communicator->allReduceMean(c.inputs, c.outputs, c.what);
+    if (!s.ok())
+      err = s.message();
+  } else {
+    // One rank: the mean is the bucket itself.
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (c.inputs[k].data != c.outputs[k].data)
+        std::memcpy(c.outputs[k].data, c.inputs[k].data, c.inputs[k].bytes());
+  }
+  account(c.instruction, c.stream, t0, steadySeconds());
+  return err;
 }
 
 void HostDevice::worker(int stream) {
@@ -541,11 +577,16 @@ Status HostDevice::synchronize(int, int last) {
 }
 
 double HostDevice::copyComputeOverlapSeconds() const {
+  return overlapWithCompute({HostToDeviceStream, DeviceToHostStream});
+}
+
+double HostDevice::overlapWithCompute(std::initializer_list<int> streams) const {
   std::lock_guard<std::mutex> g(mu_);
-  // Union of the copy streams' busy intervals, intersected with the
-  // compute stream's (each list is in start order per stream).
-  std::vector<std::pair<double, double>> copies(spans_[1]);
-  copies.insert(copies.end(), spans_[2].begin(), spans_[2].end());
+  // Union of the streams' busy intervals, intersected with the compute
+  // stream's (each list is in start order per stream).
+  std::vector<std::pair<double, double>> copies;
+  for (int s : streams)
+    copies.insert(copies.end(), spans_[size_t(s)].begin(), spans_[size_t(s)].end());
   std::sort(copies.begin(), copies.end());
   std::vector<std::pair<double, double>> merged;
   for (auto &c : copies) {

@@ -64,6 +64,8 @@ const char *offload::rt::streamName(int stream) {
     return "h2d";
   case DeviceToHostStream:
     return "d2h";
+  case CommStream:
+    return "comm";
   }
   return "?";
 }
@@ -537,7 +539,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
       return err("instruction " + std::to_string(i) + ": empty op name");
     if (in.stream < 0 || in.stream >= NumStreams)
       return err(inn + ": stream " + std::to_string(in.stream) +
-                 " is not 0 (compute), 1 (h2d) or 2 (d2h)");
+                 " is not 0 (compute), 1 (h2d), 2 (d2h) or 3 (comm)");
     auto checkUse = [&](int id, const char *what) -> Status {
       if (id < 0 || id >= nb)
         return err(inn + ": " + what + " buffer id " + std::to_string(id) +
@@ -598,6 +600,27 @@ Status offload::rt::validatePlan(const PlanData &d) {
     } else if (in.op == kOpWait) {
       if (!in.inputs.empty() || !in.outputs.empty())
         return err(inn + ": offload.wait takes no buffers");
+    } else if (in.op == kOpAllReduce) {
+      if (in.inputs.empty() || in.inputs.size() != in.outputs.size())
+        return err(inn + ": offload.all_reduce reads one buffer per buffer "
+                         "it writes, at least one");
+      if (in.stream != CommStream)
+        return err(inn + ": offload.all_reduce runs on the communication "
+                         "stream (3)");
+      for (size_t k = 0; k < in.inputs.size(); ++k) {
+        if (in.inputs[k] < 0)
+          return err(inn + ": offload.all_reduce input " + std::to_string(k) +
+                     " is absent");
+        const BufferDesc &a = d.buffers[size_t(in.inputs[k])];
+        const BufferDesc &b = d.buffers[size_t(in.outputs[k])];
+        if (a.dtype != b.dtype || a.dataBytes() != b.dataBytes() ||
+            a.space != MemorySpace::Device || b.space != MemorySpace::Device ||
+            (a.dtype != DType::F32 && a.dtype != DType::F64))
+          return err(inn + ": offload.all_reduce pair " + std::to_string(k) +
+                     " (" + bufName(d, in.inputs[k]) + " -> " +
+                     bufName(d, in.outputs[k]) +
+                     ") is not two device buffers of one f32/f64 size");
+      }
     } else {
       if (in.stream != ComputeStream)
         return err(inn + ": compute ops must be on the compute stream (0)");

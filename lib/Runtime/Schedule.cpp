@@ -38,7 +38,7 @@ struct RaceChecker {
     vc.resize(n);
     seq.resize(n);
     std::array<Clock, NumStreams> lane{};
-    std::array<int, NumStreams> count{0, 0, 0};
+    std::array<int, NumStreams> count{};
     std::vector<int> recorder(size_t(d.numEvents), -1);
     for (size_t i = 0; i < n; ++i) {
       const InstructionDesc &in = d.instructions[i];
@@ -89,8 +89,8 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
     return d.buffers[size_t(b)].aliasOf >= 0 ? d.buffers[size_t(b)].aliasOf : b;
   };
   std::vector<int> lastWriter(nb, -1), firstUser(nb, -1);
-  std::vector<std::array<int, NumStreams>> lastReader(nb, {-1, -1, -1});
-  std::vector<std::array<int, NumStreams>> lastUser(nb, {-1, -1, -1});
+  std::vector<std::array<int, NumStreams>> lastReader(nb, {-1, -1, -1, -1});
+  std::vector<std::array<int, NumStreams>> lastUser(nb, {-1, -1, -1, -1});
   auto err = [](std::string m) {
     return Status::error("missing wait: " + std::move(m));
   };
@@ -131,7 +131,7 @@ Status offload::rt::checkPlanRaces(const PlanData &d) {
       }
     for (int b : in.outputs) {
       lastWriter[size_t(base(b))] = i;
-      lastReader[size_t(base(b))] = {-1, -1, -1};
+      lastReader[size_t(base(b))] = {-1, -1, -1, -1};
       use(b);
     }
   }

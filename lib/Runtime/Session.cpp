@@ -8,6 +8,8 @@
 
 #include "Executor.h"
 
+#include "offload/Runtime/Communicator.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -72,6 +74,94 @@ offload::rt::missingOps(const Plan &plan, const std::string &backend) {
   return (*be)->missingOps(plan.data());
 }
 
+namespace {
+/// What every rank of a data-parallel job must agree on, as named numbers:
+/// the first that differs between two ranks names the difference.
+struct PlanFingerprint {
+  static constexpr int kFields = 7;
+  static const char *name(int k) {
+    static const char *const names[kFields] = {
+        "instructions",
+        "buffers",
+        "device arena bytes (a different budget?)",
+        "host arena bytes",
+        "gradient buckets (offload.all_reduce; a different bucket-bytes?)",
+        "bytes reduced per step",
+        "hash of the ops, buffer shapes and bindings"};
+    return names[k];
+  }
+  uint64_t v[kFields] = {};
+
+  static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    // FNV-1a, 64 bits (Fowler, Noll, Vo; IETF draft-eastlake-fnv).
+    const auto *b = static_cast<const uint8_t *>(p);
+    for (size_t k = 0; k < n; ++k)
+      h = (h ^ b[k]) * 1099511628211ULL;
+    return h;
+  }
+  static uint64_t fnv(uint64_t h, const std::string &s) {
+    return fnv(h, s.data(), s.size() + 1);
+  }
+  static PlanFingerprint of(const PlanData &d) {
+    PlanFingerprint f;
+    f.v[0] = d.instructions.size();
+    f.v[1] = d.buffers.size();
+    f.v[2] = d.deviceCapacity;
+    f.v[3] = d.hostCapacity;
+    uint64_t h = 14695981039346656037ULL;
+    for (const InstructionDesc &in : d.instructions) {
+      h = fnv(h, in.op);
+      if (in.op == kOpAllReduce) {
+        ++f.v[4];
+        for (int id : in.inputs)
+          f.v[5] += d.buffers[size_t(id)].dataBytes();
+      }
+    }
+    for (const BufferDesc &b : d.buffers) {
+      h = fnv(h, &b.dtype, sizeof(b.dtype));
+      h = fnv(h, b.shape.data(), b.shape.size() * sizeof(int64_t));
+    }
+    for (const BindingDesc &b : d.bindings)
+      h = fnv(h, b.name);
+    f.v[6] = h;
+    return f;
+  }
+  std::string bytes() const {
+    return std::string(reinterpret_cast<const char *>(v), sizeof(v));
+  }
+};
+
+/// Refuses a job whose ranks run different plans, naming the first
+/// difference from rank 0's.
+Status checkSamePlan(const PlanData &d, Communicator &comm) {
+  PlanFingerprint mine = PlanFingerprint::of(d);
+  auto all = comm.allGather(mine.bytes(), "the plan check before the first "
+                                          "step (an all-gather)");
+  if (!all)
+    return all.status();
+  PlanFingerprint first;
+  std::memcpy(first.v, (*all)[0].data(), sizeof(first.v));
+  for (int r = 1; r < comm.worldSize(); ++r) {
+    PlanFingerprint other;
+    std::memcpy(other.v, (*all)[size_t(r)].data(), sizeof(other.v));
+    // Every field that differs, so that the cause shows (a budget moves
+    // the arena; bucket-bytes the buckets; a model everything).
+    std::string diffs;
+    for (int k = 0; k < PlanFingerprint::kFields; ++k)
+      if (other.v[k] != first.v[k])
+        diffs += (diffs.empty() ? "" : ", ") + std::string(PlanFingerprint::name(k)) +
+                 " " + std::to_string(other.v[k]) + " against " +
+                 std::to_string(first.v[k]);
+    if (!diffs.empty())
+      return Status::error("data parallel: rank " + std::to_string(r) +
+                           " runs a different plan from rank 0's: " + diffs +
+                           "; every rank must run the same plan (same model, "
+                           "options and budget)");
+  }
+  return Status::success();
+}
+} // namespace
+
 Expected<std::unique_ptr<Session>>
 Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
                 const SessionOptions &options,
@@ -100,6 +190,9 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
   registerAllHostKernels();
   if (Status s = ex->init(plan, options); !s.ok())
     return s.withContext(std::string(ex->name()) + " backend: ");
+  if (options.communicator && options.communicator->worldSize() > 1)
+    if (Status s = checkSamePlan(plan->data(), *options.communicator); !s.ok())
+      return s;
   std::unique_ptr<Session> session(new Session());
   session->plan_ = std::move(plan);
   session->store_ =
@@ -578,6 +671,10 @@ std::array<double, NumStreams> Session::streamBusySeconds() const {
 
 const std::vector<double> &Session::instructionSeconds() const {
   return executor_->instructionSeconds();
+}
+
+double Session::commComputeOverlapSeconds() const {
+  return executor_->commComputeOverlapSeconds();
 }
 
 double Session::copyComputeOverlapSeconds() const {

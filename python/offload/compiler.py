@@ -534,7 +534,8 @@ def _tied_names(model):
 def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
-            precision="fp32", attention_layout="blhd", fuse_attention=True):
+            precision="fp32", attention_layout="blhd", fuse_attention=True,
+            data_parallel=False, bucket_bytes=25 * 2**20):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -599,6 +600,15 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     fuse_attention  False: attention the model spells out (matmul, softmax,
                     matmul) stays as written instead of becoming one
                     offload.attention (offload-import --no-fuse-attention).
+    data_parallel   True: this process is one rank of a data-parallel job
+                    started by a launcher (torchrun: RANK, WORLD_SIZE,
+                    MASTER_ADDR, MASTER_PORT; docs/data_parallel.md). Compile
+                    with the LOCAL batch; each step averages the gradients
+                    across the ranks (gloo over TCP) in buckets of
+                    `bucket_bytes` (default 25 MiB, DDP's) before the update.
+                    Without a launcher's RANK, one rank (the same results as
+                    data_parallel=False, bit for bit). The session's creation
+                    fails (OffloadError) when the ranks' plans differ.
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -652,6 +662,9 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     budget_bytes = parse_bytes(budget) if budget is not None else None
     if device_bytes is not None:
         device_bytes = parse_bytes(device_bytes, "device_bytes")
+    if data_parallel and (isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int)
+                          or bucket_bytes < 1):
+        raise InputError(f"bucket_bytes={bucket_bytes!r}: give a number of bytes >= 1")
     # Validated as offload-run and offload-opt validate them, before any work.
     target = _check_target(target)
     threads = _check_threads(threads)
@@ -759,8 +772,9 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
                      (" return-gradients=true" if return_gradients else "") +
-                     f" precision={precision}",
-                     "--offload-memory-report=top=5 report=" +
+                     f" precision={precision}"] +
+                    ([f"--offload-data-parallel=bucket-bytes={bucket_bytes}"] if data_parallel else []) +
+                    ["--offload-memory-report=top=5 report=" +
                      _option_value("workdir", "json:" + memory_json),
                      "--mlir-print-debuginfo", "-o", step_mlir], log))
     memory = _read_json_report(memory_json, "offload-memory-report") or {}
@@ -806,7 +820,8 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
 
     if device_bytes is None:
         device_bytes = budget_bytes if budget_bytes is not None else plan.device_capacity
-    session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes, threads=threads)
+    session = _tools.runtime.Session(plan, backend, device_bytes=device_bytes, threads=threads,
+                                     data_parallel=bool(data_parallel))
     return Step(model=model, session=session, plan=plan, input_names=names,
                 initial_state=initial, extra_state=extra, tied=_tied_names(model),
                 exporter=exporter, seed=seed, report=report, budget_bytes=budget_bytes,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Calibration.h"
+#include "offload/Runtime/Communicator.h"
 #include "offload/Runtime/Npz.h"
 #include "offload/Runtime/Runtime.h"
 #include "offload/Support/OutputFiles.h"
@@ -108,6 +109,26 @@ static const char *kHelp =
     "                       slowest instructions with their shapes. Profiled\n"
     "                       steps are slower than plain ones: streams do not\n"
     "                       overlap, and each wait costs a synchronisation\n"
+    "  --world-size N       data parallel (docs/data_parallel.md): this\n"
+    "                       process is one of N ranks (1 to 65536) that\n"
+    "                       average their gradients in the plan's\n"
+    "                       offload.all_reduce buckets over gloo (TCP);\n"
+    "                       with --rank R (0 <= R < N). Default: RANK and\n"
+    "                       WORLD_SIZE from the launcher's environment\n"
+    "                       (torchrun --no-python, or mpirun's\n"
+    "                       OMPI_COMM_WORLD_*), else one rank, where every\n"
+    "                       bucket's mean is itself (--world-size 1 with\n"
+    "                       --rendezvous still runs the engine: gloo, or\n"
+    "                       NCCL on cuda)\n"
+    "  --rank R             this process's rank (with --world-size)\n"
+    "  --rendezvous file:DIR  where the ranks meet (a gloo FileStore in a\n"
+    "                       directory every rank sees, fresh for each job;\n"
+    "                       default $OFFLOAD_RENDEZVOUS, else\n"
+    "                       file:$TMPDIR/offload-rdzv-MASTER_ADDR-MASTER_PORT)\n"
+    "  --collective-timeout S  seconds the rendezvous and each collective wait\n"
+    "                       for the other ranks before the step fails naming\n"
+    "                       the collective (default\n"
+    "                       $OFFLOAD_COLLECTIVE_TIMEOUT, else 60)\n"
     "  --dump-plan          print a readable listing of the plan and exit\n"
     "  --check              load the plan(s) and report, per backend, the ops\n"
     "                       it has no kernel for, without running a step\n"
@@ -282,6 +303,9 @@ static int runMain(int argc, char **argv) {
   long long seed = 0;
   uint64_t workspaceBytes = 0;
   SessionOptions opts;
+  long long worldSize = -1, rank = -1;
+  std::string rendezvous;
+  double collectiveTimeout = -1;
   // Outputs stay in the arena; --dump streams the last step's from there.
   opts.retainOutputs = false;
   for (int i = 1; i < argc; ++i) {
@@ -375,6 +399,19 @@ static int runMain(int argc, char **argv) {
       workspaceBytes = number("--workspace-bytes", 0, kMaxWorkspaceBytes);
     } else if (a == "--report-host-memory") {
       reportHostMemory = true;
+    } else if (a == "--world-size") {
+      worldSize = (long long)number("--world-size", 1, 65536);
+    } else if (a == "--rank") {
+      rank = (long long)number("--rank", 0, 65535);
+    } else if (a == "--rendezvous") {
+      rendezvous = value("--rendezvous");
+    } else if (a == "--collective-timeout") {
+      const char *v = value("--collective-timeout");
+      char *end = nullptr;
+      collectiveTimeout = std::strtod(v, &end);
+      if (end == v || *end || !(collectiveTimeout > 0) || collectiveTimeout > 86400)
+        return fail(std::string("--collective-timeout: '") + v +
+                    "' is not a number of seconds in (0, 86400]");
     } else if (a == "--dump-plan") {
       dumpPlan = true;
     } else if (a == "--check") {
@@ -393,6 +430,50 @@ static int runMain(int argc, char **argv) {
   }
   if (planPaths.empty())
     return fail("no plan file given (see --help)");
+  // Data parallel: the flags, else the launcher's environment.
+  {
+    bool fromEnv = false;
+    auto env = communicatorOptionsFromEnvironment(fromEnv);
+    if (!env)
+      return fail(env.message());
+    CommunicatorOptions co = *env;
+    if ((worldSize >= 0) != (rank >= 0))
+      return fail("--world-size and --rank go together");
+    if (worldSize >= 0) {
+      co.worldSize = int(worldSize);
+      co.rank = int(rank);
+      if (co.rank >= co.worldSize)
+        return fail("--rank " + std::to_string(rank) + " is not below --world-size " +
+                    std::to_string(worldSize));
+    }
+    if (!rendezvous.empty())
+      co.rendezvous = rendezvous;
+    else if (const char *r = std::getenv("OFFLOAD_RENDEZVOUS"); r && *r)
+      co.rendezvous = r;
+    // An explicit --world-size 1 with a rendezvous still joins a one-rank
+    // job: the collective engine runs (gloo; NCCL on cuda), bit-identical to
+    // no engine.
+    bool explicitOne = worldSize == 1 && !co.rendezvous.empty();
+    if (co.worldSize > 1 && co.rendezvous.empty())
+      return fail("--world-size " + std::to_string(co.worldSize) +
+                  " needs --rendezvous file:DIR (or OFFLOAD_RENDEZVOUS): where the ranks meet");
+    if (collectiveTimeout > 0)
+      co.timeoutSeconds = collectiveTimeout;
+    if (((worldSize >= 0 || fromEnv) && co.worldSize > 1) || explicitOne) {
+      auto comm = createGlooCommunicator(co);
+      if (!comm)
+        return fail(comm.message());
+      opts.communicator = *comm;
+      // One GPU per rank: torchrun's LOCAL_RANK picks it (cuda backend).
+      if (const char *lr = std::getenv("LOCAL_RANK"); lr && *lr) {
+        char *end = nullptr;
+        long v = std::strtol(lr, &end, 10);
+        if (!end || *end || v < 0 || v > 1024)
+          return fail(std::string("LOCAL_RANK='") + lr + "' is not a device ordinal");
+        opts.cudaDevice = int(v);
+      }
+    }
+  }
   // --dump is checked before any step runs and written only when every step
   // succeeded (include/offload/Support/OutputFiles.h).
   // It may be none of the input files (same path, or same device and
@@ -633,6 +714,12 @@ static int runMain(int argc, char **argv) {
                 "%.6f s d2h %.6f s",
                 where.c_str(), loss ? *loss : 0.0 / 0.0, s.lastStepSeconds(),
                 busy[0], busy[1], busy[2]);
+    if (busy[CommStream] > 0) {
+      std::printf("  comm %.6f s", busy[CommStream]);
+      double hidden = s.commComputeOverlapSeconds();
+      if (hidden >= 0)
+        std::printf(" (%.6f s under compute)", hidden);
+    }
     double overlap = s.copyComputeOverlapSeconds();
     if (overlap >= 0 && busy[1] + busy[2] > 0)
       std::printf("  copies overlapping compute %.6f s", overlap);

@@ -3,7 +3,8 @@
 // Part of offload. Iterates the operations that the offload dialect
 // registers and checks that every one the lowering turns into a kernel
 // instruction (all but phase markers, save/restore, recompute regions and
-// their yield, copies, waits and constants: see
+// their yield, copies, waits, constants and the reduction across ranks
+// (a runtime op of the communication stream): see
 // lib/Conversion/OffloadToPlan/OffloadToPlan.cpp) is in the op-signature
 // table generated from the ODS (OpSignatures.h) and has a host kernel and,
 // when the runtime is built with CUDA, a CUDA kernel; and that no kernel is
@@ -33,7 +34,8 @@ const std::set<std::string> &nonKernelOps() {
   static const std::set<std::string> s = {
       "offload.phase",   "offload.save",    "offload.restore",
       "offload.recompute", "offload.yield", "offload.to_host",
-      "offload.to_device", "offload.wait",  "offload.constant"};
+      "offload.to_device", "offload.wait",  "offload.constant",
+      "offload.all_reduce"};
   return s;
 }
 

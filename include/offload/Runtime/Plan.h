@@ -58,7 +58,9 @@ enum Stream : uint8_t {
   ComputeStream = 0,
   HostToDeviceStream = 1,
   DeviceToHostStream = 2,
-  NumStreams = 3
+  /// Collectives across data-parallel ranks (offload.all_reduce).
+  CommStream = 3,
+  NumStreams = 4
 };
 
 const char *memorySpaceName(MemorySpace s);
@@ -116,6 +118,10 @@ constexpr const char *kOpToHost = "offload.to_host";
 constexpr const char *kOpToDevice = "offload.to_device";
 constexpr const char *kOpWait = "offload.wait";
 constexpr const char *kOpReshape = "offload.reshape";
+/// Averages a bucket across data-parallel ranks (Communicator.h): reads
+/// inputs[i], writes outputs[i] (same dtype and size), on the CommStream;
+/// attribute bucket (int).
+constexpr const char *kOpAllReduce = "offload.all_reduce";
 
 /// One instruction. Copies (to_host/to_device) read inputs[0] and write
 /// outputs[0]; optional attributes src_offset, dst_offset, bytes (ints) copy a

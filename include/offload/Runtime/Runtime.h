@@ -93,6 +93,8 @@ private:
   uint64_t counter_ = 0;
 };
 
+class Communicator;
+
 struct SessionOptions {
   /// Threads kernels may use (host backend).
   int numThreads = 1;
@@ -145,6 +147,12 @@ struct SessionOptions {
   /// of those outputs (e.g. every gradient); offload-run uses it and streams
   /// the outputs of the last step to its --dump file with readOutput().
   bool retainOutputs = true;
+  /// Data parallel (docs/data_parallel.md): the job's communicator
+  /// (Communicator.h), which each offload.all_reduce of the plan averages
+  /// its bucket over, and with which creation checks that every rank runs
+  /// the same plan. Null: one process, where offload.all_reduce copies its
+  /// bucket (the mean over one rank), bit for bit.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Executor;
@@ -242,13 +250,18 @@ public:
   uint64_t plannedPeakDeviceBytes() const {
     return plan_->data().predictedPeakDeviceBytes;
   }
-  /// Seconds each stream (compute, h2d, d2h) spent executing instructions in
+  /// Seconds each stream (compute, h2d, d2h, comm) spent executing instructions in
   /// the last step.
   std::array<double, NumStreams> streamBusySeconds() const;
   /// Seconds of the last step during which a copy stream and the compute
   /// stream were both busy (copies hidden under compute); -1 when the
   /// backend does not measure it.
   double copyComputeOverlapSeconds() const;
+  /// Seconds of the last step during which the communication stream (data
+  /// parallel's offload.all_reduce) and the compute stream were both busy:
+  /// the reduction time hidden under compute. -1 when the backend does not
+  /// measure it (host backend: measured).
+  double commComputeOverlapSeconds() const;
   /// Wall seconds of the last step (beginStep to finishStep).
   double lastStepSeconds() const { return lastStepSeconds_; }
   /// Wall seconds of the last step spent running the plan's instructions

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Plan.h"
+#include "offload/Runtime/Communicator.h"
 #include "offload/Runtime/Runtime.h"
 #include "offload/Runtime/Tensor.h"
 
@@ -329,8 +330,21 @@ PYBIND11_MODULE(_offload_runtime, m) {
                         "One plan on one backend; one step at a time.")
       .def(py::init([](const PyPlan &plan, const std::string &backend,
                        uint64_t deviceBytes, int threads, bool poison,
-                       double emulateLink) {
+                       double emulateLink, bool dataParallel) {
              SessionOptions opts;
+             if (dataParallel) {
+               // The launcher's environment (torchrun); none: one rank.
+               bool found = false;
+               auto co = communicatorOptionsFromEnvironment(found);
+               if (!co)
+                 raise(co.message());
+               if (found && co->worldSize > 1) {
+                 auto comm = createGlooCommunicator(*co);
+                 if (!comm)
+                   raise(comm.message());
+                 opts.communicator = *comm;
+               }
+             }
              opts.emulatedLinkBytesPerSecond = emulateLink;
              opts.deviceMemoryBytes = deviceBytes;
              opts.numThreads = threads < 1 ? 1 : threads;
@@ -346,6 +360,7 @@ PYBIND11_MODULE(_offload_runtime, m) {
            py::arg("plan"), py::arg("backend") = "host",
            py::arg("device_bytes") = 0, py::arg("threads") = 1,
            py::arg("poison") = false, py::arg("emulate_link") = 0.0,
+           py::arg("data_parallel") = false,
            "Creates a session. device_bytes: bytes of device memory (host: "
            "simulated capacity; cuda: a limit), 0 = the plan's arena. "
            "emulate_link: host backend only, an emulated host<->device link "
@@ -353,7 +368,11 @@ PYBIND11_MODULE(_offload_runtime, m) {
            "bytes / emulate_link seconds), 0 = off. "
            "OffloadError when the device is smaller than the plan's arena, "
            "an op has no kernel, the backend is unknown, or emulate_link is "
-           "negative, not finite, or given for another backend.")
+           "negative, not finite, or given for another backend. "
+           "data_parallel: join the data-parallel job of the launcher's "
+           "environment (RANK, WORLD_SIZE; docs/data_parallel.md); "
+           "OffloadError when the rendezvous fails or the ranks' plans "
+           "differ.")
       .def_property_readonly(
           "plan", [](const PySession &s) { return s.plan; })
       .def_property_readonly(
@@ -527,5 +546,19 @@ PYBIND11_MODULE(_offload_runtime, m) {
             return py::make_tuple(a[0], a[1], a[2]);
           },
           "(compute, host-to-device, device-to-host) busy seconds of the "
-          "last step.");
+          "last step.")
+      .def_property_readonly(
+          "comm_busy_seconds",
+          [](const PySession &s) {
+            return s.session->streamBusySeconds()[CommStream];
+          },
+          "Busy seconds of the communication stream (data parallel's "
+          "offload.all_reduce) in the last step, waiting for the other ranks "
+          "included.")
+      .def_property_readonly(
+          "comm_hidden_seconds",
+          [](const PySession &s) { return s.session->commComputeOverlapSeconds(); },
+          "Seconds of the last step during which the communication stream and "
+          "the compute stream were both busy (reductions hidden under "
+          "backward); -1 when the backend does not measure it.");
 }

@@ -502,6 +502,20 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       ++numInstr;
       continue;
     }
+    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      // The communication stream reads the bucket after compute made it.
+      int computeDone = pb.event();
+      pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
+      ++numInstr;
+      int rec = pb.event();
+      tokenEvent[reduce.getAsyncToken()] = rec;
+      rt::AttrMap attrs;
+      attrs.set("bucket", rt::attrInt(int64_t(reduce.getBucket())));
+      pb.instr(rt::kOpAllReduce, operandIds(op), resultIds(op), std::move(attrs),
+               rt::CommStream, {computeDone}, rec);
+      ++numInstr;
+      continue;
+    }
     if (auto w = dyn_cast<WaitOp>(op)) {
       std::vector<int32_t> evs = eventsOf(w.getAsyncDependencies());
       if (w.getAsyncToken()) {

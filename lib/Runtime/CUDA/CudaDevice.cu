@@ -25,6 +25,9 @@
 
 #include "../Device.h"
 #include "CudaKernels.h"
+#include "offload/Runtime/Communicator.h"
+
+#include <nccl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -65,6 +68,7 @@ public:
   Status waitEvent(int stream, int event, int instruction) override;
   Status copy(const Copy &copy) override;
   Status launch(const Launch &launch) override;
+  Status collective(const Collective &c) override;
   Status recordEvent(int stream, int event, int instruction) override;
   Status synchronize(int first, int last) override;
   std::array<double, NumStreams> busySeconds() const override { return busy_; }
@@ -80,6 +84,10 @@ private:
   Status createContext();
   /// Checks the free device memory and allocates the arenas and events.
   Status allocateArenas();
+  /// Data parallel: joins the NCCL communicator of the session's
+  /// Communicator's ranks (NCCL's unique id made by rank 0 and all-gathered
+  /// through the host engine), one GPU per rank.
+  Status joinNccl();
   /// Binds the libraries to the compute stream and the plan's workspace.
   Status configureLibraries();
   /// The device error flag's report, or success.
@@ -122,7 +130,8 @@ private:
   int *errorFlag_ = nullptr; ///< two device ints (CudaContext::errorFlag)
   double *partials_ = nullptr; ///< CudaContext::partials
   bool deviceSet_ = false;
-  std::array<double, NumStreams> busy_{0, 0, 0};
+  std::array<double, NumStreams> busy_{};
+  ncclComm_t nccl_ = nullptr;
 };
 
 CudaDevice::~CudaDevice() {
@@ -131,6 +140,8 @@ CudaDevice::~CudaDevice() {
   for (cudaStream_t s : streams_)
     if (s)
       cudaStreamSynchronize(s);
+  if (nccl_)
+    ncclCommDestroy(nccl_);
   if (cublas_)
     cublasDestroy(cublas_);
   if (cudnn_)
@@ -343,7 +354,66 @@ Status CudaDevice::open(std::shared_ptr<const Plan> plan,
     return s;
   if (Status s = allocateArenas(); !s.ok())
     return s;
+  // Any communicator, one rank included (the NCCL path's check on one GPU:
+  // offload-run --world-size 1 --rank 0 --rendezvous file:DIR).
+  if (opts_.communicator)
+    if (Status s = joinNccl(); !s.ok())
+      return s;
   return configureLibraries();
+}
+
+Status CudaDevice::joinNccl() {
+  Communicator &comm = *opts_.communicator;
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (comm.rank() == 0) {
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess)
+      return Status::error(std::string("ncclGetUniqueId: ") + ncclGetErrorString(r));
+  }
+  auto all = comm.allGather(std::string(reinterpret_cast<const char *>(&id), sizeof(id)),
+                            "the exchange of NCCL's unique id (an all-gather)");
+  if (!all)
+    return all.status();
+  std::memcpy(&id, (*all)[0].data(), sizeof(id));
+  ncclResult_t r = ncclCommInitRank(&nccl_, comm.worldSize(), id, comm.rank());
+  if (r != ncclSuccess)
+    return Status::error(std::string("ncclCommInitRank (rank ") + std::to_string(comm.rank()) +
+                         " of " + std::to_string(comm.worldSize()) +
+                         "): " + ncclGetErrorString(r));
+  return Status::success();
+}
+
+Status CudaDevice::collective(const Collective &c) {
+  cudaStream_t s = streams_[c.stream];
+  timeStart(c.instruction, s);
+  std::string err;
+  if (nccl_) {
+    // One group: NCCL runs the bucket's reductions as one operation.
+    ncclResult_t r = ncclGroupStart();
+    for (size_t k = 0; r == ncclSuccess && k < c.inputs.size(); ++k)
+      r = ncclAllReduce(c.inputs[k].data, c.outputs[k].data, size_t(c.inputs[k].numel()),
+                        c.inputs[k].dtype == DType::F64 ? ncclDouble : ncclFloat, ncclAvg,
+                        nccl_, s);
+    ncclResult_t g = ncclGroupEnd();
+    if (r == ncclSuccess)
+      r = g;
+    if (r != ncclSuccess)
+      err = c.what + " (NCCL): " + ncclGetErrorString(r);
+  } else {
+    // One rank: the mean is the bucket itself.
+    for (size_t k = 0; err.empty() && k < c.inputs.size(); ++k)
+      if (c.inputs[k].data != c.outputs[k].data) {
+        cudaError_t e = cudaMemcpyAsync(c.outputs[k].data, c.inputs[k].data,
+                                        c.inputs[k].bytes(), cudaMemcpyDeviceToDevice, s);
+        if (e != cudaSuccess)
+          err = cudaErrorText("cudaMemcpyAsync", e);
+      }
+  }
+  timeStop(c.instruction, s);
+  if (!err.empty())
+    return failed(c.instruction, err);
+  return Status::success();
 }
 
 Status CudaDevice::prepare(const Launch &l) {
@@ -428,7 +498,7 @@ Status CudaDevice::deviceErrors() {
 }
 
 Status CudaDevice::beginStep() {
-  busy_ = {0, 0, 0};
+  busy_ = {};
   OFFLOAD_CUDA_TRY(cudaMemset(errorFlag_, 0, 2 * sizeof(int)));
   return Status::success();
 }

@@ -575,3 +575,29 @@ func.func @ce_smoothing(%z: tensor<4x3xf32>, %t: tensor<4xi64>) {
   %l = offload.cross_entropy %z, %t {label_smoothing = 2.0 : f64} : tensor<4x3xf32>, tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @all_reduce_missing_wait(%x: tensor<4xf32> {offload.name = "x", offload.role = #offload.role<input>}) attributes {offload.step} {
+  // expected-note @+1 {{the reduction is issued here}}
+  %r, %t = offload.all_reduce %x {bucket = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{reads the result of an offload.all_reduce before an offload.wait on its token}}
+  %y = offload.relu %r : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{operand #0 has element type 'i64'; the mean across ranks is of f32 or f64 gradients}}
+  %r, %t = offload.all_reduce %x {bucket = 0 : i64} : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @all_reduce_empty() {
+  // expected-error @+1 {{reduces an empty bucket; give it at least one gradient}}
+  %t = "offload.all_reduce"() {bucket = 0 : i64} : () -> !offload.token
+  return
+}

@@ -332,3 +332,12 @@ func.func @bf16_moments(%p: tensor<10x4xf32>, %m: tensor<10x4xbf16>, %s: tensor<
 func.func @types(%a: !offload.saved<tensor<2xf32>>, %b: !offload.host<tensor<3x3xf64>>, %c: !offload.token) {
   return
 }
+
+// CHECK-LABEL: func.func @all_reduce
+// CHECK: %[[R:.*]]:2, %[[T:.*]] = offload.all_reduce %arg0, %arg1 {bucket = 3 : i64} : tensor<16x8xf32>, tensor<16xf64>
+// CHECK-NEXT: offload.wait [%[[T]]]
+func.func @all_reduce(%a: tensor<16x8xf32>, %b: tensor<16xf64>) -> (tensor<16x8xf32>, tensor<16xf64>) {
+  %r:2, %t = offload.all_reduce %a, %b {bucket = 3 : i64} : tensor<16x8xf32>, tensor<16xf64>
+  offload.wait [%t]
+  return %r#0, %r#1 : tensor<16x8xf32>, tensor<16xf64>
+}

@@ -63,10 +63,10 @@
 // PLAN: plan {{.*}}.oflp: {{[0-9]+}} instructions
 // NODIR: error: offload-recompute: the report: cannot write '{{.*}}nodir/r.txt': directory '{{.*}}nodir' does not exist
 
-// Every report= option has the same help text: 10 text-only, and the 2 with
+// Every report= option has the same help text: 11 text-only, and the 2 with
 // a JSON form (the memory report and the planner) name json:FILE.
 // RUN: offload-opt --help | grep -c "report=<string> *- Where the report goes: - or true (stderr), FILE, or false (none)" | FileCheck %s --check-prefix=HELPREPORT
-// HELPREPORT: 10
+// HELPREPORT: 11
 // RUN: offload-opt --help | grep -c "report=<string> *- Where the report goes: - or true (stderr), FILE, json:FILE or json:- " | FileCheck %s --check-prefix=HELPJSON
 // HELPJSON: 2
 

@@ -503,7 +503,8 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
       b.end = std::max(b.end, p);
     }
   }
-  // An async copy's source stays live until the wait covering its token.
+  // An async copy's source (and a reduction's operands) stays live until
+  // the wait covering its token.
   llvm::DenseMap<Value, SmallVector<Value>> tokenSources;
   llvm::DenseMap<Value, SmallVector<Value>> joins;
   for (Operation *op : plan.schedule) {
@@ -513,6 +514,10 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
     } else if (auto td = dyn_cast<ToDeviceOp>(op)) {
       if (Value t = td.getAsyncToken())
         tokenSources[t].push_back(td.getValue());
+    } else if (auto ar = dyn_cast<AllReduceOp>(op)) {
+      // The communication stream reads the bucket's gradients until then.
+      for (Value g : ar.getValues())
+        tokenSources[ar.getAsyncToken()].push_back(g);
     } else if (auto w = dyn_cast<WaitOp>(op)) {
       if (Value j = w.getAsyncToken()) {
         joins[j] = llvm::to_vector(w.getAsyncDependencies());

@@ -43,44 +43,55 @@ TargetSpec withLowPrecision(TargetSpec s, double bf16, double f16) {
   return s;
 }
 
+/// A built-in target with its link to the other data-parallel ranks,
+/// bytes/s per direction (TargetSpec::collectiveBytesPerSecond).
+TargetSpec withLink(TargetSpec s, double collective) {
+  s.collectiveBytesPerSecond = collective;
+  return s;
+}
+/// NVLink per direction, from the datasheets' totals over both directions:
+/// H100 SXM5 NVLink 4, 900 GB/s; A100 SXM NVLink 3, 600 GB/s.
+constexpr double kNvLink4 = 450e9;
+constexpr double kNvLink3 = 300e9;
+
 const TargetSpec &builtin(StringRef name, bool &found) {
   static const TargetSpec specs[] = {
       // Dense bf16/f16 tensor core (fp32 accumulate), H100 SXM5 datasheet: 989 TFLOPS dense bf16 and fp16 tensor core (1979 with sparsity)
-      withLowPrecision({"h100-sxm",
+      withLink(withLowPrecision({"h100-sxm",
        "NVIDIA H100 SXM5 datasheet: 80 GB HBM3 at 3.35 TB/s, 67 TFLOPS fp32; "
        "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
        80000000000, 3.35e12, 66.9e12, kGen5Copy, kGen5Copy},
-                       989.4e12, 989.4e12),
+                       989.4e12, 989.4e12), kNvLink4),
       // Dense bf16/f16 tensor core (fp32 accumulate), H100 PCIe datasheet: 756 TFLOPS dense bf16 and fp16 tensor core (1513 with sparsity)
-      withLowPrecision({"h100-pcie",
+      withLink(withLowPrecision({"h100-pcie",
        "NVIDIA H100 PCIe datasheet: 80 GB HBM2e at 2.0 TB/s, 51 TFLOPS fp32; "
        "pinned copies over PCIe Gen5 x16 measured 35-53 GB/s, 45 GB/s taken",
        80000000000, 2.0e12, 51.2e12, kGen5Copy, kGen5Copy},
-                       756e12, 756e12),
+                       756e12, 756e12), kGen5Copy),
       // Dense bf16/f16 tensor core (fp32 accumulate), A100 datasheet: 312 TFLOPS dense bf16 and fp16 tensor core (624 with sparsity)
-      withLowPrecision({"a100-80g",
+      withLink(withLowPrecision({"a100-80g",
        "NVIDIA A100 80GB SXM datasheet: 80 GB HBM2e at 2.039 TB/s, 19.5 TFLOPS "
        "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        80000000000, 2.039e12, 19.5e12, kGen4Copy, kGen4Copy},
-                       312e12, 312e12),
+                       312e12, 312e12), kNvLink3),
       // Dense bf16/f16 tensor core (fp32 accumulate), A100 datasheet: 312 TFLOPS dense bf16 and fp16 tensor core (624 with sparsity)
-      withLowPrecision({"a100-40g",
+      withLink(withLowPrecision({"a100-40g",
        "NVIDIA A100 40GB datasheet: 40 GB HBM2 at 1.555 TB/s, 19.5 TFLOPS "
        "fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        40000000000, 1.555e12, 19.5e12, kGen4Copy, kGen4Copy},
-                       312e12, 312e12),
+                       312e12, 312e12), kNvLink3),
       // Dense bf16/f16 tensor core (fp32 accumulate), L4 datasheet: 121 TFLOPS dense bf16 and fp16 tensor core (242 with sparsity)
-      withLowPrecision({"l4",
+      withLink(withLowPrecision({"l4",
        "NVIDIA L4 datasheet: 24 GB GDDR6 at 300 GB/s, 30.3 TFLOPS fp32; pinned "
        "copies over PCIe Gen4 x16 ~25 GB/s (bandwidthTest)",
        24000000000, 300e9, 30.3e12, kGen4Copy, kGen4Copy},
-                       121e12, 121e12),
+                       121e12, 121e12), kGen4Copy),
       // Dense bf16/f16 tensor core (fp32 accumulate), Ada whitepaper, RTX 4090: 165.2 TFLOPS dense bf16 and fp16 tensor core with fp32 accumulate (330.3 with fp16 accumulate)
-      withLowPrecision({"rtx-4090",
+      withLink(withLowPrecision({"rtx-4090",
        "NVIDIA Ada Lovelace whitepaper (GeForce RTX 4090): 24 GB GDDR6X at "
        "1008 GB/s, 82.6 TFLOPS fp32; pinned copies over PCIe Gen4 x16 ~25 GB/s",
        24000000000, 1008e9, 82.6e12, kGen4Copy, kGen4Copy},
-                       165.2e12, 165.2e12),
+                       165.2e12, 165.2e12), kGen4Copy),
   };
   for (const TargetSpec &s : specs)
     if (s.name == name) {
@@ -188,7 +199,7 @@ FailureOr<TargetSpec> mlir::offload::parseTargetObject(const llvm::json::Object 
       "name", "base", "calibration_threads", "source", "memory_bytes", "memory_bytes_per_second",
       "flops_per_second", "bf16_flops_per_second", "f16_flops_per_second",
       "host_to_device_bytes_per_second", "device_to_host_bytes_per_second",
-      "host_update_bytes_per_second", "gemm_efficiency", "conv_efficiency",
+      "host_update_bytes_per_second", "collective_bytes_per_second", "gemm_efficiency", "conv_efficiency",
       "other_flops_efficiency", "memory_efficiency", "workspace_bytes", "copy_latency_seconds",
       "op_flops_per_second", "op_bytes_per_second", "sized_flops_per_second",
       "sized_bytes_per_second"};
@@ -316,6 +327,8 @@ FailureOr<TargetSpec> mlir::offload::parseTargetObject(const llvm::json::Object 
                     spec.deviceToHostBytesPerSecond)) ||
       failed(number("host_update_bytes_per_second", false, kAny,
                     spec.hostUpdateBytesPerSecond)) ||
+      failed(number("collective_bytes_per_second", false, kAny,
+                    spec.collectiveBytesPerSecond)) ||
       failed(number("gemm_efficiency", false, 1, spec.gemmEfficiency)) ||
       failed(number("conv_efficiency", false, 1, spec.convEfficiency)) ||
       failed(number("other_flops_efficiency", false, 1, spec.otherFlopsEfficiency)) ||
@@ -422,6 +435,7 @@ Attribute mlir::offload::targetSpecToAttr(MLIRContext *ctx, const TargetSpec &sp
   f64("host_to_device_bytes_per_second", spec.hostToDeviceBytesPerSecond);
   f64("device_to_host_bytes_per_second", spec.deviceToHostBytesPerSecond);
   f64("host_update_bytes_per_second", spec.hostUpdateBytesPerSecond);
+  f64("collective_bytes_per_second", spec.collectiveBytesPerSecond);
   f64("gemm_efficiency", spec.gemmEfficiency);
   f64("conv_efficiency", spec.convEfficiency);
   f64("other_flops_efficiency", spec.otherFlopsEfficiency);
@@ -539,6 +553,7 @@ TargetModel TargetModel::fromSpec(const TargetSpec &spec) {
   m.linkBytesPerSecond = spec.hostToDeviceBytesPerSecond;
   m.deviceToHostBytesPerSecond = spec.deviceToHostBytesPerSecond;
   m.hostUpdateBytesPerSecond = spec.hostUpdateBytesPerSecond;
+  m.collectiveBytesPerSecond = spec.collectiveBytesPerSecond;
   m.gemmEfficiency = spec.gemmEfficiency;
   m.convEfficiency = spec.convEfficiency;
   m.otherFlopsEfficiency = spec.otherFlopsEfficiency;

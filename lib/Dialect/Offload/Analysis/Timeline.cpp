@@ -21,6 +21,12 @@ static double secondsOf(Operation *op, const TargetModel &target, TimelineCache 
     if (auto copy = dyn_cast<ToHostOp>(op))
       return target.copyToHostSeconds(
           mlir::offload::detail::tensorBytes(copy.getValue().getType()));
+    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      int64_t bytes = 0;
+      for (Value g : reduce.getValues())
+        bytes += mlir::offload::detail::tensorBytes(g.getType());
+      return target.allReduceSeconds(bytes);
+    }
     return target.opSeconds(op);
   };
   if (!cache)
@@ -67,6 +73,12 @@ static double advance(Operation &op, TimelineClock &clock, const TargetModel &ta
   } else if (auto copy = dyn_cast<ToHostOp>(op)) {
     stall = copyOn(clock.toHost, tl.deviceToHostSeconds, copy.getAsyncDependencies(),
                    copy.getAsyncToken());
+  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    // The communication stream, after compute made the bucket.
+    double seconds = secondsOf(&op, target, cache);
+    clock.comm = std::max(clock.compute, clock.comm) + seconds;
+    tl.collectiveSeconds += seconds;
+    setToken(reduce.getAsyncToken(), clock.comm);
   } else if (auto wait = dyn_cast<WaitOp>(op)) {
     double done = depsDone(wait.getAsyncDependencies());
     if (Value joined = wait.getAsyncToken()) {
@@ -171,7 +183,7 @@ double TimelineReplay::stepSecondsIfMoved(Operation *op, Operation *point) {
       int64_t here = position.lookup(o);
       const TimelineClock &was = clockAt[size_t(here)];
       if (clock.compute >= was.compute && clock.toDevice >= was.toDevice &&
-          clock.toHost >= was.toHost) {
+          clock.toHost >= was.toHost && clock.comm >= was.comm) {
         SmallVector<Value, 8> read;
         for (Value t : earlier)
           if (lastRead.lookup(t) < here)

@@ -191,7 +191,7 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
   bool sawBackward = false, sawSplit = false;
   // Tokens of async host-to-device copies not yet waited for, and the copy
   // whose result each guards.
-  llvm::DenseMap<Value, ToDeviceOp> pendingTokens;
+  llvm::DenseMap<Value, Operation *> pendingTokens;
   llvm::DenseMap<Value, Value> pendingResults; // result -> token
   // Joined tokens (`wait async`) stand for the tokens they join.
   llvm::DenseMap<Value, SmallVector<Value>> joins;
@@ -203,7 +203,8 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
         clearToken(t);
     auto pit = pendingTokens.find(tok);
     if (pit != pendingTokens.end()) {
-      pendingResults.erase(pit->second.getResult());
+      for (Value r : pit->second->getResults())
+        pendingResults.erase(r);
       pendingTokens.erase(pit);
     }
   };
@@ -264,11 +265,12 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
       auto it = pendingResults.find(operand);
       if (it == pendingResults.end() || isa<WaitOp>(op))
         continue;
-      auto copy = pendingTokens.lookup(it->second);
+      Operation *producer = pendingTokens.lookup(it->second);
+      bool reduce = isa<AllReduceOp>(producer);
       auto diag = op.emitOpError()
-                  << "reads the result of an async offload.to_device before an "
-                     "offload.wait on its token";
-      diag.attachNote(copy.getLoc()) << "the copy is issued here";
+                  << "reads the result of " << (reduce ? "an offload.all_reduce" : "an async offload.to_device")
+                  << " before an offload.wait on its token";
+      diag.attachNote(producer->getLoc()) << (reduce ? "the reduction" : "the copy") << " is issued here";
       return diag;
     }
     if (auto toDevice = dyn_cast<ToDeviceOp>(op)) {
@@ -276,6 +278,11 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
         pendingTokens[tok] = toDevice;
         pendingResults[toDevice.getResult()] = tok;
       }
+    }
+    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+      pendingTokens[reduce.getAsyncToken()] = reduce;
+      for (Value r : reduce.getReduced())
+        pendingResults[r] = reduce.getAsyncToken();
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
       if (Value joined = wait.getAsyncToken())

@@ -697,3 +697,50 @@ LogicalResult MatmulOp::canonicalize(MatmulOp op, PatternRewriter &rewriter) {
   });
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// AllReduceOp
+//===----------------------------------------------------------------------===//
+
+// `offload.all_reduce` %a, %b attr-dict `:` type(%a), type(%b): the results
+// have the operands' types, then one token.
+ParseResult AllReduceOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> values;
+  SmallVector<Type> types;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOperandList(values) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseTypeList(types) ||
+      parser.resolveOperands(values, types, loc, result.operands))
+    return failure();
+  result.addTypes(types);
+  result.addTypes(TokenType::get(parser.getContext()));
+  return success();
+}
+
+void AllReduceOp::print(OpAsmPrinter &p) {
+  p << ' ' << getValues();
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getValues().getTypes();
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getValues().empty())
+    return emitOpError("reduces an empty bucket; give it at least one gradient");
+  if (getReduced().size() != getValues().size())
+    return emitOpError() << "has " << getReduced().size() << " tensor results for "
+                         << getValues().size() << " operands; one per operand";
+  for (auto [i, v, r] : llvm::enumerate(getValues(), getReduced())) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return emitOpError() << "operand #" << i << " is " << v.getType()
+                           << "; a bucket holds device tensors";
+    if (!t.getElementType().isF32() && !t.getElementType().isF64())
+      return emitOpError() << "operand #" << i << " has element type " << t.getElementType()
+                           << "; the mean across ranks is of f32 or f64 gradients";
+    if (r.getType() != v.getType())
+      return emitOpError() << "result #" << i << " has type " << r.getType()
+                           << ", not its operand's " << v.getType();
+  }
+  return success();
+}

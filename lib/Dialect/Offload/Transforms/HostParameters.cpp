@@ -26,6 +26,22 @@ namespace offload {
 using namespace mlir;
 using namespace mlir::offload;
 
+/// The op after which a value defined by `def` may be read by compute or a
+/// copy: `def`'s ancestor in `body`, or, for a reduction across ranks
+/// (offload.all_reduce, --offload-data-parallel), the wait on its token.
+static Operation *readyPoint(Operation *def, Block &body) {
+  Operation *top = body.findAncestorOpInBlock(*def);
+  auto reduce = dyn_cast<AllReduceOp>(top);
+  if (!reduce)
+    return top;
+  Operation *ready = nullptr;
+  for (Operation *user : reduce.getAsyncToken().getUsers())
+    if (isa<WaitOp>(user) && user->getBlock() == &body &&
+        (!ready || user->isBeforeInBlock(ready)))
+      ready = user;
+  return ready ? ready : top;
+}
+
 static bool isUpdate(Operation *op) { return isa<SgdUpdateOp, AdamWUpdateOp>(op); }
 
 namespace {
@@ -111,7 +127,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
   auto gradientToHost = [&](Value g, Operation *limit) -> Value {
     Operation *def = g.getDefiningOp();
     if (def)
-      b.setInsertionPointAfter(body.findAncestorOpInBlock(*def));
+      b.setInsertionPointAfter(readyPoint(def, body));
     else
       b.setInsertionPoint(limit);
     auto toHost = ToHostOp::create(b, g.getLoc(), hostOf(g.getType()), TokenType::get(ctx),
@@ -268,7 +284,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
             host = own;
           } else {
             if (Operation *def = v.getDefiningOp())
-              b.setInsertionPointAfter(body.findAncestorOpInBlock(*def));
+              b.setInsertionPointAfter(readyPoint(def, body));
             else
               b.setInsertionPoint(firstUpdate);
             host = ToHostOp::create(b, update->getLoc(), hostOf(v.getType()), Type(),

@@ -56,6 +56,13 @@ struct TargetSpec {
   /// Bytes/s that an optimizer update running on the host (parameters kept
   /// on the host) streams through host memory.
   double hostUpdateBytesPerSecond = 20e9;
+  /// Bytes/s per direction of the link between the data-parallel ranks'
+  /// devices, as NCCL's tests call it "bus bandwidth": NVLink for SXM
+  /// GPUs, PCIe for PCIe cards, the network between hosts otherwise
+  /// (default: 10 Gb Ethernet, 1.25e9). The cost of offload.all_reduce
+  /// (TargetModel::allReduceSeconds). Target file key
+  /// collective_bytes_per_second.
+  double collectiveBytesPerSecond = 1.25e9;
   /// Fractions of the peak that kernels reach, by op kind: matrix products
   /// (linear, matmul), convolutions, other FLOP-bound ops, and memory
   /// traffic. Assumptions stated in docs/planner.md; a target file may set
@@ -186,6 +193,7 @@ struct TargetModel {
   double linkBytesPerSecond = 25e9;     ///< bytes/s host->device
   double deviceToHostBytesPerSecond = 25e9; ///< bytes/s device->host
   double hostUpdateBytesPerSecond = 20e9;   ///< bytes/s of host-side updates
+  double collectiveBytesPerSecond = 1.25e9; ///< TargetSpec's
   double gemmEfficiency = 1, convEfficiency = 1, otherFlopsEfficiency = 1,
          memoryEfficiency = 1;
   /// Measured per-op rates (TargetSpec::opFlopsPerSecond, opBytesPerSecond):
@@ -218,6 +226,14 @@ struct TargetModel {
   /// plus bytes / linkBytesPerSecond).
   double copySeconds(int64_t bytes) const {
     return copyLatencySeconds + double(bytes) / linkBytesPerSecond;
+  }
+  /// Seconds of an all-reduce of `bytes` bytes across data-parallel ranks:
+  /// a ring all-reduce sends and receives 2 (W-1)/W times the buffer over
+  /// each rank's link (Patarasuk & Yuan, J. Parallel Distrib. Comput. 2009;
+  /// NCCL's "bus bandwidth"), bounded here by its large-W limit 2 x bytes /
+  /// collectiveBytesPerSecond, since the world size is the runtime's.
+  double allReduceSeconds(int64_t bytes) const {
+    return 2.0 * double(bytes) / collectiveBytesPerSecond;
   }
   /// Seconds of a device->host copy of `bytes` bytes.
   double copyToHostSeconds(int64_t bytes) const {

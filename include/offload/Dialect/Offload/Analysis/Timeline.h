@@ -26,12 +26,15 @@ namespace offload {
 
 /// Simulated seconds of one step. All fields are seconds.
 struct Timeline {
-  /// When the last of the three streams finishes.
+  /// When the last of the streams finishes.
   double stepSeconds = 0;
   /// Busy time of the compute stream (the sum of op times).
   double computeSeconds = 0;
   /// Busy time of the host-to-device and device-to-host copy streams.
   double hostToDeviceSeconds = 0, deviceToHostSeconds = 0;
+  /// Busy time of the communication stream (offload.all_reduce,
+  /// TargetModel::allReduceSeconds).
+  double collectiveSeconds = 0;
   /// Time compute spent waiting for copies (copies not hidden by compute).
   double stallSeconds = 0;
 };
@@ -54,12 +57,12 @@ struct TimelineCache {
 Timeline simulateTimeline(func::FuncOp step, const TargetModel &target,
                           TimelineCache *cache = nullptr);
 
-/// The simulation's clocks between two ops: when compute and each copy
-/// stream are next free (seconds).
+/// The simulation's clocks between two ops: when compute, each copy
+/// stream and the communication stream are next free (seconds).
 struct TimelineClock {
-  double compute = 0, toDevice = 0, toHost = 0;
-  /// When the last of the three is done.
-  double end() const { return std::max({compute, toDevice, toHost}); }
+  double compute = 0, toDevice = 0, toHost = 0, comm = 0;
+  /// When the last of the four is done.
+  double end() const { return std::max({compute, toDevice, toHost, comm}); }
 };
 
 /// One simulation of `step` recorded (each op's clocks before it, each

@@ -297,4 +297,43 @@ def Offload_AdamWUpdateOp : Offload_Op<"adamw_update", [Pure,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Data parallel
+//===----------------------------------------------------------------------===//
+
+def Offload_AllReduceOp : Offload_Op<"all_reduce", [
+    MemoryEffects<[MemRead<Offload_DeviceMemory>, MemAlloc<Offload_DeviceMemory>,
+                   MemWrite<Offload_DeviceMemory>]>]> {
+  let summary = "Averages a bucket of gradients across the ranks of a data-parallel job";
+  let description = [{
+    The mean over the ranks of each operand: result `i` is
+    `(sum over ranks r of values[i] on rank r) / world_size`, elementwise,
+    the world size being the runtime's (`offload-run --world-size`), so one
+    plan serves every world size. With one rank every result equals its
+    operand bit for bit. All ranks get the same bits (the engine reduces
+    each element once and broadcasts it). `values` are the gradients of one
+    bucket (`bucket`, numbered from 0 in the order backward makes them,
+    `--offload-data-parallel`), device tensors of f32 or f64; the results
+    are new buffers of the same types (the bucket buffer, counted by the
+    memory plan, as DDP's default `gradient_as_bucket_view=False` has one).
+
+    The reduction is always asynchronous: it runs on the communication
+    stream once compute has made its operands, and returns a token; its
+    results may only be read after an `offload.wait` on that token (the
+    step verifier checks it), and its operands stay live until then (the
+    memory plan and the lowering take care of it).
+
+    ```mlir
+    %g0, %g1, %t = offload.all_reduce %a, %b {bucket = 0 : i64}
+        : tensor<16x8xf32>, tensor<16xf32>
+    offload.wait [%t]
+    ```
+  }];
+  let arguments = (ins Variadic<Offload_AnyTensor>:$values, I64Attr:$bucket);
+  let results = (outs Variadic<Offload_AnyTensor>:$reduced,
+                      Offload_TokenType:$asyncToken);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 #endif // OFFLOAD_OPS_TD

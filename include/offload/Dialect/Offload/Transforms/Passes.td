@@ -555,6 +555,49 @@ def SliceParameters : Pass<"offload-slice-parameters", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
 }
 
+def DataParallel : Pass<"offload-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Averages gradients across data-parallel ranks in buckets";
+  let description = [{
+    Runs after `--offload-autodiff` (and after `--offload-early-update`, if
+    used), before the planner and the host-parameter passes. Groups the
+    gradients that the optimizer updates read into buckets of about
+    `bucket-bytes` bytes (default 25 MiB, `DistributedDataParallel`'s
+    `bucket_cap_mb`) in the order backward makes them final -- a bucket
+    closes once it holds at least `bucket-bytes`, as DDP's does -- and puts
+    one `offload.all_reduce` per bucket right after the op that makes its
+    last gradient final. The reduction runs on the communication stream;
+    each update then reads its gradient's mean across ranks after an
+    `offload.wait` on its own bucket's token only:
+
+    - when the updates are still in the optimizer phase, the wait is right
+      before the first update of the bucket (every reduction overlaps the
+      rest of backward);
+    - when `--offload-early-update` moved them into backward, the wait is
+      right after the next bucket's reduction is issued (or at the end of
+      backward for the last bucket) and the bucket's updates follow it: one
+      bucket's reduction overlaps the computation of the next bucket's
+      gradients.
+
+    The bucket's results are new buffers (the memory plan counts them). The
+    step's world size is the runtime's; with one rank the results are bit
+    for bit those of the step without this pass. Errors: a gradient on the
+    host (run this pass before `--offload-host-parameters`), an fp16
+    loss-scaled update (`skip_if`: its overflow flag would differ between
+    ranks), `bucket-bytes` < 1.
+
+    Example: `offload-opt --offload-autodiff="optimizer=sgd" --offload-data-parallel="bucket-bytes=26214400"`
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "Bytes of gradients per bucket (a bucket closes at or above it; DDP's default 25 MiB)">,
+    TransformReportOption,
+  ];
+  let dependentDialects = ["::mlir::offload::OffloadDialect"];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Gradient buckets reduced across ranks">,
+  ];
+}
+
 def EarlyUpdate : Pass<"offload-early-update", "::mlir::ModuleOp"> {
   let summary = "Runs each optimizer update as soon as its gradient is final";
   let description = [{

@@ -1,0 +1,290 @@
+//===- GlooCommunicator.cpp - Collectives over gloo's TCP transport -------===//
+//
+// Part of offload. Communicator.h over Debian's libgloo (0.0~git20220518,
+// the gloo of PyTorch's gloo backend): rendezvous through gloo's FileStore, a full mesh of TCP pairs, and gloo's ring all-reduce and
+// all-gather with its timeouts. gloo reports errors by exceptions
+// (gloo::Exception and its IoException, TimeoutException); they are caught
+// here and become Status errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "offload/Runtime/Communicator.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace offload::rt;
+
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(int64_t(seconds * 1000.0));
+}
+
+class GlooCommunicator final : public Communicator {
+public:
+  GlooCommunicator(std::shared_ptr<gloo::Context> ctx, double timeout)
+      : ctx_(std::move(ctx)), timeout_(timeout) {}
+  int rank() const override { return ctx_->rank; }
+  int worldSize() const override { return ctx_->size; }
+  const char *engine() const override { return "gloo"; }
+  double timeoutSeconds() const override { return timeout_; }
+
+  Status allReduceMean(const std::vector<TensorView> &in,
+                       const std::vector<TensorView> &out,
+                       const std::string &what) override {
+    if (in.size() != out.size())
+      return Status::error(what + ": " + std::to_string(in.size()) +
+                           " inputs for " + std::to_string(out.size()) +
+                           " outputs");
+    for (size_t i = 0; i < in.size(); ++i) {
+      const TensorView &a = in[i], &b = out[i];
+      if (a.dtype != b.dtype || a.numel() != b.numel() ||
+          (a.dtype != DType::F32 && a.dtype != DType::F64))
+        return Status::error(what + ": gradient " + std::to_string(i) +
+                             " is " + dtypeName(a.dtype) +
+                             "; the mean across ranks takes f32 or f64 "
+                             "inputs and outputs of one size");
+    }
+    double t0 = now();
+    try {
+      // One all-reduce per dtype over the bucket packed end to end (what
+      // DDP's bucket is): each collective costs a few messages' latency.
+      reduceBucket<float>(DType::F32, in, out);
+      reduceBucket<double>(DType::F64, in, out);
+    } catch (const std::exception &e) {
+      return failure(what, e.what(), now() - t0);
+    }
+    return Status::success();
+  }
+
+  Expected<std::vector<std::string>>
+  allGather(const std::string &mine, const std::string &what) override {
+    std::vector<char> all(mine.size() * size_t(worldSize()));
+    double t0 = now();
+    try {
+      gloo::AllgatherOptions opts(ctx_);
+      opts.setTimeout(millis(timeout_));
+      opts.setTag(nextTag());
+      opts.setInput(const_cast<char *>(mine.data()), mine.size());
+      opts.setOutput(all.data(), all.size());
+      gloo::allgather(opts);
+    } catch (const std::exception &e) {
+      return failure(what, e.what(), now() - t0);
+    }
+    std::vector<std::string> out;
+    for (int r = 0; r < worldSize(); ++r)
+      out.emplace_back(all.data() + size_t(r) * mine.size(), mine.size());
+    return out;
+  }
+
+private:
+  /// The mean of the bucket's tensors of `dtype`: packed into the staging
+  /// buffer, summed by gloo, unpacked times 1/W.
+  template <typename T>
+  void reduceBucket(DType dtype, const std::vector<TensorView> &in,
+                    const std::vector<TensorView> &out) {
+    size_t n = 0;
+    for (const TensorView &v : in)
+      if (v.dtype == dtype)
+        n += size_t(v.numel());
+    if (n == 0)
+      return;
+    staging_.resize(std::max(staging_.size(), n * sizeof(T)));
+    T *buf = reinterpret_cast<T *>(staging_.data());
+    size_t at = 0;
+    for (const TensorView &v : in)
+      if (v.dtype == dtype) {
+        std::memcpy(buf + at, v.data, v.bytes());
+        at += size_t(v.numel());
+      }
+    gloo::AllreduceOptions opts(ctx_);
+    opts.setTimeout(millis(timeout_));
+    opts.setTag(nextTag());
+    opts.setOutput(buf, n);
+    opts.setReduceFunction(
+        static_cast<void (*)(void *, const void *, const void *, size_t)>(
+            &gloo::sum<T>));
+    gloo::allreduce(opts);
+    // The mean: the sum times 1/W, exact for a power-of-two world size
+    // (DDP divides each rank's gradient by W before its sum, which is the
+    // same bits then).
+    const T scale = T(1) / T(worldSize());
+    at = 0;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].dtype == dtype) {
+        T *dst = static_cast<T *>(out[i].data);
+        size_t m = size_t(in[i].numel());
+        for (size_t k = 0; k < m; ++k)
+          dst[k] = buf[at + k] * scale;
+        at += m;
+      }
+  }
+
+  uint32_t nextTag() { return tag_++; }
+  static double now() {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  Status failure(const std::string &what, const char *engineWords,
+                 double seconds) const {
+    std::string who =
+        worldSize() == 2
+            ? "rank " + std::to_string(1 - rank()) +
+                  " did not complete it (it died, left or hung)"
+            : "a peer rank did not complete it (it died, left or hung)";
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%.1f", seconds);
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", timeout_);
+    return Status::error(what + " failed on rank " + std::to_string(rank()) +
+                         " of " + std::to_string(worldSize()) + " after " +
+                         secs + " s (timeout " + limit + " s): " + who +
+                         "; gloo: " + engineWords);
+  }
+
+  std::shared_ptr<gloo::Context> ctx_;
+  double timeout_;
+  /// The packed bucket (host memory, the largest bucket's bytes; outside
+  /// the plan's arenas, like gloo's own buffers).
+  std::vector<uint8_t> staging_;
+  uint32_t tag_ = 1;
+};
+
+/// Removes the regular files of directory `dir` (gloo FileStore's keys),
+/// then the directory; best effort.
+void removeKeys(const std::string &dir) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        ::unlink((dir + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
+} // namespace
+
+Expected<std::shared_ptr<Communicator>>
+offload::rt::createGlooCommunicator(const CommunicatorOptions &o) {
+  if (o.worldSize < 1 || o.rank < 0 || o.rank >= o.worldSize)
+    return Status::error("data parallel: rank " + std::to_string(o.rank) +
+                         " is outside a world of size " +
+                         std::to_string(o.worldSize));
+  if (!(o.timeoutSeconds > 0) || o.timeoutSeconds > 86400)
+    return Status::error("data parallel: a collective timeout of " +
+                         std::to_string(o.timeoutSeconds) +
+                         " s; give one in (0, 86400]");
+  std::unique_ptr<gloo::rendezvous::Store> store;
+  const std::string &r = o.rendezvous;
+  std::string keys; // the job's key directory, removed once all have met
+  try {
+    if (r.rfind("file:", 0) == 0 && r.size() > 5 &&
+        o.prefix.find('/') == std::string::npos && !o.prefix.empty()) {
+      std::string dir = r.substr(5);
+      keys = dir + "/" + o.prefix;
+      // FileStore writes into an existing directory: DIR/PREFIX, this
+      // job's own, so that removing it touches nothing else of DIR.
+      for (const std::string &d : {dir, keys})
+        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
+          return Status::error("data parallel: cannot create the rendezvous "
+                               "directory '" + d + "': " +
+                               std::strerror(errno));
+      store = std::make_unique<gloo::rendezvous::FileStore>(keys);
+    } else {
+      return Status::error("data parallel: rendezvous '" + r +
+                           "' is not file:DIR (or the job prefix '" + o.prefix +
+                           "' is empty or holds a '/')");
+    }
+    gloo::transport::tcp::attr attr(o.hostname.c_str());
+    std::shared_ptr<gloo::transport::Device> dev =
+        gloo::transport::tcp::CreateDevice(attr);
+    auto ctx =
+        std::make_shared<gloo::rendezvous::Context>(o.rank, o.worldSize);
+    ctx->setTimeout(millis(o.timeoutSeconds));
+    ctx->connectFullMesh(*store, dev);
+    auto comm = std::make_shared<GlooCommunicator>(ctx, o.timeoutSeconds);
+    // Once every rank has met (an all-gather as the barrier), rank 0 removes
+    // the job's keys: a later job in the same directory (torchrun's default
+    // port again) must not read this job's addresses.
+    auto met = comm->allGather(std::string(1, '\0'), "the rendezvous barrier");
+    if (!met)
+      return met.status();
+    if (o.rank == 0)
+      removeKeys(keys);
+    return std::shared_ptr<Communicator>(comm);
+  } catch (const std::exception &e) {
+    return Status::error("data parallel: rank " + std::to_string(o.rank) +
+                         " of " + std::to_string(o.worldSize) +
+                         " could not join the job through '" + r +
+                         "' within " + std::to_string(int(o.timeoutSeconds)) +
+                         " s; gloo: " + e.what());
+  }
+}
+
+Expected<CommunicatorOptions>
+offload::rt::communicatorOptionsFromEnvironment(bool &found) {
+  CommunicatorOptions o;
+  auto env = [](const char *name) -> std::string {
+    const char *v = std::getenv(name);
+    return v ? v : "";
+  };
+  auto integer = [](const std::string &name, const std::string &text,
+                    int &out) -> Status {
+    char *end = nullptr;
+    long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end || v < 0 || v > (1 << 24))
+      return Status::error("data parallel: " + name + "='" + text +
+                           "' is not a non-negative integer");
+    out = int(v);
+    return Status::success();
+  };
+  std::string rank = env("RANK"), world = env("WORLD_SIZE");
+  std::string rankVar = "RANK", worldVar = "WORLD_SIZE";
+  if (rank.empty()) {
+    rank = env("OMPI_COMM_WORLD_RANK");
+    world = env("OMPI_COMM_WORLD_SIZE");
+    rankVar = "OMPI_COMM_WORLD_RANK";
+    worldVar = "OMPI_COMM_WORLD_SIZE";
+  }
+  found = !rank.empty();
+  if (!found)
+    return o;
+  if (Status s = integer(rankVar, rank, o.rank); !s.ok())
+    return s;
+  if (Status s = integer(worldVar, world, o.worldSize); !s.ok())
+    return s;
+  o.rendezvous = env("OFFLOAD_RENDEZVOUS");
+  if (o.rendezvous.empty()) {
+    std::string tmp = env("TMPDIR");
+    o.rendezvous = "file:" + (tmp.empty() ? std::string("/tmp") : tmp) +
+                   "/offload-rdzv-" +
+                   (env("MASTER_ADDR").empty() ? "local" : env("MASTER_ADDR")) +
+                   "-" + (env("MASTER_PORT").empty() ? "0" : env("MASTER_PORT"));
+  }
+  if (!env("TORCHELASTIC_RUN_ID").empty())
+    o.prefix = "offload-" + env("TORCHELASTIC_RUN_ID");
+  if (std::string t = env("OFFLOAD_COLLECTIVE_TIMEOUT"); !t.empty()) {
+    char *end = nullptr;
+    o.timeoutSeconds = std::strtod(t.c_str(), &end);
+    if (!end || *end || !(o.timeoutSeconds > 0))
+      return Status::error("data parallel: OFFLOAD_COLLECTIVE_TIMEOUT='" + t +
+                           "' is not a positive number of seconds");
+  }
+  return o;
+}

@@ -1,0 +1,286 @@
+//===- DataParallelTest.cpp - offload.all_reduce over gloo ----------------===//
+//
+// Part of offload. Two ranks in one process (one thread each, each with its
+// own gloo communicator over loopback and a FileStore rendezvous in a fresh
+// directory) run a plan whose gradient goes through offload.all_reduce on
+// the communication stream: both ranks get the mean gradient, bit for bit;
+// one rank alone gets its own; a rank that leaves (or hangs past the
+// collective timeout) makes the other's step fail naming the rank and the
+// collective, its parameters unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestPlans.h"
+
+#include "offload/Runtime/Communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+using namespace offload::rt;
+using namespace offload::rt::test;
+
+namespace {
+
+constexpr int64_t kN = 64;
+constexpr float kLr = 0.125f;
+
+/// w*x -> loss = sum (w x)^2; grad = 2 (w x) x, averaged across ranks;
+/// new w = w - lr * mean grad.
+PlanData buildReducePlan() {
+  PlanBuilder b;
+  b.setProducer("unittest");
+  int w = b.buffer("w", DType::F32, {kN}, BufferRole::Parameter);
+  int x = b.buffer("x", DType::F32, {kN}, BufferRole::Input);
+  int y = b.buffer("y", DType::F32, {kN}, BufferRole::Temporary);
+  int loss = b.buffer("loss", DType::F32, {}, BufferRole::Output);
+  int dy = b.buffer("dy", DType::F32, {kN}, BufferRole::Temporary);
+  int gw = b.buffer("gw", DType::F32, {kN}, BufferRole::Temporary);
+  int gm = b.buffer("grad:w", DType::F32, {kN}, BufferRole::Gradient);
+  int t = b.buffer("t", DType::F32, {kN}, BufferRole::Temporary);
+  int nw = b.buffer("new_w", DType::F32, {kN}, BufferRole::Parameter);
+  b.bindIn("w", w);
+  b.bindIn("x", x);
+  b.bindOut("loss", loss);
+  b.bindOut("grad:w", gm);
+  b.bindOut("w", nw);
+  b.instr("test.mul", {w, x}, {y});
+  b.instr("test.sumsq", {y}, {loss});
+  b.endPhase("forward");
+  b.instr("test.scale", {y}, {dy}, scaleBy(2.0));
+  b.instr("test.mul", {dy, x}, {gw});
+  int made = b.event(), reduced = b.event();
+  b.instr(kOpWait, {}, {}, {}, ComputeStream, {}, made);
+  AttrMap bucket;
+  bucket.set("bucket", attrInt(0));
+  b.instr(kOpAllReduce, {gw}, {gm}, bucket, CommStream, {made}, reduced);
+  b.instr(kOpWait, {}, {}, {}, ComputeStream, {reduced});
+  b.endPhase("backward");
+  b.instr("test.scale", {gm}, {t}, scaleBy(kLr));
+  b.instr("test.sub", {w, t}, {nw});
+  b.endPhase("optimizer");
+  return b.finish();
+}
+
+std::vector<float> w0() { return ramp(kN, 0.5f, 0.25f); }
+std::vector<float> xOf(int rank) { return ramp(kN, -1.0f + 0.5f * float(rank), 0.375f); }
+
+std::unique_ptr<Session> makeSession(const std::shared_ptr<Communicator> &comm,
+                                     std::shared_ptr<ParameterStore> store, int rank,
+                                     std::string &error) {
+  auto plan = Plan::fromData(buildReducePlan());
+  if (!plan) {
+    error = plan.message();
+    return nullptr;
+  }
+  SessionOptions o;
+  o.communicator = comm;
+  auto s = Session::create(*plan, "host", o, std::move(store));
+  if (!s) {
+    error = s.message();
+    return nullptr;
+  }
+  auto session = s.take();
+  if (!session->bind("w", Tensor::fromVector(DType::F32, {kN}, w0())).ok() ||
+      !session->bind("x", Tensor::fromVector(DType::F32, {kN}, xOf(rank))).ok())
+    error = "bind failed";
+  return session;
+}
+
+std::string freshDir(const std::string &name) {
+  std::string dir = tempPath(name);
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return dir;
+}
+
+class DataParallelTest : public ::testing::Test {
+protected:
+  void SetUp() override { registerTestKernels(); }
+};
+
+TEST_F(DataParallelTest, OneRankCopiesTheBucket) {
+  std::string error;
+  auto s = makeSession(nullptr, nullptr, 0, error);
+  ASSERT_TRUE(s) << error;
+  ASSERT_TRUE(s->step().ok());
+  std::vector<float> g, nw;
+  referenceStep(w0(), xOf(0), kLr, g, nw);
+  auto grad = s->output("grad:w");
+  ASSERT_TRUE(grad);
+  for (int64_t i = 0; i < kN; ++i)
+    EXPECT_EQ(grad->as<float>()[i], g[size_t(i)]) << i;
+}
+
+TEST_F(DataParallelTest, OneRankThroughGlooIsBitIdentical) {
+  std::string dir = freshDir("dp-one");
+  CommunicatorOptions co;
+  co.rendezvous = "file:" + dir;
+  co.timeoutSeconds = 30;
+  auto comm = createGlooCommunicator(co);
+  ASSERT_TRUE(comm) << comm.message();
+  std::string error;
+  auto viaGloo = makeSession(*comm, nullptr, 0, error);
+  ASSERT_TRUE(viaGloo) << error;
+  auto plain = makeSession(nullptr, nullptr, 0, error);
+  ASSERT_TRUE(plain) << error;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(viaGloo->step().ok());
+    ASSERT_TRUE(plain->step().ok());
+    EXPECT_TRUE(viaGloo->output("grad:w")->bitEqual(*plain->output("grad:w")));
+    EXPECT_TRUE(viaGloo->output("loss")->bitEqual(*plain->output("loss")));
+  }
+}
+
+TEST_F(DataParallelTest, TwoRanksGetTheMeanBitForBit) {
+  std::string dir = freshDir("dp-mean");
+  std::vector<Tensor> grads(2), params(2);
+  std::vector<std::string> errors(2);
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      errors[size_t(r)] = comm.message();
+      return;
+    }
+    auto store = std::make_shared<ParameterStore>();
+    auto s = makeSession(*comm, store, r, errors[size_t(r)]);
+    if (!s)
+      return;
+    if (Status st = s->step(); !st.ok()) {
+      errors[size_t(r)] = st.message();
+      return;
+    }
+    grads[size_t(r)] = *s->output("grad:w");
+    params[size_t(r)] = *store->get("w");
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  std::vector<float> g0, g1, nw;
+  referenceStep(w0(), xOf(0), kLr, g0, nw);
+  referenceStep(w0(), xOf(1), kLr, g1, nw);
+  for (int64_t i = 0; i < kN; ++i) {
+    // (a + b) * 0.5: exact as float, so the mean is checked bit for bit.
+    float mean = (g0[size_t(i)] + g1[size_t(i)]) * 0.5f;
+    EXPECT_EQ(grads[0].as<float>()[i], mean) << i;
+    EXPECT_EQ(grads[1].as<float>()[i], mean) << i;
+  }
+  EXPECT_TRUE(params[0].bitEqual(params[1]));
+}
+
+TEST_F(DataParallelTest, RankThatLeavesFailsTheOtherAndKeepsItsParameters) {
+  std::string dir = freshDir("dp-leave");
+  Tensor before, after;
+  std::string error, error1;
+  bool secondFailed = false;
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = 20;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      (r ? error1 : error) = comm.message();
+      return;
+    }
+    auto store = std::make_shared<ParameterStore>();
+    auto s = makeSession(*comm, store, r, r ? error1 : error);
+    if (!s)
+      return;
+    if (Status st = s->step(); !st.ok()) {
+      (r ? error1 : error) = st.message();
+      return;
+    }
+    if (r == 1)
+      return; // leaves: its session and communicator close their sockets
+    before = *store->get("w");
+    Status st = s->step();
+    secondFailed = !st.ok();
+    error = st.message();
+    after = *store->get("w");
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(error1, "");
+  ASSERT_TRUE(secondFailed);
+  EXPECT_NE(error.find("offload.all_reduce of bucket 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
+  EXPECT_NE(error.find("parameters and state unchanged"), std::string::npos) << error;
+  EXPECT_TRUE(after.bitEqual(before));
+}
+
+TEST_F(DataParallelTest, HungRankFailsTheOtherWithinTheTimeout) {
+  std::string dir = freshDir("dp-hung");
+  constexpr double kTimeout = 1.5;
+  Tensor before, after;
+  std::string error, error1;
+  double seconds = -1;
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = r == 0 ? kTimeout : 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      (r ? error1 : error) = comm.message();
+      return;
+    }
+    auto store = std::make_shared<ParameterStore>();
+    auto s = makeSession(*comm, store, r, r ? error1 : error);
+    if (!s)
+      return;
+    if (r == 1) {
+      // Joined, then never reaches the collective while rank 0 waits.
+      std::this_thread::sleep_for(std::chrono::duration<double>(2 * kTimeout));
+      return;
+    }
+    before = *store->get("w");
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s->step();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    error = st.ok() ? "" : st.message();
+    after = *store->get("w");
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(error1, "");
+  ASSERT_NE(error, "");
+  EXPECT_NE(error.find("offload.all_reduce of bucket 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
+  EXPECT_NE(error.find("timeout 1.5 s"), std::string::npos) << error;
+  // Within the timeout plus scheduling slack on a loaded machine.
+  EXPECT_GE(seconds, kTimeout * 0.9);
+  EXPECT_LT(seconds, kTimeout + 5);
+  EXPECT_TRUE(after.bitEqual(before));
+}
+
+TEST_F(DataParallelTest, BadOptionsAreRefused) {
+  CommunicatorOptions co;
+  co.rank = 2;
+  co.worldSize = 2;
+  co.rendezvous = "file:/tmp/x";
+  auto c = createGlooCommunicator(co);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.message().find("outside a world of size 2"), std::string::npos);
+  co.rank = 0;
+  co.rendezvous = "tcp://127.0.0.1:1";
+  c = createGlooCommunicator(co);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.message().find("is not file:DIR"), std::string::npos);
+}
+
+} // namespace
