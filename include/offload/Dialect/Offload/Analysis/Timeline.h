@@ -6,8 +6,10 @@
 // streams (host-to-device, device-to-host) that run beside compute. A copy
 // starts when it is issued (compute has reached it), its stream is free
 // and the copies it depends on are done; an `offload.wait` holds compute
-// until the copies it names are done. The step ends when all three streams
-// are idle. This is the model the runtime executes (docs/runtime.md:
+// until the copies it names are done. A data-parallel step's all-reduces
+// (`offload.all_reduce`) run on a communication stream of their own, each
+// after compute made its bucket (TargetModel::allReduceSeconds). The step
+// ends when every stream is idle. This is the model the runtime executes (docs/runtime.md:
 // streams and events), so the simulated time is what the planner trades
 // memory against.
 //
