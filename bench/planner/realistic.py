@@ -61,15 +61,25 @@ docs/planner.md, "Realistic workloads".
 Budgets per workload and target: the target's memory and 3 lower points, from
 the lower of it and the unplanned arena (above which every method fits as it
 is) down to the smallest arena any method reaches (the planner's smallest reachable
-arena, named by its error at budget=1, or a baseline's arena). A method fits
-a budget when its device arena is at most the budget.
+arena without slicing, named by its error at budget=1 slice=never, or a
+baseline's arena; with slicing tried, the probe took minutes and 8 GB on
+GPT-2 124M, since at budget 1 every slice size is searched). The planner runs
+with slice=never at every budget too: slicing is a last resort the baselines
+do not have, and its search does not fit this machine's 23 GB on the LLM steps. Also the smallest
+arena any baseline reaches, where the strongest fixed policy just fits (the
+budget index in the known-losses list counts it). A method fits a budget when
+its device arena is at most the budget.
 
 The lower bound: the LP relaxation of the planner's exported decision problem
 (bench/planner/oracle.py's solve(relax=True), HiGHS through scipy), at the
 peak the planner's own decisions reach in that model; the bound on the step
 time is the unplanned simulated step plus the LP's optimum. It is the model's
 bound: it holds for real plans where the model is a relaxation of the
-mechanisms (docs/planner.md). gap = (ours - bound) / bound.
+mechanisms (docs/planner.md). gap = (ours - bound) / bound, ours simulated;
+`priced` is the unplanned step plus ours priced in that model (the LP's
+objective at our decisions), so priced - bound is the gap in the model and
+never negative, while the simulated gap is negative where the model prices
+our plan above what the simulator finds.
 
 --check exits 1 when a row where ours is planned has no bound, or ours does
 not fit a budget that a baseline fits, or ours is slower than the fastest
@@ -156,21 +166,30 @@ def export_vision(name, work, bin_dir):
     return fwd, nparams
 
 
-def build_workload(name, work, bin_dir):
+def build_workload(name, work, bin_dir, precision="fp32"):
     """Returns (step path, unplanned arena bytes, saved-value locations in
-    forward order, parameter count)."""
+    forward order, parameter count). `precision`: fp32, or bf16-mixed
+    (--offload-autodiff's autocast: fp32 master weights and AdamW state)."""
     kind, llm = WORKLOADS[name]
-    step = os.path.join(work, name + ".step.mlir")
-    meta = os.path.join(work, name + ".meta.json")
+    tag = name if precision == "fp32" else f"{name}.{precision}"
+    step = os.path.join(work, tag + ".step.mlir")
+    meta = os.path.join(work, tag + ".meta.json")
     if os.path.exists(step) and os.path.exists(meta):
         m = json.load(open(meta))
         return step, m["arena"], m["locations"], m["params"]
-    if llm:
-        fwd, nparams = llm_shapes.export(llm, work, bin_dir)
+    fwd = os.path.join(work, name + ".mlir")
+    fwd_meta = os.path.join(work, name + ".params.json")
+    if os.path.exists(fwd) and os.path.exists(fwd_meta):
+        nparams = json.load(open(fwd_meta))["params"]
     else:
-        fwd, nparams = export_vision(name, work, bin_dir)
+        if llm:
+            fwd, nparams = llm_shapes.export(llm, work, bin_dir)
+        else:
+            fwd, nparams = export_vision(name, work, bin_dir)
+        json.dump({"params": nparams}, open(fwd_meta, "w"))
+    autodiff = "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
     out = run([os.path.join(bin_dir, "offload-opt"), fwd,
-               "--offload-autodiff=optimizer=adamw lr=1e-4", "--offload-memory-report",
+               f"--offload-autodiff={autodiff}", "--offload-memory-report",
                "--offload-saved-value-report", "-o", step]).stdout
     arena = int(re.search(r"device arena bytes: (\d+)", out).group(1))
     locs = [m.group(1) for m in re.finditer(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+loc\((.*)\)\s*$", out,
@@ -182,7 +201,7 @@ def build_workload(name, work, bin_dir):
     return step, arena, locs, nparams
 
 
-def mark_blocks(name, step, locs, work):
+def mark_blocks(name, step, locs, work, tag):
     """The step with every save of a block marked with the block's recompute
     group (full activation checkpointing per block); None when no block was
     found."""
@@ -201,7 +220,7 @@ def mark_blocks(name, step, locs, work):
                               rf"\1 {{offload.recompute = {group[i]} : i64}} :", line, count=1)
             i += 1
         out.append(line)
-    path = os.path.join(work, name + ".blocks.mlir")
+    path = os.path.join(work, tag + ".blocks.mlir")
     open(path, "w").writelines(out)
     return path, len(b) - 1, len(group)
 
@@ -282,18 +301,28 @@ def run_baseline(bin_dir, step, passes, tfile):
     return arena, t, None
 
 
-def smallest_reachable(bin_dir, step, tfile):
-    r = run([os.path.join(bin_dir, "offload-opt"), step,
-             f"--offload-plan-memory=budget=1 target={tfile}", "-o", os.devnull], ok=False)
+def smallest_reachable(bin_dir, step, tfile, timeout):
+    """The planner's smallest reachable arena (its error at budget=1), or
+    None; "timeout" when the search ran past `timeout` seconds."""
+    try:
+        r = run([os.path.join(bin_dir, "offload-opt"), step,
+                 f"--offload-plan-memory=budget=1 target={tfile} slice=never", "-o", os.devnull],
+                ok=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
     m = re.search(r"Ask for budget=(\d+)", r.stdout)
     return int(m.group(1)) if m else None
 
 
-def plan_row(bin_dir, step, budget, tfile, work, tag):
+def plan_row(bin_dir, step, budget, tfile, work, tag, timeout):
     """Ours at `budget`: arena, simulated step, planning seconds (the whole
     offload-opt run, wall), the LP bound's step time and its solve seconds."""
     t0 = time.perf_counter()
-    r = oracle.plan(bin_dir, step, budget, tfile, work, tag)
+    try:
+        r = oracle.plan(bin_dir, step, budget, tfile, work, tag, extra="slice=never",
+                        timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"fits": False, "timeout": True, "plan_s": time.perf_counter() - t0}
     wall = time.perf_counter() - t0
     if "error" in r:
         return {"fits": False, "plan_s": wall}
@@ -310,6 +339,7 @@ def plan_row(bin_dir, step, budget, tfile, work, tag):
     if status == "optimal":
         res["bound"] = r["t0"] + lp
     res["t0"] = r["t0"]
+    res["priced"] = r["t0"] + oracle.price(problem, mine)
     res["decisions"] = sum(c["chosen"] != "keep" for c in problem["candidates"])
     res["fallback"] = problem["fallback"]
     return res
@@ -339,6 +369,11 @@ def main():
     ap.add_argument("--known-losses", default="",
                     help="file of rows expected to fail --check: 'workload target budget-index' "
                          "per line (# comments)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed"],
+                    help="the steps' precision (default fp32; bf16-mixed: autocast with fp32 "
+                         "master weights)")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds per planner run (offload-opt killed after; default %(default)s)")
     ap.add_argument("--json", default="", help="also write every row as JSON to this file")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
@@ -359,10 +394,12 @@ def main():
                 known.add((line[0], line[1], int(line[2])))
     failures, expected, rows = [], [], []
     for name in args.workloads.split(","):
-        step, unplanned, locs, nparams = build_workload(name, args.work, args.bin)
-        marked = mark_blocks(name, step, locs, args.work)
+        step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
+                                                        args.precision)
+        tag = name if args.precision == "fp32" else f"{name}.{args.precision}"
+        marked = mark_blocks(name, step, locs, args.work, tag)
         kind = WORKLOADS[name][0]
-        print(f"\n{name}: {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
+        print(f"\n{name} ({args.precision}): {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
               f"{len(locs)} saved values"
               + (f"; full-ac: {marked[1]} blocks, {marked[2]} saved values recomputed"
                  if marked else "; full-ac: no blocks found"), flush=True)
@@ -372,8 +409,9 @@ def main():
             for bname, passes in baselines(kind, marked is not None):
                 src = marked[0] if "ac" in bname.split("+")[-1] or bname == "full-ac" else step
                 base[bname] = run_baseline(args.bin, src, passes, tfile)
-            smallest = smallest_reachable(args.bin, step, tfile)
-            reach = [a for a, _, _ in base.values() if a] + ([smallest] if smallest else [])
+            smallest = smallest_reachable(args.bin, step, tfile, args.timeout)
+            reach = [a for a, _, _ in base.values() if a] + (
+                [smallest] if isinstance(smallest, int) else [])
             low = min(reach)
             mem = int(TARGET_MEMORY[target])
             # The target's memory, then points-1 budgets from the lower of it
@@ -383,16 +421,23 @@ def main():
             n = args.points - 1
             budgets = [mem] + ([int(low + (top - low) * j / n) for j in range(n - 1, -1, -1)]
                                if low < top else [])
+            # And the smallest arena a baseline reaches, where the strongest
+            # fixed policy just fits.
+            base_low = min((a for a, _, _ in base.values() if a), default=None)
+            if base_low and base_low < mem and base_low not in budgets:
+                budgets = sorted(budgets + [base_low], reverse=True)
             budgets = sorted(set(budgets), reverse=True)
-            print(f"  {target} (memory {gb(mem)} GB): smallest reachable: ours "
-                  f"{gb(smallest) if smallest else '-'} GB; baselines: "
+            ours_low = (f"{gb(smallest)} GB" if isinstance(smallest, int) else
+                        f"search past {args.timeout:g} s" if smallest else "-")
+            print(f"  {target} (memory {gb(mem)} GB): smallest reachable: ours {ours_low}; baselines: "
                   + ", ".join(f"{b} {gb(a)} GB / {t:.3f} s" if a else f"{b} failed ({e})"
                               for b, (a, t, e) in base.items()), flush=True)
             hdr = (f"    {'budget GB':>9} | " + " | ".join(f"{b:>16}" for b in base)
-                   + f" | {'ours':>7} | {'plan s':>6} | {'bound':>7} | {'gap':>6} | verdict")
+                   + f" | {'ours':>7} | {'plan s':>6} | {'priced':>7} | {'bound':>7} | {'gap':>6} | verdict")
             print(hdr)
             for k, budget in enumerate(budgets):
-                r = plan_row(args.bin, step, budget, tfile, args.work, f"{name}.{target}.{k}")
+                r = plan_row(args.bin, step, budget, tfile, args.work, f"{tag}.{target}.{k}",
+                             args.timeout)
                 fit = {b: t for b, (a, t, _) in base.items() if a is not None and a <= budget}
                 best = min(fit.items(), key=lambda kv: kv[1]) if fit else None
                 ours = r.get("t") if r["fits"] else None
@@ -403,6 +448,8 @@ def main():
                     bound = r.get("bound")
                 gap = f"{100 * (ours - bound) / bound:.1f}%" if ours and bound else "-"
                 why = []
+                if r.get("timeout"):
+                    why.append(f"planning past {args.timeout:g} s")
                 if best and not r["fits"]:
                     why.append(f"does not fit where {best[0]} does")
                 elif best and ours is not None and ours > best[1] * 1.001:
@@ -421,12 +468,16 @@ def main():
                     cells.append(f"{t:>16.3f}" if a is not None and a <= budget
                                  else f"{'does not fit':>16}")
                 print(f"    {budget / 1e9:>9.2f} | " + " | ".join(cells)
-                      + f" | {fmt_s(ours) if r['fits'] else 'no fit':>7} | {r['plan_s']:>6.1f}"
+                      + f" | {fmt_s(ours) if r['fits'] else 'timeout' if r.get('timeout') else 'no fit':>7}"
+                      f" | {r['plan_s']:>6.1f}"
+                      f" | {fmt_s(r.get('priced', ours if r['fits'] else None)):>7}"
                       f" | {fmt_s(bound):>7} | {gap:>6} | {verdict}", flush=True)
-                rows.append({"workload": name, "target": target, "index": k, "budget": budget,
+                rows.append({"workload": name, "precision": args.precision, "target": target, "index": k, "budget": budget,
                              "baselines": {b: {"arena": a, "seconds": t}
                                            for b, (a, t, _) in base.items()},
                              "ours": r, "bound": bound, "verdict": verdict})
+                if args.json:
+                    json.dump({"host_adamw": host, "rows": rows}, open(args.json, "w"), indent=1)
     if args.json:
         json.dump({"host_adamw": host, "rows": rows}, open(args.json, "w"), indent=1)
     if expected:
