@@ -125,10 +125,10 @@ def _boundaries(kind, locs):
     if kind == "vit":  # the encoder's input (x + pos_embedding), each block's output
         return [i for i, x in enumerate(L) if x in ("vision_transformer.py:156",
                                                      "vision_transformer.py:119")]
-    if kind == "llama":  # the input of each block's first RMSNorm (x * x)
+    if kind == "llama":  # the embedding, then each block's output (x + down_proj(...)),
+        # the save at the block's last line that its successor's RMSNorm reads
         norm, out = "llm_shapes.py:54", "llm_shapes.py:106"
-        return [i for i, x in enumerate(L)
-                if x == norm and (i == 0 or L[i - 1] == out or norm not in L[:i])]
+        return [0] + [i for i in range(1, len(L) - 1) if L[i] == out and L[i + 1] == norm]
     if kind == "resnet":  # the stem's max-pool output, each bottleneck's output ReLU
         pools = [i for i, x in enumerate(L) if x == "functional.py:782"]
         if not pools:
