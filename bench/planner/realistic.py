@@ -4,7 +4,9 @@
     PYTHONPATH=python /usr/bin/python3 bench/planner/realistic.py --bin build/bin
         [--workloads gpt2-124m,gpt2-1.5b,llama2-7b,llama3-8b,resnet50,vit-b16]
         [--targets h100-sxm,a100-40g,rtx-4090,l4] [--work DIR] [--check]
-        [--host-adamw-rate BYTES_PER_S] [--known-losses FILE]
+        [--host-adamw-rate BYTES_PER_S] [--known-losses FILE] [--precision bf16-mixed]
+        [--timeout S] [--reuse] [--json FILE]
+    /usr/bin/python3 bench/planner/realistic.py --markdown A.json[,B.json...]
 
 Workloads, shape-only (every parameter one element expanded to its shape, as
 bench/planner/llm_shapes.py builds them; no weights are ever materialised),
@@ -166,20 +168,22 @@ def export_vision(name, work, bin_dir):
     return fwd, nparams
 
 
-def build_workload(name, work, bin_dir, precision="fp32"):
+def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
     """Returns (step path, unplanned arena bytes, saved-value locations in
     forward order, parameter count). `precision`: fp32, or bf16-mixed
-    (--offload-autodiff's autocast: fp32 master weights and AdamW state)."""
+    (--offload-autodiff's autocast: fp32 master weights and AdamW state).
+    `reuse`: take the files an earlier run left in `work` instead of
+    exporting and building again."""
     kind, llm = WORKLOADS[name]
     tag = name if precision == "fp32" else f"{name}.{precision}"
     step = os.path.join(work, tag + ".step.mlir")
     meta = os.path.join(work, tag + ".meta.json")
-    if os.path.exists(step) and os.path.exists(meta):
+    if reuse and os.path.exists(step) and os.path.exists(meta):
         m = json.load(open(meta))
         return step, m["arena"], m["locations"], m["params"]
     fwd = os.path.join(work, name + ".mlir")
     fwd_meta = os.path.join(work, name + ".params.json")
-    if os.path.exists(fwd) and os.path.exists(fwd_meta):
+    if reuse and os.path.exists(fwd) and os.path.exists(fwd_meta):
         nparams = json.load(open(fwd_meta))["params"]
     else:
         if llm:
@@ -355,7 +359,48 @@ def gb(b):
     return f"{b / 1e9:.1f}"
 
 
+def markdown(paths):
+    """The rows of --json files as one markdown table (docs/planner.md)."""
+    cols = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload", "zero-offload+ac",
+            "fsdp2-offload+ac"]
+    print("| workload | target | budget GB | " + " | ".join(cols)
+          + " | ours | plan s | priced | bound | gap | verdict |")
+    print("|" + "---|" * (len(cols) + 9))
+    last = None
+    for path in paths:
+        for row in json.load(open(path))["rows"]:
+            key = (row["workload"], row["target"])
+            cells = []
+            for c in cols:
+                b = row["baselines"].get(c)
+                if b is None:
+                    cells.append("n/a")
+                elif b["arena"] is None or b["arena"] > row["budget"]:
+                    cells.append("-")
+                else:
+                    cells.append(f"{b['seconds']:.3f}")
+            r = row["ours"]
+            if r["fits"] and r.get("fits_unplanned"):
+                ours = row["bound"]
+            else:
+                ours = r.get("t") if r["fits"] else None
+            bound = row["bound"]
+            gap = f"{100 * (ours - bound) / bound:.1f}%" if ours and bound else "-"
+            name = (f"{row['workload']}" + ("" if row.get("precision", "fp32") == "fp32"
+                                             else f" ({row['precision']})"), row["target"])
+            head = name if key != last else ("", "")
+            last = key
+            o = (f"{ours:.3f}" if ours is not None else
+                 "timeout" if r.get("timeout") else "no fit")
+            print(f"| {head[0]} | {head[1]} | {row['budget'] / 1e9:.2f} | " + " | ".join(cells)
+                  + f" | **{o}** | {r['plan_s']:.1f} | {fmt_s(r.get('priced', ours))} | "
+                  f"{fmt_s(bound)} | {gap} | {row['verdict']} |")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        markdown(sys.argv[2].split(","))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
@@ -372,6 +417,8 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed"],
                     help="the steps' precision (default fp32; bf16-mixed: autocast with fp32 "
                          "master weights)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the steps an earlier run left in --work (no export, no autodiff)")
     ap.add_argument("--timeout", type=float, default=300.0,
                     help="seconds per planner run (offload-opt killed after; default %(default)s)")
     ap.add_argument("--json", default="", help="also write every row as JSON to this file")
@@ -395,7 +442,7 @@ def main():
     failures, expected, rows = [], [], []
     for name in args.workloads.split(","):
         step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
-                                                        args.precision)
+                                                        args.precision, args.reuse)
         tag = name if args.precision == "fp32" else f"{name}.{args.precision}"
         marked = mark_blocks(name, step, locs, args.work, tag)
         kind = WORKLOADS[name][0]
