@@ -27,6 +27,10 @@ Models (fp32, as the issue asks):
              budgets 80 GB and 40 GB.
   gpt2-xl    48 layers, d_model 1600, 25 heads, FFN 6400, vocab 50257,
              1024 positions, LayerNorm, GELU; batch 8, seq 1024; budget 80 GB.
+For bench/planner/realistic.py (which imports export()): gpt2-124m and
+gpt2-1.5b (GPT-2 small and XL with the embedding tied to the output, batch 16
+and 8 at seq 1024) and llama3-8b (grouped-query attention, 8 key/value heads,
+vocab 128256, batch 1 at seq 8192).
 """
 import argparse
 import math

@@ -120,22 +120,44 @@ VISION = {
 # head, loss) stays saved, as torch.utils.checkpoint around the blocks leaves it.
 
 
+def _lines(func, text):
+    """{"file.py:N"} of the lines of `func`'s source containing `text` (the
+    saved-value report's locations name the Python source line that made a
+    value; found here, so that an edit above them changes nothing)."""
+    import inspect
+    src, start = inspect.getsourcelines(func)
+    name = os.path.basename(inspect.getsourcefile(func))
+    found = {f"{name}:{start + i}" for i, line in enumerate(src) if text in line}
+    if not found:
+        sys.exit(f"realistic.py: no line with {text!r} in {func.__qualname__}")
+    return found
+
+
 def _boundaries(kind, locs):
     L = [re.sub(r'^"?([^"]*/)?([^/"]+)"?:(\d+):\d+$', r"\2:\3", x) for x in locs]
     if kind == "gpt":  # the embedding sum, then each block's output
-        return [i for i, x in enumerate(L) if x in ("llm_shapes.py:155", "export_models.py:153")]
+        import export_models
+        marks = (_lines(llm_shapes.GPT2.forward, "self.wte(x) + self.wpe(pos)")
+                 | _lines(export_models.GPTBlock.forward, "x = x + self.mlp_drop"))
+        return [i for i, x in enumerate(L) if x in marks]
     if kind == "vit":  # the encoder's input (x + pos_embedding), each block's output
-        return [i for i, x in enumerate(L) if x in ("vision_transformer.py:156",
-                                                     "vision_transformer.py:119")]
+        from torchvision.models import vision_transformer as vt
+        marks = (_lines(vt.Encoder.forward, "input + self.pos_embedding")
+                 | _lines(vt.EncoderBlock.forward, "return x + y"))
+        return [i for i, x in enumerate(L) if x in marks]
     if kind == "llama":  # the embedding, then each block's output (x + down_proj(...)),
         # the save at the block's last line that its successor's RMSNorm reads
-        norm, out = "llm_shapes.py:54", "llm_shapes.py:106"
-        return [0] + [i for i in range(1, len(L) - 1) if L[i] == out and L[i + 1] == norm]
+        norm = _lines(llm_shapes.RMSNorm.forward, "return x * torch.rsqrt")
+        out = _lines(llm_shapes.LlamaBlock.forward, "return x + self.down_proj")
+        return [0] + [i for i in range(1, len(L) - 1) if L[i] in out and L[i + 1] in norm]
     if kind == "resnet":  # the stem's max-pool output, each bottleneck's output ReLU
-        pools = [i for i, x in enumerate(L) if x == "functional.py:782"]
+        import torch.nn.functional as F
+        pool = _lines(F._max_pool2d, "return torch.max_pool2d(")
+        relu = _lines(F.relu, "torch.relu")
+        pools = [i for i, x in enumerate(L) if x in pool]
         if not pools:
             return []
-        relus = [i for i, x in enumerate(L) if x == "functional.py:1455" and i > pools[-1]]
+        relus = [i for i, x in enumerate(L) if x in relu and i > pools[-1]]
         return [pools[-1]] + relus[2::3]
     return []
 
@@ -175,6 +197,7 @@ def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
     `reuse`: take the files an earlier run left in `work` instead of
     exporting and building again."""
     kind, llm = WORKLOADS[name]
+    os.makedirs(work, exist_ok=True)
     tag = name if precision == "fp32" else f"{name}.{precision}"
     step = os.path.join(work, tag + ".step.mlir")
     meta = os.path.join(work, tag + ".meta.json")
@@ -366,9 +389,20 @@ def markdown(paths):
     print("| workload | target | budget GB | " + " | ".join(cols)
           + " | ours | plan s | priced | bound | gap | verdict |")
     print("|" + "---|" * (len(cols) + 9))
-    last = None
+    # A later file's rows of a workload, precision and target replace an
+    # earlier file's.
+    groups = {}
     for path in paths:
+        fresh = {}
         for row in json.load(open(path))["rows"]:
+            fresh.setdefault((row["workload"], row.get("precision", "fp32"), row["target"]),
+                             []).append(row)
+        groups.update(fresh)
+    order = list(WORKLOADS)
+    last = None
+    for _, rows in sorted(groups.items(), key=lambda kv: (
+            order.index(kv[0][0]) if kv[0][0] in order else len(order), kv[0][1])):
+        for row in rows:
             key = (row["workload"], row["target"])
             cells = []
             for c in cols:
