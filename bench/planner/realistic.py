@@ -4,7 +4,7 @@
     PYTHONPATH=python /usr/bin/python3 bench/planner/realistic.py --bin build/bin
         [--workloads gpt2-124m,gpt2-1.5b,llama2-7b,llama3-8b,resnet50,vit-b16]
         [--targets h100-sxm,a100-40g,rtx-4090,l4] [--work DIR] [--check]
-        [--host-adamw-rate BYTES_PER_S] [--known-losses FILE] [--precision bf16-mixed]
+        [--host-adamw-rate BYTES_PER_S] [--known-losses FILE] [--precision fp32,bf16-mixed]
         [--timeout S] [--reuse] [--json FILE]
     /usr/bin/python3 bench/planner/realistic.py --markdown A.json[,B.json...]
 
@@ -86,8 +86,8 @@ our plan above what the simulator finds.
 --check exits 1 when a row where ours is planned has no bound, or ours does
 not fit a budget that a baseline fits, or ours is slower than the fastest
 baseline that fits (by more than 0.1%), unless the row is in the known-losses
-list (--known-losses FILE: lines "workload target budget-index", printed as
-expected failures).
+list (--known-losses FILE: lines "workload target budget-index [precision]",
+printed as expected failures; a listed row that wins is printed too).
 """
 import argparse
 import json
@@ -448,9 +448,9 @@ def main():
     ap.add_argument("--known-losses", default="",
                     help="file of rows expected to fail --check: 'workload target budget-index' "
                          "per line (# comments)")
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed"],
-                    help="the steps' precision (default fp32; bf16-mixed: autocast with fp32 "
-                         "master weights)")
+    ap.add_argument("--precision", default="fp32",
+                    help="the steps' precisions, comma-separated: fp32 (default), bf16-mixed "
+                         "(autocast with fp32 master weights and AdamW state)")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the steps an earlier run left in --work (no export, no autodiff)")
     ap.add_argument("--timeout", type=float, default=300.0,
@@ -472,15 +472,19 @@ def main():
         for line in open(args.known_losses):
             line = line.split("#")[0].split()
             if line:
-                known.add((line[0], line[1], int(line[2])))
-    failures, expected, rows = [], [], []
-    for name in args.workloads.split(","):
+                known.add((line[0], line[1], int(line[2]), line[3] if len(line) > 3 else "fp32"))
+    precisions = args.precision.split(",")
+    for p in precisions:
+        if p not in ("fp32", "bf16-mixed"):
+            ap.error(f"--precision: {p!r} is neither fp32 nor bf16-mixed")
+    failures, expected, rows, unknown_wins = [], [], [], []
+    for precision, name in [(p, n) for p in precisions for n in args.workloads.split(",")]:
         step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
-                                                        args.precision, args.reuse)
-        tag = name if args.precision == "fp32" else f"{name}.{args.precision}"
+                                                        precision, args.reuse)
+        tag = name if precision == "fp32" else f"{name}.{precision}"
         marked = mark_blocks(name, step, locs, args.work, tag)
         kind = WORKLOADS[name][0]
-        print(f"\n{name} ({args.precision}): {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
+        print(f"\n{name} ({precision}): {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
               f"{len(locs)} saved values"
               + (f"; full-ac: {marked[1]} blocks, {marked[2]} saved values recomputed"
                  if marked else "; full-ac: no blocks found"), flush=True)
@@ -538,12 +542,14 @@ def main():
                 if r["fits"] and bound is None:
                     why.append("no bound")
                 verdict = "ok" if not why else "; ".join(why)
-                key = (name, target, k)
+                key = (name, target, k, precision)
                 if why:
                     (expected if key in known else failures).append(
-                        f"{name} {target} {k} ({gb(budget)} GB): {verdict}")
+                        f"{name} {target} {k} {precision} ({gb(budget)} GB): {verdict}")
                     if key in known:
                         verdict += " (known)"
+                elif key in known:
+                    unknown_wins.append(f"{name} {target} {k} {precision} ({gb(budget)} GB)")
                 cells = []
                 for b, (a, t, _) in base.items():
                     cells.append(f"{t:>16.3f}" if a is not None and a <= budget
@@ -553,7 +559,7 @@ def main():
                       f" | {r['plan_s']:>6.1f}"
                       f" | {fmt_s(r.get('priced', ours if r['fits'] else None)):>7}"
                       f" | {fmt_s(bound):>7} | {gap:>6} | {verdict}", flush=True)
-                rows.append({"workload": name, "precision": args.precision, "target": target, "index": k, "budget": budget,
+                rows.append({"workload": name, "precision": precision, "target": target, "index": k, "budget": budget,
                              "baselines": {b: {"arena": a, "seconds": t}
                                            for b, (a, t, _) in base.items()},
                              "ours": r, "bound": bound, "verdict": verdict})
@@ -564,6 +570,10 @@ def main():
     if expected:
         print("\nexpected failures (known losses):")
         for f in expected:
+            print("  " + f)
+    if unknown_wins:
+        print("\nlisted as known losses but won now (take them off the list):")
+        for f in unknown_wins:
             print("  " + f)
     if args.check:
         for f in failures:
