@@ -14,10 +14,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEBIAN_PY = "/usr/bin/python3"
 
 
-def run(cmd, ok=True):
+def run(cmd, ok=True, timeout=None):
     """Runs `cmd`, stdout and stderr together; exits naming it (with the last
-    3,000 characters of its output) when it fails and `ok` is set."""
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    3,000 characters of its output) when it fails and `ok` is set. With
+    `timeout` (seconds), subprocess.TimeoutExpired when it runs longer (the
+    command is killed)."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout)
     if ok and r.returncode != 0:
         sys.exit("command failed: " + " ".join(cmd) + "\n" + r.stdout[-3000:])
     return r

@@ -27,6 +27,10 @@ Models (fp32, as the issue asks):
              budgets 80 GB and 40 GB.
   gpt2-xl    48 layers, d_model 1600, 25 heads, FFN 6400, vocab 50257,
              1024 positions, LayerNorm, GELU; batch 8, seq 1024; budget 80 GB.
+For bench/planner/realistic.py (which imports export()): gpt2-124m and
+gpt2-1.5b (GPT-2 small and XL with the embedding tied to the output, batch 16
+and 8 at seq 1024) and llama3-8b (grouped-query attention, 8 key/value heads,
+vocab 128256, batch 1 at seq 8192).
 """
 import argparse
 import math
@@ -60,22 +64,30 @@ def rotate_half(x):
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, d, n_head):
+    """Llama's attention; n_kv_head < n_head is grouped-query attention
+    (Llama 3), whose key and value heads are repeated as HF's repeat_kv does."""
+
+    def __init__(self, d, n_head, n_kv_head=None):
         super().__init__()
         self.n_head, self.head_dim = n_head, d // n_head
+        self.n_kv_head = n_kv_head or n_head
+        kv = self.n_kv_head * self.head_dim
         self.q_proj = nn.Linear(d, d, bias=False)
-        self.k_proj = nn.Linear(d, d, bias=False)
-        self.v_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, kv, bias=False)
+        self.v_proj = nn.Linear(d, kv, bias=False)
         self.o_proj = nn.Linear(d, d, bias=False)
 
     def forward(self, x, cos, sin, mask):
         b, t, c = x.shape
-        h, d = self.n_head, self.head_dim
+        h, hk, d = self.n_head, self.n_kv_head, self.head_dim
         q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, h, d).transpose(1, 2)
-        v = self.v_proj(x).view(b, t, h, d).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, hk, d).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, hk, d).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if hk != h:
+            k = k[:, :, None].expand(b, hk, h // hk, t, d).reshape(b, h, t, d)
+            v = v[:, :, None].expand(b, hk, h // hk, t, d).reshape(b, h, t, d)
         att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
         att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
         y = torch.matmul(att, v).transpose(1, 2).contiguous().view(b, t, c)
@@ -83,10 +95,10 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, d, n_head, ffn):
+    def __init__(self, d, n_head, ffn, n_kv_head=None):
         super().__init__()
         self.input_layernorm = RMSNorm(d)
-        self.self_attn = LlamaAttention(d, n_head)
+        self.self_attn = LlamaAttention(d, n_head, n_kv_head)
         self.post_attention_layernorm = RMSNorm(d)
         self.gate_proj = nn.Linear(d, ffn, bias=False)
         self.up_proj = nn.Linear(d, ffn, bias=False)
@@ -101,18 +113,19 @@ class LlamaBlock(nn.Module):
 class Llama(nn.Module):
     """A Llama-2-shaped decoder; forward(x, y) returns the scalar LM loss."""
 
-    def __init__(self, vocab, d, n_layer, n_head, ffn):
+    def __init__(self, vocab, d, n_layer, n_head, ffn, n_kv_head=None, rope_theta=10000.0):
         super().__init__()
-        self.vocab, self.head_dim = vocab, d // n_head
+        self.vocab, self.head_dim, self.rope_theta = vocab, d // n_head, rope_theta
         self.embed_tokens = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList([LlamaBlock(d, n_head, ffn) for _ in range(n_layer)])
+        self.layers = nn.ModuleList([LlamaBlock(d, n_head, ffn, n_kv_head)
+                                     for _ in range(n_layer)])
         self.norm = RMSNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, x, y):
         t = x.shape[1]
         pos = torch.arange(t, dtype=torch.float32)
-        inv = 1.0 / (10000.0 ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32)
+        inv = 1.0 / (self.rope_theta ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32)
                                   / self.head_dim))
         freqs = pos.unsqueeze(1) * inv.unsqueeze(0)
         emb = torch.cat([freqs, freqs], dim=-1)
@@ -126,16 +139,19 @@ class Llama(nn.Module):
 
 
 class GPT2(nn.Module):
-    """A GPT-2-shaped decoder from the example GPT's blocks."""
+    """A GPT-2-shaped decoder from the example GPT's blocks. `tied`: the
+    output projection is the token embedding's weight, without a bias, as in
+    GPT-2 itself (HF's GPT2LMHeadModel)."""
 
-    def __init__(self, vocab, n_pos, d, n_layer, n_head):
+    def __init__(self, vocab, n_pos, d, n_layer, n_head, tied=False):
         super().__init__()
-        self.vocab = vocab
+        self.vocab, self.tied = vocab, tied
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(n_pos, d)
         self.h = nn.ModuleList([GPTBlock(d, n_head, 0.0) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(d)
-        self.lm_head = nn.Linear(d, vocab)
+        if not tied:
+            self.lm_head = nn.Linear(d, vocab)
 
     def forward(self, x, y):
         t = x.shape[1]
@@ -143,7 +159,8 @@ class GPT2(nn.Module):
         h = self.wte(x) + self.wpe(pos)
         for block in self.h:
             h = block(h)
-        logits = self.lm_head(self.ln_f(h))
+        h = self.ln_f(h)
+        logits = F.linear(h, self.wte.weight) if self.tied else self.lm_head(h)
         return F.cross_entropy(logits.reshape(-1, self.vocab), y.reshape(-1))
 
 
@@ -152,6 +169,16 @@ MODELS = {
     "llama2-7b": (lambda: Llama(32000, 4096, 32, 32, 11008), 1, 4096, 32000,
                   ["80GB", "40GB"]),
     "gpt2-xl": (lambda: GPT2(50257, 1024, 1600, 48, 25), 8, 1024, 50257, ["80GB"]),
+    # bench/planner/realistic.py's workloads (the budgets are its own).
+    # GPT-2 small (124 M parameters; 12 layers, d 768, 12 heads) and GPT-2
+    # XL (1.56 B) with the embedding tied to the output, as released.
+    "gpt2-124m": (lambda: GPT2(50257, 1024, 768, 12, 12, tied=True), 16, 1024, 50257, ["80GB"]),
+    "gpt2-1.5b": (lambda: GPT2(50257, 1024, 1600, 48, 25, tied=True), 8, 1024, 50257, ["80GB"]),
+    # Llama-3-8B: 32 layers, d 4096, 32 query and 8 key/value heads (GQA),
+    # SwiGLU FFN 14336, vocab 128256, rope theta 500000; batch 1 at its
+    # 8192-token context.
+    "llama3-8b": (lambda: Llama(128256, 4096, 32, 32, 14336, n_kv_head=8, rope_theta=500000.0),
+                  1, 8192, 128256, ["80GB"]),
 }
 
 
@@ -198,12 +225,39 @@ def run(cmd, **kw):
     return p.stdout, time.time() - t0, cpu
 
 
+def export(name, work, bin_dir, trace_seq=8, batch=None, seq=None):
+    """Traces shape-only model `name` of MODELS at sequence `trace_seq` into
+    WORK/NAME.pt and imports it at its full shape (or `batch`, `seq`) into
+    WORK/NAME.mlir (the forward step, no weights). Prints what it built and
+    returns (the .mlir path, the number of parameters). Also used by
+    bench/planner/realistic.py."""
+    build, b0, s0, vocab, _ = MODELS[name]
+    batch, seq = batch or b0, seq or s0
+    w = lambda s: os.path.join(work, name + s)
+    t0 = time.time()
+    model, nparams = shape_only(build)
+    model.train()
+    x = torch.zeros(1, trace_seq, dtype=torch.long)
+    with torch.no_grad():
+        traced = torch.jit.trace(model, (x, x), check_trace=False)
+    traced.save(w(".pt"))
+    print(f"{name}: {nparams / 1e9:.2f} B parameters ({nparams * 4 / 1e9:.1f} GB fp32), "
+          f"traced at seq {trace_seq} in {time.time() - t0:.1f} s, "
+          f"{os.path.getsize(w('.pt')) / 1e3:.0f} kB on disk", flush=True)
+    _, t_imp, _ = run([os.path.join(bin_dir, "offload-import"), w(".pt"),
+                       "--input", f"x={batch}x{seq}xi64", "--input", f"y={batch}x{seq}xi64",
+                       "-o", w(".mlir")])
+    print(f"{name}: batch {batch}, seq {seq}: imported in {t_imp:.1f} s", flush=True)
+    return w(".mlir"), nparams
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True, help="folder of offload-import and offload-opt")
     ap.add_argument("--work", required=True, help="folder for the shape-only models and steps")
     ap.add_argument("--models", default="llama2-7b,gpt2-xl",
-                    help="comma-separated shape-only models (default %(default)s)")
+                    help="comma-separated shape-only models of MODELS (default %(default)s; "
+                         "also gpt2-124m, llama3-8b)")
     ap.add_argument("--trace-seq", type=int, default=8,
                     help="sequence length of the trace; the step is imported at the model's "
                          "full length (default %(default)s)")
@@ -214,25 +268,13 @@ def main():
     for name in args.models.split(","):
         build, batch, seq, vocab, budgets = MODELS[name]
         w = lambda s: os.path.join(args.work, name + s)
-        t0 = time.time()
-        model, nparams = shape_only(build)
-        model.train()
-        x = torch.zeros(1, args.trace_seq, dtype=torch.long)
-        with torch.no_grad():
-            traced = torch.jit.trace(model, (x, x), check_trace=False)
-        traced.save(w(".pt"))
-        print(f"{name}: {nparams / 1e9:.2f} B parameters ({nparams * 4 / 1e9:.1f} GB fp32), "
-              f"traced at seq {args.trace_seq} in {time.time() - t0:.1f} s, "
-              f"{os.path.getsize(w('.pt')) / 1e3:.0f} kB on disk", flush=True)
-        _, t_imp, _ = run([os.path.join(args.bin, "offload-import"), w(".pt"),
-                           "--input", f"x={batch}x{seq}xi64", "--input", f"y={batch}x{seq}xi64",
-                           "-o", w(".mlir")])
+        export(name, args.work, args.bin, args.trace_seq)
         out, t_ad, _ = run([opt, w(".mlir"), "--offload-autodiff=optimizer=adamw lr=1e-4",
                             "--offload-memory-report", "-o", w(".step.mlir")])
         ops = sum(1 for line in open(w(".step.mlir")) if re.match(r"\s+(%\S+ = )?offload\.", line))
         peak = int(re.search(r"peak device bytes: (\d+)", out).group(1))
         arena = int(re.search(r"device arena bytes: (\d+)", out).group(1))
-        print(f"{name}: batch {batch}, seq {seq}: imported in {t_imp:.1f} s; training step "
+        print(f"{name}: training step "
               f"(AdamW) with ~{ops} ops built in {t_ad:.1f} s; unplanned peak {peak / 1e9:.1f} GB, "
               f"device arena {arena / 1e9:.1f} GB", flush=True)
         for budget in budgets:

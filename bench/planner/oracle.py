@@ -327,11 +327,14 @@ def planned_figures(out):
     return res
 
 
-def plan(bin_dir, step, budget, target, work, tag):
+def plan(bin_dir, step, budget, target, work, tag, extra="", timeout=None):
+    """Plans `step` at `budget`; `extra`: more --offload-plan-memory options
+    (e.g. "slice=never"); `timeout`: seconds (subprocess.TimeoutExpired)."""
     problem = os.path.join(work, tag + ".problem.json")
     r = run([os.path.join(bin_dir, "offload-opt"), step,
-             f"--offload-plan-memory=budget={budget} target={target} report=- problem={problem}",
-             "-o", os.path.join(work, tag + ".planned.mlir")], ok=False)
+             f"--offload-plan-memory=budget={budget} target={target} report=- problem={problem}"
+             + (f" {extra}" if extra else ""),
+             "-o", os.path.join(work, tag + ".planned.mlir")], ok=False, timeout=timeout)
     if r.returncode != 0:
         m = re.search(r"Ask for budget=(\d+)", r.stdout)
         return {"error": r.stdout, "ask": int(m.group(1)) if m else None}

@@ -1,0 +1,589 @@
+#!/usr/bin/python3
+"""The planner against the policies users run, on realistic training steps (issue 32).
+
+    PYTHONPATH=python /usr/bin/python3 bench/planner/realistic.py --bin build/bin
+        [--workloads gpt2-124m,gpt2-1.5b,llama2-7b,llama3-8b,resnet50,vit-b16]
+        [--targets h100-sxm,a100-40g,rtx-4090,l4] [--work DIR] [--check]
+        [--host-adamw-rate BYTES_PER_S] [--known-losses FILE] [--precision fp32,bf16-mixed]
+        [--timeout S] [--reuse] [--json FILE]
+    /usr/bin/python3 bench/planner/realistic.py --markdown A.json[,B.json...]
+
+Workloads, shape-only (every parameter one element expanded to its shape, as
+bench/planner/llm_shapes.py builds them; no weights are ever materialised),
+fp32, AdamW (lr 1e-4), each step built by offload-import and
+--offload-autodiff:
+  gpt2-124m   GPT-2 small (embedding tied to the output), batch 16, T 1024
+  gpt2-1.5b   GPT-2 XL (tied), batch 8, T 1024
+  llama2-7b   Llama-2-7B, batch 1, T 4096
+  llama3-8b   Llama-3-8B (GQA: 8 key/value heads), batch 1, T 8192
+  resnet50    torchvision's ResNet-50 (1000 classes), batch 256, 224x224
+  vit-b16     torchvision's ViT-B/16 (1000 classes), batch 128, 224x224
+Attention is the fused op (the importer's --offload-fuse-attention): q, k, v,
+the output and the log-sum-exp are saved, never the probabilities.
+
+Targets: the cost model's built-in GPUs, each as a target file
+{"base": T, "host_update_bytes_per_second": R} where R is the host's AdamW
+rate MEASURED on this machine (torch.optim.AdamW(foreach=True) over 32 M
+fp32 parameters in 8 tensors, fastest of 20 steps, under PyTorch 2.x when
+scripts/torch2-python exists, else this Python's torch), in the cost model's
+convention for offload.adamw_update: 28 bytes per parameter (param, grad,
+exp_avg, exp_avg_sq read; param and both moments written). The planner and
+every baseline are priced and simulated with the same file. The host update
+runs on the compute stream in the simulator (Timeline.h), as ZeRO-Offload's
+CPU step sits between backward and the next forward.
+
+Baselines: fixed policies, each built with our own passes on the same step and
+judged by the same simulator (--offload-memory-report's device arena,
+--offload-cost-report's simulated step time on the target). Every baseline
+first runs --offload-early-update (the optimizer step fused into backward, as
+PyTorch documents with register_post_accumulate_grad_hook; the planner does
+the same), so the comparison is with the strongest form of each policy.
+  none            no activation checkpointing
+  full-ac         torch.utils.checkpoint around each transformer block /
+                  ResNet bottleneck: every saved value of a block except its
+                  input is recomputed, one region per block
+                  (--offload-recompute=policy=marked, a group id per block)
+  selective       Megatron-LM's selective recompute, the attention core only
+                  (--offload-recompute=policy=ops ops=attention: the fused
+                  attention's output is recomputed from the saved q, k, v);
+                  transformers only
+  zero-offload    ZeRO-Offload: parameters' fp32 copy, gradients and AdamW
+                  state on the host, update on the host CPU, each parameter
+                  uploaded once per step and kept through backward
+                  (--offload-host-parameters=policy=all refetch=never)
+  fsdp2-offload   FSDP2's CPUOffloadPolicy on one GPU: parameters, gradients
+                  and state on the host, each parameter fetched before its
+                  forward use and again before its backward use
+                  (--offload-host-parameters=policy=all refetch=always)
+  zero-offload+ac, fsdp2-offload+ac: the same with full-ac first (how both
+                  are used on models whose activations do not fit)
+PyTorch's partitioner (activation_memory_budget) is not a column: see
+docs/planner.md, "Realistic workloads".
+
+Budgets per workload and target: the target's memory and 3 lower points, from
+the lower of it and the unplanned arena (above which every method fits as it
+is) down to the smallest arena any method reaches (the planner's smallest reachable
+arena without slicing, named by its error at budget=1 slice=never, or a
+baseline's arena; with slicing tried, the probe took minutes and 8 GB on
+GPT-2 124M, since at budget 1 every slice size is searched). The planner runs
+with slice=never at every budget too: slicing is a last resort the baselines
+do not have, and its search does not fit this machine's 23 GB on the LLM steps. Also the smallest
+arena any baseline reaches, where the strongest fixed policy just fits (the
+budget index in the known-losses list counts it). A method fits a budget when
+its device arena is at most the budget.
+
+The lower bound: the LP relaxation of the planner's exported decision problem
+(bench/planner/oracle.py's solve(relax=True), HiGHS through scipy), at the
+peak the planner's own decisions reach in that model; the bound on the step
+time is the unplanned simulated step plus the LP's optimum. It is the model's
+bound: it holds for real plans where the model is a relaxation of the
+mechanisms (docs/planner.md). gap = (ours - bound) / bound, ours simulated;
+`priced` is the unplanned step plus ours priced in that model (the LP's
+objective at our decisions), so priced - bound is the gap in the model and
+never negative, while the simulated gap is negative where the model prices
+our plan above what the simulator finds.
+
+--check exits 1 when a row where ours is planned has no bound, or ours does
+not fit a budget that a baseline fits, or ours is slower than the fastest
+baseline that fits (by more than 0.1%), unless the row is in the known-losses
+list (--known-losses FILE: lines "workload target budget-index [precision]",
+printed as expected failures; a listed row that wins is printed too).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from example_steps import ROOT, run
+import llm_shapes
+import oracle
+
+TARGET_MEMORY = {"h100-sxm": 80e9, "h100-pcie": 80e9, "a100-80g": 80e9, "a100-40g": 40e9,
+                 "rtx-4090": 24e9, "l4": 24e9}
+
+# --- Workloads ----------------------------------------------------------------
+
+VISION = {
+    # name: (torchvision constructor, batch, image size)
+    "resnet50": ("resnet50", 256, 224),
+    "vit-b16": ("vit_b_16", 128, 224),
+}
+
+# Block boundaries for full-ac, from the saved values' locations (the
+# saved-value report's file:line of the Python source, in forward order): a
+# boundary is a block's input, which stays saved; the saved values after it,
+# up to the next boundary, are that block's and are recomputed by one region.
+# The last boundary is the last block's output; what follows it (final norm,
+# head, loss) stays saved, as torch.utils.checkpoint around the blocks leaves it.
+
+
+def _lines(func, text):
+    """{"file.py:N"} of the lines of `func`'s source containing `text` (the
+    saved-value report's locations name the Python source line that made a
+    value; found here, so that an edit above them changes nothing)."""
+    import inspect
+    src, start = inspect.getsourcelines(func)
+    name = os.path.basename(inspect.getsourcefile(func))
+    found = {f"{name}:{start + i}" for i, line in enumerate(src) if text in line}
+    if not found:
+        sys.exit(f"realistic.py: no line with {text!r} in {func.__qualname__}")
+    return found
+
+
+def _boundaries(kind, locs):
+    L = [re.sub(r'^"?([^"]*/)?([^/"]+)"?:(\d+):\d+$', r"\2:\3", x) for x in locs]
+    if kind == "gpt":  # the embedding sum, then each block's output
+        import export_models
+        marks = (_lines(llm_shapes.GPT2.forward, "self.wte(x) + self.wpe(pos)")
+                 | _lines(export_models.GPTBlock.forward, "x = x + self.mlp_drop"))
+        return [i for i, x in enumerate(L) if x in marks]
+    if kind == "vit":  # the encoder's input (x + pos_embedding), each block's output
+        from torchvision.models import vision_transformer as vt
+        marks = (_lines(vt.Encoder.forward, "input + self.pos_embedding")
+                 | _lines(vt.EncoderBlock.forward, "return x + y"))
+        return [i for i, x in enumerate(L) if x in marks]
+    if kind == "llama":  # the embedding, then each block's output (x + down_proj(...)),
+        # the save at the block's last line that its successor's RMSNorm reads
+        norm = _lines(llm_shapes.RMSNorm.forward, "return x * torch.rsqrt")
+        out = _lines(llm_shapes.LlamaBlock.forward, "return x + self.down_proj")
+        return [0] + [i for i in range(1, len(L) - 1) if L[i] in out and L[i + 1] in norm]
+    if kind == "resnet":  # the stem's max-pool output, each bottleneck's output ReLU
+        import torch.nn.functional as F
+        pool = _lines(F._max_pool2d, "return torch.max_pool2d(")
+        relu = _lines(F.relu, "torch.relu")
+        pools = [i for i, x in enumerate(L) if x in pool]
+        if not pools:
+            return []
+        relus = [i for i, x in enumerate(L) if x in relu and i > pools[-1]]
+        return [pools[-1]] + relus[2::3]
+    return []
+
+
+WORKLOADS = {
+    "gpt2-124m": ("gpt", "gpt2-124m"),
+    "gpt2-1.5b": ("gpt", "gpt2-1.5b"),
+    "llama2-7b": ("llama", "llama2-7b"),
+    "llama3-8b": ("llama", "llama3-8b"),
+    "resnet50": ("resnet", None),
+    "vit-b16": ("vit", None),
+}
+
+
+def export_vision(name, work, bin_dir):
+    """torchvision's model, shape-only (llm_shapes.shape_only), traced at batch
+    1 and imported at the workload's batch with the cross-entropy loss."""
+    import torch
+    import torchvision
+    ctor, batch, size = VISION[name]
+    model, nparams = llm_shapes.shape_only(lambda: getattr(torchvision.models, ctor)())
+    model.train()
+    pt = os.path.join(work, name + ".pt")
+    with torch.no_grad():
+        torch.jit.trace(model, torch.zeros(1, 3, size, size), check_trace=False).save(pt)
+    fwd = os.path.join(work, name + ".mlir")
+    run([os.path.join(bin_dir, "offload-import"), pt, "--input", f"x={batch}x3x{size}x{size}xf32",
+         "--input", f"y={batch}xi64", "--loss", "cross_entropy", "-o", fwd])
+    print(f"{name}: {nparams / 1e6:.1f} M parameters, batch {batch}, {size}x{size}", flush=True)
+    return fwd, nparams
+
+
+def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
+    """Returns (step path, unplanned arena bytes, saved-value locations in
+    forward order, parameter count). `precision`: fp32, or bf16-mixed
+    (--offload-autodiff's autocast: fp32 master weights and AdamW state).
+    `reuse`: take the files an earlier run left in `work` instead of
+    exporting and building again."""
+    kind, llm = WORKLOADS[name]
+    os.makedirs(work, exist_ok=True)
+    tag = name if precision == "fp32" else f"{name}.{precision}"
+    step = os.path.join(work, tag + ".step.mlir")
+    meta = os.path.join(work, tag + ".meta.json")
+    if reuse and os.path.exists(step) and os.path.exists(meta):
+        m = json.load(open(meta))
+        return step, m["arena"], m["locations"], m["params"]
+    fwd = os.path.join(work, name + ".mlir")
+    fwd_meta = os.path.join(work, name + ".params.json")
+    if reuse and os.path.exists(fwd) and os.path.exists(fwd_meta):
+        nparams = json.load(open(fwd_meta))["params"]
+    else:
+        if llm:
+            fwd, nparams = llm_shapes.export(llm, work, bin_dir)
+        else:
+            fwd, nparams = export_vision(name, work, bin_dir)
+        json.dump({"params": nparams}, open(fwd_meta, "w"))
+    autodiff = "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
+    out = run([os.path.join(bin_dir, "offload-opt"), fwd,
+               f"--offload-autodiff={autodiff}", "--offload-memory-report",
+               "--offload-saved-value-report", "-o", step]).stdout
+    arena = int(re.search(r"device arena bytes: (\d+)", out).group(1))
+    locs = [m.group(1) for m in re.finditer(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+loc\((.*)\)\s*$", out,
+                                            re.M)]
+    saves = sum(1 for line in open(step) if " = offload.save " in line)
+    if len(locs) != saves:
+        sys.exit(f"{name}: {len(locs)} saved values in the report, {saves} saves in the step")
+    json.dump({"arena": arena, "locations": locs, "params": nparams}, open(meta, "w"))
+    return step, arena, locs, nparams
+
+
+def mark_blocks(name, step, locs, work, tag):
+    """The step with every save of a block marked with the block's recompute
+    group (full activation checkpointing per block); None when no block was
+    found."""
+    b = _boundaries(WORKLOADS[name][0], locs)
+    if len(b) < 2:
+        return None
+    group = {}
+    for k in range(len(b) - 1):
+        for i in range(b[k] + 1, b[k + 1]):
+            group[i] = k
+    out, i = [], 0
+    for line in open(step):
+        if " = offload.save " in line:
+            if i in group:
+                line = re.sub(r"(= offload\.save %[\w.#]+) :",
+                              rf"\1 {{offload.recompute = {group[i]} : i64}} :", line, count=1)
+            i += 1
+        out.append(line)
+    path = os.path.join(work, tag + ".blocks.mlir")
+    open(path, "w").writelines(out)
+    return path, len(b) - 1, len(group)
+
+
+# --- Host AdamW rate ------------------------------------------------------------
+
+ADAMW_PROBE = """
+import time, torch
+n = 1 << 25
+ps = [torch.zeros(n // 8, requires_grad=True) for _ in range(8)]
+for p in ps:
+    p.grad = torch.full_like(p, 1e-3)
+opt = torch.optim.AdamW(ps, lr=1e-4, foreach=True)
+opt.step()
+best = 1e9
+for _ in range(20):
+    t = time.perf_counter(); opt.step(); best = min(best, time.perf_counter() - t)
+print(28 * n / best, torch.__version__, torch.get_num_threads())
+"""
+
+
+def host_adamw_rate(work):
+    """Measured bytes/s of torch.optim.AdamW(foreach=True) on this machine,
+    28 bytes per parameter (cached in WORK/host-adamw.json)."""
+    path = os.path.join(work, "host-adamw.json")
+    if os.path.exists(path):
+        return json.load(open(path))
+    py = os.path.join(ROOT, "scripts", "torch2-python")
+    venv_ok = os.path.exists(py) and subprocess.run(
+        [py, "-c", "import torch"], capture_output=True).returncode == 0
+    out = run([py if venv_ok else sys.executable, "-c", ADAMW_PROBE]).stdout.split()
+    res = {"bytes_per_second": float(out[0]), "torch": out[1], "threads": int(out[2]),
+           "source": "torch.optim.AdamW(foreach=True), 32M fp32 parameters in 8 tensors, "
+                     "fastest of 20 steps (other load only slows a step down), 28 bytes per parameter"}
+    json.dump(res, open(path, "w"))
+    return res
+
+
+def target_file(target, rate, work):
+    path = os.path.join(work, f"target-{target}.json")
+    json.dump({"base": target, "name": target, "host_update_bytes_per_second": rate},
+              open(path, "w"))
+    return path
+
+
+# --- Methods ----------------------------------------------------------------------
+
+def baselines(kind, blocks):
+    """(name, passes) of each fixed policy; passes run on `blocks` (the step
+    with its blocks marked) when the name has 'ac'."""
+    early = ["--offload-early-update"]
+    ac = ["--offload-recompute=policy=marked"]
+    zero = ["--offload-host-parameters=policy=all refetch=never"]
+    fsdp = ["--offload-host-parameters=policy=all refetch=always"]
+    res = [("none", early)]
+    if blocks:
+        res.append(("full-ac", ac + early))
+    if kind in ("gpt", "llama", "vit"):
+        res.append(("selective", ["--offload-recompute=policy=ops ops=attention"] + early))
+    res += [("zero-offload", early + zero), ("fsdp2-offload", early + fsdp)]
+    if blocks:
+        res += [("zero-offload+ac", ac + early + zero), ("fsdp2-offload+ac", ac + early + fsdp)]
+    return res
+
+
+BASELINE_NAMES = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload",
+                  "zero-offload+ac", "fsdp2-offload+ac"]
+
+
+def run_baseline(bin_dir, step, passes, tfile):
+    r = run([os.path.join(bin_dir, "offload-opt"), step] + passes +
+            ["--offload-memory-report", f"--offload-cost-report=per-op=false target={tfile}",
+             "-o", os.devnull], ok=False)
+    if r.returncode != 0:
+        return None, None, r.stdout.strip().splitlines()[-1][:160] if r.stdout.strip() else "failed"
+    arena = int(re.search(r"device arena bytes: (\d+)", r.stdout).group(1))
+    t = float(re.search(r"simulated step time on \S+: ([0-9.e+-]+) s", r.stdout).group(1))
+    return arena, t, None
+
+
+def smallest_reachable(bin_dir, step, tfile, timeout):
+    """The planner's smallest reachable arena (its error at budget=1), or
+    None; "timeout" when the search ran past `timeout` seconds."""
+    try:
+        r = run([os.path.join(bin_dir, "offload-opt"), step,
+                 f"--offload-plan-memory=budget=1 target={tfile} slice=never", "-o", os.devnull],
+                ok=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    m = re.search(r"Ask for budget=(\d+)", r.stdout)
+    return int(m.group(1)) if m else None
+
+
+def plan_row(bin_dir, step, budget, tfile, work, tag, timeout):
+    """Ours at `budget`: arena, simulated step, planning seconds (the whole
+    offload-opt run, wall), the LP bound's step time and its solve seconds."""
+    t0 = time.perf_counter()
+    try:
+        r = oracle.plan(bin_dir, step, budget, tfile, work, tag, extra="slice=never",
+                        timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"fits": False, "timeout": True, "plan_s": time.perf_counter() - t0}
+    wall = time.perf_counter() - t0
+    if "error" in r:
+        return {"fits": False, "plan_s": wall}
+    res = {"fits": True, "arena": r["arena"], "plan_s": wall, "t": r.get("t")}
+    if not r.get("problem"):  # fits unplanned: the bound is the unplanned step itself
+        res["fits_unplanned"] = True
+        return res
+    problem = json.load(open(r["problem"]))
+    oracle.check_version(problem, r["problem"])
+    mine = oracle.planner_choice(problem)
+    limit = int(oracle.live_after(problem, mine).max()) if mine else problem["achieved_bytes"]
+    status, lp, _, secs = oracle.solve(problem, limit, 600.0, relax=True)
+    res["lp_s"] = secs
+    if status == "optimal":
+        res["bound"] = r["t0"] + lp
+    res["t0"] = r["t0"]
+    res["priced"] = r["t0"] + oracle.price(problem, mine)
+    res["decisions"] = sum(c["chosen"] != "keep" for c in problem["candidates"])
+    res["fallback"] = problem["fallback"]
+    return res
+
+
+# --- The table --------------------------------------------------------------------
+
+def fmt_s(t):
+    return "-" if t is None else f"{t:.3f}"
+
+
+def gb(b):
+    return f"{b / 1e9:.1f}"
+
+
+def markdown(paths):
+    """The rows of --json files as one markdown table (docs/planner.md)."""
+    cols = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload", "zero-offload+ac",
+            "fsdp2-offload+ac"]
+    print("| workload | target | budget GB | " + " | ".join(cols)
+          + " | ours | plan s | priced | bound | gap | verdict |")
+    print("|" + "---|" * (len(cols) + 9))
+    # A later file's rows of a workload, precision and target replace an
+    # earlier file's.
+    groups = {}
+    for path in paths:
+        fresh = {}
+        for row in json.load(open(path))["rows"]:
+            fresh.setdefault((row["workload"], row.get("precision", "fp32"), row["target"]),
+                             []).append(row)
+        groups.update(fresh)
+    order = list(WORKLOADS)
+    last = None
+    for _, rows in sorted(groups.items(), key=lambda kv: (
+            order.index(kv[0][0]) if kv[0][0] in order else len(order), kv[0][1])):
+        for row in rows:
+            key = (row["workload"], row["target"])
+            cells = []
+            for c in cols:
+                b = row["baselines"].get(c)
+                if b is None:
+                    cells.append("n/a")
+                elif b["arena"] is None or b["arena"] > row["budget"]:
+                    cells.append("-")
+                else:
+                    cells.append(f"{b['seconds']:.3f}")
+            r = row["ours"]
+            if r["fits"] and r.get("fits_unplanned"):
+                ours = row["bound"]
+            else:
+                ours = r.get("t") if r["fits"] else None
+            bound = row["bound"]
+            gap = f"{100 * (ours - bound) / bound:.1f}%" if ours and bound else "-"
+            name = (f"{row['workload']}" + ("" if row.get("precision", "fp32") == "fp32"
+                                             else f" ({row['precision']})"), row["target"])
+            head = name if key != last else ("", "")
+            last = key
+            o = (f"{ours:.3f}" if ours is not None else
+                 "timeout" if r.get("timeout") else "no fit")
+            print(f"| {head[0]} | {head[1]} | {row['budget'] / 1e9:.2f} | " + " | ".join(cells)
+                  + f" | **{o}** | {r['plan_s']:.1f} | {fmt_s(r.get('priced', ours))} | "
+                  f"{fmt_s(bound)} | {gap} | {row['verdict']} |")
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        markdown(sys.argv[2].split(","))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--targets", default="h100-sxm,a100-40g,rtx-4090,l4")
+    ap.add_argument("--points", type=int, default=4,
+                    help="budgets per workload and target: the target's memory and points-1 "
+                         "lower ones down to the smallest any method reaches (default 4)")
+    ap.add_argument("--work", default="/tmp/offload-realistic")
+    ap.add_argument("--host-adamw-rate", type=float, default=0.0,
+                    help="host AdamW bytes/s (28 per parameter) instead of measuring it")
+    ap.add_argument("--known-losses", default="",
+                    help="file of rows expected to fail --check: 'workload target budget-index' "
+                         "per line (# comments)")
+    ap.add_argument("--precision", default="fp32",
+                    help="the steps' precisions, comma-separated: fp32 (default), bf16-mixed "
+                         "(autocast with fp32 master weights and AdamW state)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the steps an earlier run left in --work (no export, no autodiff)")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds per planner run (offload-opt killed after; default %(default)s)")
+    ap.add_argument("--json", default="", help="also write every row as JSON to this file")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    if args.host_adamw_rate:
+        host = {"bytes_per_second": args.host_adamw_rate, "source": "--host-adamw-rate"}
+    else:
+        host = host_adamw_rate(args.work)
+    print(f"host AdamW: {host['bytes_per_second'] / 1e9:.2f} GB/s "
+          f"({host['bytes_per_second'] / 28e6:.0f} M parameters/s; {host['source']}"
+          + (f"; PyTorch {host['torch']}, {host['threads']} threads" if "torch" in host else "")
+          + ")", flush=True)
+    known = set()
+    if args.known_losses:
+        for line in open(args.known_losses):
+            line = line.split("#")[0].split()
+            if line:
+                known.add((line[0], line[1], int(line[2]), line[3] if len(line) > 3 else "fp32"))
+    precisions = args.precision.split(",")
+    for p in precisions:
+        if p not in ("fp32", "bf16-mixed"):
+            ap.error(f"--precision: {p!r} is neither fp32 nor bf16-mixed")
+    failures, expected, rows, unknown_wins = [], [], [], []
+    for precision, name in [(p, n) for p in precisions for n in args.workloads.split(",")]:
+        step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
+                                                        precision, args.reuse)
+        tag = name if precision == "fp32" else f"{name}.{precision}"
+        marked = mark_blocks(name, step, locs, args.work, tag)
+        kind = WORKLOADS[name][0]
+        print(f"\n{name} ({precision}): {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
+              f"{len(locs)} saved values"
+              + (f"; full-ac: {marked[1]} blocks, {marked[2]} saved values recomputed"
+                 if marked else "; full-ac: no blocks found"), flush=True)
+        for target in args.targets.split(","):
+            tfile = target_file(target, host["bytes_per_second"], args.work)
+            base = {}
+            for bname, passes in baselines(kind, marked is not None):
+                src = marked[0] if "ac" in bname.split("+")[-1] or bname == "full-ac" else step
+                base[bname] = run_baseline(args.bin, src, passes, tfile)
+            smallest = smallest_reachable(args.bin, step, tfile, args.timeout)
+            reach = [a for a, _, _ in base.values() if a] + (
+                [smallest] if isinstance(smallest, int) else [])
+            low = min(reach)
+            mem = int(TARGET_MEMORY[target])
+            # The target's memory, then points-1 budgets from the lower of it
+            # and the unplanned arena (above it every method fits as is) down
+            # to the smallest arena any method reaches.
+            top = min(mem, unplanned)
+            n = args.points - 1
+            budgets = [mem] + ([int(low + (top - low) * j / n) for j in range(n - 1, -1, -1)]
+                               if low < top else [])
+            # And the smallest arena a baseline reaches, where the strongest
+            # fixed policy just fits.
+            base_low = min((a for a, _, _ in base.values() if a), default=None)
+            if base_low and base_low < mem and base_low not in budgets:
+                budgets = sorted(budgets + [base_low], reverse=True)
+            budgets = sorted(set(budgets), reverse=True)
+            ours_low = (f"{gb(smallest)} GB" if isinstance(smallest, int) else
+                        f"search past {args.timeout:g} s" if smallest else "-")
+            print(f"  {target} (memory {gb(mem)} GB): smallest reachable: ours {ours_low}; baselines: "
+                  + ", ".join(f"{b} {gb(a)} GB / {t:.3f} s" if a else f"{b} failed ({e})"
+                              for b, (a, t, e) in base.items()), flush=True)
+            hdr = (f"    {'budget GB':>9} | " + " | ".join(f"{b:>16}" for b in base)
+                   + f" | {'ours':>7} | {'plan s':>6} | {'priced':>7} | {'bound':>7} | {'gap':>6} | verdict")
+            print(hdr)
+            for k, budget in enumerate(budgets):
+                r = plan_row(args.bin, step, budget, tfile, args.work, f"{tag}.{target}.{k}",
+                             args.timeout)
+                fit = {b: t for b, (a, t, _) in base.items() if a is not None and a <= budget}
+                best = min(fit.items(), key=lambda kv: kv[1]) if fit else None
+                ours = r.get("t") if r["fits"] else None
+                if r["fits"] and r.get("fits_unplanned"):
+                    ours = base["none"][1] if base["none"][0] is not None else None
+                    bound = ours
+                else:
+                    bound = r.get("bound")
+                gap = f"{100 * (ours - bound) / bound:.1f}%" if ours and bound else "-"
+                why = []
+                if r.get("timeout"):
+                    why.append(f"planning past {args.timeout:g} s")
+                if best and not r["fits"]:
+                    why.append(f"does not fit where {best[0]} does")
+                elif best and ours is not None and ours > best[1] * 1.001:
+                    why.append(f"{best[0]} faster by {100 * (ours / best[1] - 1):.1f}%")
+                if r["fits"] and bound is None:
+                    why.append("no bound")
+                verdict = "ok" if not why else "; ".join(why)
+                key = (name, target, k, precision)
+                if why:
+                    (expected if key in known else failures).append(
+                        f"{name} {target} {k} {precision} ({gb(budget)} GB): {verdict}")
+                    if key in known:
+                        verdict += " (known)"
+                elif key in known:
+                    unknown_wins.append(f"{name} {target} {k} {precision} ({gb(budget)} GB)")
+                cells = []
+                for b, (a, t, _) in base.items():
+                    cells.append(f"{t:>16.3f}" if a is not None and a <= budget
+                                 else f"{'does not fit':>16}")
+                print(f"    {budget / 1e9:>9.2f} | " + " | ".join(cells)
+                      + f" | {fmt_s(ours) if r['fits'] else 'timeout' if r.get('timeout') else 'no fit':>7}"
+                      f" | {r['plan_s']:>6.1f}"
+                      f" | {fmt_s(r.get('priced', ours if r['fits'] else None)):>7}"
+                      f" | {fmt_s(bound):>7} | {gap:>6} | {verdict}", flush=True)
+                rows.append({"workload": name, "precision": precision, "target": target, "index": k, "budget": budget,
+                             "baselines": {b: {"arena": a, "seconds": t}
+                                           for b, (a, t, _) in base.items()},
+                             "ours": r, "bound": bound, "verdict": verdict})
+                if args.json:
+                    json.dump({"host_adamw": host, "rows": rows}, open(args.json, "w"), indent=1)
+    if args.json:
+        json.dump({"host_adamw": host, "rows": rows}, open(args.json, "w"), indent=1)
+    if expected:
+        print("\nexpected failures (known losses):")
+        for f in expected:
+            print("  " + f)
+    if unknown_wins:
+        print("\nlisted as known losses but won now (take them off the list):")
+        for f in unknown_wins:
+            print("  " + f)
+    if args.check:
+        for f in failures:
+            print("CHECK FAILED:", f)
+        if failures:
+            return 1
+        print("check ok: no row loses to a baseline that fits or lacks its bound"
+              + (f" ({len(expected)} known losses)" if expected else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
