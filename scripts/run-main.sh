@@ -17,6 +17,9 @@
 #                                                   (offload-run)
 #   6. compare loss and gradients with LibTorch autograd + torch.optim
 #                                                   (python/reference.py, compare.py)
+#   7. a realistic figure: the planner on a shape-only GPT-2 124M step on an
+#      RTX 4090 against fixed policies (bench/planner/realistic.py; REALISTIC=0
+#      skips it)
 # Environment: MODEL (default resnet18; also mlp, transformer, gpt), STEPS (3),
 # THREADS (nproc), OUT (build/main-job), BUDGET_PCT (40), TARGET (h100-sxm;
 # TARGET=host plans for this machine from the host target file, which is
@@ -146,3 +149,18 @@ if [[ "$PLANNED" != "$MEASURED" || "$MEASURED" -gt "$BUDGET" ]]; then
   exit 1
 fi
 echo "  the budget held: measured peak = planned peak <= budget"
+
+# A realistic figure beside the toy one (issue 32): the same planner on a step
+# a user would need it for, GPT-2 124M (T=1024, batch 16, AdamW, fp32; shape
+# only: no weights are materialised) on an RTX 4090's 24 GB and three smaller
+# budgets down to the smallest any method reaches, against the fixed policies
+# a user would otherwise run (full activation checkpointing, ZeRO-Offload,
+# FSDP2's CPU offload, ...), each built with our passes and simulated alike;
+# the host's AdamW rate is the one docs/planner.md reports as measured.
+# REALISTIC=0 skips it.
+if [[ "${REALISTIC:-1}" != 0 ]]; then
+  say "7. a realistic step: GPT-2 124M on rtx-4090, the planner against fixed policies (simulated step s)"
+  PYTHONPATH="$ROOT/python" $PY "$ROOT/bench/planner/realistic.py" --bin "$BIN" \
+    --workloads gpt2-124m --targets rtx-4090 --points 4 --host-adamw-rate 1.59e10 \
+    --work "$OUT/realistic"
+fi
