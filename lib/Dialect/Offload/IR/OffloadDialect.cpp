@@ -389,7 +389,8 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a unit attribute or an integer group id >= 0";
     return success();
   }
-  if (attr.getName() == kActivationGradAttrName || attr.getName() == kHostOffloadAttrName) {
+  if (attr.getName() == kActivationGradAttrName || attr.getName() == kHostOffloadAttrName ||
+      attr.getName() == kAccumulateAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a unit attribute";

@@ -327,7 +327,9 @@ LogicalResult mlir::offload::unrollMicroBatches(func::FuncOp fn, const MicroBatc
       v = CopyOp::create(ab, v.getLoc(), vt.clone(f32), v);
     if (!acc)
       return v;
-    return AddOp::create(ab, v.getLoc(), acc, v);
+    auto add = AddOp::create(ab, v.getLoc(), acc, v);
+    add->setAttr(OffloadDialect::kAccumulateAttrName, ab.getUnitAttr());
+    return add;
   };
   // The gradients, summed where each micro-batch's one is final.
   for (Value &g : grads) {
