@@ -34,12 +34,11 @@ Prints one line per check; exits 1 if any fails.
 """
 import argparse
 import os
-import re
 import sys
 
 import numpy as np
 
-from pipeline import PY, export_and_import, run
+from pipeline import PY, check_peaks, export_and_import, run
 
 
 def rel_errors(ours, ref, names, floor_frac=1e-3):
@@ -136,13 +135,7 @@ def main(argv=None):
                   + (f" ({n_ours})" if n_ours and len(names) > 1 else "")
                   + f", PyTorch fp32 vs float64 {e_ref:.2e}, bound {bound:.2e}: "
                   + ("ok" if ok else "FAIL"))
-        for out in (out1, outn):
-            mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
-            if not mm or mm.group(1) != mm.group(2):
-                failed = True
-                print(f"{tag} peak device bytes: {mm.group(0) if mm else 'not reported'}: FAIL")
-        print(f"{m} K={k} peak device bytes: planned {mm.group(1)} measured {mm.group(2)}: "
-              f"{'ok' if mm and mm.group(1) == mm.group(2) else 'FAIL'}")
+        failed |= not check_peaks(f"{m} K={k}", (out1, outn))
     return 1 if failed else 0
 
 

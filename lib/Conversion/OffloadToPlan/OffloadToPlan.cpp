@@ -453,9 +453,7 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
     if (auto marker = dyn_cast<PhaseOp>(op)) {
       // Micro-batch i's phases are "forward.i", "backward.i" (gradient
       // accumulation); a step of one micro-batch keeps the bare names.
-      std::string next = stringifyPhase(marker.getPhase()).str();
-      if (marker.getMicroBatch())
-        next += "." + std::to_string(marker.getMicroBatchIndex());
+      std::string next = marker.getLabel();
       if (numInstr > phaseStart || next != currentPhase) {
         if (numInstr > phaseStart)
           pb.phase(currentPhase, phaseStart, numInstr);

@@ -12,7 +12,7 @@
 // FP16: offload.phase forward micro_batch 1
 // FP16: offload.phase backward micro_batch 1
 // FP16: offload.mul_scalar %{{.*}} {value = 5.000000e-01 : f64} : tensor<f32>
-// FP16: %[[G1:.*]] = offload.add %{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32>
+// FP16: %[[G1:.*]] = offload.add %{{.*}}, %{{.*}} {offload.accumulate} : tensor<16x16xf32>, tensor<16x16xf32>
 // FP16: offload.phase optimizer
 // FP16: offload.div %{{.*}}, %[[EFF]]
 // FP16: offload.mul_scalar %[[G1]] {value = 0.000000e+00 : f64} : tensor<16x16xf32>
@@ -42,7 +42,7 @@ func.func @mlp(%x: tensor<8x16xf32> {offload.name = "x", offload.role = #offload
 // F32: offload.phase backward micro_batch 1
 // F32: %[[G1:.*]] = offload.matmul {{.*}} : tensor<4x8xbf16>, tensor<4x8xbf16>
 // F32-NEXT: %[[C1:.*]] = offload.copy %[[G1]] : tensor<8x8xbf16> -> tensor<8x8xf32>
-// F32-NEXT: %[[S:.*]] = offload.add %[[C0]], %[[C1]] : tensor<8x8xf32>, tensor<8x8xf32>
+// F32-NEXT: %[[S:.*]] = offload.add %[[C0]], %[[C1]] {offload.accumulate} : tensor<8x8xf32>, tensor<8x8xf32>
 // F32: offload.phase optimizer
 // F32-NEXT: %[[B:.*]] = offload.copy %[[S]] : tensor<8x8xf32> -> tensor<8x8xbf16>
 // F32-NEXT: offload.sgd_update %arg0, %[[B]],

@@ -28,12 +28,12 @@
 // CHECK-NEXT: offload.slice %arg5 {dim = 0 : i64, end = 32 : i64, start = 16 : i64} : tensor<32xi64>
 // CHECK-NEXT: offload.linear %[[X1]], %arg0, %arg1 : tensor<16x8xf32>
 // CHECK: %[[L1:.*]] = offload.cross_entropy
-// CHECK-NEXT: %[[SUM:.*]] = offload.add %[[L0]], %[[L1]] : tensor<f32>, tensor<f32>
+// CHECK-NEXT: %[[SUM:.*]] = offload.add %[[L0]], %[[L1]] {offload.accumulate} : tensor<f32>, tensor<f32>
 // CHECK-NEXT: %[[MEAN:.*]] = offload.mul_scalar %[[SUM]] {value = 5.000000e-01 : f64} : tensor<f32>
 // CHECK-NEXT: offload.phase backward micro_batch 1
 // CHECK-NEXT: offload.fill {value = 5.000000e-01 : f64} : tensor<f32>
 // CHECK: %[[DW2B:.*]] = offload.matmul %{{.*}}, %{{.*}} {transpose_a = true} : tensor<16x4xf32>, tensor<16x16xf32>
-// CHECK-NEXT: %[[DW2:.*]] = offload.add %[[DW2A]], %[[DW2B]] : tensor<4x16xf32>, tensor<4x16xf32>
+// CHECK-NEXT: %[[DW2:.*]] = offload.add %[[DW2A]], %[[DW2B]] {offload.accumulate} : tensor<4x16xf32>, tensor<4x16xf32>
 // CHECK: offload.slice %arg4 {dim = 0 : i64, end = 32 : i64, start = 16 : i64}
 // CHECK: offload.phase optimizer
 // CHECK-NOT: offload.phase

@@ -191,7 +191,13 @@ LogicalResult mlir::offload::splitStepBatch(func::FuncOp fn, int64_t k,
   for (BlockArgument arg : body.getArguments()) {
     if (getArgRole(fn, arg.getArgNumber()) != Role::input || arg.use_empty())
       continue;
-    Location loc = isa<UnknownLoc>(arg.getLoc()) ? fn.getLoc() : arg.getLoc();
+    // The input's location: the importers name it (loc("x")) without a
+    // file; the step's (the model file) then holds the name.
+    Location loc = arg.getLoc();
+    if (isa<UnknownLoc>(loc))
+      loc = fn.getLoc();
+    else if (auto n = dyn_cast<NameLoc>(loc); n && isa<UnknownLoc>(n.getChildLoc()))
+      loc = NameLoc::get(n.getName(), fn.getLoc());
     auto t = dyn_cast<RankedTensorType>(arg.getType());
     if (!t || t.getRank() == 0 || !t.hasStaticShape())
       return mlir::emitError(loc) << "offload-autodiff micro-batches=" << k << ": input '"

@@ -58,6 +58,14 @@ def Offload_PhaseOp : Offload_Op<"phase"> {
       std::optional<uint64_t> m = getMicroBatch();
       return m ? int64_t(*m) : 0;
     }
+    /// The phase's name in plans and reports: "forward", or "forward.1" for
+    /// a marker with a micro-batch index.
+    std::string getLabel() {
+      std::string name = stringifyPhase(getPhase()).str();
+      if (getMicroBatch())
+        name += "." + std::to_string(getMicroBatchIndex());
+      return name;
+    }
   }];
 }
 
