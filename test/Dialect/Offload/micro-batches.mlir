@@ -6,6 +6,14 @@
 // RUN: diff %t.k1 %t.default
 // RUN: offload-opt %s --offload-autodiff="optimizer=sgd micro-batches=4" | FileCheck %s --check-prefix=K4
 // RUN: offload-opt %s --offload-autodiff="optimizer=none micro-batches=2" | FileCheck %s --check-prefix=NONE
+// RUN: offload-opt %s --offload-autodiff="optimizer=sgd micro-batches=2" --offload-cost-report -o /dev/null 2>&1 | FileCheck %s --check-prefix=COST
+
+// Reports (and plans) name a micro-batch's phases <phase>.<index>.
+// COST: phase forward.0
+// COST-NEXT: phase backward.0
+// COST-NEXT: phase forward.1
+// COST-NEXT: phase backward.1
+// COST-NEXT: phase optimizer
 
 // The MLP of autodiff.mlir at batch 32 in two micro-batches of 16 rows:
 // micro-batch 0 reads rows [0, 16) of x and y, micro-batch 1 rows [16, 32)
