@@ -26,6 +26,15 @@ Optimizers (torch.optim, defaults as below):
     sgd    lr 0.1, momentum 0.9, dampening 0, weight_decay 0, nesterov off
     adamw  lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0.01
 
+With --micro-batches K, each step is PyTorch's gradient accumulation loop
+over K equal slices of the batch (dim 0 of x and y):
+
+    for each slice i: (loss_i / K).backward()
+    optimizer.step()
+
+and the step's loss is the mean of the K slice losses (the gradients are
+the accumulated .grad, as after the loop).
+
 Dropout (exports with --dropout > 0) draws from torch's CPU generator, seeded
 with --seed before the first step: it is reproducible run to run but is not
 the offload Philox stream, so compare such runs only statistically.
@@ -33,7 +42,7 @@ the offload Philox stream, so compare such runs only statistically.
 Usage: reference.py --model DIR/<name> [--optimizer sgd|adamw] [--lr LR]
          [--momentum M] [--nesterov] [--weight-decay WD] [--beta1 B1]
          [--beta2 B2] [--eps EPS] [--steps N] [--seed S] [--threads T]
-         --out ref.npz
+         [--micro-batches K] --out ref.npz
 """
 
 import argparse
@@ -80,11 +89,20 @@ def run_reference(prefix, a):
     with torch.jit.optimized_execution(False):
         for step in range(a.steps):
             opt.zero_grad(set_to_none=True)
-            if cfg["returns_loss"]:
-                loss = module(x, y)
-            else:
-                loss = F.cross_entropy(module(x), y)
-            loss.backward()
+            k = a.micro_batches
+            xs, ys = torch.chunk(x, k), torch.chunk(y, k)
+            if len(xs) != k or len(ys) != k or any(len(c) != len(xs[0]) for c in xs + ys):
+                raise ValueError("--micro-batches %d does not split the batch of %d equally"
+                                 % (k, len(x)))
+            losses = []
+            for xi, yi in zip(xs, ys):
+                if cfg["returns_loss"]:
+                    li = module(xi, yi)
+                else:
+                    li = F.cross_entropy(module(xi), yi)
+                (li / k).backward() if k > 1 else li.backward()
+                losses.append(li.detach())
+            loss = losses[0] if k == 1 else torch.stack(losses).mean()
             lv = loss.detach().to(torch.float32).numpy().copy()
             out["loss_step%d" % step] = lv
             if step == 0:
@@ -114,6 +132,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0, help="torch seed (dropout)")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch intra-op threads (default: torch's choice)")
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="gradient accumulation over K equal slices of the batch (default 1)")
     ap.add_argument("--out", required=True, help="output .npz")
     ap.add_argument("--double", action="store_true",
                     help="compute in float64 (outputs still written as float32). "
@@ -124,6 +144,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.steps < 1:
         ap.error("--steps must be >= 1")
+    if a.micro_batches < 1:
+        ap.error("--micro-batches must be >= 1")
     prefix = a.model[:-3] if a.model.endswith(".pt") else a.model
     for suffix in (".pt", ".json", ".params.npz", ".inputs.npz"):
         if not os.path.exists(prefix + suffix):

@@ -716,10 +716,20 @@ Status offload::rt::validatePlan(const PlanData &d) {
   int prevEnd = 0;
   std::set<std::string> phaseNames;
   for (const PhaseDesc &p : d.phases) {
-    if (!kPhases.count(p.name))
+    // A micro-batch's phase (gradient accumulation) is "<phase>.<index>".
+    std::string base = p.name;
+    if (size_t dot = base.find('.'); dot != std::string::npos) {
+      std::string index = base.substr(dot + 1);
+      bool digits = !index.empty() && index.size() <= 9 &&
+                    std::all_of(index.begin(), index.end(),
+                                [](char c) { return c >= '0' && c <= '9'; });
+      base = digits && base.compare(0, dot, "optimizer") != 0 ? base.substr(0, dot) : p.name;
+    }
+    if (!kPhases.count(base))
       return err("phase '" + p.name +
                  "': not one of forward, backward, backward_input, "
-                 "backward_weight, optimizer");
+                 "backward_weight, optimizer (a micro-batch's forward or backward "
+                 "phase: forward.<i>, backward.<i>)");
     if (!phaseNames.insert(p.name).second)
       return err("phase '" + p.name + "' appears twice");
     if (p.first < prevEnd || p.last < p.first || p.last > n)

@@ -534,7 +534,7 @@ def _tied_names(model):
 def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
-            precision="fp32", attention_layout="blhd", fuse_attention=True,
+            precision="fp32", attention_layout="blhd", fuse_attention=True, micro_batches=1,
             data_parallel=False, bucket_bytes=25 * 2**20):
     """Compiles one training step of `model` for the runtime.
 
@@ -600,6 +600,15 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     fuse_attention  False: attention the model spells out (matmul, softmax,
                     matmul) stays as written instead of becoming one
                     offload.attention (offload-import --no-fuse-attention).
+    micro_batches   K >= 1 (default 1): gradient accumulation. Each step runs
+                    the batch as K equal micro-batches (every input sliced
+                    along dim 0, the batch must be divisible by K), sums the
+                    gradients in fp32 and updates once: PyTorch's loop
+                    `(loss_i / K).backward()` K times, then `step()`. The
+                    step returns the mean of the micro-batch losses. Only
+                    one micro-batch's activations are alive at a time
+                    (docs/training.md). A model with batch norm in training
+                    mode is refused (batch statistics differ per micro-batch).
     data_parallel   True: this process is one rank of a data-parallel job
                     started by a launcher (torchrun: RANK, WORLD_SIZE,
                     MASTER_ADDR, MASTER_PORT; docs/data_parallel.md). Compile
@@ -671,6 +680,8 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     seed = _check_seed(seed)
     if backend not in ("host", "cuda"):
         raise InputError(f"backend: expected 'host' or 'cuda', got {backend!r}")
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
+        raise InputError(f"micro_batches: expected an int >= 1, got {micro_batches!r}")
     if attention_layout not in ("blhd", "bhld"):
         raise InputError(f"attention_layout: expected 'blhd' or 'bhld', got {attention_layout!r}")
     workdir = _check_workdir(workdir)
@@ -772,6 +783,7 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     stage("autodiff", lambda: _run(
         "autodiff", [opt, mlir, f"--offload-autodiff={optimizer.pass_options()}" +
                      (" return-gradients=true" if return_gradients else "") +
+                     (f" micro-batches={micro_batches}" if micro_batches > 1 else "") +
                      f" precision={precision}"] +
                     ([f"--offload-data-parallel=bucket-bytes={bucket_bytes}"] if data_parallel else []) +
                     ["--offload-memory-report=top=5 report=" +

@@ -61,10 +61,13 @@ def rel_err(a, b, floor=1e-2):
     return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), floor))
 
 
-def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy, dtype=torch.float32):
+def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy, dtype=torch.float32,
+                 micro_batches=1):
     """Losses of PyTorch's own loop on `batches` with `model` and the batches'
     floating-point tensors in `dtype`; `model` is converted and trained in place.
-    loss_fn None: the model returns its loss from (x, y)."""
+    loss_fn None: the model returns its loss from (x, y). micro_batches K > 1:
+    PyTorch's gradient accumulation loop, `(loss_i / K).backward()` over K
+    equal slices of each batch, then `step()`; the loss is the slices' mean."""
     model.to(dtype)
     opt = opt_spec.torch(model.parameters())
     model.train()
@@ -72,20 +75,23 @@ def torch_losses(model, opt_spec, batches, loss_fn=F.cross_entropy, dtype=torch.
     for x, y in batches:
         x, y = (t.to(dtype) if t.is_floating_point() else t for t in (x, y))
         opt.zero_grad()
-        loss = model(x, y) if loss_fn is None else loss_fn(model(x), y)
-        loss.backward()
+        losses = []
+        for xi, yi in zip(torch.chunk(x, micro_batches), torch.chunk(y, micro_batches)):
+            loss = model(xi, yi) if loss_fn is None else loss_fn(model(xi), yi)
+            (loss / micro_batches if micro_batches > 1 else loss).backward()
+            losses.append(float(loss))
         opt.step()
-        out.append(float(loss))
+        out.append(losses[0] if micro_batches == 1 else sum(losses) / micro_batches)
     return out
 
 
-def torch_runs(model, opt_spec, batches, loss_fn=F.cross_entropy):
+def torch_runs(model, opt_spec, batches, loss_fn=F.cross_entropy, micro_batches=1):
     """PyTorch's loop on copies of `model` in fp32 and in float64: ((losses,
     trained copy) in fp32, (losses, trained copy) in float64)."""
     runs = []
     for dtype in (torch.float32, torch.float64):
         ref = copy.deepcopy(model)
-        runs.append((torch_losses(ref, opt_spec, batches, loss_fn, dtype), ref))
+        runs.append((torch_losses(ref, opt_spec, batches, loss_fn, dtype, micro_batches), ref))
     return runs
 
 
@@ -1377,3 +1383,30 @@ def test_data_parallel_two_ranks(tmp_path):
     v = judge_tensors({k: a[k] for k in refs[torch.float64]}, refs[torch.float32],
                       refs[torch.float64])
     assert v.ok, str(v)
+
+
+@pytest.mark.parametrize("k, opt", [(2, "sgd"), (4, "adamw")])
+def test_micro_batches_match_torch_accumulation_loop(exporter, k, opt):
+    """offload.compile(micro_batches=K): each step is PyTorch's accumulation
+    loop over K slices of the batch, judged against its float64 run."""
+    model = mlp(seed=5)
+    spec = (offload.SGD(lr=0.1, momentum=0.9) if opt == "sgd"
+            else offload.AdamW(lr=1e-2, weight_decay=0.05))
+    batches = [batch(s, n=16) for s in range(3)]
+    runs = torch_runs(model, spec, batches, micro_batches=k)
+    step = offload.compile(model, batches[0], loss="cross_entropy", optimizer=spec,
+                           exporter=exporter, micro_batches=k, verbose=False)
+    ours = [step(x, y) for x, y in batches]
+    assert_like_float64(ours, step.state_dict(), runs)
+
+
+def test_micro_batches_refusals(exporter):
+    x, y = batch(0, n=6)
+    with pytest.raises(offload.InputError, match="micro_batches: expected an int >= 1"):
+        offload.compile(mlp(), (x, y), micro_batches=0, exporter=exporter, verbose=False)
+    with pytest.raises(offload.CompileError, match="is 6, not divisible by 4"):
+        offload.compile(mlp(), (x, y), micro_batches=4, exporter=exporter, verbose=False)
+    torch.manual_seed(2)
+    bn = nn.Sequential(nn.Linear(16, 24), nn.BatchNorm1d(24), nn.ReLU(), nn.Linear(24, 4))
+    with pytest.raises(offload.CompileError, match="batch norm in training mode"):
+        offload.compile(bn, (x, y), micro_batches=2, exporter=exporter, verbose=False)

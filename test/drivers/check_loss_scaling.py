@@ -3,6 +3,7 @@
 
     OFFLOAD_TORCH2_VENV=... scripts/torch2-python test/drivers/check_loss_scaling.py
         --model mlp --bin build/bin --work DIR [--optimizer adamw|sgd]
+        [--micro-batches K]
 
 Two checks on a step built with `--offload-autodiff="precision=fp16-mixed"`:
 
@@ -23,6 +24,12 @@ Two checks on a step built with `--offload-autodiff="precision=fp16-mixed"`:
    steps where PyTorch's scaler stepped: per tensor, ours <= k x
    max(autocast's error, 2^-12), error = max|d - d64| / max(max|d64|,
    1e-3 x the model's largest |d64|).
+
+With --micro-batches K both checks run on the step with gradient
+accumulation (micro-batches=K), and PyTorch's reference is GradScaler's
+accumulation loop: `scaler.scale(loss_i / K).backward()` for each of the K
+slices of the batch, then one `scaler.step`, `scaler.update` (one inf/NaN
+check over the accumulated gradients).
 """
 import argparse
 import os
@@ -66,6 +73,7 @@ def main(argv=None):
     ap.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--k", type=float, default=4.0)
+    ap.add_argument("--micro-batches", type=int, default=1)
     ap.add_argument("--host-parameters", action="store_true",
                     help="check 1 with every parameter and its optimizer state on the host "
                          "(--offload-host-parameters: the updates, and their skip, run there)")
@@ -76,6 +84,9 @@ def main(argv=None):
     inputs = prefix + ".inputs.npz"
     opt = (f"optimizer=adamw lr=1e-3" if args.optimizer == "adamw"
            else "optimizer=sgd lr=0.05 momentum=0.9")
+    k = args.micro_batches
+    if k > 1:
+        opt += f" micro-batches={k}"
     failed = []
 
     def check(name, ok, detail=""):
@@ -148,20 +159,24 @@ def main(argv=None):
         scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 24, growth_interval=3) \
             if scaler_steps is None else None
         scales, stepped = [], []
+        # One slice per micro-batch (the whole batch for k = 1).
+        parts = [None] if k == 1 else [(j, k) for j in range(k)]
         for i in range(n):
             o.zero_grad()
             if scaler is not None:
-                with torch.autocast("cpu", dtype=torch.float16):
-                    loss = loss_of()
                 before = scaler.get_scale()
-                scaler.scale(loss.float()).backward()
+                for part in parts:
+                    with torch.autocast("cpu", dtype=torch.float16):
+                        loss = loss_of(part)
+                    scaler.scale(loss.float() / k if k > 1 else loss.float()).backward()
                 scaler.step(o)
                 scaler.update()
                 scales.append(scaler.get_scale())
                 stepped.append(scaler.get_scale() >= before)
             else:
-                loss = loss_of()
-                loss.backward()
+                for part in parts:
+                    loss = loss_of(part)
+                    (loss / k if k > 1 else loss).backward()
                 if scaler_steps[i]:
                     o.step()
         ps = {k: v.detach().double().numpy() for k, v in model.named_parameters()}

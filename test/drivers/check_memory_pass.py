@@ -6,6 +6,7 @@
         --pipeline "--offload-recompute=policy=sqrt" [--optimizer sgd|adamw]
         [--dropout P] [--threads T] [--steps N]
         [--pre-pipeline "--offload-slice-parameters=slice-bytes=4096" --rtol R]
+        [--micro-batches K]
 
 Builds the training step of an exported model twice, without and with the
 given offload-opt passes (inserted between --offload-autodiff and the
@@ -14,6 +15,9 @@ inputs, and requires every output (loss, gradients, updated parameters,
 state, optimizer state) to be bit-identical. Prints the planned and measured
 peak device bytes of both plans; the measured peak must equal the planned
 one for both. Exits 1 on any difference.
+
+--micro-batches K builds both variants with gradient accumulation over K
+micro-batches (--offload-autodiff micro-batches=K).
 
 --pre-pipeline gives passes that run before --offload-autodiff (on the
 forward step) in the rewritten variant. A pass that changes the order of a
@@ -55,6 +59,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=1)
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="gradient accumulation over K micro-batches (--offload-autodiff)")
     ap.add_argument("--by-phase", action="store_true",
                     help="run the rewritten plan phase by phase (offload-run --by-phase)")
     args = ap.parse_args(argv)
@@ -68,6 +74,8 @@ def main(argv=None):
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
     ad += f" precision={args.precision}"
+    if args.micro_batches > 1:
+        ad += f" micro-batches={args.micro_batches}"
 
     # Two plans per variant: with gradients as outputs (compared bit for bit)
     # and without (the step as trained, whose peak is what the pass changes:

@@ -30,7 +30,8 @@ import re
 import subprocess
 import sys
 
-from pipeline import PY, compile_step, cuda_run_args, cuda_runnable, export_and_import, max_rel_diff, run
+from pipeline import (PY, check_peaks, compile_step, cuda_run_args, cuda_runnable,
+                      export_and_import, max_rel_diff, run)
 
 
 def main(argv=None):
@@ -118,13 +119,7 @@ def main(argv=None):
         print(f"{m} cuda {mc.group(0) if mc else 'peak device bytes not reported'}: "
               f"{'ok' if okc else 'FAIL'}")
 
-    for out in (out1, outn):
-        mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
-        if not mm or mm.group(1) != mm.group(2):
-            failed = True
-            print(f"{m} peak device bytes: {mm.group(0) if mm else 'not reported'}: FAIL")
-    print(f"{m} peak device bytes: planned {mm.group(1)} measured {mm.group(2)}: "
-          f"{'ok' if mm and mm.group(1) == mm.group(2) else 'FAIL'}")
+    failed |= not check_peaks(m, (out1, outn))
     return 1 if failed else 0
 
 

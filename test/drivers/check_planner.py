@@ -4,7 +4,7 @@
     PYTHONPATH=python /usr/bin/python3 test/drivers/check_planner.py
         --model resnet18 --bin build/bin --work DIR
         [--target h100-sxm] [--points 4] [--optimizer sgd|adamw] [--dropout P]
-        [--threads T] [--batch B]
+        [--threads T] [--batch B] [--micro-batches K]
 
 For two variants of the training step -- as trained (`step`), and with every
 gradient also returned (`grads`, whose gradients stay alive to the end of the
@@ -26,6 +26,8 @@ step, so its smallest reachable arena is larger) -- it:
    <= 1e-5 x max |unplanned| per output array (fp32 has 2^-24 ~ 6e-8
    relative precision; a sum of a few dozen slices reordered stays far
    below 1e-5).
+With --micro-batches K the step accumulates gradients over K micro-batches
+(--offload-autodiff micro-batches=K), planned the same way.
 Prints one line per run; exits 1 on any failure.
 """
 import argparse
@@ -53,6 +55,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--variants", default="step,grads")
+    ap.add_argument("--micro-batches", type=int, default=1,
+                    help="gradient accumulation over K micro-batches (--offload-autodiff)")
     args = ap.parse_args(argv)
 
     m = args.model
@@ -63,6 +67,8 @@ def main(argv=None):
     ad = ("optimizer=sgd lr=0.1 momentum=0.9" if args.optimizer == "sgd"
           else "optimizer=adamw lr=1e-3 weight-decay=0.01")
     ad += f" precision={args.precision}"
+    if args.micro_batches > 1:
+        ad += f" micro-batches={args.micro_batches}"
 
     def offload_run(plan, dump, device_bytes=None):
         cmd = [os.path.join(args.bin, "offload-run"), plan, "--threads", str(args.threads),

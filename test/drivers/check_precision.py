@@ -79,17 +79,19 @@ def within_rule(e_ours, e_autocast, precision, k=K):
 
 def eager(prefix, dtype):
     """The exported example model as PyTorch eager in `dtype` (train mode)
-    and a function giving the loss of one forward on its batch."""
+    and a function giving the loss of one forward on its batch (part=(i, k):
+    on the i-th of k equal slices of it, a micro-batch)."""
     cfg, model = em.load_eager(prefix)
     x, y = em.load_inputs(prefix)
     model = model.to(dtype).train()
     if x.is_floating_point():
         x = x.to(dtype)
-    args = em.forward_args(cfg["model"], x, y)
 
-    def loss_of():
-        out = model(*args)
-        return out if cfg["returns_loss"] else F.cross_entropy(out, y)
+    def loss_of(part=None):
+        xs, ys = (x, y) if part is None else (torch.chunk(x, part[1])[part[0]],
+                                              torch.chunk(y, part[1])[part[0]])
+        out = model(*em.forward_args(cfg["model"], xs, ys))
+        return out if cfg["returns_loss"] else F.cross_entropy(out, ys)
     return model, loss_of
 
 

@@ -3,6 +3,7 @@ check_memory_pass.py): run a tool, export a model, import it, and decide
 whether plans also run on the CUDA backend (only where a GPU is present)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,6 +50,20 @@ def export_and_import(model, work, bin_dir, batch=0, dropout=None):
         imp += ["--loss", meta["loss"]]
     run(imp)
     return meta
+
+
+def check_peaks(label, outs):
+    """Whether every offload-run output in `outs` reports a measured peak
+    of device bytes equal to the plan's; prints `LABEL peak device bytes:
+    planned P measured M: ok` (the last run's figures) or FAIL."""
+    ok, shown = True, "not reported"
+    for out in outs:
+        mm = re.search(r"peak device bytes: planned (\d+) measured (\d+)", out)
+        ok &= bool(mm) and mm.group(1) == mm.group(2)
+        if mm:
+            shown = f"planned {mm.group(1)} measured {mm.group(2)}"
+    print(f"{label} peak device bytes: {shown}: {'ok' if ok else 'FAIL'}")
+    return ok
 
 
 # The workspace that CUDA runs give a plan without one (offload-run

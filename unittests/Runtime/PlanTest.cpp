@@ -194,6 +194,19 @@ TEST(PlanTest, PhaseChecks) {
   d = buildStepPlan();
   d.phases[0].name = "sideways";
   EXPECT_CONTAINS(validateError(d), "phase 'sideways': not one of");
+  // Gradient accumulation: a micro-batch's phases are <phase>.<index>; the
+  // optimizer runs once and takes no index.
+  d = buildStepPlan();
+  d.phases[0].name = "forward.0";
+  d.phases[1].name = "backward.0";
+  EXPECT_TRUE(validatePlan(d).ok()) << validatePlan(d).message();
+  d.phases[1].name = "forward.0";
+  EXPECT_CONTAINS(validateError(d), "phase 'forward.0' appears twice");
+  for (const char *bad : {"forward.", "forward.x", "optimizer.1", "forward.1.2"}) {
+    d = buildStepPlan();
+    d.phases[0].name = bad;
+    EXPECT_CONTAINS(validateError(d), "not one of");
+  }
 }
 
 TEST(PlanTest, PredictedPeakMustMatchIntervals) {

@@ -458,7 +458,9 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
   for (auto [p, op] : llvm::enumerate(mp->schedule)) {
     firstInstrAt[p] = numInstr;
     if (auto marker = dyn_cast<PhaseOp>(op)) {
-      std::string next = stringifyPhase(marker.getPhase()).str();
+      // Micro-batch i's phases are "forward.i", "backward.i" (gradient
+      // accumulation); a step of one micro-batch keeps the bare names.
+      std::string next = marker.getLabel();
       if (numInstr > phaseStart || next != currentPhase) {
         if (numInstr > phaseStart)
           pb.phase(currentPhase, phaseStart, numInstr);

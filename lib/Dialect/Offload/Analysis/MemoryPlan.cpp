@@ -84,7 +84,24 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
       return;
     map[result] = operand;
   };
+  // Gradient accumulation's sums (`offload.accumulate`, MicroBatches.cpp):
+  // acc_i = acc_{i-1} + g_i writes over acc_{i-1} when the add is its only
+  // reader and acc_{i-1} is a buffer of its own (an op's result, not a view,
+  // or an earlier sum written in place), as `acc += g` does in PyTorch.
+  auto accumulateInPlace = [&](AddOp add) {
+    Value acc = add.getLhs();
+    Operation *def = acc.getDefiningOp();
+    if (!def || !acc.hasOneUse() || acc.getType() != add.getResult().getType() ||
+        add.getRhs() == acc || returned.contains(acc))
+      return;
+    bool chained = map.count(acc);
+    if (!chained && isa<ReshapeOp, SaveOp, RestoreOp>(def))
+      return;
+    map[add.getResult()] = acc;
+  };
   for (Operation &op : body) {
+    if (auto add = dyn_cast<AddOp>(op); add && add->hasAttr(OffloadDialect::kAccumulateAttrName))
+      accumulateInPlace(add);
     if (auto s = dyn_cast<SgdUpdateOp>(op)) {
       consider(s, s.getNewParam(), s.getParam());
       consider(s, s.getNewMomentumBuffer(), s.getMomentumBuffer());

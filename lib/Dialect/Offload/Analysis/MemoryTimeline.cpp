@@ -72,7 +72,7 @@ MemoryTimeline mlir::offload::computeMemoryTimeline(const MemoryPlan &plan) {
     else if (auto a = dyn_cast<AdamWUpdateOp>(op))
       gradients.insert(a.getGrad());
     if (auto m = dyn_cast<PhaseOp>(op))
-      t.phases.push_back({stringifyPhase(m.getPhase()).str(), int64_t(point)});
+      t.phases.push_back({m.getLabel(), int64_t(point)});
   }
   // A difference array per category.
   std::array<SmallVector<int64_t>, kNumMemoryCategories> delta;

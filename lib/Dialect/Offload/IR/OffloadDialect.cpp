@@ -189,6 +189,11 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
   PhaseOp lastMarker;
   llvm::DenseSet<int> seenPhases;
   bool sawBackward = false, sawSplit = false;
+  // Gradient accumulation: K (forward, backward) pairs, each marker with its
+  // micro-batch index, then one optimizer phase. A saved value is made and
+  // read within one micro-batch.
+  int64_t microBatch = 0;
+  llvm::DenseMap<Operation *, int64_t> saveMicroBatch;
   // Tokens of async host-to-device copies not yet waited for, and the copy
   // whose result each guards.
   llvm::DenseMap<Value, Operation *> pendingTokens;
@@ -222,6 +227,33 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
                                 << "the largest tensor a plan can hold";
     if (auto marker = dyn_cast<PhaseOp>(op)) {
       Phase next = marker.getPhase();
+      int64_t mb = marker.getMicroBatchIndex();
+      if (next == Phase::optimizer && marker.getMicroBatch())
+        return marker.emitOpError("the optimizer phase runs once per step, after every "
+                                  "micro-batch; it takes no 'micro_batch' index");
+      if (next != Phase::optimizer && mb != microBatch) {
+        // A new micro-batch: its forward, right after the previous one's
+        // backward.
+        bool afterBackward = lastMarker && current != Phase::forward &&
+                             current != Phase::optimizer;
+        if (mb != microBatch + 1 || next != Phase::forward || !afterBackward) {
+          auto diag = marker.emitOpError()
+                      << "phase '" << stringifyPhase(next) << "' of micro-batch " << mb
+                      << " cannot follow '" << stringifyPhase(current) << "' of micro-batch "
+                      << microBatch
+                      << "; the order is forward, backward of micro-batch 0, then of "
+                         "micro-batch 1, ..., then optimizer";
+          if (lastMarker)
+            diag.attachNote(lastMarker.getLoc()) << "previous phase marker here";
+          return diag;
+        }
+        microBatch = mb;
+        seenPhases.clear();
+        seenPhases.insert(int(next));
+        current = next;
+        lastMarker = marker;
+        continue;
+      }
       if (!seenPhases.insert(int(next)).second)
         return marker.emitOpError() << "phase '" << stringifyPhase(next)
                                     << "' is marked twice in one step";
@@ -255,10 +287,23 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
         diag.attachNote(lastMarker.getLoc()) << "phase begins here";
       return diag;
     }
+    if (isa<SaveOp>(op) && microBatch > 0)
+      saveMicroBatch[&op] = microBatch;
     if (auto restore = dyn_cast<RestoreOp>(op)) {
       if (current == Phase::forward)
         return op.emitOpError("restores a saved value in the forward phase; "
                               "saved values are read only after forward");
+      if (auto save = restore.getSaved().getDefiningOp<SaveOp>()) {
+        int64_t savedIn = saveMicroBatch.lookup(save);
+        if (savedIn != microBatch && current != Phase::optimizer) {
+          auto diag = op.emitOpError()
+                      << "restores in micro-batch " << microBatch
+                      << " a value saved in micro-batch " << savedIn
+                      << "; a saved value is read by the backward of its own micro-batch";
+          diag.attachNote(save.getLoc()) << "saved here";
+          return diag;
+        }
+      }
     }
     // A prefetched tensor may be read only after a wait on its token.
     for (Value operand : op.getOperands()) {
@@ -351,7 +396,8 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' must be a unit attribute or an integer group id >= 0";
     return success();
   }
-  if (attr.getName() == kActivationGradAttrName || attr.getName() == kHostOffloadAttrName) {
+  if (attr.getName() == kActivationGradAttrName || attr.getName() == kHostOffloadAttrName ||
+      attr.getName() == kAccumulateAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitOpError() << "'" << attr.getName().getValue()
                                << "' must be a unit attribute";

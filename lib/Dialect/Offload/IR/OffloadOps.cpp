@@ -629,6 +629,22 @@ bool mlir::offload::hasBackwardPhase(Operation *fn) {
   return found;
 }
 
+int64_t mlir::offload::getNumMicroBatches(Operation *fn) {
+  int64_t n = 1;
+  fn->walk([&](PhaseOp p) {
+    if (p.getMicroBatch())
+      n = std::max(n, p.getMicroBatchIndex() + 1);
+  });
+  return n;
+}
+
+PhaseOp mlir::offload::getBackwardMarkerAfter(Operation *op) {
+  for (Operation *o = op->getNextNode(); o; o = o->getNextNode())
+    if (auto m = dyn_cast<PhaseOp>(o); m && m.getPhase() != Phase::forward)
+      return m;
+  return PhaseOp();
+}
+
 void mlir::offload::inlineRecomputeRegions(Block &block) {
   SmallVector<RecomputeOp> regions;
   for (Operation &op : block)

@@ -95,6 +95,11 @@ struct AutodiffPass : public offload::impl::AutodiffBase<AutodiffPass> {
           << stringifyOption(optimizer);
       return signalPassFailure();
     }
+    if (microBatches < 1) {
+      mlir::emitError(getOperation().getLoc())
+          << "offload-autodiff: micro-batches must be >= 1, got " << int64_t(microBatches);
+      return signalPassFailure();
+    }
     if (growthInterval < 1) {
       mlir::emitError(getOperation().getLoc())
           << "offload-autodiff: growth-interval must be >= 1, got " << int64_t(growthInterval);
@@ -152,6 +157,17 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   // ops in the low type and the casts' VJPs bring gradients back to f32.
   if (failed(applyAutocast(fn, precision.getValue().value)))
     return failure();
+  // Gradient accumulation: the forward runs on micro-batch 0's rows here,
+  // and is unrolled for the others after the backward (MicroBatches.cpp).
+  MicroBatchSplit micro;
+  if (microBatches > 1) {
+    if (stage)
+      return fn.emitOpError() << "offload-autodiff micro-batches=" << int64_t(microBatches)
+                              << " needs a training step (loss first); a pipeline stage "
+                                 "runs its micro-batches through its schedule";
+    if (failed(splitStepBatch(fn, microBatches, micro)))
+      return failure();
+  }
   ret = cast<func::ReturnOp>(body.getTerminator());
 
   Value loss = ret.getOperand(0);
@@ -234,6 +250,9 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       // Arguments and constants live for the whole step: read them directly.
       if (isa<BlockArgument>(v) || v.getDefiningOp<ConstantOp>() || savedHandle.count(v))
         continue;
+      // A micro-batch's rows of an input: sliced again in backward.
+      if (llvm::is_contained(micro.slices, v.getDefiningOp()))
+        continue;
       b.setInsertionPointAfter(v.getDefiningOp());
       savedHandle[v] = SaveOp::create(b, v.getLoc(), v);
       ++numSaved;
@@ -309,13 +328,18 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
     Value fresh = CompareOp::create(b, loc, ComparePredicate::eq, amp.scale, zero);
     amp.effective = WhereOp::create(b, loc, fresh, init, amp.scale);
     Value seed = amp.effective;
+    if (microBatches > 1) // d(scale * loss_i / K)
+      seed = MulScalarOp::create(b, loc, seed, b.getF64FloatAttr(1.0 / double(microBatches)));
     if (lossType.getElementType() != b.getF32Type())
       seed = CopyOp::create(b, loc, lossType, seed);
     cotangent[loss] = seed;
   } else {
-    cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType, b.getF64FloatAttr(1.0));
+    // d(loss_i / K) for micro-batch i (1 for the whole batch).
+    cotangent[loss] = FillOp::create(b, loss.getLoc(), lossType,
+                                     b.getF64FloatAttr(1.0 / double(microBatches)));
   }
 
+  llvm::DenseMap<Value, Value> resliced;
   for (Operation *op : llvm::reverse(activeOps)) {
     SmallVector<Value> resultGrads;
     for (Value r : op->getResults())
@@ -324,7 +348,12 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       continue;
     SmallVector<Value> restored;
     for (Value v : savedOf[op]) {
-      if (!savedHandle.count(v))
+      if (llvm::is_contained(micro.slices, v.getDefiningOp())) {
+        Value &again = resliced[v];
+        if (!again)
+          again = b.clone(*v.getDefiningOp())->getResult(0);
+        restored.push_back(again);
+      } else if (!savedHandle.count(v))
         restored.push_back(v);
       else
         restored.push_back(RestoreOp::create(b, op->getLoc(), savedHandle[v]));
@@ -362,6 +391,18 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       g = FillOp::create(b, p.getLoc(), p.getType(), b.getF64FloatAttr(0.0));
     grads.push_back(g);
   }
+  // The other micro-batches, the f32 gradient sums and the mean loss.
+  for (auto &[v, again] : resliced)
+    micro.slices.push_back(again.getDefiningOp());
+  if (microBatches > 1 && failed(unrollMicroBatches(fn, micro, b, grads)))
+    return failure();
+  // An accumulated gradient goes back to its parameter's type for the update.
+  auto gradOf = [&](unsigned k, Value p) -> Value {
+    Value g = grads[k];
+    if (g.getType() != p.getType())
+      g = CopyOp::create(b, p.getLoc(), p.getType(), g);
+    return g;
+  };
 
   // 4. Optimizer phase.
   SmallVector<Value> newResults(ret.getOperands());
@@ -439,7 +480,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       if (optimizer == OptimizerKind::Sgd) {
         Value buf = addArg(p.getType(), name + ".momentum_buffer", i, ".momentum_buffer");
         auto upd = SgdUpdateOp::create(
-            b, loc, p.getType(), p.getType(), stepType, p, grads[k], buf, step, amp.foundInf,
+            b, loc, p.getType(), p.getType(), stepType, p, gradOf(k, p), buf, step, amp.foundInf,
             b.getF64FloatAttr(lr), b.getF64FloatAttr(momentum),
             b.getF64FloatAttr(dampening), b.getF64FloatAttr(weightDecay),
             b.getBoolAttr(nesterov));
@@ -460,7 +501,7 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
         Value m = addArg(momentType, name + ".exp_avg", i, ".exp_avg");
         Value v = addArg(momentType, name + ".exp_avg_sq", i, ".exp_avg_sq");
         auto upd = AdamWUpdateOp::create(
-            b, loc, p.getType(), momentType, momentType, stepType, p, grads[k], m, v,
+            b, loc, p.getType(), momentType, momentType, stepType, p, gradOf(k, p), m, v,
             step, amp.foundInf, b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
             b.getF64FloatAttr(weightDecay));
@@ -508,7 +549,8 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
   }
   if (returnGradients || optimizer == OptimizerKind::None)
     for (auto [k, i] : llvm::enumerate(params))
-      addResult(grads[k], ("grad:" + argName(fn, i)).str(), Role::gradient, i, "grad:");
+      addResult(gradOf(k, body.getArgument(i)), ("grad:" + argName(fn, i)).str(), Role::gradient,
+                i, "grad:");
   for (unsigned i : stageInputs) {
     Value x = body.getArgument(i);
     Value g = cotangent.lookup(x);
@@ -543,6 +585,10 @@ LogicalResult AutodiffPass::differentiate(func::FuncOp fn) {
       handle.getDefiningOp()->erase();
       --numSaved;
     }
+  // Their clones in the other micro-batches.
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (isa<SaveOp>(op) && op.use_empty())
+      op.erase();
   return success();
 }
 
@@ -571,6 +617,11 @@ func::FuncOp mlir::offload::cloneForwardOfStep(func::FuncOp step, ModuleOp into,
   }
   if (step.getNumResults() == 0 || getResultRole(step, 0) != Role::loss) {
     why = "the step's first result is not a loss (a pipeline stage)";
+    return nullptr;
+  }
+  if (int64_t k = getNumMicroBatches(step); k > 1) {
+    why = "the step accumulates gradients over " + std::to_string(k) +
+          " micro-batches (its forward is unrolled per micro-batch)";
     return nullptr;
   }
   OpBuilder b = OpBuilder::atBlockEnd(into.getBody());

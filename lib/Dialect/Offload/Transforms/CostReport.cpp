@@ -63,7 +63,7 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
       phases.push_back({"forward", {}});
       for (Operation &op : fn.getFunctionBody().front()) {
         if (auto marker = dyn_cast<PhaseOp>(op)) {
-          phases.push_back({stringifyPhase(marker.getPhase()).str(), {}});
+          phases.push_back({marker.getLabel(), {}});
           continue;
         }
         auto cost = dyn_cast<CostOpInterface>(&op);

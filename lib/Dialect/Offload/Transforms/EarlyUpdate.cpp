@@ -54,10 +54,16 @@ unsigned mlir::offload::moveOptimizerUpdatesEarly(func::FuncOp step) {
     if (isa<SgdUpdateOp, AdamWUpdateOp>(op))
       updates.push_back(&op);
   // Never above the first backward-or-later phase marker: an update belongs
-  // after forward even when its operands are ready before.
-  Operation *floor = nullptr;
+  // after forward even when its operands are ready before. With gradient
+  // accumulation, the last micro-batch's backward: every micro-batch before
+  // it reads the parameters.
+  Operation *floor = nullptr, *lastForward = nullptr;
   for (Operation &op : body)
-    if (auto m = dyn_cast<PhaseOp>(op); m && m.getPhase() != Phase::forward) {
+    if (auto m = dyn_cast<PhaseOp>(op); m && m.getPhase() == Phase::forward)
+      lastForward = m;
+  for (Operation &op : body)
+    if (auto m = dyn_cast<PhaseOp>(op); m && m.getPhase() != Phase::forward &&
+                                        (!lastForward || lastForward->isBeforeInBlock(m))) {
       floor = m;
       break;
     }

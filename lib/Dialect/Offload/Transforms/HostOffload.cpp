@@ -73,12 +73,12 @@ struct HostOffloadPass : public offload::impl::HostOffloadBase<HostOffloadPass> 
 
 LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
   Block &body = fn.getBody().front();
-  PhaseOp backwardStart;
+  PhaseOp firstBackward;
   for (Operation &op : body)
     if (auto m = dyn_cast<PhaseOp>(op);
-        m && m.getPhase() != Phase::forward && !backwardStart)
-      backwardStart = m;
-  if (!backwardStart)
+        m && m.getPhase() != Phase::forward && !firstBackward)
+      firstBackward = m;
+  if (!firstBackward)
     return fn.emitOpError("offload-host-offload: the step has no backward phase; "
                           "run --offload-autodiff first");
 
@@ -116,6 +116,12 @@ LogicalResult HostOffloadPass::rewrite(func::FuncOp fn, const llvm::GlobPattern 
   SmallVector<PrefetchRequest> requests;
   for (SaveOp s : chosen) {
     Value v = s.getValue();
+    // The backward of the save's micro-batch (gradient accumulation: each
+    // micro-batch's saved values go to the host in its forward and come
+    // back in its backward); the step's backward for one micro-batch.
+    PhaseOp backwardStart = getBackwardMarkerAfter(s);
+    if (!backwardStart)
+      return s.emitOpError("offload-host-offload: no backward phase follows this save");
     // After the last forward use of the value (uses before backward).
     Operation *lastForwardUse = s;
     for (Operation *u : v.getUsers()) {

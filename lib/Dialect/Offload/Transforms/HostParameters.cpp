@@ -148,6 +148,19 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     position[&op] = int64_t(position.size());
   }
   auto before = [&](Operation *x, Operation *y) { return position.lookup(x) < position.lookup(y); };
+  // Gradient accumulation: each micro-batch's forward and backward read the
+  // parameter; it is fetched for each phase that reads it (the marker that
+  // starts each op's phase).
+  bool microBatched = getNumMicroBatches(fn) > 1;
+  llvm::DenseMap<Operation *, Operation *> phaseStartOf;
+  {
+    Operation *start = forwardStart;
+    for (Operation &op : body) {
+      if (isa<PhaseOp>(op))
+        start = &op;
+      phaseStartOf[&op] = start;
+    }
+  }
 
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
@@ -217,7 +230,17 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       }
     }
     SmallVector<SmallVector<Operation *>> segments;
-    if (keep) {
+    if (microBatched) {
+      SmallVector<Operation *> all(fwd);
+      all.append(bwd.begin(), bwd.end());
+      llvm::sort(all, before);
+      for (Operation *op : all) {
+        if (segments.empty() || phaseStartOf.lookup(segments.back().front()) != phaseStartOf.lookup(op))
+          segments.emplace_back();
+        segments.back().push_back(op);
+      }
+      ++refetched;
+    } else if (keep) {
       SmallVector<Operation *> all(fwd);
       all.append(bwd.begin(), bwd.end());
       segments.push_back(all);
@@ -227,7 +250,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       if (!bwd.empty())
         segments.push_back(bwd);
     }
-    if (!fwd.empty() && !bwd.empty())
+    if (!microBatched && !fwd.empty() && !bwd.empty())
       (keep ? kept : refetched)++;
 
     auto tensorType = cast<RankedTensorType>(arg.getType());
@@ -236,6 +259,8 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       Operation *first = seg.front();
       bool backwardOnly = !before(first, backwardStart);
       Operation *earliest = backwardOnly ? backwardStart.getOperation() : forwardStart.getOperation();
+      if (microBatched && phaseStartOf.lookup(first))
+        earliest = phaseStartOf.lookup(first);
       b.setInsertionPoint(prefetchDistance >= 0
                               ? retreatComputeOps(first, unsigned(prefetchDistance), earliest)
                               : first);

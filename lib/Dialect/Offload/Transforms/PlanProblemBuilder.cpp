@@ -134,6 +134,12 @@ struct Points {
   /// secondsBefore[i]: the estimated seconds of the ops before point i.
   SmallVector<double> secondsBefore;
   int64_t forwardPoint = 0, backwardPoint = 0;
+  /// Gradient accumulation: the point of each micro-batch's first
+  /// backward-or-later marker, in order (one entry for one micro-batch), and
+  /// the compute seconds of all forward phases.
+  SmallVector<int64_t> backwardPoints;
+  double forwardSeconds = 0;
+  int64_t numMicroBatches = 1;
 
   Points(func::FuncOp base, const TargetModel &model) : body(&base.getBody().front()) {
     for (Operation &op : *body) {
@@ -153,6 +159,26 @@ struct Points {
         forwardPoint = point[op];
         break;
       }
+    bool inForward = true;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (auto mk = dyn_cast<PhaseOp>(ops[i])) {
+        bool forward = mk.getPhase() == Phase::forward;
+        if (inForward && !forward)
+          backwardPoints.push_back(int64_t(i));
+        inForward = forward;
+        numMicroBatches = std::max(numMicroBatches, mk.getMicroBatchIndex() + 1);
+      }
+      if (inForward)
+        forwardSeconds += secondsBefore[i + 1] - secondsBefore[i];
+    }
+    if (backwardPoints.empty())
+      backwardPoints.push_back(backwardPoint);
+  }
+  /// The backward marker that ends the forward phase of point `p` (its
+  /// micro-batch's; the step's backward marker for one micro-batch).
+  int64_t backwardPointAfter(int64_t p) const {
+    auto it = llvm::upper_bound(backwardPoints, p);
+    return it == backwardPoints.end() ? backwardPoints.back() : *it;
   }
   /// The top-level op's point of `user` (-1 outside the body).
   int64_t topPoint(Operation *user) const {
@@ -198,7 +224,6 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
     c.values.push_back(s.getValue());
     c.facts.copyBytes += mlir::offload::detail::tensorBytes(s.getValue().getType());
   }
-  Operation *backwardOp = pts.ops[pts.backwardPoint];
   for (auto [buf, ci] : candidateOfBuffer) {
     Pending &p = pending[ci];
     SavedFacts &c = p.facts;
@@ -212,9 +237,12 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
              getLayerName(producer ? producer->getLoc() : saves[p.saves.front()].getLoc());
     // Last forward use of the buffer, first backward use of a restore.
     c.lastForward = pts.point.lookup(saves[p.saves.front()]);
+    // Its micro-batch's backward (the step's with one micro-batch).
+    int64_t backwardPoint = pts.backwardPointAfter(c.lastForward);
+    Operation *backwardOp = pts.ops[backwardPoint];
     for (Value v : pb.values)
       for (Operation *u : v.getUsers())
-        if (int64_t q = pts.topPoint(u); q >= 0 && q < pts.backwardPoint)
+        if (int64_t q = pts.topPoint(u); q >= 0 && q < backwardPoint)
           c.lastForward = std::max(c.lastForward, q);
     c.firstBackward = INT64_MAX;
     for (unsigned i : p.saves)
@@ -224,11 +252,11 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
     // the last forward use, and prefetched in time for the first backward
     // use (Prefetch.h).
     Operation *release = advanceComputeOps(pts.ops[c.lastForward], in.waitDistance, backwardOp);
-    int64_t releasePoint = release ? pts.point.lookup(release) : pts.backwardPoint;
+    int64_t releasePoint = release ? pts.point.lookup(release) : backwardPoint;
     c.toHostSeconds = model.copyToHostSeconds(c.copyBytes);
     c.toDeviceSeconds = model.copySeconds(c.copyBytes);
     int64_t fetch =
-        pts.prefetchPoint(c.firstBackward, c.toDeviceSeconds, pts.backwardPoint + 1);
+        pts.prefetchPoint(c.firstBackward, c.toDeviceSeconds, backwardPoint + 1);
     c.offloadFreed = {releasePoint, fetch - 1, c.bytes};
     // The part of the prefetch the compute between the start of backward
     // and the first use cannot hide, and the part of the copy to the host
@@ -237,7 +265,7 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
     // used last just before forward ends, was priced at 0.4% of the step
     // without it and cost 21% in the simulator).
     c.prefetchNotHidden =
-        std::max(0.0, c.toDeviceSeconds - pts.between(pts.backwardPoint, c.firstBackward));
+        std::max(0.0, c.toDeviceSeconds - pts.between(backwardPoint, c.firstBackward));
     c.releaseNotHidden =
         std::max(0.0, c.toHostSeconds - pts.between(c.lastForward + 1, c.offloadFreed.lo));
     // Recompute: every value of the buffer must be recomputable.
@@ -266,6 +294,12 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
 /// The parameter candidates: parameters not returned, with an optimizer
 /// state of their own.
 void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem &problem) {
+  // Gradient accumulation: a parameter is read by every micro-batch's
+  // forward and backward, and its gradient accumulator lives across them;
+  // the host-parameter mechanism (HostParameters.cpp) moves one forward and
+  // one backward range. Parameters stay on the device.
+  if (pts.numMicroBatches > 1)
+    return;
   const MemoryPlan &mp = *in.baseMp;
   const TargetModel &model = *in.model;
   func::FuncOp base = in.base;
@@ -385,7 +419,8 @@ PlanProblem mlir::offload::planning::buildPlanProblem(const ProblemInputs &in,
   for (Operation *op : pts.ops)
     problem.opNames.push_back(op->getName().getStringRef().str());
   problem.computeSeconds = pts.secondsBefore.back();
-  problem.forwardSeconds = pts.secondsBefore[pts.backwardPoint];
+  problem.forwardSeconds = pts.numMicroBatches > 1 ? pts.forwardSeconds
+                                                   : pts.secondsBefore[pts.backwardPoint];
   problem.backwardSeconds = problem.computeSeconds - problem.forwardSeconds;
   addSavedCandidates(in, pts, problem, candidates);
   problem.numSaves = unsigned(candidates.saves.size());

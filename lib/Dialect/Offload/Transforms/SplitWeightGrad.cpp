@@ -55,6 +55,11 @@ struct SplitWeightGradPass
 
 LogicalResult SplitWeightGradPass::split(func::FuncOp fn) {
   Block &body = fn.getBody().front();
+  if (int64_t k = getNumMicroBatches(fn); k > 1)
+    return fn.emitOpError() << "offload-split-weight-grad: the step accumulates gradients over "
+                            << k << " micro-batches; splitting each micro-batch's backward into "
+                                    "B and W is not supported yet (a pipeline stage schedules "
+                                    "its micro-batches itself)";
   PhaseOp backward, next;
   for (Operation &op : body)
     if (auto m = dyn_cast<PhaseOp>(op)) {

@@ -43,6 +43,11 @@ def Offload_Dialect : Dialect {
     /// (set by offload-autodiff, read by offload-split-weight-grad).
     static constexpr ::llvm::StringLiteral kActivationGradAttrName =
         "offload.activation_grad";
+    /// Unit attribute on the `offload.add` that sums a micro-batch's gradient
+    /// (or loss) into its accumulator (gradient accumulation, set by
+    /// offload-autodiff micro-batches=K): the memory plan writes the sum over
+    /// the accumulator when the add is its only reader.
+    static constexpr ::llvm::StringLiteral kAccumulateAttrName = "offload.accumulate";
     /// On an offload.save chosen for recompute by hand or by the planner
     /// (offload-recompute policy=marked): a unit attribute, or an integer
     /// group id >= 0 (saves with one id are recomputed by one region).

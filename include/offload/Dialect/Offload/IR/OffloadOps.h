@@ -80,6 +80,16 @@ std::string getLayerName(Location loc);
 /// step without one instead of silently doing nothing.
 bool hasBackwardPhase(Operation *fn);
 
+/// The number of micro-batches the step `fn` accumulates gradients over
+/// (--offload-autodiff micro-batches=K): one more than the largest
+/// `micro_batch` index of its phase markers, 1 when none carries one.
+int64_t getNumMicroBatches(Operation *fn);
+
+/// The marker that ends the forward phase `op` belongs to: the first phase
+/// marker after `op` that is not a forward one (its micro-batch's backward),
+/// null when there is none.
+PhaseOp getBackwardMarkerAfter(Operation *op);
+
 /// The parts of an optimizer update (`offload.sgd_update`,
 /// `offload.adamw_update`): its optimizer state operands (the momentum
 /// buffer; exp_avg and exp_avg_sq), its step counter and its skip flag

@@ -29,14 +29,44 @@ def Offload_PhaseOp : Offload_Op<"phase"> {
     The marker has unknown side effects on purpose: no generic pass moves or
     removes it.
 
+    A step that accumulates gradients over K micro-batches
+    (`--offload-autodiff="micro-batches=K"`) repeats the forward and
+    backward phases once per micro-batch, each marker carrying its
+    `micro_batch` index (0 to K-1), then ends with one optimizer phase:
+    forward 0, backward 0, forward 1, backward 1, ..., optimizer. A step
+    without the index is one micro-batch (the markers are as before).
+
     ```mlir
     offload.phase forward
     %y = offload.relu %x : tensor<4x8xf32>
     offload.phase backward
     ```
+    ```mlir
+    offload.phase forward micro_batch 1
+    ```
   }];
-  let arguments = (ins Offload_Phase:$phase);
-  let assemblyFormat = "$phase attr-dict";
+  let arguments = (ins Offload_Phase:$phase, OptionalAttr<I64Attr>:$micro_batch);
+  let assemblyFormat = "$phase (`micro_batch` $micro_batch^)? attr-dict";
+  let builders = [
+    OpBuilder<(ins "::mlir::offload::Phase":$phase), [{
+      build($_builder, $_state, phase, ::mlir::IntegerAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The micro-batch this marker's phase belongs to (0 without the index).
+    int64_t getMicroBatchIndex() {
+      std::optional<uint64_t> m = getMicroBatch();
+      return m ? int64_t(*m) : 0;
+    }
+    /// The phase's name in plans and reports: "forward", or "forward.1" for
+    /// a marker with a micro-batch index.
+    std::string getLabel() {
+      std::string name = stringifyPhase(getPhase()).str();
+      if (getMicroBatch())
+        name += "." + std::to_string(getMicroBatchIndex());
+      return name;
+    }
+  }];
 }
 
 def Offload_SaveOp : Offload_Op<"save", [Pure,

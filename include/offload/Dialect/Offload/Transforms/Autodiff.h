@@ -33,6 +33,26 @@ func::FuncOp cloneForwardOfStep(func::FuncOp step, ModuleOp into, std::string &w
 /// does not parse.
 LogicalResult addRecordedAutodiff(func::FuncOp recordedFrom, OpPassManager &pm);
 
+/// Gradient accumulation (--offload-autodiff micro-batches=K,
+/// MicroBatches.cpp): the slices of the step's inputs to micro-batch 0.
+struct MicroBatchSplit {
+  int64_t k = 1;
+  SmallVector<Operation *> slices;
+};
+/// On the forward step before differentiation: slices every input (role
+/// `input`) along dim 0 to its first micro-batch and retypes the forward ops
+/// for it. Refuses, naming the op or input, what would compute something
+/// else than PyTorch's accumulation loop (batch norm in training mode, state
+/// updates) or cannot be split (no batch dim, a batch not divisible by k).
+LogicalResult splitStepBatch(func::FuncOp fn, int64_t k, MicroBatchSplit &split);
+/// After the backward of micro-batch 0, with the builder before the return:
+/// clones the forward and backward for micro-batches 1..k-1, replaces each
+/// of `grads` by its f32 sum over the micro-batches, and makes the returned
+/// loss the mean of the micro-batch losses. The builder is left before the
+/// return.
+LogicalResult unrollMicroBatches(func::FuncOp fn, const MicroBatchSplit &split, OpBuilder &b,
+                                 SmallVectorImpl<Value> &grads);
+
 } // namespace offload
 } // namespace mlir
 

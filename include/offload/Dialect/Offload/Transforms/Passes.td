@@ -197,6 +197,22 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
     2 bytes per element of state instead of 4. The parameters and the
     update's arithmetic are unchanged. Default `f32`.
 
+    `micro-batches=K` (gradient accumulation) runs the compiled batch as K
+    micro-batches: every input (role `input`: the model's inputs and the
+    target) is sliced along dim 0 into K equal parts, the forward and the
+    backward are unrolled once per micro-batch (phase markers `forward
+    micro_batch i`, `backward micro_batch i`), each micro-batch's backward
+    starts from d(loss_i) = 1/K (scale/K under fp16 loss scaling), the
+    parameter gradients are summed in f32 accumulators across the
+    micro-batches, and the optimizer updates once. The step's loss is the
+    mean of the micro-batch losses. This is PyTorch's accumulation loop
+    (`(loss_i / K).backward()` K times, then `step()`). Refused with the
+    op's location where it is a different computation: batch norm in
+    training mode (batch statistics), a step that updates state; and where
+    the batch cannot be split: an input without a batch dim, a batch not
+    divisible by K, an op whose result cannot be computed per micro-batch
+    (docs/training.md). Default 1: the step is unchanged.
+
     Example:
     `offload-opt --offload-autodiff="optimizer=adamw lr=1e-3 weight-decay=0.01"`
   }];
@@ -246,6 +262,10 @@ def Autodiff : Pass<"offload-autodiff", "::mlir::ModuleOp"> {
            "GradScaler's init_scale: the scale a zero (fresh) amp.scale stands for">,
     Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
            "GradScaler's growth_interval: clean steps before the scale doubles">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Gradient accumulation: run the batch as K equal micro-batches (inputs sliced "
+           "along dim 0), accumulate the gradients in f32, update once; the loss is the "
+           "mean of the micro-batch losses">,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
