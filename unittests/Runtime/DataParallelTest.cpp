@@ -90,6 +90,29 @@ std::unique_ptr<Session> makeSession(const std::shared_ptr<Communicator> &comm,
   return session;
 }
 
+/// Rank `r` of a two-rank job meeting at `dir` (gloo, `timeoutSeconds`),
+/// with a session over a parameter store of its own; a null session, with
+/// `error` set, when joining or creating the session fails.
+struct RankSession {
+  std::unique_ptr<Session> session;
+  std::shared_ptr<ParameterStore> store;
+};
+RankSession joinRank(const std::string &dir, int r, double timeoutSeconds, std::string &error) {
+  CommunicatorOptions co;
+  co.rank = r;
+  co.worldSize = 2;
+  co.rendezvous = "file:" + dir;
+  co.timeoutSeconds = timeoutSeconds;
+  auto comm = createGlooCommunicator(co);
+  if (!comm) {
+    error = comm.message();
+    return {};
+  }
+  auto store = std::make_shared<ParameterStore>();
+  auto session = makeSession(*comm, store, r, error);
+  return {std::move(session), store};
+}
+
 std::string freshDir(const std::string &name) {
   std::string dir = tempPath(name);
   std::string cmd = "rm -rf '" + dir + "'";
@@ -140,20 +163,11 @@ TEST_F(DataParallelTest, TwoRanksGetTheMeanBitForBit) {
   std::vector<Tensor> grads(2), params(2);
   std::vector<std::string> errors(2);
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 2;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = 30;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      errors[size_t(r)] = comm.message();
+    RankSession rs = joinRank(dir, r, 30, errors[size_t(r)]);
+    if (!rs.session)
       return;
-    }
-    auto store = std::make_shared<ParameterStore>();
-    auto s = makeSession(*comm, store, r, errors[size_t(r)]);
-    if (!s)
-      return;
+    auto &s = rs.session;
+    auto &store = rs.store;
     if (Status st = s->step(); !st.ok()) {
       errors[size_t(r)] = st.message();
       return;
@@ -184,20 +198,11 @@ TEST_F(DataParallelTest, RankThatLeavesFailsTheOtherAndKeepsItsParameters) {
   std::string error, error1;
   bool secondFailed = false;
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 2;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = 20;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      (r ? error1 : error) = comm.message();
+    RankSession rs = joinRank(dir, r, 20, r ? error1 : error);
+    if (!rs.session)
       return;
-    }
-    auto store = std::make_shared<ParameterStore>();
-    auto s = makeSession(*comm, store, r, r ? error1 : error);
-    if (!s)
-      return;
+    auto &s = rs.session;
+    auto &store = rs.store;
     if (Status st = s->step(); !st.ok()) {
       (r ? error1 : error) = st.message();
       return;
@@ -228,20 +233,11 @@ TEST_F(DataParallelTest, HungRankFailsTheOtherWithinTheTimeout) {
   std::string error, error1;
   double seconds = -1;
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 2;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = r == 0 ? kTimeout : 30;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      (r ? error1 : error) = comm.message();
+    RankSession rs = joinRank(dir, r, r == 0 ? kTimeout : 30, r ? error1 : error);
+    if (!rs.session)
       return;
-    }
-    auto store = std::make_shared<ParameterStore>();
-    auto s = makeSession(*comm, store, r, r ? error1 : error);
-    if (!s)
-      return;
+    auto &s = rs.session;
+    auto &store = rs.store;
     if (r == 1) {
       // Joined, then never reaches the collective while rank 0 waits.
       std::this_thread::sleep_for(std::chrono::duration<double>(2 * kTimeout));
