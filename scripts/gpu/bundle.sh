@@ -16,7 +16,7 @@
 #   gpu-bundle/MANIFEST.json    what is inside: commit, sizes, sha256, libraries
 #
 # Never carried: the C library, libstdc++, libgcc_s (the GPU machine's own,
-# newer ones serve), cuBLAS and cuDNN (located there, in PyTorch's pip
+# newer ones serve), cuBLAS, cuDNN and NCCL (located there, in PyTorch's pip
 # packages), weights and batches (generated there from a seed: gen.py).
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -97,8 +97,8 @@ while read -r so path; do
   case "$so" in
     linux-vdso*|ld-linux*|libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|libstdc++.so*|libgcc_s.so*)
       continue ;;   # the GPU machine's own (newer) ones
-    libcublas.so*|libcublasLt.so*|libcudnn*.so*)
-      continue ;;   # located there (PyTorch's pip packages); hundreds of MB
+    libcublas.so*|libcublasLt.so*|libcudnn*.so*|libnccl.so*)
+      continue ;;   # located there (PyTorch's pip packages); hundreds of MB (NCCL: 218 MB)
     libcudart.so*|libz.so*|libbz2.so*|libcrypto.so*|liblzma.so*|libzstd.so*)
       dest=lib-fallback ;;   # common: the GPU machine's own when it has them
     *) dest=lib ;;

@@ -229,6 +229,10 @@ dn = lib("libcudnn.so.9")
 if dn:
     dn.cudnnGetVersion.restype = ctypes.c_size_t; dn.cudnnGetCudartVersion.restype = ctypes.c_size_t
     out["cudnnGetVersion"] = dn.cudnnGetVersion(); out["cudnnGetCudartVersion"] = dn.cudnnGetCudartVersion()
+nc = lib("libnccl.so.2")
+if nc:
+    v = ctypes.c_int(0); rc = nc.ncclGetVersion(ctypes.byref(v))
+    out["ncclGetVersion"] = v.value if rc == 0 else "error %d" % rc
 print(json.dumps(out))
 """
 
@@ -251,7 +255,9 @@ print(json.dumps(d))
 SYSTEM_OK = re.compile(r"^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|"
                        r"libstdc\+\+\.so|libgcc_s\.so|libz\.so|libbz2\.so|libcrypto\.so|liblzma\.so|"
                        r"libzstd\.so)")
-CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9")
+# NCCL: the runtime links it (data parallel on CUDA); 218 MB, located like cuBLAS.
+CUDA_LIBS = ("libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9",
+             "libnccl.so.2")
 
 
 def ldd(binary):
@@ -341,6 +347,7 @@ def part_versions():
         from importlib import metadata
         pk = {}
         for name in ("torch", "torchvision", "numpy", "nvidia-cublas", "nvidia-cudnn-cu13",
+                     "nvidia-nccl-cu13",
                      "nvidia-cuda-runtime", "nvidia-cublas-cu13", "nvidia-cuda-runtime-cu13"):
             try:
                 pk[name] = metadata.version(name)

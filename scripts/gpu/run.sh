@@ -158,7 +158,9 @@ EOF
   local -a ldp=("$WORK/kit/lib" "$WORK/kit/lib-extra")
   mkdir -p "$WORK/kit/lib-extra"
   local so d found
-  for so in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
+  # libnccl.so.2: the runtime links NCCL (data parallel on CUDA); PyTorch's
+  # pip packages carry it (nvidia-nccl), too large for the bundle (218 MB).
+  for so in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnccl.so.2 libcudart.so.13; do
     found=""
     for d in "${cand[@]}"; do
       if [[ -e "$d/$so" ]]; then found="$d"; break; fi
@@ -170,7 +172,11 @@ EOF
       echo "run.sh: $so: none found; the bundle's copy"
       ln -sf "$WORK/kit/lib-fallback/$so" "$WORK/kit/lib-extra/$so"
     else
-      echo "run.sh: warning: $so not found (looked in: ${cand[*]}); CUDA runs will fail to start"
+      if [[ "$so" == libnccl.so.2 ]]; then
+        echo "run.sh: warning: $so not found (looked in: ${cand[*]}); our binaries link it and will not start"
+      else
+        echo "run.sh: warning: $so not found (looked in: ${cand[*]}); CUDA runs will fail to start"
+      fi
     fi
   done
   # Common libraries the bundle carries as a fallback: the system's own when
