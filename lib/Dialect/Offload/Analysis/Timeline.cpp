@@ -96,14 +96,18 @@ static double advance(Operation &op, TimelineClock &clock, const TargetModel &ta
   return stall;
 }
 
-Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &target,
-                                         TimelineCache *cache) {
+/// The whole step in program order: `seen(op, clock)` before each op, each
+/// copy's completion into `tokenDone`, and (with `cache`) the stall at each
+/// wait into `cache->stallAt`.
+template <typename Seen>
+static Timeline runStep(func::FuncOp step, const TargetModel &target, TimelineCache *cache,
+                        llvm::DenseMap<Value, double> &tokenDone, Seen seen) {
   Timeline tl;
   if (cache)
     cache->stallAt.clear();
   TimelineClock clock;
-  llvm::DenseMap<Value, double> tokenDone;
   for (Operation &op : step.getBody().front()) {
+    seen(op, clock);
     double stall = advance(
         op, clock, target, cache, [&](Value t) { return tokenDone.lookup(t); },
         [&](Value t, double s) { tokenDone[t] = s; }, tl);
@@ -114,6 +118,12 @@ Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &t
   return tl;
 }
 
+Timeline mlir::offload::simulateTimeline(func::FuncOp step, const TargetModel &target,
+                                         TimelineCache *cache) {
+  llvm::DenseMap<Value, double> tokenDone;
+  return runStep(step, target, cache, tokenDone, [](Operation &, const TimelineClock &) {});
+}
+
 TimelineReplay::TimelineReplay(func::FuncOp step, const TargetModel &target,
                                TimelineCache &cache)
     : step(step), target(target), cache(cache) {
@@ -121,27 +131,18 @@ TimelineReplay::TimelineReplay(func::FuncOp step, const TargetModel &target,
 }
 
 void TimelineReplay::record() {
-  Timeline tl;
-  TimelineClock clock;
   clockAt.clear();
   tokenDone.clear();
-  cache.stallAt.clear();
   position.clear();
   lastRead.clear();
-  for (Operation &op : step.getBody().front()) {
-    position[&op] = int64_t(position.size());
+  recorded = runStep(step, target, &cache, tokenDone, [&](Operation &op, const TimelineClock &clock) {
+    int64_t here = int64_t(clockAt.size());
+    position[&op] = here;
     for (Value v : op.getOperands())
       if (isa<TokenType>(v.getType()))
-        lastRead[v] = position[&op];
+        lastRead[v] = here;
     clockAt.push_back(clock);
-    double stall = advance(
-        op, clock, target, &cache, [&](Value t) { return tokenDone.lookup(t); },
-        [&](Value t, double s) { tokenDone[t] = s; }, tl);
-    if (stall > 0 && isa<WaitOp>(op))
-      cache.stallAt[&op] = stall;
-  }
-  recorded = tl;
-  recorded.stepSeconds = clock.end();
+  });
 }
 
 double TimelineReplay::stepSecondsIfMoved(Operation *op, Operation *point) {

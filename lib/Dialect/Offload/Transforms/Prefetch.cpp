@@ -106,6 +106,26 @@ int64_t mlir::offload::latestCoveringPoint(llvm::function_ref<double(int64_t)> s
   return lo;
 }
 
+/// Sets `copy`'s prefetch_distance to the compute ops between it and `use`.
+static void setPrefetchDistance(ToDeviceOp copy, Operation *use) {
+  int64_t distance = 0;
+  for (Operation *o = copy->getNextNode(); o && o != use; o = o->getNextNode())
+    distance += isComputeForDistance(o);
+  copy.setPrefetchDistanceAttr(IntegerAttr::get(IntegerType::get(copy.getContext(), 64), distance));
+}
+
+/// The op a copy in `body` may not rise above: the latest of `floor` and
+/// its operands' definitions (their ancestors in `body`), by `before`.
+static Operation *copyFloor(Block &body, ToDeviceOp copy, Operation *floor,
+                            llvm::function_ref<bool(Operation *, Operation *)> before) {
+  for (Value v : copy->getOperands())
+    if (Operation *def = v.getDefiningOp())
+      if (Operation *top = body.findAncestorOpInBlock(*def))
+        if (!floor || before(floor, top))
+          floor = top;
+  return floor;
+}
+
 /// Live device bytes at each op of `fn`'s block, from its memory plan `mp`.
 /// The memory plan may describe a copy with recompute regions inlined: a
 /// region's op then stands for the points of its inlined ops (their
@@ -174,12 +194,9 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
     int64_t bytes = mlir::offload::detail::tensorBytes(copy.getResult().getType());
     double duration = target.copySeconds(bytes);
     // The copy may not rise above `earliest` or its operands' definitions.
-    Operation *floor = r->earliest;
-    for (Value v : copy->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        if (Operation *top = body.findAncestorOpInBlock(*def))
-          if (!floor || position.lookup(floor) < position.lookup(top))
-            floor = top;
+    Operation *floor = copyFloor(body, copy, r->earliest, [&](Operation *a, Operation *b) {
+      return position.lookup(a) < position.lookup(b);
+    });
     // The rule (latestCoveringPoint, which the planner's prediction also
     // calls): the latest point from which the copy, queued behind the
     // copies placed before it, finishes before the use. The ops between
@@ -207,12 +224,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
     }
     lastPlaced = copy;
     streamFree = std::max(start[pos], streamFree) + duration;
-    int64_t distance = 0;
-    for (Operation *o = copy->getNextNode(); o && o != r->use; o = o->getNextNode())
-      if (isComputeForDistance(o))
-        ++distance;
-    copy.setPrefetchDistanceAttr(IntegerAttr::get(IntegerType::get(fn.getContext(), 64),
-                                                  distance));
+    setPrefetchDistance(copy, r->use);
   }
   return success();
 }
@@ -251,12 +263,9 @@ static SmallVector<PlacedPrefetch> placedPrefetches(Block &body) {
     auto wait = dyn_cast_or_null<WaitOp>(first);
     if (!wait || !llvm::is_contained(wait->getOperands(), copy.getAsyncToken()))
       continue;
-    Operation *floor = phase;
-    for (Value v : copy->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        if (Operation *top = body.findAncestorOpInBlock(*def))
-          if (!floor || floor->isBeforeInBlock(top))
-            floor = top;
+    Operation *floor = copyFloor(body, copy, phase, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
     out.push_back({copy, wait, floor,
                    mlir::offload::detail::tensorBytes(copy.getResult().getType())});
   }
@@ -324,13 +333,8 @@ public:
 
   /// Sets each copy's prefetch_distance to the compute ops before its wait.
   void setDistances() {
-    for (PlacedPrefetch &p : prefetches) {
-      int64_t distance = 0;
-      for (Operation *o = p.copy->getNextNode(); o && o != p.wait; o = o->getNextNode())
-        distance += isComputeForDistance(o);
-      p.copy.setPrefetchDistanceAttr(
-          IntegerAttr::get(IntegerType::get(fn.getContext(), 64), distance));
-    }
+    for (PlacedPrefetch &p : prefetches)
+      setPrefetchDistance(p.copy, p.wait);
   }
 
   const Timeline &before() const { return replay.timeline(); }
