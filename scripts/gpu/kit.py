@@ -644,6 +644,73 @@ def part_plans():
     return part.done("fail" if failed or not rows else "ok")
 
 
+def part_nccl():
+    """The collective engine with one rank against no engine, bit for bit
+    (docs/data_parallel.md, "The CUDA backend"): each example model's
+    data-parallel plan (dp.oflp: offload.all_reduce in 64 KiB buckets) for 3
+    steps without a communicator, then with --world-size 1 and a file
+    rendezvous, which joins NCCL on cuda (gloo on the host rehearsal). A mean
+    over one rank is the gradient itself, so every dumped array must be equal
+    in every bit."""
+    part = Part("nccl")
+    backend = ENV("KIT_BACKEND")
+    exe = os.path.join(env_path("KIT_BIN"), "offload-run")
+    rows = []
+    part.set(backend=backend, engine="nccl" if backend == "cuda" else "gloo", models=rows,
+             rule="every dumped array bit-identical with and without the one-rank engine")
+    failed = False
+    for name, d, meta in bundle_models("example"):
+        plan = os.path.join(d, "dp.oflp")
+        if not os.path.exists(plan):
+            continue
+        row = {"model": name, "runs": {}}
+        rows.append(row)
+        if remaining() < 15:
+            row["error"] = "out of time"
+            failed = True
+            continue
+        work = os.path.join(env_path("KIT_WORK"), "nccl", name)
+        try:
+            p, i, _, _ = generate(d, work)
+        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
+            row["error"] = "generating the weights failed: %s" % e
+            failed = True
+            continue
+        log = log_path("nccl-" + name)
+        dumps = {}
+        for label in ("no-engine", "one-rank"):
+            dump = os.path.join(work, label + ".npz")
+            cmd = [exe, plan, "--backend", backend, "--threads", "1", "--steps", "3",
+                   "--params", p, "--inputs", i, "--dump", dump,
+                   "--workspace-bytes", str(meta["workspace_bytes"])]
+            if label == "one-rank":
+                rdzv = os.path.join(work, "rendezvous")
+                os.makedirs(rdzv, exist_ok=True)
+                cmd += ["--world-size", "1", "--rank", "0", "--rendezvous", "file:" + rdzv,
+                        "--collective-timeout", "60"]
+            rc, out, secs = run_cmd(cmd, min(90, remaining(reserve=1)), env=bin_env(), log=log)
+            r = parse_run(out)
+            r.update(exit=rc, seconds=round(secs, 2))
+            if rc != 0:
+                r["error"] = error_line(out)
+            else:
+                dumps[label] = dump
+            row["runs"][label] = r
+            part.save()
+        if len(dumps) == 2:
+            differ, worst = compare_dumps(dumps["no-engine"], dumps["one-rank"])
+            row["bit_identical"] = not differ
+            if differ:
+                row["differs"] = {"names": differ[:8], "count": len(differ), "max_rel": worst}
+        row["ok"] = bool(row.get("bit_identical"))
+        failed |= not row["ok"]
+        part.save()
+        shutil.rmtree(work, ignore_errors=True)
+    if not rows:
+        return part.done("skipped", reason="the bundle has no dp.oflp (made before the nccl part)")
+    return part.done("fail" if failed else "ok")
+
+
 # ---------------------------------------------------------------------------
 # Part 4: side by side with PyTorch on the same GPU
 # ---------------------------------------------------------------------------
@@ -1025,11 +1092,12 @@ def part_amp():
 # ---------------------------------------------------------------------------
 # Report: results.json, results.md and the summary printed last
 # ---------------------------------------------------------------------------
-ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp"]  # the issue's order
+ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp", "nccl"]  # the issue's order
 TITLES = {"versions": "1. device, driver, libraries", "gtests": "2. Cuda* gtests",
           "memcheck": "2. compute-sanitizer memcheck", "plans": "3. carried plans vs host",
           "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput",
-          "sdpa": "6. attention vs PyTorch SDPA", "amp": "7. bf16-mixed vs torch.autocast"}
+          "sdpa": "6. attention vs PyTorch SDPA", "amp": "7. bf16-mixed vs torch.autocast",
+          "nccl": "8. NCCL, one rank, bit for bit"}
 
 
 def load_parts():
@@ -1148,6 +1216,12 @@ def one_line(name, d):
                 ms(r.get("torch_step_seconds")), gib(r.get("torch_peak")), r.get("worst"),
                 (r.get("worst_ratio") or 0) / AMP_FACTOR, "" if r.get("ok") else " FAIL")
             for r in d.get("rows", []))
+    if name == "nccl":
+        return "%s: " % d.get("engine", "?") + "; ".join(
+            "%s %s" % (r["model"], "bit-identical" if r.get("ok") else "FAIL (%s)" % (
+                r.get("error") or next((x["error"] for x in r.get("runs", {}).values()
+                                        if x.get("error")), None) or r.get("differs")))
+            for r in d.get("models", []))
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
@@ -1339,7 +1413,7 @@ def main(argv):
     cmd = argv[0]
     table = {"versions": part_versions, "gtests": part_gtests, "memcheck": part_memcheck,
              "plans": part_plans, "sbs": part_sbs, "copy": part_copy, "sdpa": part_sdpa,
-             "amp": part_amp}
+             "amp": part_amp, "nccl": part_nccl}
     if cmd == "report" and "--line" in argv:
         name = argv[argv.index("--line") + 1]
         d = load_parts().get(name)

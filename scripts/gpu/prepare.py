@@ -169,6 +169,13 @@ def prepare(name, a, target_file, out_root, work):
 
     run([bin_("offload-translate"), "--offload-to-plan", os.path.join(w, "step.mlir"),
          "-o", os.path.join(out, "unplanned.oflp")], log)
+    if example:
+        # The nccl part's plan: the unplanned step with its gradients averaged
+        # in 64 KiB buckets (offload.all_reduce; several buckets per model).
+        run([bin_("offload-opt"), os.path.join(w, "step.mlir"),
+             "--offload-data-parallel=bucket-bytes=65536", "-o", os.path.join(w, "dp.mlir")], log)
+        run([bin_("offload-translate"), "--offload-to-plan", os.path.join(w, "dp.mlir"),
+             "-o", os.path.join(out, "dp.oflp")], log)
     cost = os.path.join(out, "cost-report.txt")
     run([bin_("offload-opt"), os.path.join(w, "step.mlir"),
          "--offload-cost-report=target=%s report=%s" % (target_file, cost), "-o", os.devnull], log)
