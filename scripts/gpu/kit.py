@@ -430,6 +430,8 @@ def find_sanitizer():
 MEMCHECK_TESTS = "CudaTest.ConvNetStepMatchesHostAndRepeatsBitForBit:MlpTest.CudaMatchesReference"
 # The fused attention's kernels (dynamic shared memory, masks, grouped heads).
 MEMCHECK_ATTENTION = "CudaTest.AttentionMatchesFloat64Reference"
+# The bf16/f16 kernels (every op the host takes in a low type, and a step).
+MEMCHECK_LOW = "CudaTest.LowOpsMatchHostBf16:CudaTest.MixedPrecisionStepMatchesHost"
 
 
 def part_memcheck():
@@ -449,7 +451,8 @@ def part_memcheck():
     exe = os.path.join(env_path("KIT_BIN"), "OffloadRuntimeTests")
     todo = [("gtest " + MEMCHECK_TESTS, base + [exe, "--gtest_filter=" + MEMCHECK_TESTS], None),
             ("gtest " + MEMCHECK_ATTENTION, base + [exe, "--gtest_filter=" + MEMCHECK_ATTENTION],
-             None)]
+             None),
+            ("gtest " + MEMCHECK_LOW, base + [exe, "--gtest_filter=" + MEMCHECK_LOW], None)]
     tr = [(n, d, m) for n, d, m in bundle_models("example") if n == "transformer"]
     if tr:
         n, d, meta = tr[0]

@@ -887,7 +887,8 @@ std::string attentionGeom(const CudaKernelArgs &a, const char *op,
   // extras follow query, key, value (and grad_out, out, lse backward).
   AttentionOperands o;
   if (auto e = resolveAttention(a.inputs, a.attrs, op, first,
-                                first + 3 + (first ? 2 : 0), o);
+                                first + 3 + (first ? 2 : 0), o,
+                                /*lowFloats=*/true);
       !e.empty())
     return e;
   if (o.e > 32 * kMaxPerLane || o.ev > 32 * kMaxPerLane)

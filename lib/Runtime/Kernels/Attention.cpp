@@ -423,10 +423,13 @@ void registerAttentionKernels(KernelRegistry &r) {
 // The operand rules of both backends (AttentionOperands.h).
 std::string resolveAttention(const std::vector<TensorView> &inputs, const AttrMap &attrs,
                              const char *op, size_t first, size_t numExtrasAt,
-                             AttentionOperands &a) {
+                             AttentionOperands &a, bool lowFloats) {
   using namespace kernels;
   const TensorView &q = inputs[first], &k = inputs[first + 1], &v = inputs[first + 2];
-  if (auto e = checkFloat(q, op, "query"); !e.empty()) return e;
+  if (!lowFloats || !isLowFloat(q.dtype))
+    if (auto e = checkFloat(q, op, "query"); !e.empty())
+      return lowFloats ? cat(op, ": query must be f32, f64, bf16 or f16, got ", dtypeName(q.dtype))
+                       : e;
   if (auto e = checkDType(k, q.dtype, op, "key"); !e.empty()) return e;
   if (auto e = checkDType(v, q.dtype, op, "value"); !e.empty()) return e;
   std::string layout = attrs.getString("layout", "bhld");

@@ -44,10 +44,13 @@ struct AttentionOperands {
 /// `layout`, `scale`, `is_causal`, `has_mask`, `dropout_p` and `offset`
 /// attributes, and the extras from inputs[numExtrasAt] on (the mask when
 /// has_mask, then the seed when dropout_p > 0), and fills `a`. `first` is 0
-/// forward, 1 backward (grad_out first). Returns "" or the message.
+/// forward, 1 backward (grad_out first). The float dtypes are f32 and f64,
+/// and bf16 and f16 too when `lowFloats` (the CUDA kernels, which load them
+/// into f32 tiles; the host's kernels see f32, its emulation having widened
+/// the operands). Returns "" or the message.
 std::string resolveAttention(const std::vector<TensorView> &inputs, const AttrMap &attrs,
                              const char *op, size_t first, size_t numExtrasAt,
-                             AttentionOperands &a);
+                             AttentionOperands &a, bool lowFloats = false);
 
 } // namespace rt
 } // namespace offload
