@@ -1025,6 +1025,16 @@ def amp_model(name, d, meta, backend, device, steps, budget_s, rows, part):
     elif not failed:
         row["error"] = "no comparison (torch_side.py wrote no errors)"
         failed = True
+    # Where our step's time goes: --profile (each instruction alone), 2
+    # steps, the last one's table; after the checks, time allowing.
+    left = budget_s - (now() - t_model)
+    if rc == 0 and left > 15:
+        pcmd = cmd[:cmd.index("--steps")] + ["--steps", "2", "--profile"] + \
+            cmd[cmd.index("--steps") + 2:cmd.index("--dump")]
+        rc4, out4, secs4 = run_cmd(pcmd, min(left - 5, 60), env=bin_env(),
+                                   log=log_path("amp-profile-" + name))
+        row["profile"] = parse_profile(out4)
+        row["profile"].update(exit=rc4, wall_seconds=round(secs4, 1))
     row["seconds"] = round(now() - t_model, 1)
     shutil.rmtree(work, ignore_errors=True)
     part.save()
@@ -1382,6 +1392,12 @@ def summary_table(parts, kit):
                 ms(r.get("torch_step_seconds")), gib(r.get("torch_peak")),
                 "-" if r.get("worst_ratio") is None else "%.2f" % r["worst_ratio"],
                 (r.get("error") or "")[:80]))
+    for r in (parts.get("amp", {}).get("rows") or []):
+        pr = r.get("profile") or {}
+        if pr.get("ops"):
+            L.append("profile %s bf16-mixed (%s): %s" % (r["model"], ms(pr.get("total_seconds")), ", ".join(
+                "%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
+                for o in pr["ops"][:10])))
     for name, pr in (parts.get("sbs", {}).get("profiles") or {}).items():
         top = ", ".join("%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
                         for o in pr.get("ops", [])[:8])

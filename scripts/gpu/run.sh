@@ -87,7 +87,7 @@ OUT="$(cd "$OUT" && pwd)"
 T0=$(date +%s)
 
 # Per part: the most and the least seconds it gets.
-declare -A MAX=([versions]=60 [gtests]=150 [plans]=150 [copy]=45 [sbs]=240 [sdpa]=120 [memcheck]=150 [amp]=90 [nccl]=60)
+declare -A MAX=([versions]=60 [gtests]=150 [plans]=150 [copy]=45 [sbs]=240 [sdpa]=120 [memcheck]=150 [amp]=150 [nccl]=60)
 declare -A MIN=([versions]=10 [gtests]=20 [plans]=30 [copy]=10 [sbs]=45 [sdpa]=20 [memcheck]=30 [amp]=25 [nccl]=15)
 ORDER=(versions gtests plans copy sbs sdpa memcheck amp nccl)
 

@@ -56,6 +56,46 @@ constexpr int kTile = 32;       ///< keys (queries) per tile, one per lane
 constexpr int kMaxPerLane = 8;  ///< accumulator elements per lane: E <= 256
 constexpr unsigned kFull = 0xffffffffu;
 
+/// Where the backward's row term D_i comes from. dS_ij = P_ij (dP_ij - D_i)
+/// with D_i = sum_j P_ij dP_ij / sum_j P_ij makes sum_j dS_ij = 0, so the
+/// gradient of a bias added to every key vanishes as it should (softmax does
+/// not see a shift of a row); the divisor, 1 but for lse's rounding, keeps
+/// that rounding a common factor of dS. FlashAttention computes D_i as
+/// dO_i . O_i; with O_i rounded to bf16/f16 that is off by the rounding, the
+/// same for every key, and the key-bias gradients of a bf16-mixed GPT-2
+/// step came out 10x further from PyTorch's float64 step than
+/// torch.autocast's spelled-out attention (the amp part's first H200 run,
+/// 27 November 2026; PyTorch's own bf16 SDPA has the same error as ours
+/// did). So bf16/f16 compute D_i from P and dP in a pass of their own
+/// (kComputeStash, about 2/7 more work) and stash it, f32, in the first two
+/// elements of the row's grad_query, which the key/value kernel reads and
+/// the query-gradient kernel reads before it writes the row (kFromStash).
+/// f32/f64 keep dO . O (kFromOutput): O's rounding there is below the sums'
+/// own error. The host computes the quotient for every type
+/// (Kernels/Attention.cpp).
+enum RowTerms : int { kFromOutput = 0, kComputeStash = 1, kFromStash = 2 };
+
+/// The f32 row term stashed in the first two 2-byte elements of a row
+/// (any alignment); in the first element for wider types (not launched:
+/// they keep kFromOutput, but the launch code names every mode).
+template <typename T> __device__ inline void stashRowTerm(T *row, float d) {
+  if constexpr (sizeof(T) == 2) {
+    const unsigned u = __float_as_uint(d);
+    reinterpret_cast<uint16_t *>(row)[0] = uint16_t(u & 0xffffu);
+    reinterpret_cast<uint16_t *>(row)[1] = uint16_t(u >> 16);
+  } else {
+    row[0] = T(d);
+  }
+}
+template <typename T> __device__ inline float stashedRowTerm(const T *row) {
+  if constexpr (sizeof(T) == 2) {
+    const uint16_t *h = reinterpret_cast<const uint16_t *>(row);
+    return __uint_as_float(unsigned(h[0]) | (unsigned(h[1]) << 16));
+  } else {
+    return float(row[0]);
+  }
+}
+
 /// What the kernels need to know besides the pointers.
 struct AttnGeom {
   int64_t n, hq, hkv, l, s, e, ev;
@@ -254,8 +294,9 @@ __global__ void attentionForwardKernel(const T *q, const T *k, const T *v,
 
 /// Query gradient: block (n, h, query rows), warp w owns query row i:
 /// dq_i = scale * sum_j dS_ij k_j over key tiles in order, with
-/// dS_ij = P_ij (dP_ij - D_i), P_ij = exp(score - lse_i), D_i = dO_i . O_i.
-template <typename T, typename A>
+/// dS_ij = P_ij (dP_ij - D_i), P_ij = exp(score - lse_i) and D_i by kMode
+/// (RowTerms; kComputeStash only stashes D_i in dq).
+template <typename T, typename A, int kMode = kFromOutput>
 __global__ void attentionBackwardQKernel(const T *dout, const T *q,
                                          const T *k, const T *v, const T *out,
                                          const A *lse, const void *mask,
@@ -285,11 +326,17 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
     const int64_t o = rowAt(g.os, n, h, i);
     for (int64_t d = lane; d < g.ev; d += 32) {
       myDO[d] = A(ld(dout[o + d]));
-      dsum += A(ld(dout[o + d])) * A(ld(out[o + d]));
+      if constexpr (kMode == kFromOutput)
+        dsum += A(ld(dout[o + d])) * A(ld(out[o + d]));
     }
-    dsum = warpSum(dsum);
+    if constexpr (kMode == kFromOutput)
+      dsum = warpSum(dsum);
+    if constexpr (kMode == kFromStash)
+      dsum = A(stashedRowTerm(dq + rowAt(g.qs, n, h, i)));
     rowLse = A(lse[nh * g.l + i]);
   }
+  // kComputeStash: this lane's parts of sum_j P_ij dP_ij and sum_j P_ij.
+  A rowTerm = 0, rowP = 0;
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
   const A dropScale = g.p > 0 ? A(1.0 / (1.0 - g.p)) : A(1);
   A acc[kMaxPerLane];
@@ -316,19 +363,31 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
       if (g.p > 0)
         dp = keepProb(g, sd, nh, i, j) ? dp * dropScale : A(0);
       ds = p * (dp - dsum);
+      rowTerm = fma(p, dp, rowTerm);
+      rowP += p;
     }
-    for (int r = 0; r < cnt; ++r) {
-      const A dr = __shfl_sync(kFull, ds, r);
-      const A *kr = sK + r * (g.e + 1);
+    if constexpr (kMode != kComputeStash) {
+      for (int r = 0; r < cnt; ++r) {
+        const A dr = __shfl_sync(kFull, ds, r);
+        const A *kr = sK + r * (g.e + 1);
 #pragma unroll
-      for (int c = 0; c < kMaxPerLane; ++c) {
-        if (c >= ce)
-          break;
-        int64_t d = lane + 32 * c;
-        if (d < g.e)
-          acc[c] = fma(dr, kr[d], acc[c]);
+        for (int c = 0; c < kMaxPerLane; ++c) {
+          if (c >= ce)
+            break;
+          int64_t d = lane + 32 * c;
+          if (d < g.e)
+            acc[c] = fma(dr, kr[d], acc[c]);
+        }
       }
     }
+  }
+  if constexpr (kMode == kComputeStash) {
+    rowTerm = warpSum(rowTerm);
+    rowP = warpSum(rowP);
+    if (active && lane == 0)
+      stashRowTerm(dq + rowAt(g.qs, n, h, i),
+                   rowP > A(0) ? float(rowTerm / rowP) : 0.f);
+    return;
   }
   if (!active)
     return;
@@ -343,13 +402,15 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
 /// Key and value gradients: block (n, kv head, key rows), warp w owns key
 /// row j: over the query heads of the group in order and tiles of kTile
 /// queries in order, dv_j += P~_ij dO_i and dk_j += scale * dS_ij q_i.
+/// `stash`: grad_query holding the row terms D_i (RowTerms), or nullptr
+/// for dO_i . O_i.
 template <typename T, typename A>
 __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
                                           const T *k, const T *v,
                                           const T *out, const A *lse,
                                           const void *mask,
                                           const int64_t *seed, T *dk, T *dv,
-                                          AttnGeom g) {
+                                          const T *stash, AttnGeom g) {
   extern __shared__ unsigned char smem[];
   A *sQ = reinterpret_cast<A *>(smem);      // kTile x (e + 1)
   A *sDO = sQ + kTile * (g.e + 1);          // kTile x (ev + 1)
@@ -397,9 +458,15 @@ __global__ void attentionBackwardKVKernel(const T *dout, const T *q,
       for (int r = warp; r < cnt; r += kWarps) {
         const int64_t o = rowAt(g.os, n, h, i0 + r);
         A part = 0;
-        for (int64_t d = lane; d < g.ev; d += 32)
-          part += A(ld(dout[o + d])) * A(ld(out[o + d]));
-        part = warpSum(part);
+        if constexpr (kIsLow<T>) {
+          if (stash)
+            part = A(stashedRowTerm(stash + rowAt(g.qs, n, h, i0 + r)));
+        }
+        if (!stash) {
+          for (int64_t d = lane; d < g.ev; d += 32)
+            part += A(ld(dout[o + d])) * A(ld(out[o + d]));
+          part = warpSum(part);
+        }
         if (lane == 0) {
           sD[r] = part;
           sLse[r] = A(lse[nh * g.l + i0 + r]);
@@ -715,9 +782,24 @@ __device__ inline void stageRowTerms(float *sD, float *sLse, const T *dout,
   }
 }
 
+/// The row terms D_i stashed in grad_query's rows (RowTerms) and the
+/// log-sum-exp of rows [r0, r0 + 64) < rows, as stageRowTerms.
+template <typename T>
+__device__ inline void stageStashedTerms(float *sD, float *sLse,
+                                         const T *stash, int64_t rowStride,
+                                         const float *lse, int64_t r0,
+                                         int64_t rows) {
+  for (int r = int(threadIdx.x); r < kTM; r += kTThreads) {
+    const bool in = r0 + r < rows;
+    sD[r] = in ? stashedRowTerm(stash + (r0 + r) * rowStride) : 0.f;
+    sLse[r] = in ? lse[r0 + r] : -INFINITY;
+  }
+}
+
 /// Query gradient: block (n, h, query rows [64 rb, +64)), over key tiles
-/// in order: dq = scale * sum_j dS_ij k_j.
-template <int E, typename T = float>
+/// in order: dq = scale * sum_j dS_ij k_j, D_i by kMode (RowTerms;
+/// kComputeStash only stashes D_i = sum_j P_ij dP_ij in dq).
+template <int E, typename T = float, int kMode = kFromOutput>
 __global__ void __launch_bounds__(kTThreads)
     attentionBackwardQTiled(const T *dout, const T *q, const T *k,
                             const T *v, const T *out, const float *lse,
@@ -736,9 +818,16 @@ __global__ void __launch_bounds__(kTThreads)
   const int64_t nh = qb.nh, h = qb.h, n = qb.n, kvh = qb.kvh, i0 = qb.i0;
   stageTile<E>(sQ, q + rowAt(g.qs, n, h, 0), g.qs[2], i0, g.l);
   stageTile<E>(sDO, dout + rowAt(g.os, n, h, 0), g.os[2], i0, g.l);
-  stageRowTerms(sD, sLse, dout + rowAt(g.os, n, h, 0),
-                out + rowAt(g.os, n, h, 0), g.os[2], g.ev, lse + nh * g.l,
-                i0, g.l);
+  if constexpr (kMode == kFromStash)
+    stageStashedTerms(sD, sLse, dq + rowAt(g.qs, n, h, 0), g.qs[2],
+                      lse + nh * g.l, i0, g.l);
+  else
+    stageRowTerms(sD, sLse, dout + rowAt(g.os, n, h, 0),
+                  out + rowAt(g.os, n, h, 0), g.os[2], g.ev, lse + nh * g.l,
+                  i0, g.l);
+  // kComputeStash: this thread's parts of each row's sum_j P_ij dP_ij and
+  // sum_j P_ij.
+  float rowTerm[4] = {}, rowP[4] = {};
   const T *kb = k + rowAt(g.ks, n, kvh, 0);
   const T *vb = v + rowAt(g.vs, n, kvh, 0);
   const uint64_t sd = g.p > 0 ? uint64_t(*seed) : 0;
@@ -770,28 +859,55 @@ __global__ void __launch_bounds__(kTThreads)
           if (g.p > 0)
             d = keepProb(g, sd, nh, row, col) ? d * dropScale : 0.f;
           ds = p * (d - rowD);
+          if constexpr (kMode == kComputeStash) {
+            rowTerm[i] = fmaf(p, d, rowTerm[i]);
+            rowP[i] += p;
+          }
         }
-        sDS[(ty + 16 * i) * kSP + tx + 16 * j] = ds;
+        if constexpr (kMode != kComputeStash)
+          sDS[(ty + 16 * i) * kSP + tx + 16 * j] = ds;
       }
     }
-    __syncthreads(); // sDS is complete
-    tileTimes<E>(acc, sDS, sK, ty, tx);
+    if constexpr (kMode != kComputeStash) {
+      __syncthreads(); // sDS is complete
+      tileTimes<E>(acc, sDS, sK, ty, tx);
+    }
+  }
+  if constexpr (kMode == kComputeStash) {
+    // Each row's 16 threads (tx) are 16 consecutive lanes of one warp.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float t = rowTerm[i], ps = rowP[i];
+      for (int o = 8; o > 0; o >>= 1) {
+        t += __shfl_xor_sync(kFull, t, o);
+        ps += __shfl_xor_sync(kFull, ps, o);
+      }
+      const int64_t row = i0 + ty + 16 * i;
+      if (tx == 0 && row < g.l)
+        stashRowTerm(dq + rowAt(g.qs, n, h, row), ps > 0.f ? t / ps : 0.f);
+    }
+    return;
   }
   const float mul[4] = {float(g.scale), float(g.scale), float(g.scale),
                         float(g.scale)};
+  // Every thread has read its rows' stashed terms (stageStashedTerms):
+  // the rows may be overwritten now.
+  if constexpr (kMode == kFromStash)
+    __syncthreads();
   storeRows<E>(dq + rowAt(g.qs, n, h, 0), g.qs[2], i0, g.l, acc, mul, ty,
                tx);
 }
 
 /// Key and value gradients: block (n, kv head, key rows [64 rb, +64)),
 /// over the group's query heads in order and their query tiles in order:
-/// dv_j += P~_ij dO_i, dk_j += scale * dS_ij q_i.
+/// dv_j += P~_ij dO_i, dk_j += scale * dS_ij q_i. `stash`: grad_query
+/// holding the row terms D_i (RowTerms), or nullptr for dO_i . O_i.
 template <int E, typename T = float>
 __global__ void __launch_bounds__(kTThreads)
     attentionBackwardKVTiled(const T *dout, const T *q, const T *k,
                              const T *v, const T *out, const float *lse,
                              const void *mask, const int64_t *seed, T *dk,
-                             T *dv, AttnGeom g) {
+                             T *dv, const T *stash, AttnGeom g) {
   extern __shared__ float4 smem4[];
   float *sK = reinterpret_cast<float *>(smem4); // [64, E + 4] key rows
   float *sV = sK + kTM * (E + 4);               // [64, E + 4]
@@ -824,8 +940,17 @@ __global__ void __launch_bounds__(kTThreads)
       __syncthreads();
       stageTile<E>(sQ, qb, g.qs[2], i0, g.l);
       stageTile<E>(sDO, dob, g.os[2], i0, g.l);
-      stageRowTerms(sD, sLse, dob, out + rowAt(g.os, n, h, 0), g.os[2],
-                    g.ev, lse + nh * g.l, i0, g.l);
+      bool stashed = false;
+      if constexpr (kIsLow<T>) {
+        if (stash) {
+          stageStashedTerms(sD, sLse, stash + rowAt(g.qs, n, h, 0), g.qs[2],
+                            lse + nh * g.l, i0, g.l);
+          stashed = true;
+        }
+      }
+      if (!stashed)
+        stageRowTerms(sD, sLse, dob, out + rowAt(g.os, n, h, 0), g.os[2],
+                      g.ev, lse + nh * g.l, i0, g.l);
       __syncthreads();
       float s[4][4] = {}, dp[4][4] = {};
       rowDots<E>(s, sK, sQ, ty, tx);  // [key, query]
@@ -1103,30 +1228,55 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
     if (auto e = blocksOf(g.n * g.hkv * ((g.s + kTM - 1) / kTM), op, kvb);
         !e.empty())
       return e;
-    auto launch = [&](auto qk, auto kvk, auto tag) -> std::string {
+    // f32: the query gradient, then the key/value gradients. bf16/f16
+    // (RowTerms): the row terms into grad_query, the key/value gradients
+    // reading them, then the query gradient over them.
+    auto launch = [&](auto stashK, auto qk, auto kvk, auto tag) -> std::string {
       using T = decltype(tag);
+      constexpr bool low = kIsLow<T>;
       size_t qBytes = tiledBytes(g.e, 4, 1, 2),
              kvBytes = tiledBytes(g.e, 4, 2, 2);
       if (auto e = sharedMemory(qk, qBytes, op); !e.empty())
         return e;
       if (auto e = sharedMemory(kvk, kvBytes, op); !e.empty())
         return e;
+      if (low) {
+        if (auto e = sharedMemory(stashK, qBytes, op); !e.empty())
+          return e;
+        stashK<<<qb, kTThreads, qBytes, a.ctx.stream>>>(
+            dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+            lse.as<float>(), mask, seed, dq.as<T>(), g);
+        if (auto e = launched(op); !e.empty())
+          return e;
+        kvk<<<kvb, kTThreads, kvBytes, a.ctx.stream>>>(
+            dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+            lse.as<float>(), mask, seed, dk.as<T>(), dv.as<T>(), dq.as<T>(),
+            g);
+        if (auto e = launched(op); !e.empty())
+          return e;
+      }
       qk<<<qb, kTThreads, qBytes, a.ctx.stream>>>(
           dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
           lse.as<float>(), mask, seed, dq.as<T>(), g);
       if (auto e = launched(op); !e.empty())
         return e;
+      if (low)
+        return "";
       kvk<<<kvb, kTThreads, kvBytes, a.ctx.stream>>>(
           dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
-          lse.as<float>(), mask, seed, dk.as<T>(), dv.as<T>(), g);
+          lse.as<float>(), mask, seed, dk.as<T>(), dv.as<T>(), nullptr, g);
       return launched(op);
     };
     auto byHead = [&](auto tag) -> std::string {
       using T = decltype(tag);
-      return g.e == 64 ? launch(attentionBackwardQTiled<64, T>,
-                                attentionBackwardKVTiled<64, T>, tag)
-                       : launch(attentionBackwardQTiled<128, T>,
-                                attentionBackwardKVTiled<128, T>, tag);
+      constexpr int kQ = kIsLow<T> ? kFromStash : kFromOutput;
+      return g.e == 64
+                 ? launch(attentionBackwardQTiled<64, T, kComputeStash>,
+                          attentionBackwardQTiled<64, T, kQ>,
+                          attentionBackwardKVTiled<64, T>, tag)
+                 : launch(attentionBackwardQTiled<128, T, kComputeStash>,
+                          attentionBackwardQTiled<128, T, kQ>,
+                          attentionBackwardKVTiled<128, T>, tag);
     };
     switch (q.dtype) {
     case DType::BF16: return byHead(__nv_bfloat16());
@@ -1151,20 +1301,35 @@ std::string kAttentionBackward(const CudaKernelArgs &a) {
     size_t kvBytes = sizeof(A) * size_t(kTile * (g.e + 1) +
                                         kTile * (g.ev + 1) + 2 * kTile +
                                         kWarps * (g.e + g.ev));
-    auto qk = attentionBackwardQKernel<T, A>;
+    // bf16/f16 stash the row terms (RowTerms) in the first two elements
+    // of each grad_query row: rows of one element keep dO . O.
+    const bool stash = kIsLow<T> && g.e >= 2;
+    auto qk = stash ? attentionBackwardQKernel<T, A, kFromStash>
+                    : attentionBackwardQKernel<T, A, kFromOutput>;
+    auto stashK = attentionBackwardQKernel<T, A, kComputeStash>;
     auto kvk = attentionBackwardKVKernel<T, A>;
     if (auto e = sharedMemory(qk, qBytes, op); !e.empty())
       return e;
     if (auto e = sharedMemory(kvk, kvBytes, op); !e.empty())
       return e;
+    if (stash) {
+      if (auto e = sharedMemory(stashK, qBytes, op); !e.empty())
+        return e;
+      stashK<<<qBlocks, 32 * kWarps, qBytes, a.ctx.stream>>>(
+          dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+          lse.as<A>(), mask, seed, dq.as<T>(), g);
+      if (auto e = launched(op); !e.empty())
+        return e;
+    }
+    kvk<<<kvBlocks, 32 * kWarps, kvBytes, a.ctx.stream>>>(
+        dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
+        lse.as<A>(), mask, seed, dk.as<T>(), dv.as<T>(),
+        stash ? dq.as<T>() : nullptr, g);
+    if (auto e = launched(op); !e.empty())
+      return e;
     qk<<<qBlocks, 32 * kWarps, qBytes, a.ctx.stream>>>(
         dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
         lse.as<A>(), mask, seed, dq.as<T>(), g);
-    if (auto e = launched(op); !e.empty())
-      return e;
-    kvk<<<kvBlocks, 32 * kWarps, kvBytes, a.ctx.stream>>>(
-        dout.as<T>(), q.as<T>(), k.as<T>(), v.as<T>(), out.as<T>(),
-        lse.as<A>(), mask, seed, dk.as<T>(), dv.as<T>(), g);
     return launched(op);
   };
   std::string err = "attention_backward: unsupported dtype";

@@ -30,7 +30,17 @@
 // (n, key/value head): for each query head of the group in order, for each
 // block of its query rows in order,
 //   p = exp(s - lse), dP = (dO v^T) * keep / (1 - p_drop),
-//   D_i = sum_e dO_ie out_ie,  dS = p * (dP - D),
+//   D_i = sum_j p_ij dP_ij / sum_j p_ij,  dS = p * (dP - D),
+// so that sum_j dS_ij = 0 as in exact arithmetic (the gradient of a bias
+// added to every key is exactly 0: softmax does not see a shift of a row).
+// FlashAttention's D_i = dO_i . out_i is off by out's rounding when out is
+// bf16/f16, the same for every key of the row: sum_j dS_ij misses 0, and
+// the key-bias gradients of a bf16-mixed GPT-2 step came out 10x further
+// from PyTorch's float64 step than torch.autocast's spelled-out attention.
+// The division by sum_j p_ij (1 but for the rounding of lse) keeps that
+// rounding a common factor of dS instead of a term of its own (sharp rows,
+// Attention.Scale). The CUDA kernels compute this D for bf16/f16 too:
+// CudaAttention.cu, RowTerms.
 //   dQ = scale dS k,  dK += scale dS^T q,  dV += p~^T dO.
 // dK and dV of a key/value head are therefore summed over its query heads
 // and their row blocks in one fixed order.
@@ -255,7 +265,7 @@ template <typename T> std::string forwardImpl(const KernelArgs &args, const Attn
 template <typename T> std::string backwardImpl(const KernelArgs &args, const Attn &a) {
   const T *dop = args.inputs[0].as<T>(), *qp = args.inputs[1].as<T>(),
           *kp = args.inputs[2].as<T>(), *vp = args.inputs[3].as<T>(),
-          *outp = args.inputs[4].as<T>(), *lp = args.inputs[5].as<T>();
+          *lp = args.inputs[5].as<T>(); // out (inputs[4]) is not read: D from p, dP
   T *dqp = args.outputs[0].as<T>(), *dkp = args.outputs[1].as<T>(),
     *dvp = args.outputs[2].as<T>();
   const void *maskData = a.mask ? a.mask->data : nullptr;
@@ -272,8 +282,7 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
     std::vector<double> dk(size_t(a.s * a.e), 0.0), dv(size_t(a.s * a.ev), 0.0);
     int64_t tileRows = std::min(kBlockRows, a.l);
     std::vector<double> p(size_t(tileRows * a.s)), dp(size_t(tileRows * a.s)),
-        pt(a.p > 0 ? size_t(tileRows * a.s) : 0), dq(size_t(tileRows * a.e)),
-        dsum(static_cast<size_t>(tileRows));
+        pt(a.p > 0 ? size_t(tileRows * a.s) : 0), dq(size_t(tileRows * a.e));
     for (int64_t h = g * a.group; h < (g + 1) * a.group; ++h) {
       for (int64_t blk = 0; blk < blocks; ++blk) {
         int64_t i0 = blk * kBlockRows, rows = std::min(kBlockRows, a.l - i0);
@@ -288,7 +297,7 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
             std::fill(dqOut + r * qr.stride, dqOut + r * qr.stride + a.e, T(0));
           continue;
         }
-        // P from the saved statistics; D = rowsum(dO * out).
+        // P from the saved statistics.
         scores(a, n, h, i0, rows, cols, qd, kd, p.data(), gemmThreads, maskData);
         for (int64_t r = 0; r < rows; ++r) {
           double *row = p.data() + r * a.s;
@@ -299,12 +308,6 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
             for (int64_t j = 0; j < cols; ++j)
               row[j] = std::exp(row[j] - lse);
           }
-          const T *o = outp + orow.at + r * orow.stride;
-          const double *d = dod + r * a.ev;
-          double s = 0;
-          for (int64_t c = 0; c < a.ev; ++c)
-            s += d[c] * double(o[c]);
-          dsum[size_t(r)] = s;
         }
         // dP~ = dO v^T.
         if (a.ev > 0)
@@ -331,11 +334,16 @@ template <typename T> std::string backwardImpl(const KernelArgs &args, const Att
         if (a.ev > 0)
           gemmParallel(true, false, cols, a.ev, rows, 1.0, a.p > 0 ? pt.data() : p.data(), a.s,
                        dod, a.ev, 1.0, dv.data(), a.ev, gemmThreads);
-        // dS = p * (dP - D), in place of p.
+        // D = rowsum(p * dP) / rowsum(p); dS = p * (dP - D), in place of p.
         for (int64_t r = 0; r < rows; ++r) {
           double *pr = p.data() + r * a.s;
           const double *dpr = dp.data() + r * a.s;
-          double d = dsum[size_t(r)];
+          double pdp = 0, psum = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            pdp += pr[j] * dpr[j];
+            psum += pr[j];
+          }
+          double d = psum > 0 ? pdp / psum : 0.0;
           for (int64_t j = 0; j < cols; ++j)
             pr[j] = pr[j] * (dpr[j] - d);
         }
