@@ -394,8 +394,9 @@ std::vector<OpCase> opCases() {
   c.push_back({"log_softmax_backward", {f64({5, 300}), f64({5, 300})},
                {f64({5, 300})}, attrs({{"dim", attrInt(1)}})});
   // Fused attention (not exact: the CUDA kernel sums in another order).
-  // Backward cases take lse a constant, so that p = exp(s - lse) stays in
-  // range for random operands.
+  // The backward cases' out and lse are replaced by the forward's
+  // (makeAttentionOperandsConsistent); their generators here only shape
+  // them.
   {
     auto at = [&](double scale, int causal, int mask, double p, int64_t offset) {
       return attrs({{"scale", attrFloat(scale)}, {"is_causal", attrInt(causal)},
@@ -528,6 +529,32 @@ std::vector<OpCase> opCases() {
 PlanData convNetStep(uint64_t workspace);
 std::map<std::string, Tensor> convNetInputs();
 
+/// An attention_backward case's out and lse (inputs 4 and 5) as the
+/// forward computes them from its query, key, value and extras on the
+/// host. The backward's contract: the kernels may take the row terms
+/// D_i from out (CUDA f32/f64: dO_i . O_i) or from P and dP (the host,
+/// CUDA bf16/f16), equal for the forward's out and lse only.
+void makeAttentionOperandsConsistent(const OpCase &c, std::map<std::string, Tensor> &in) {
+  if (c.op.find("attention_backward") == std::string::npos)
+    return;
+  OpCase fwd;
+  fwd.op = c.op.substr(0, c.op.find("_backward"));
+  fwd.attrs = c.attrs;
+  std::map<std::string, Tensor> fin;
+  for (size_t k = 1; k < c.inputs.size(); ++k) {
+    if (k == 4 || k == 5)
+      continue;
+    fin["in" + std::to_string(fwd.inputs.size())] = in.at("in" + std::to_string(k));
+    fwd.inputs.push_back(c.inputs[k]);
+  }
+  fwd.outputs = {c.inputs[4], c.inputs[5]};
+  std::string err;
+  auto out = runPlan(planOf(fwd), "host", fin, err);
+  ASSERT_EQ(err, "") << fwd.op;
+  in["in4"] = out.at("out0");
+  in["in5"] = out.at("out1");
+}
+
 TEST(CudaTest, OpCasesRunOnTheHost) {
   // No GPU needed: the cases of OpsMatchHost are valid plans that the host
   // backend runs (so that on a GPU a failure is the CUDA backend's).
@@ -544,6 +571,7 @@ TEST(CudaTest, OpCasesRunOnTheHost) {
   Lcg rng{12345};
   for (const OpCase &c : opCases()) {
     std::map<std::string, Tensor> in = makeInputs(c, rng);
+    makeAttentionOperandsConsistent(c, in);
     std::string err;
     auto out = runPlan(planOf(c), "host", in, err);
     EXPECT_EQ(err, "") << c.op;
@@ -562,6 +590,7 @@ TEST(CudaTest, OpsMatchHost) {
   Lcg rng{12345};
   for (const OpCase &c : cases) {
     std::map<std::string, Tensor> in = makeInputs(c, rng);
+    makeAttentionOperandsConsistent(c, in);
     PlanData d = planOf(c);
     std::string hostErr, cudaErr;
     auto host = runPlan(d, "host", in, hostErr);
@@ -1640,8 +1669,8 @@ std::vector<LowCase> lowCases(DType t) {
   stat({"batch_norm_backward", {L(xs), L(xs), f32(cs), f32(cs), f32(cs, positive())},
        {L(xs), f32(cs), f32(cs)}, attrs({{"eps", attrFloat(1e-5)}})});
   // Attention: the tiled kernels (head 64) and the generic ones (head 16);
-  // out low, the log-sum-exp f32. Backward cases take lse a constant (as
-  // OpsMatchHost's). k: the keys (the f32 dot products have E terms, the
+  // out low, the log-sum-exp f32. Backward cases take the forward's out
+  // and lse (makeAttentionOperandsConsistent). k: the keys (the f32 dot products have E terms, the
   // probability sums S; the larger bounds both).
   auto at = [&](double scale, int causal, int mask) {
     return attrs({{"scale", attrFloat(scale)}, {"is_causal", attrInt(causal)},
@@ -1704,6 +1733,7 @@ void runLowCases(DType t, bool cuda) {
   for (const LowCase &lc : lowCases(t)) {
     const OpCase &c = lc.c;
     std::map<std::string, Tensor> in = makeInputs(c, rng);
+    makeAttentionOperandsConsistent(c, in);
     PlanData d = planOf(c);
     std::string hostErr, cudaErr;
     auto host = runPlan(d, "host", in, hostErr);
