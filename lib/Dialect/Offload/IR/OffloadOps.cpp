@@ -760,3 +760,60 @@ LogicalResult AllReduceOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterOp / AllGatherOp (ZeRO-1)
+//===----------------------------------------------------------------------===//
+
+/// Checks that `values` are device tensors of one f32/f64 element type and
+/// that `shard` is `tensor<S x T>` with S = ceil(n / worldSize), n their
+/// total element count. `what` names the values in errors.
+static LogicalResult verifyShardLayout(Operation *op, ValueRange values, Type shard,
+                                       int64_t worldSize, StringRef what) {
+  if (worldSize < 1)
+    return op->emitOpError() << "has world_size = " << worldSize << "; it must be at least 1";
+  if (values.empty())
+    return op->emitOpError() << "has no " << what << "; a bucket holds at least one";
+  Type elt;
+  int64_t n = 0;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !t.hasStaticShape())
+      return op->emitOpError() << what << " #" << i << " is " << v.getType()
+                               << "; a bucket holds device tensors of static shape";
+    if (!t.getElementType().isF32() && !t.getElementType().isF64())
+      return op->emitOpError() << what << " #" << i << " has element type " << t.getElementType()
+                               << "; sharded buckets are f32 or f64";
+    if (elt && t.getElementType() != elt)
+      return op->emitOpError() << what << " #" << i << " has element type " << t.getElementType()
+                               << ", not the bucket's " << elt << "; a bucket has one element type";
+    elt = t.getElementType();
+    n += t.getNumElements();
+  }
+  int64_t s = (n + worldSize - 1) / worldSize;
+  auto st = dyn_cast<RankedTensorType>(shard);
+  if (!st || st.getRank() != 1 || st.getDimSize(0) != s || st.getElementType() != elt)
+    return op->emitOpError() << "has shard type " << shard << "; " << n << " elements of " << elt
+                             << " over " << worldSize << " ranks make a shard of tensor<" << s
+                             << "x" << elt << ">";
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getValues().size() % 2 != 0)
+    return emitOpError() << "has " << getValues().size()
+                         << " operands; it takes the gradients, then one parameter per gradient";
+  for (auto [i, g, p] : llvm::enumerate(getGrads(), getParams()))
+    if (g.getType() != p.getType())
+      return emitOpError() << "parameter #" << i << " has type " << p.getType()
+                           << ", not its gradient's " << g.getType();
+  if (getParamShard().getType() != getGradShard().getType())
+    return emitOpError() << "has param_shard of type " << getParamShard().getType()
+                         << ", not grad_shard's " << getGradShard().getType();
+  return verifyShardLayout(*this, getGrads(), getGradShard().getType(), getWorldSize(),
+                           "gradient");
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyShardLayout(*this, getGathered(), getShard().getType(), getWorldSize(), "result");
+}
