@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "offload/Runtime/Communicator.h"
+#include "Device.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -64,6 +65,38 @@ public:
       // DDP's bucket is): each collective costs a few messages' latency.
       reduceBucket<float>(DType::F32, in, out);
       reduceBucket<double>(DType::F64, in, out);
+    } catch (const std::exception &e) {
+      return failure(what, e.what(), now() - t0);
+    }
+    return Status::success();
+  }
+
+  Status reduceScatterMean(const std::vector<TensorView> &in, const TensorView &shard,
+                           const std::string &what) override {
+    if (Status s = checkBucket(in, shard, what); !s.ok())
+      return s;
+    double t0 = now();
+    try {
+      if (shard.dtype == DType::F32)
+        reduceScatter<float>(in, shard);
+      else
+        reduceScatter<double>(in, shard);
+    } catch (const std::exception &e) {
+      return failure(what, e.what(), now() - t0);
+    }
+    return Status::success();
+  }
+
+  Status allGatherShards(const TensorView &shard, const std::vector<TensorView> &out,
+                         const std::string &what) override {
+    if (Status s = checkBucket(out, shard, what); !s.ok())
+      return s;
+    double t0 = now();
+    try {
+      if (shard.dtype == DType::F32)
+        gatherShards<float>(shard, out);
+      else
+        gatherShards<double>(shard, out);
     } catch (const std::exception &e) {
       return failure(what, e.what(), now() - t0);
     }
@@ -131,6 +164,67 @@ private:
           dst[k] = buf[at + k] * scale;
         at += m;
       }
+  }
+
+  /// A ZeRO-1 bucket and its shard: one f32/f64 dtype, at most W * S
+  /// elements in all.
+  Status checkBucket(const std::vector<TensorView> &bucket, const TensorView &shard,
+                     const std::string &what) const {
+    int64_t n = 0;
+    for (size_t i = 0; i < bucket.size(); ++i) {
+      if (bucket[i].dtype != shard.dtype ||
+          (shard.dtype != DType::F32 && shard.dtype != DType::F64))
+        return Status::error(what + ": tensor " + std::to_string(i) + " is " +
+                             dtypeName(bucket[i].dtype) + " and the shard " +
+                             dtypeName(shard.dtype) + "; a sharded bucket is of one f32/f64 dtype");
+      n += bucket[i].numel();
+    }
+    if (n > shard.numel() * worldSize())
+      return Status::error(what + ": a bucket of " + std::to_string(n) + " elements does not fit " +
+                           std::to_string(worldSize()) + " shards of " +
+                           std::to_string(shard.numel()));
+    return Status::success();
+  }
+
+  /// The reduce-scatter, as an all-reduce (sum) of the padded bucket of
+  /// which this rank keeps its chunk times 1/W: gloo 0.0~git20220518 has
+  /// no reduce-scatter with a timeout in its collective API (only the
+  /// older ReduceScatterHalvingDoubling algorithm class, whose waits take
+  /// the context's timeout), so this moves twice the bytes of a ring
+  /// reduce-scatter; the sums are the bits allReduceMean gives.
+  template <typename T>
+  void reduceScatter(const std::vector<TensorView> &in, const TensorView &shard) {
+    size_t s = size_t(shard.numel()), total = s * size_t(worldSize());
+    staging_.resize(std::max(staging_.size(), total * sizeof(T)));
+    T *buf = reinterpret_cast<T *>(staging_.data());
+    gatherRange(in, 0, int64_t(total), buf);
+    gloo::AllreduceOptions opts(ctx_);
+    opts.setTimeout(millis(timeout_));
+    opts.setTag(nextTag());
+    opts.setOutput(buf, total);
+    opts.setReduceFunction(
+        static_cast<void (*)(void *, const void *, const void *, size_t)>(
+            &gloo::sum<T>));
+    gloo::allreduce(opts);
+    const T scale = T(1) / T(worldSize());
+    T *dst = static_cast<T *>(shard.data);
+    const T *mine = buf + size_t(rank()) * s;
+    for (size_t k = 0; k < s; ++k)
+      dst[k] = mine[k] * scale;
+  }
+
+  template <typename T>
+  void gatherShards(const TensorView &shard, const std::vector<TensorView> &out) {
+    size_t s = size_t(shard.numel()), total = s * size_t(worldSize());
+    staging_.resize(std::max(staging_.size(), total * sizeof(T)));
+    T *buf = reinterpret_cast<T *>(staging_.data());
+    gloo::AllgatherOptions opts(ctx_);
+    opts.setTimeout(millis(timeout_));
+    opts.setTag(nextTag());
+    opts.setInput(static_cast<T *>(shard.data), s);
+    opts.setOutput(buf, total);
+    gloo::allgather(opts);
+    scatterRange(buf, 0, int64_t(total), out);
   }
 
   uint32_t nextTag() { return tag_++; }

@@ -531,10 +531,12 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
     } else if (auto td = dyn_cast<ToDeviceOp>(op)) {
       if (Value t = td.getAsyncToken())
         tokenSources[t].push_back(td.getValue());
-    } else if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      // The communication stream reads the bucket's gradients until then.
-      for (Value g : ar.getValues())
-        tokenSources[ar.getAsyncToken()].push_back(g);
+    } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
+      // The communication stream reads the bucket's gradients (ZeRO-1:
+      // and parameters, or the updated shard) until then.
+      for (Value g : op->getOperands())
+        if (plan.bufferOf.count(g))
+          tokenSources[op->getResults().back()].push_back(g);
     } else if (auto w = dyn_cast<WaitOp>(op)) {
       if (Value j = w.getAsyncToken()) {
         joins[j] = llvm::to_vector(w.getAsyncDependencies());

@@ -94,7 +94,7 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       } else if (auto u = dyn_cast<AdamWUpdateOp>(op)) {
         grad = &u.getGradMutable();
         foundInf = u.getFoundInf();
-      } else if (isa<AllReduceOp>(op)) {
+      } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
         return op.emitOpError("is already in the step; run --offload-data-parallel once");
       } else {
         continue;
