@@ -199,7 +199,8 @@ def main(argv=None):
     ap.add_argument("--model", default="mlp", choices=sorted(LOCAL_BATCH))
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
-    ap.add_argument("--checks", default="oracle,ws1,mismatch,leave")
+    ap.add_argument("--checks", default="oracle,ws1,mismatch,leave",
+                    help="comma-separated; worldsize needs --zero1")
     ap.add_argument("--before", default="",
                     help="passes before --offload-data-parallel, e.g. --offload-early-update")
     ap.add_argument("--bucket-bytes", type=int, default=20000,
@@ -345,7 +346,7 @@ def main(argv=None):
 
     if "mismatch" in checks:
         other = build_plan(a, w("model.mlir"), "other", before +
-                           [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}",
+                           [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}{zero(2)}",
                             "--offload-recompute=policy=all"])
         rdzv = tempfile.mkdtemp(prefix="rdzv-", dir=a.work)
         procs = [start(runner + [plan, "--inputs", w(f"in{r}.npz"), "--world-size", "2",
@@ -373,7 +374,8 @@ def main(argv=None):
         seconds = time.time() - t0
         rc, out = res[0]
         ok = (rc != 0 and res[1][0] == 0 and "rank 1 did not complete it" in out
-              and "offload.all_reduce of bucket" in out and seconds < timeout + 30)
+              and ("offload.reduce_scatter of bucket" if a.zero1 else "offload.all_reduce of bucket") in out
+              and seconds < timeout + 30)
         failed |= not ok
         msg = re.search(r"error: (.*)", out)
         print(f"leave: rank 0 failed naming rank 1 and the collective in {seconds:.1f} s "
