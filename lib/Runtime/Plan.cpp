@@ -623,8 +623,8 @@ Status offload::rt::validatePlan(const PlanData &d) {
       }
     } else if (in.op == kOpReduceScatter || in.op == kOpAllGather) {
       // ZeRO-1: reduce_scatter reads n gradients then n parameters and
-      // writes two shards; all_gather reads one shard and writes the
-      // parameters. All device buffers of one f32/f64 dtype, the shard
+      // writes two shards; all_gather reads one shard (then the n
+      // parameters it replaces, not read) and writes the n parameters. All device buffers of one f32/f64 dtype, the shard
       // ceil(total / world_size) elements.
       bool rs = in.op == kOpReduceScatter;
       int64_t w = in.attrs.getInt("world_size", 0);
@@ -633,10 +633,11 @@ Status offload::rt::validatePlan(const PlanData &d) {
       if (in.stream != CommStream)
         return err(inn + ": " + in.op + " runs on the communication stream (3)");
       if (rs ? (in.inputs.empty() || in.inputs.size() % 2 != 0 || in.outputs.size() != 2)
-             : (in.inputs.size() != 1 || in.outputs.empty()))
+             : (in.outputs.empty() || in.inputs.size() != 1 + in.outputs.size()))
         return err(inn + ": " + in.op +
                    (rs ? " reads n gradients then n parameters (n >= 1) and writes two shards"
-                       : " reads one shard and writes at least one parameter"));
+                       : " reads one shard and the n parameters it replaces, and writes n "
+                         "parameters (n >= 1)"));
       std::vector<int> all(in.inputs.begin(), in.inputs.end());
       all.insert(all.end(), in.outputs.begin(), in.outputs.end());
       for (int id : all)
@@ -661,7 +662,7 @@ Status offload::rt::validatePlan(const PlanData &d) {
             return err(inn + ": offload.reduce_scatter gradient " + std::to_string(k) +
                        " and its parameter differ in size");
       int64_t s = (n + w - 1) / w;
-      for (int id : rs ? in.outputs : in.inputs)
+      for (int id : rs ? in.outputs : std::vector<int32_t>{in.inputs[0]})
         if (d.buffers[size_t(id)].numel() != s)
           return err(inn + ": " + in.op + " shard " + bufName(d, id) + " has " +
                      std::to_string(d.buffers[size_t(id)].numel()) + " elements; " +

@@ -102,7 +102,11 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
   for (Operation &op : body) {
     if (auto add = dyn_cast<AddOp>(op); add && add->hasAttr(OffloadDialect::kAccumulateAttrName))
       accumulateInPlace(add);
-    if (auto s = dyn_cast<SgdUpdateOp>(op)) {
+    if (auto g = dyn_cast<AllGatherOp>(op)) {
+      // ZeRO-1: the gathered parameters over the ones they replace.
+      for (auto [r, p] : llvm::zip(g.getGathered(), g.getParams()))
+        consider(g, r, p);
+    } else if (auto s = dyn_cast<SgdUpdateOp>(op)) {
       consider(s, s.getNewParam(), s.getParam());
       consider(s, s.getNewMomentumBuffer(), s.getMomentumBuffer());
     } else if (auto a = dyn_cast<AdamWUpdateOp>(op)) {

@@ -814,6 +814,49 @@ LogicalResult ReduceScatterOp::verify() {
                            "gradient");
 }
 
+// `offload.all_gather` %s `into` %p0, %p1 attr-dict `:` type(%s) `into`
+// type(%p0), type(%p1): the results have the parameters' types, then a token.
+ParseResult AllGatherOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand shard;
+  SmallVector<OpAsmParser::UnresolvedOperand> params;
+  Type shardType;
+  SmallVector<Type> types;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOperand(shard) || parser.parseKeyword("into") ||
+      parser.parseOperandList(params) || parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColon() || parser.parseType(shardType) || parser.parseKeyword("into") ||
+      parser.parseTypeList(types) ||
+      parser.resolveOperand(shard, shardType, result.operands) ||
+      parser.resolveOperands(params, types, loc, result.operands))
+    return failure();
+  result.addTypes(types);
+  result.addTypes(TokenType::get(parser.getContext()));
+  return success();
+}
+
+void AllGatherOp::print(OpAsmPrinter &p) {
+  p << ' ' << getShard() << " into " << getParams();
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getShard().getType() << " into " << getParams().getTypes();
+}
+
+void AllGatherOp::build(OpBuilder &b, OperationState &state, Value shard, ValueRange params,
+                        int64_t bucket, int64_t worldSize) {
+  state.addOperands(shard);
+  state.addOperands(params);
+  state.addAttribute(getBucketAttrName(state.name), b.getI64IntegerAttr(bucket));
+  state.addAttribute(getWorldSizeAttrName(state.name), b.getI64IntegerAttr(worldSize));
+  state.addTypes(params.getTypes());
+  state.addTypes(TokenType::get(b.getContext()));
+}
+
 LogicalResult AllGatherOp::verify() {
+  if (getParams().size() != getGathered().size())
+    return emitOpError() << "has " << getGathered().size() << " results for "
+                         << getParams().size() << " parameters; one per parameter";
+  for (auto [i, p, r] : llvm::enumerate(getParams(), getGathered()))
+    if (p.getType() != r.getType())
+      return emitOpError() << "result #" << i << " has type " << r.getType()
+                           << ", not its parameter's " << p.getType();
   return verifyShardLayout(*this, getGathered(), getShard().getType(), getWorldSize(), "result");
 }

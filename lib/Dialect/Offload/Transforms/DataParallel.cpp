@@ -317,11 +317,10 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       }
       flat->getResult(0).setType(shardT);
       b.setInsertionPointAfter(flat);
-      SmallVector<Type> paramTypes;
+      SmallVector<Value> params;
       for (const GradUse &u : bucket)
-        paramTypes.push_back(u.update->getOperand(0).getType());
-      auto ag = AllGatherOp::create(b, loc, paramTypes, TokenType::get(ctx), flat->getResult(0),
-                                    b.getI64IntegerAttr(int64_t(k)), b.getI64IntegerAttr(W));
+        params.push_back(u.update->getOperand(0));
+      auto ag = AllGatherOp::create(b, loc, flat->getResult(0), params, int64_t(k), W);
       gatherTokens.push_back(ag.getAsyncToken());
 
       // The per-parameter updates go: their parameters come from the

@@ -423,19 +423,28 @@ def Offload_AllGatherOp : Offload_Op<"all_gather", [
     rank gets the same bits. With one rank the results are `shard`
     reshaped, bit for bit.
 
+    `params` (after `into`, one per result, of its type) are the parameters
+    the results replace: their values are not read; they name the buffers
+    the memory plan writes the results over when the all-gather is their
+    last reader (as an optimizer update writes its new parameter in place),
+    so ZeRO-1 needs no second copy of the parameters.
+
     Asynchronous as `offload.all_reduce` (communication stream, results
     read after an `offload.wait` on `asyncToken`).
 
     ```mlir
-    %w, %b, %t = offload.all_gather %p {bucket = 0 : i64, world_size = 2 : i64}
-        : tensor<72xf32> -> tensor<16x8xf32>, tensor<16xf32>
+    %w1, %b1, %t = offload.all_gather %p into %w, %b {bucket = 0 : i64, world_size = 2 : i64}
+        : tensor<72xf32> into tensor<16x8xf32>, tensor<16xf32>
     ```
   }];
-  let arguments = (ins Offload_AnyTensor:$shard, I64Attr:$bucket, I64Attr:$world_size);
+  let arguments = (ins Offload_AnyTensor:$shard, Variadic<Offload_AnyTensor>:$params,
+                       I64Attr:$bucket, I64Attr:$world_size);
   let results = (outs Variadic<Offload_AnyTensor>:$gathered, Offload_TokenType:$asyncToken);
-  let assemblyFormat = [{
-    $shard attr-dict `:` type($shard) `->` type($gathered)
-  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$shard, "::mlir::ValueRange":$params, "int64_t":$bucket,
+                   "int64_t":$worldSize)>
+  ];
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 
