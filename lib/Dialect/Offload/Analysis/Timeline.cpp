@@ -29,20 +29,21 @@ static double secondsOf(Operation *op, const TargetModel &target, TimelineCache 
     }
     // ZeRO-1's halves of a ring all-reduce: a reduce-scatter or an
     // all-gather of n bytes each moves (W-1)/W n bytes per link, half the
-    // all-reduce's 2 (W-1)/W n; W is known here (the op's world_size).
+    // all-reduce's 2 (W-1)/W n. The all-reduce is costed at its large-W
+    // bound (2 n / link, the runtime's W being unknown to a plain plan), so
+    // each half is n / link here: ZeRO-1 moves what plain data parallel
+    // moves, and the two compare at the same W-independent bound.
     if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
       int64_t bytes = 0;
       for (Value g : rs.getGrads())
         bytes += mlir::offload::detail::tensorBytes(g.getType());
-      int64_t w = rs.getWorldSize();
-      return target.allReduceSeconds(bytes) * 0.5 * double(w - 1) / double(w);
+      return target.allReduceSeconds(bytes) * 0.5;
     }
     if (auto ag = dyn_cast<AllGatherOp>(op)) {
       int64_t bytes = 0;
       for (Value p : ag.getGathered())
         bytes += mlir::offload::detail::tensorBytes(p.getType());
-      int64_t w = ag.getWorldSize();
-      return target.allReduceSeconds(bytes) * 0.5 * double(w - 1) / double(w);
+      return target.allReduceSeconds(bytes) * 0.5;
     }
     return target.opSeconds(op);
   };

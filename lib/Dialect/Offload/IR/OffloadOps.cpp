@@ -794,8 +794,8 @@ static LogicalResult verifyShardLayout(Operation *op, ValueRange values, Type sh
   auto st = dyn_cast<RankedTensorType>(shard);
   if (!st || st.getRank() != 1 || st.getDimSize(0) != s || st.getElementType() != elt)
     return op->emitOpError() << "has shard type " << shard << "; " << n << " elements of " << elt
-                             << " over " << worldSize << " ranks make a shard of tensor<" << s
-                             << "x" << elt << ">";
+                             << " over " << worldSize << " ranks make a shard of "
+                             << RankedTensorType::get({s}, elt);
   return success();
 }
 
