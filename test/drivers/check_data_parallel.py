@@ -28,14 +28,16 @@ leave     rank 1 runs one step and exits; rank 0's second step fails within
 
 With --zero1 the step is built with --offload-data-parallel="... zero=1
 world-size=2" (optimizer state sharded across the 2 ranks; the same
-averaged gradient and update, so the same DDP oracle applies), and:
+averaged gradient and update, so the same DDP oracle applies, its optimizer
+wrapped in torch.distributed.optim.ZeroRedundancyOptimizer), and:
 
 oracle    also: both ranks' parameters and losses bit-identical to the plain
           (unsharded) data-parallel step's on 2 ranks (the gloo reduce-
           scatter sums what the all-reduce sums).
 ws1       the step built with zero=1 world-size=1 against the step without
           data parallel: losses, parameters and the step counter bit for
-          bit (the sharded optimizer state has other names and shapes).
+          bit, and each zero1.bucket<K>.<state> equal to the per-parameter
+          state flattened in the shard order of the pass's report.
 worldsize the world-size-2 plan run by one rank: refused before the first
           step, naming both world sizes.
 
@@ -67,10 +69,12 @@ LR, MOMENTUM = 0.1, 0.9
 # Each optimizer as --offload-autodiff spells it and as torch.optim builds it.
 OPTIMIZERS = {
     "sgd": (f"optimizer=sgd lr={LR} momentum={MOMENTUM}",
-            lambda ps: torch.optim.SGD(ps, lr=LR, momentum=MOMENTUM)),
+            torch.optim.SGD, dict(lr=LR, momentum=MOMENTUM)),
     "adamw": ("optimizer=adamw lr=0.001 weight-decay=0.01",
-              lambda ps: torch.optim.AdamW(ps, lr=0.001, weight_decay=0.01)),
+              torch.optim.AdamW, dict(lr=0.001, weight_decay=0.01)),
 }
+# The per-parameter optimizer state each ZeRO-1 shard concatenates.
+STATE_KINDS = {"sgd": ["momentum_buffer"], "adamw": ["exp_avg", "exp_avg_sq"]}
 PROC_TIMEOUT = 120
 
 
@@ -92,16 +96,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out, optimizer):
-    """One DDP rank: `steps` SGD steps on its shard; writes losses and final
-    parameters to out % rank."""
+def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out, optimizer,
+               zero=False):
+    """One DDP rank: `steps` optimizer steps on its shard (with `zero`,
+    through torch.distributed.optim.ZeroRedundancyOptimizer: the state
+    sharded, the same step); writes losses and final parameters to
+    out % rank."""
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     model = em.build_model(model_name)
     em.load_state_arrays(model, params)
     model = model.to(dtype).train()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    opt = OPTIMIZERS[optimizer][1](ddp.parameters())
+    _, cls, kwargs = OPTIMIZERS[optimizer]
+    if zero:
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=cls, **kwargs)
+    else:
+        opt = cls(ddp.parameters(), **kwargs)
     x, y = xs[rank], ys[rank]
     if x.is_floating_point():
         x = x.to(dtype)
@@ -117,8 +129,8 @@ def ddp_worker(rank, world, init, model_name, params, xs, ys, steps, dtype, out,
     dist.destroy_process_group()
 
 
-def ddp_reference(work, model_name, params, xs, ys, steps, dtype, optimizer):
-    tag = "f64" if dtype == torch.float64 else "f32"
+def ddp_reference(work, model_name, params, xs, ys, steps, dtype, optimizer, zero=False):
+    tag = ("zero-" if zero else "") + ("f64" if dtype == torch.float64 else "f32")
     init = "file://" + os.path.join(work, f"ddp-{tag}-init")
     if os.path.exists(init[7:]):
         os.remove(init[7:])
@@ -127,7 +139,7 @@ def ddp_reference(work, model_name, params, xs, ys, steps, dtype, optimizer):
     ctx = mp.get_context("fork")
     procs = [ctx.Process(target=ddp_worker,
                          args=(r, 2, init, model_name, params, xs, ys, steps, dtype, out,
-                               optimizer))
+                               optimizer, zero))
              for r in range(2)]
     for p in procs:
         p.start()
@@ -275,21 +287,26 @@ def main(argv=None):
             print("\n".join(logs))
             return 1
         ours = [dict(np.load(w(f"out{r}.npz"))) for r in range(2)]
-        ref64 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float64, a.optimizer)
-        ref32 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float32, a.optimizer)
+        # With --zero1 the reference is DDP with ZeroRedundancyOptimizer.
+        ref64 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float64, a.optimizer,
+                              a.zero1)
+        ref32 = ddp_reference(a.work, a.model, params, xs, ys, a.steps, torch.float32, a.optimizer,
+                              a.zero1)
         names = [n for n in ref64[0] if n != "losses"]
         for r in range(2):
             losses = step_losses(logs[r])
             v = testing.judge_trajectory(losses, ref32[r]["losses"], ref64[r]["losses"])
             failed |= not v.ok
-            print(f"oracle: rank {r} loss per step vs DDP: {v}")
+            print(f"oracle: rank {r} loss per step vs DDP"
+                  f"{' + ZeroRedundancyOptimizer' if a.zero1 else ''}: {v}")
             for m in re.finditer(r"peak device bytes: planned (\d+) measured (\d+)", logs[r]):
                 failed |= m.group(1) != m.group(2)
                 print(f"oracle: rank {r} peak device bytes planned {m.group(1)} measured {m.group(2)}")
         v = testing.judge_tensors({n: ours[0][n] for n in names}, {n: ref32[0][n] for n in names},
                                   {n: ref64[0][n] for n in names})
         failed |= not v.ok
-        print(f"oracle: parameters after {a.steps} steps vs DDP: {v}")
+        print(f"oracle: parameters after {a.steps} steps vs DDP"
+              f"{' + ZeroRedundancyOptimizer' if a.zero1 else ''}: {v}")
         same = all(np.array_equal(ours[0][n], ours[1][n]) for n in names)
         failed |= not same
         print(f"oracle: both ranks' parameters bit-identical: {'ok' if same else 'FAIL'}")
@@ -315,7 +332,8 @@ def main(argv=None):
         dp1 = dp
         if a.zero1:
             dp1 = build_plan(a, w("model.mlir"), "dp1", before +
-                             [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}{zero(1)}"])
+                             [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}{zero(1)} "
+                              f"report={w('dp1.report')}"])
         r1 = run(runner + [dp1, "--steps", str(a.steps), "--inputs", w("in0.npz"),
                            "--dump", w("ws1-dp.npz")])
         r2 = run(runner + [single, "--steps", str(a.steps), "--inputs", w("in0.npz"),
@@ -323,11 +341,23 @@ def main(argv=None):
         d, s = np.load(w("ws1-dp.npz")), np.load(w("ws1-single.npz"))
         if a.zero1:
             # The sharded state has its own names; everything else must match,
-            # and the losses.
+            # and the losses. At world size 1 each shard is its bucket's
+            # per-parameter state, flattened in the report's shard order.
             keys = [k for k in s.keys() if k in d.keys()]
             same = (all(k in d.keys() for k in names_of(s)) and
                     all(np.array_equal(d[k], s[k]) for k in keys) and
                     step_losses(r1) == step_losses(r2) and len(step_losses(r1)) == a.steps)
+            layout = re.findall(r"bucket (\d+): .*parameters in shard order: (.*)",
+                                open(w("dp1.report")).read())
+            shards = 0
+            for k, params_in in layout:
+                for kind in STATE_KINDS[a.optimizer]:
+                    flat = np.concatenate([s[f"{p}.{kind}"].ravel() for p in params_in.split()])
+                    same &= np.array_equal(d[f"zero1.bucket{k}.{kind}"], flat)
+                    shards += 1
+            same &= shards > 0
+            print(f"ws1: {shards} state shards equal the per-parameter state in shard order: "
+                  f"{'ok' if same else 'FAIL'}")
         else:
             same = sorted(d.keys()) == sorted(s.keys()) and all(np.array_equal(d[k], s[k]) for k in d)
         failed |= not same

@@ -66,9 +66,9 @@
 // CHECK-NEXT: return %{{.*}}, %[[A1]]#1,
 // CHECK-NOT: offload.sgd_update
 
-// REPORT: data parallel @forward: bucket 0: 1 gradients, 64 elements, ZeRO-1 shard of 32 elements per rank (world size 2)
-// REPORT: data parallel @forward: bucket 1: 2 gradients, 132 elements, ZeRO-1 shard of 66 elements per rank (world size 2)
-// REPORT: data parallel @forward: bucket 2: 1 gradients, 16 elements, ZeRO-1 shard of 8 elements per rank (world size 2)
+// REPORT: data parallel @forward: bucket 0: 1 gradients, 64 elements, ZeRO-1 shard of 32 elements per rank (world size 2); parameters in shard order: fc2.weight
+// REPORT: data parallel @forward: bucket 1: 2 gradients, 132 elements, ZeRO-1 shard of 66 elements per rank (world size 2); parameters in shard order: fc2.bias fc1.weight
+// REPORT: data parallel @forward: bucket 2: 1 gradients, 16 elements, ZeRO-1 shard of 8 elements per rank (world size 2); parameters in shard order: fc1.bias
 
 // 212 elements over 3 ranks: shards of 71 (213, one padding element).
 // ADAMW: {offload.name = "zero1.bucket0.exp_avg", offload.role = #offload.role<optimizer_state>}, %{{.*}}: tensor<71xf32> {offload.name = "zero1.bucket0.exp_avg_sq"

@@ -349,10 +349,20 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       for (const GradUse &u : bucket)
         toErase.push_back(u.update);
       ++numBuckets;
-      if (out)
+      if (out) {
         *out.stream() << "data parallel @" << step.getName() << ": bucket " << k << ": "
                       << bucket.size() << " gradients, " << n << " elements, ZeRO-1 shard of "
-                      << shardT.getDimSize(0) << " elements per rank (world size " << W << ")\n";
+                      << shardT.getDimSize(0) << " elements per rank (world size " << W
+                      << "); parameters in shard order:";
+        // The layout of zero1.bucket<K>.<state> (docs/data_parallel.md).
+        for (const GradUse &u : bucket) {
+          auto arg = cast<BlockArgument>(u.update->getOperand(0));
+          auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         OffloadDialect::kNameAttrName);
+          *out.stream() << " " << (name ? name.getValue() : StringRef("?"));
+        }
+        *out.stream() << "\n";
+      }
     }
     b.setInsertionPoint(ret);
     WaitOp::create(b, ret.getLoc(), Type(), gatherTokens);
