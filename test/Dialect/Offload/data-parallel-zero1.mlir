@@ -83,7 +83,7 @@
 // MEM: persistent device bytes (arguments, results): 2572
 // MEM-PLAIN: persistent device bytes (arguments, results): 2996
 
-// COST: data parallel: all-reduce 6.784000e-08 s on the communication stream
+// COST: data parallel (ZeRO-1): reduce-scatter and all-gather 6.784000e-08 s on the communication stream (link 2.5e+10 bytes/s, bytes / link each)
 
 // STAGE: zero=2 is not a supported ZeRO stage; use 0 (off) or 1 (optimizer state sharded)
 // NOWS: zero=1 needs world-size=W, the number of ranks (at least 1), at compile time
