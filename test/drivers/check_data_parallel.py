@@ -32,8 +32,8 @@ averaged gradient and update, so the same DDP oracle applies, its optimizer
 wrapped in torch.distributed.optim.ZeroRedundancyOptimizer), and:
 
 oracle    also: both ranks' parameters and losses bit-identical to the plain
-          (unsharded) data-parallel step's on 2 ranks (the gloo reduce-
-          scatter sums what the all-reduce sums).
+          (unsharded) data-parallel step's on 2 ranks (each element's sum
+          is a + b in the reduce-scatter's ring and in the all-reduce).
 ws1       the step built with zero=1 world-size=1 against the step without
           data parallel: losses, parameters and the step counter bit for
           bit, and each zero1.bucket<K>.<state> equal to the per-parameter

@@ -400,6 +400,52 @@ TEST_F(DataParallelTest, ZeroTwoRanksShardTheMeanAndGatherEveryShard) {
   }
 }
 
+TEST_F(DataParallelTest, ZeroThreeRanksRingReduceScatter) {
+  // Three ranks: the ring's two steps. 7 elements, shards of 3, two
+  // padding elements; the sums of these values are exact in any order.
+  std::string dir = freshDir("dp-zero3");
+  std::vector<std::map<std::string, Tensor>> outs(3);
+  std::vector<std::string> errors(3);
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 3;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      errors[size_t(r)] = comm.message();
+      return;
+    }
+    auto s = makeShardSession(3, *comm, r, errors[size_t(r)]);
+    if (!s)
+      return;
+    for (int step = 0; step < 2; ++step)
+      if (Status st = s->step(); !st.ok()) {
+        errors[size_t(r)] = st.message();
+        return;
+      }
+    for (const char *n : {"gs", "o0", "o1"})
+      outs[size_t(r)][n] = *s->output(n);
+  };
+  std::thread t0(rank, 0), t1(rank, 1), t2(rank, 2);
+  t0.join();
+  t1.join();
+  t2.join();
+  for (int r = 0; r < 3; ++r)
+    ASSERT_EQ(errors[size_t(r)], "") << r;
+  std::vector<float> a = gradOf(0), b = gradOf(1), c = gradOf(2);
+  auto mean = [&](size_t i) { return i < 7 ? (a[i] + b[i] + c[i]) * (1.0f / 3.0f) : 0.0f; };
+  for (int r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 3; ++k)
+      EXPECT_EQ(outs[size_t(r)]["gs"].as<float>()[k], mean(size_t(r * 3 + k))) << r << " " << k;
+    for (int64_t i = 0; i < 5; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o0"].as<float>()[i], mean(size_t(i))) << r << " " << i;
+    for (int64_t i = 0; i < 2; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o1"].as<float>()[i], mean(size_t(5 + i))) << r << " " << i;
+  }
+}
+
 TEST_F(DataParallelTest, BadOptionsAreRefused) {
   CommunicatorOptions co;
   co.rank = 2;
