@@ -446,6 +446,47 @@ TEST_F(DataParallelTest, ZeroThreeRanksRingReduceScatter) {
   }
 }
 
+TEST_F(DataParallelTest, ZeroHungRankFailsTheRingWithinTheTimeout) {
+  // The reduce-scatter's ring waits with the collective timeout.
+  std::string dir = freshDir("dp-zero-hung");
+  constexpr double kTimeout = 1.5;
+  std::string error, error1;
+  double seconds = -1;
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = r == 0 ? kTimeout : 30;
+    auto comm = createGlooCommunicator(co);
+    std::string &err = r ? error1 : error;
+    if (!comm) {
+      err = comm.message();
+      return;
+    }
+    auto s = makeShardSession(2, *comm, r, err);
+    if (!s)
+      return;
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(2 * kTimeout));
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s->step();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    error = st.ok() ? "" : st.message();
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(error1, "");
+  ASSERT_NE(error, "");
+  EXPECT_NE(error.find("offload.reduce_scatter of bucket 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
+  EXPECT_GE(seconds, kTimeout * 0.9);
+  EXPECT_LT(seconds, kTimeout + 5);
+}
+
 TEST_F(DataParallelTest, BadOptionsAreRefused) {
   CommunicatorOptions co;
   co.rank = 2;
