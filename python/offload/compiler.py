@@ -626,7 +626,6 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                     W is the launcher's WORLD_SIZE (1 without one) and is
                     fixed in the plan. Step.optimizer_state() then holds
                     this rank's shards, "zero1.bucket<K>.<state>" (1-D).
-                    Not with micro_batches > 1 (InputError).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -688,9 +687,6 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     if zero and not data_parallel:
         raise InputError("zero=1 shards optimizer state across data-parallel ranks; "
                          "it needs data_parallel=True")
-    if zero and micro_batches > 1:
-        raise InputError(f"zero=1 with micro_batches={micro_batches}: ZeRO-1 does not support "
-                         "gradient accumulation yet")
     zero_options = ""
     if zero:
         world = os.environ.get("WORLD_SIZE", "1")

@@ -1361,8 +1361,7 @@ def test_zero1_one_rank_is_bit_identical():
     state = z.optimizer_state()
     assert any(k.startswith("zero1.bucket") and k.endswith(".momentum_buffer") for k in state)
     assert z.measured_peak_device_bytes == z.planned_peak_device_bytes
-    for bad in (dict(zero=2, data_parallel=True), dict(zero=1), dict(zero=True, data_parallel=True),
-                dict(zero=1, data_parallel=True, micro_batches=2)):
+    for bad in (dict(zero=2, data_parallel=True), dict(zero=1), dict(zero=True, data_parallel=True)):
         with pytest.raises(offload.InputError):
             offload.compile(copy.deepcopy(model), (x, y), optimizer=opt, verbose=False, **bad)
 

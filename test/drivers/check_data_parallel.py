@@ -40,6 +40,9 @@ ws1       the step built with zero=1 world-size=1 against the step without
           state flattened in the shard order of the pass's report.
 worldsize the world-size-2 plan run by one rank: refused before the first
           step, naming both world sizes.
+micro     with --offload-autodiff micro-batches=2 (gradient accumulation),
+          the ZeRO-1 step and the plain data-parallel step on 2 ranks:
+          losses and parameters bit-identical.
 
 Processes run with bounded timeouts (a hung rank fails the check). Exits 1
 on any failure.
@@ -187,10 +190,10 @@ def finish(procs, logs):
     return results
 
 
-def build_plan(a, mlir, name, passes):
+def build_plan(a, mlir, name, passes, autodiff_extra=""):
     plan = os.path.join(a.work, name + ".oflp")
     run([os.path.join(a.bin, "offload-opt"), mlir,
-         f"--offload-autodiff={OPTIMIZERS[a.optimizer][0]}"] + passes
+         f"--offload-autodiff={OPTIMIZERS[a.optimizer][0]}{autodiff_extra}"] + passes
         + ["-o", os.path.join(a.work, name + ".mlir")])
     run([os.path.join(a.bin, "offload-translate"), "--offload-to-plan",
          os.path.join(a.work, name + ".mlir"), "-o", plan])
@@ -373,6 +376,21 @@ def main(argv=None):
         msg = re.search(r"error: (.*)", p.stdout)
         print(f"worldsize: the world-size-2 ZeRO-1 plan refused by one rank: {'ok' if ok else 'FAIL'}"
               f" ({msg.group(1) if msg else p.stdout.strip()[-300:]})")
+
+    if "micro" in checks and a.zero1:
+        plans = [build_plan(a, w("model.mlir"), f"micro-{tag}", before +
+                            [f"--offload-data-parallel=bucket-bytes={a.bucket_bytes}{z}"],
+                            " micro-batches=2")
+                 for tag, z in (("zero", zero(2)), ("plain", ""))]
+        (zrcs, zlogs), (prcs, plogs) = two_ranks(plans[0], "microz"), two_ranks(plans[1], "microp")
+        ok = not any(zrcs) and not any(prcs)
+        if ok:
+            z0, p0 = dict(np.load(w("microz0.npz"))), dict(np.load(w("microp0.npz")))
+            ok = (all(np.array_equal(z0[n], p0[n]) for n in names_of(p0) if n != "loss")
+                  and all(step_losses(zlogs[r]) == step_losses(plogs[r]) for r in range(2)))
+        failed |= not ok
+        print(f"micro: micro-batches=2, ZeRO-1 bit-identical to plain data parallel (2 ranks): "
+              f"{'ok' if ok else 'FAIL'}")
 
     if "mismatch" in checks:
         other = build_plan(a, w("model.mlir"), "other", before +

@@ -35,8 +35,10 @@
 // RUN:   --offload-data-parallel="world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WSONLY
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" --offload-early-update \
 // RUN:   --offload-data-parallel="zero=1 world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EARLY
-// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd micro-batches=2" \
-// RUN:   --offload-data-parallel="zero=1 world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MICRO
+// Micro-batches: one reduce-scatter per bucket after the last micro-batch's
+// backward (the accumulated gradients), the updates in the optimizer phase.
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd micro-batches=2" \
+// RUN:   --offload-data-parallel="zero=1 world-size=2" | FileCheck %s --check-prefix=MICRO
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
 // RUN:   --offload-data-parallel="zero=1 world-size=2" --offload-data-parallel="zero=1 world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TWICE
 
@@ -89,5 +91,12 @@
 // NOWS: zero=1 needs world-size=W, the number of ranks (at least 1), at compile time
 // WSONLY: world-size=2 is only used by zero=1 (a plan without ZeRO runs at any world size)
 // EARLY: has optimizer updates in backward (--offload-early-update); --offload-data-parallel zero=1 does not support early updates
-// MICRO: marks a micro-batch; --offload-data-parallel zero=1 does not support gradient accumulation (micro-batches=K) yet
+// MICRO: offload.phase backward micro_batch 1
+// MICRO-NOT: offload.phase
+// MICRO: offload.reduce_scatter {{.*}} {bucket = 0 : i64, world_size = 2 : i64}
+// MICRO-NOT: offload.reduce_scatter
+// MICRO: offload.phase optimizer
+// MICRO: offload.sgd_update
+// MICRO: offload.all_gather
+// MICRO-NOT: offload.sgd_update
 // TWICE: is already in the step; run --offload-data-parallel once

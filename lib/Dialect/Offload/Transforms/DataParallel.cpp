@@ -124,10 +124,6 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       return pos.lookup(a.final) < pos.lookup(b.final);
     });
     if (zero == 1) {
-      for (Operation &op : body)
-        if (auto m = dyn_cast<PhaseOp>(op); m && m.getMicroBatch())
-          return m.emitOpError("marks a micro-batch; --offload-data-parallel zero=1 does not "
-                               "support gradient accumulation (micro-batches=K) yet");
       if (optimizerMarker && llvm::any_of(uses, [&](const GradUse &u) {
             return u.update->isBeforeInBlock(optimizerMarker);
           }))

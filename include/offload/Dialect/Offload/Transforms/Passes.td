@@ -617,7 +617,8 @@ def DataParallel : Pass<"offload-data-parallel", "::mlir::ModuleOp"> {
     then rebuilds the full parameters from every rank's updated shard,
     waited for at the end of the step. The world size is fixed at compile
     time (the runtime refuses another). Refused with zero=1: early updates,
-    micro-batches, per-parameter step counters, world-size < 1.
+    world-size < 1. With micro-batches the reduce-scatter follows the last
+    micro-batch's accumulated gradients, as the all-reduce does.
 
     Example: `offload-opt --offload-autodiff="optimizer=sgd" --offload-data-parallel="bucket-bytes=26214400"`
   }];
