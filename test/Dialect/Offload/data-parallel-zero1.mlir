@@ -33,8 +33,10 @@
 // RUN:   --offload-data-parallel="zero=1 world-size=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOWS
 // RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" \
 // RUN:   --offload-data-parallel="world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WSONLY
-// RUN: not offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd" --offload-early-update \
-// RUN:   --offload-data-parallel="zero=1 world-size=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=EARLY
+// Early updates: a bucket's wait, flat update and all-gather follow the next
+// bucket's reduce-scatter (the last bucket's at the end of backward).
+// RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" --offload-early-update \
+// RUN:   --offload-data-parallel="bucket-bytes=100 zero=1 world-size=2" | FileCheck %s --check-prefix=EARLY
 // Micro-batches: one reduce-scatter per bucket after the last micro-batch's
 // backward (the accumulated gradients), the updates in the optimizer phase.
 // RUN: offload-opt %S/../../Inputs/mlp-forward.mlir --offload-autodiff="optimizer=sgd micro-batches=2" \
@@ -90,7 +92,20 @@
 // STAGE: zero=2 is not a supported ZeRO stage; use 0 (off) or 1 (optimizer state sharded)
 // NOWS: zero=1 needs world-size=W, the number of ranks (at least 1), at compile time
 // WSONLY: world-size=2 is only used by zero=1 (a plan without ZeRO runs at any world size)
-// EARLY: has optimizer updates in backward (--offload-early-update); --offload-data-parallel zero=1 does not support early updates
+// EARLY: %{{.*}}, %{{.*}}, %[[T0:.*]] = offload.reduce_scatter {{.*}} {bucket = 0 : i64
+// EARLY: %{{.*}}, %{{.*}}, %[[T1:.*]] = offload.reduce_scatter {{.*}} {bucket = 1 : i64
+// EARLY-NEXT: offload.wait [%[[T0]]]
+// EARLY-NEXT: offload.sgd_update
+// EARLY-NEXT: offload.all_gather
+// EARLY: %{{.*}}, %{{.*}}, %[[T2:.*]] = offload.reduce_scatter {{.*}} {bucket = 2 : i64
+// EARLY-NEXT: offload.wait [%[[T1]]]
+// EARLY-NEXT: offload.sgd_update
+// EARLY-NEXT: offload.all_gather
+// EARLY-NEXT: offload.wait [%[[T2]]]
+// EARLY-NEXT: offload.sgd_update
+// EARLY-NEXT: offload.all_gather
+// EARLY-NEXT: offload.phase optimizer
+// EARLY-NEXT: offload.wait
 // MICRO: offload.phase backward micro_batch 1
 // MICRO-NOT: offload.phase
 // MICRO: offload.reduce_scatter {{.*}} {bucket = 0 : i64, world_size = 2 : i64}

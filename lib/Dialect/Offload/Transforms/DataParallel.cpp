@@ -123,16 +123,9 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
     llvm::stable_sort(uses, [&](const GradUse &a, const GradUse &b) {
       return pos.lookup(a.final) < pos.lookup(b.final);
     });
-    if (zero == 1) {
-      if (optimizerMarker && llvm::any_of(uses, [&](const GradUse &u) {
-            return u.update->isBeforeInBlock(optimizerMarker);
-          }))
-        return step.emitOpError("has optimizer updates in backward (--offload-early-update); "
-                                "--offload-data-parallel zero=1 does not support early updates");
-      if (!optimizerMarker)
-        return step.emitOpError("has no optimizer phase marker; --offload-data-parallel zero=1 "
-                                "runs after --offload-autodiff");
-    }
+    if (zero == 1 && !optimizerMarker)
+      return step.emitOpError("has no optimizer phase marker; --offload-data-parallel zero=1 "
+                              "runs after --offload-autodiff");
     // With zero=1 a bucket's updates become one update on a flat shard, so
     // they must be of one kind, hyperparameters, types and step counter.
     auto sameUpdate = [](Operation *a, Operation *c) {
@@ -158,7 +151,7 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
     }
 
     if (zero == 1)
-      return runZero1(step, body, buckets, pos);
+      return runZero1(step, body, buckets, pos, optimizerMarker);
 
     OpBuilder b(step.getContext());
     SmallVector<AllReduceOp> reduces;
@@ -242,7 +235,7 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
   /// sharded optimizer state, and an all-gather of the updated parameters.
   LogicalResult runZero1(func::FuncOp step, Block &body,
                          SmallVector<SmallVector<GradUse>> &buckets,
-                         llvm::DenseMap<Operation *, int64_t> &pos) {
+                         llvm::DenseMap<Operation *, int64_t> &pos, PhaseOp optimizerMarker) {
     MLIRContext *ctx = step.getContext();
     OpBuilder b(ctx);
     const int64_t W = worldSize;
@@ -260,6 +253,16 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
           {b.getNamedAttr(OffloadDialect::kNameAttrName, b.getStringAttr(name)),
            b.getNamedAttr(OffloadDialect::kRoleAttrName, getRoleAttr(ctx, role))});
     };
+    // Early updates (--offload-early-update before this pass): a bucket's
+    // flat update follows the issue of the next bucket's reduce-scatter, as
+    // the all-reduce's updates do.
+    bool early = llvm::any_of(buckets, [&](const SmallVector<GradUse> &bk) {
+      return llvm::any_of(bk, [&](const GradUse &u) {
+        return u.update->isBeforeInBlock(optimizerMarker);
+      });
+    });
+    SmallVector<ReduceScatterOp> scatters;
+    SmallVector<int64_t> counts;
     Operation *prevReduce = nullptr;
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
       Operation *last = bucket.front().final;
@@ -287,13 +290,28 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       auto rs = ReduceScatterOp::create(b, loc, shardT, shardT, TokenType::get(ctx), values,
                                         b.getI64IntegerAttr(int64_t(k)), b.getI64IntegerAttr(W));
       prevReduce = rs;
+      scatters.push_back(rs);
+      counts.push_back(n);
+    }
 
-      // The flat update, where the bucket's first update was.
+    for (auto [k, bucket] : llvm::enumerate(buckets)) {
+      ReduceScatterOp rs = scatters[k];
+      int64_t n = counts[k];
+      auto shardT = cast<RankedTensorType>(rs.getGradShard().getType());
+      Location loc = rs.getLoc();
+      // The flat update: where the bucket's first update was, or, with early
+      // updates, after the next bucket's issue (the last bucket's at the end
+      // of backward).
       Operation *first = bucket.front().update;
       for (const GradUse &u : bucket)
         if (u.update->isBeforeInBlock(first))
           first = u.update;
-      b.setInsertionPoint(first);
+      Operation *where = first;
+      if (early)
+        where = k + 1 < scatters.size() ? scatters[k + 1]->getNextNode()
+                : rs->isBeforeInBlock(optimizerMarker) ? optimizerMarker.getOperation()
+                                                       : body.getTerminator();
+      b.setInsertionPoint(where);
       WaitOp::create(b, loc, Type(), ValueRange{rs.getAsyncToken()});
       Operation *flat = b.clone(*first);
       unsigned nOps = flat->getNumOperands(), nRes = flat->getNumResults();
@@ -312,10 +330,23 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
         newResults.push_back({flat->getResult(j - 1), nameRole(name, Role::new_optimizer_state)});
       }
       flat->getResult(0).setType(shardT);
-      b.setInsertionPointAfter(flat);
+      // The all-gather writes over the parameters: after their last reader
+      // (backward may still read them after an early update).
+      Operation *after = flat;
       SmallVector<Value> params;
       for (const GradUse &u : bucket)
         params.push_back(u.update->getOperand(0));
+      for (Value p : params)
+        for (Operation *user : p.getUsers()) {
+          Operation *top = body.findAncestorOpInBlock(*user);
+          if (!top || top == rs || llvm::any_of(bucket, [&](const GradUse &u) {
+                return u.update == top;
+              }))
+            continue;
+          if (after->isBeforeInBlock(top))
+            after = top;
+        }
+      b.setInsertionPointAfter(after);
       auto ag = AllGatherOp::create(b, loc, flat->getResult(0), params, int64_t(k), W);
       gatherTokens.push_back(ag.getAsyncToken());
 

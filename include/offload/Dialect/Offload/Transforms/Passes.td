@@ -616,9 +616,10 @@ def DataParallel : Pass<"offload-data-parallel", "::mlir::ModuleOp"> {
     1-D, ceil(n/W) elements: each rank's own shard); `offload.all_gather`
     then rebuilds the full parameters from every rank's updated shard,
     waited for at the end of the step. The world size is fixed at compile
-    time (the runtime refuses another). Refused with zero=1: early updates,
-    world-size < 1. With micro-batches the reduce-scatter follows the last
-    micro-batch's accumulated gradients, as the all-reduce does.
+    time (the runtime refuses another). Refused with zero=1: world-size < 1.
+    With micro-batches the reduce-scatter follows the last micro-batch's
+    accumulated gradients; with early updates a bucket's flat update follows
+    the next bucket's reduce-scatter, as the all-reduce's updates do.
 
     Example: `offload-opt --offload-autodiff="optimizer=sgd" --offload-data-parallel="bucket-bytes=26214400"`
   }];
