@@ -284,6 +284,10 @@ struct DataParallelPass : public offload::impl::DataParallelBase<DataParallelPas
       if (prevReduce && !prevReduce->isBeforeInBlock(last))
         last = prevReduce;
       Type elt = getElementTypeOrSelf(values.front().getType());
+      if (!elt.isF32() && !elt.isF64())
+        return bucket.front().update->emitOpError()
+               << "updates " << elt << " parameters; --offload-data-parallel zero=1 shards f32 "
+                  "or f64 buckets (as the all-reduce averages f32 or f64 gradients)";
       auto shardT = RankedTensorType::get({(n + W - 1) / W}, elt);
       b.setInsertionPointAfter(last);
       Location loc = last->getLoc();
