@@ -487,6 +487,28 @@ TEST_F(DataParallelTest, ZeroHungRankFailsTheRingWithinTheTimeout) {
   EXPECT_LT(seconds, kTimeout + 5);
 }
 
+TEST_F(DataParallelTest, ZeroPlanChecksShardSizesAndWorldSize) {
+  // A plan whose shard is not ceil(7 / 2) = 4 elements, or without a world
+  // size, is refused when it is loaded, naming what is wrong.
+  PlanData d = buildShardPlan(2);
+  for (BufferDesc &b : d.buffers)
+    if (b.name == "gs")
+      b.shape = {3};
+  auto plan = Plan::fromData(d);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("has 3 elements; 7 over 2 ranks make 4"), std::string::npos)
+      << plan.message();
+  PlanData e = buildShardPlan(2);
+  for (InstructionDesc &in : e.instructions)
+    if (in.op == kOpAllGather)
+      in.attrs.set("world_size", attrInt(0));
+  plan = Plan::fromData(e);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("offload.all_gather needs a world_size attribute of at least 1"),
+            std::string::npos)
+      << plan.message();
+}
+
 TEST_F(DataParallelTest, BadOptionsAreRefused) {
   CommunicatorOptions co;
   co.rank = 2;
