@@ -10,6 +10,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 
 using namespace offload::planner;
@@ -309,7 +310,12 @@ bool offload::planner::greedy(Planner &p, PlanState &s, int64_t aimBytes) {
         now = again->seconds;
         best.cone = again->cone;
       }
-      if (now > best.seconds * (1 + 1e-12) + 1e-18) {
+      // Relative to the price's magnitude: a switch from an offload to a
+      // recompute can have a negative price (the offload's seconds given
+      // back), and `now > seconds * (1 + 1e-12)` then held for an unchanged
+      // price, so such a choice went back into the queue forever (ViT-B/16
+      // on h100-sxm at budget=1 looped here for minutes).
+      if (now > best.seconds + 1e-12 * std::abs(best.seconds) + 1e-18) {
         best.seconds = now;
         best.score = scoreOf(best);
         queue.push(k);

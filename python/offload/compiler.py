@@ -591,7 +591,7 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                     torch.amp.GradScaler does (Step.skipped_steps, Step.loss_scale).
                     The host backend emulates bf16/f16 exactly; the CUDA
                     backend's bf16/f16 kernels (f32 compute, one rounding)
-                    are built but not yet run on a GPU.
+                    ran on an H200 (docs/gpu.md).
     attention_layout  "blhd": attention that the model wraps in transpose(1, 2)s
                     (HF, nanoGPT) takes the token layout [N, L, H, E] without
                     those copies (offload-import --attention-layout); "bhld":

@@ -180,6 +180,21 @@ def generate(model_dir, work):
     return p, i, d, now() - t0
 
 
+def start_model_row(rows, row, need_seconds, model_dir, work):
+    """Appends `row` to `rows`; then, with `need_seconds` left, generates the
+    model's weights and batch (generate's tuple), else records why in
+    row["error"] and returns None."""
+    rows.append(row)
+    if remaining() < need_seconds:
+        row["error"] = "out of time"
+        return None
+    try:
+        return generate(model_dir, work)
+    except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
+        row["error"] = "generating the weights failed: %s" % e
+        return None
+
+
 STEP_RE = re.compile(r"^step (\d+)(?: \[[^\]]*\])?: loss (\S+)\s+time (\S+) s.*?instructions (\S+) s",
                      re.M)
 PEAK_RE = re.compile(r"peak device bytes: planned (\d+) measured (\d+)")
@@ -575,19 +590,13 @@ def part_plans():
     failed = False
     for name, d, meta in bundle_models("example"):
         row = {"model": name, "budget": meta["budget_bytes"], "runs": {}, "checks": {}}
-        rows.append(row)
-        part.save()
-        if remaining() < 20:
-            row["error"] = "out of time"
-            failed = True
-            continue
         work = os.path.join(env_path("KIT_WORK"), "plans", name)
-        try:
-            p, i, dig, gsecs = generate(d, work)
-        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
-            row["error"] = "generating the weights failed: %s" % e
+        got = start_model_row(rows, row, 20, d, work)
+        part.save()
+        if not got:
             failed = True
             continue
+        p, i, dig, gsecs = got
         row["generate_seconds"] = round(gsecs, 2)
         row["checks"]["generator bit-identical to the bundle's"] = dig == meta.get("digest")
         log = log_path("plans-" + name)
@@ -673,18 +682,12 @@ def part_nccl():
         if not os.path.exists(plan):
             continue
         row = {"model": name, "runs": {}}
-        rows.append(row)
-        if remaining() < 15:
-            row["error"] = "out of time"
-            failed = True
-            continue
         work = os.path.join(env_path("KIT_WORK"), "nccl", name)
-        try:
-            p, i, _, _ = generate(d, work)
-        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
-            row["error"] = "generating the weights failed: %s" % e
+        got = start_model_row(rows, row, 15, d, work)
+        if not got:
             failed = True
             continue
+        p, i, _, _ = got
         log = log_path("nccl-" + name)
         dumps = {}
         zero1 = os.path.join(d, "zero1.oflp")

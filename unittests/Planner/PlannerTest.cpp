@@ -131,6 +131,33 @@ TEST(Greedy, ReportsAnUnreachableAim) {
   EXPECT_EQ(s.saved[0].decision, Decision::Offload);
 }
 
+// A switch from an offload to a recompute gives the offload's seconds back:
+// a negative price. The lazy greedy's re-price compared prices relatively
+// (now > seconds * (1 + 1e-12)), which holds for an unchanged negative
+// price, and put the choice back into its queue forever (ViT-B/16 on
+// h100-sxm at budget=1 never finished). The peak (point 7) is outside the
+// points the offload frees (2-5) and inside those the recompute frees.
+TEST(Greedy, TakesASwitchWithANegativePrice) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 1);
+  f.problem.baseLive = {50, 50, 100, 100, 100, 100, 100, 120, 50, 50};
+  SavedFacts a = savedValue("a", 40, 1, 8, /*recomputable=*/true, 1.0);
+  a.offloadFreed = {2, 5, 40};
+  f.problem.saved.push_back(a);
+  f.start();
+  f.cones.cones[0] = cone(1e-6);
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  s.saved[0].decision = Decision::Offload;
+  s.saved[0].seconds = p.offloadSeconds(s, 0);
+  ASSERT_GT(s.saved[0].seconds, 1e-6);
+  s.linkOfOffload(0, +1);
+  s.profileOfSaved(0, -1);
+  EXPECT_FALSE(greedy(p, s, 1)); // the aim is out of reach: it must end
+  EXPECT_EQ(s.saved[0].decision, Decision::Recompute);
+  EXPECT_EQ(s.profile.max().first, 80); // points 2-7 freed: 120 -> 80 at point 7
+}
+
 // Reverse delete: of two decisions that each meet the aim alone, the more
 // expensive is given back.
 TEST(GiveBack, UndoesTheMostExpensiveUnneededDecision) {

@@ -17,7 +17,7 @@
 // them). Batch norm falls back to the own kernels of CudaNormPool.cu when
 // an operand cuDNN needs is absent (weight, bias, or a gradient output).
 //
-// bf16/f16 (not yet run on a GPU): GEMMs through cublasGemmEx /
+// bf16/f16 (run on an H200, docs/gpu.md): GEMMs through cublasGemmEx /
 // cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F (the backend disallows
 // reduced-precision reductions), convolutions with bf16/f16 descriptors and
 // an f32 compute type (tensor-core math allowed), a bias inside the one

@@ -36,7 +36,9 @@ using ::offload::planner::SavedFacts;
 
 StepConeModel::StepConeModel(const StepCandidates &candidates, const TargetModel &model,
                              size_t maxConeOps)
-    : candidates(candidates), model(model), maxConeOps(maxConeOps) {
+    : candidates(candidates), model(model), maxConeOps(maxConeOps),
+      readBy(candidates.valuesOf.size()), passedBy(candidates.valuesOf.size()),
+      recomputed(candidates.valuesOf.size(), 0) {
   for (SaveOp s : candidates.saves)
     available.insert(s.getValue());
   for (auto [i, values] : llvm::enumerate(candidates.valuesOf))
@@ -44,12 +46,43 @@ StepConeModel::StepConeModel(const StepCandidates &candidates, const TargetModel
       candidateOf[v] = unsigned(i);
 }
 
-void StepConeModel::setRecomputed(unsigned i, bool recomputed) {
+void StepConeModel::drop(SmallVectorImpl<unsigned> &dependents) {
+  for (unsigned j : dependents)
+    memo.erase(j);
+  dependents.clear();
+}
+
+void StepConeModel::setRecomputed(unsigned i, bool isRecomputed) {
+  if (recomputed[i] == char(isRecomputed))
+    return;
+  recomputed[i] = char(isRecomputed);
   for (Value v : candidates.valuesOf[i])
-    if (recomputed)
+    if (isRecomputed)
       available.erase(v);
     else
       available.insert(v);
+  if (isRecomputed) {
+    drop(readBy[i]); // their cones now go on through i
+  } else {
+    drop(passedBy[i]); // their cones now stop at i
+    drop(tooLong);     // and may fit now
+  }
+}
+
+std::optional<Cone> StepConeModel::coneOf(unsigned i) {
+  if (auto it = memo.find(i); it != memo.end())
+    return it->second;
+  std::optional<Cone> cone = walk(i);
+  if (!cone) {
+    tooLong.push_back(i);
+  } else {
+    for (unsigned c : cone->reads)
+      readBy[c].push_back(i);
+    for (unsigned c : cone->through)
+      passedBy[c].push_back(i);
+  }
+  memo[i] = cone;
+  return cone;
 }
 
 /// The most bytes of the cone's intermediates (results not in `own`) live
@@ -89,7 +122,7 @@ static int64_t coneTransientPeak(const llvm::SetVector<Operation *> &cone, Array
   return peak;
 }
 
-std::optional<Cone> StepConeModel::coneOf(unsigned i) {
+std::optional<Cone> StepConeModel::walk(unsigned i) {
   ArrayRef<Value> values = candidates.valuesOf[i];
   // The candidate's own values are what the cone produces, not inputs.
   SmallVector<Value> own;
