@@ -694,8 +694,8 @@ def part_nccl():
         labels = ("no-engine", "one-rank") + (("zero1-one-rank",) if os.path.exists(zero1) else ())
         for label in labels:
             dump = os.path.join(work, label + ".npz")
-            cmd = [exe, zero1 if label == "zero1-one-rank" else plan, "--backend", backend, "--threads", "1", "--steps", "3",
-                   "--params", p, "--inputs", i, "--dump", dump,
+            cmd = [exe, zero1 if label == "zero1-one-rank" else plan, "--backend", backend,
+                   "--threads", "1", "--steps", "3", "--params", p, "--inputs", i, "--dump", dump,
                    "--workspace-bytes", str(meta["workspace_bytes"])]
             if label != "no-engine":
                 rdzv = os.path.join(work, "rendezvous-" + label)
