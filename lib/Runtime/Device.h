@@ -24,7 +24,9 @@
 
 #include "offload/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <chrono>
 #include <memory>
 
@@ -62,11 +64,21 @@ struct Launch {
   std::vector<TensorView> inputs, outputs;
 };
 
-/// One offload.all_reduce, its views resolved once at session creation.
+/// One offload.all_reduce (or ZeRO-1's offload.reduce_scatter /
+/// offload.all_gather), its views resolved once at session creation.
 struct Collective {
+  enum Kind : uint8_t {
+    /// inputs[i] is averaged across ranks into outputs[i].
+    AllReduce,
+    /// inputs: n gradients, then n parameters; outputs: this rank's shard
+    /// of the gradients' mean, and of the parameters (shardLayout).
+    ReduceScatter,
+    /// inputs: this rank's shard; outputs: the parameters, from every
+    /// rank's shard.
+    AllGather
+  } kind = AllReduce;
   int instruction = -1; ///< index in the plan
   int stream = CommStream;
-  /// inputs[i] is averaged across ranks into outputs[i].
   std::vector<TensorView> inputs, outputs;
   /// "offload.all_reduce of bucket 2 (instruction 57)", for errors.
   std::string what;
@@ -187,6 +199,48 @@ std::unique_ptr<Device> createHostDevice();
 /// The CUDA device; nullptr when the library was built without CUDA.
 std::unique_ptr<Device> createCudaDevice();
 
+/// ZeRO-1's shard layout: the elements [begin, begin + count) of the
+/// concatenation of `parts` (all of one dtype) copied to `dst`, zeros past
+/// its end (the padding to a multiple of the world size).
+inline void gatherRange(const std::vector<TensorView> &parts, int64_t begin, int64_t count,
+                        void *dst) {
+  size_t es = parts.empty() ? 0 : dtypeSize(parts[0].dtype);
+  auto *out = static_cast<uint8_t *>(dst);
+  int64_t off = 0;
+  for (const TensorView &p : parts) {
+    int64_t n = p.numel();
+    int64_t lo = std::max(begin, off), hi = std::min(begin + count, off + n);
+    if (lo < hi) {
+      std::memcpy(out + size_t(lo - begin) * es,
+                  static_cast<const uint8_t *>(p.data) + size_t(lo - off) * es,
+                  size_t(hi - lo) * es);
+    }
+    off += n;
+  }
+  if (off < begin + count) {
+    int64_t from = std::max(off, begin);
+    std::memset(out + size_t(from - begin) * es, 0, size_t(begin + count - from) * es);
+  }
+}
+
+/// The inverse: `src` holds elements [begin, begin + count) of the
+/// concatenation of `parts`; those inside the parts are written there (the
+/// padding is dropped).
+inline void scatterRange(const void *src, int64_t begin, int64_t count,
+                         const std::vector<TensorView> &parts) {
+  size_t es = parts.empty() ? 0 : dtypeSize(parts[0].dtype);
+  const auto *in = static_cast<const uint8_t *>(src);
+  int64_t off = 0;
+  for (const TensorView &p : parts) {
+    int64_t n = p.numel();
+    int64_t lo = std::max(begin, off), hi = std::min(begin + count, off + n);
+    if (lo < hi)
+      std::memcpy(static_cast<uint8_t *>(p.data) + size_t(lo - off) * es,
+                  in + size_t(lo - begin) * es, size_t(hi - lo) * es);
+    off += n;
+  }
+}
+
 /// "instruction 5 (offload.linear)": how every runtime message names an
 /// instruction.
 inline std::string instructionName(const PlanData &plan, int i) {
@@ -198,7 +252,8 @@ inline std::string instructionName(const PlanData &plan, int i) {
 /// wait, reshape): they need no kernel.
 inline bool isRuntimeOp(const std::string &op) {
   return op == kOpToHost || op == kOpToDevice || op == kOpWait ||
-         op == kOpReshape || op == kOpAllReduce;
+         op == kOpReshape || op == kOpAllReduce || op == kOpReduceScatter ||
+         op == kOpAllGather;
 }
 
 /// The first bf16/f16 element type among the buffers instruction `in`

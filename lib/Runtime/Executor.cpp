@@ -87,12 +87,15 @@ Status Executor::recordWork() {
       w.copy.src = src;
       w.copy.dst = dst;
       w.copy.bytes = d.buffers[size_t(in.outputs[0])].dataBytes();
-    } else if (in.op == kOpAllReduce) {
+    } else if (in.op == kOpAllReduce || in.op == kOpReduceScatter || in.op == kOpAllGather) {
       w.kind = Work::Reduce;
       Collective &c = w.collective;
+      c.kind = in.op == kOpAllReduce       ? Collective::AllReduce
+               : in.op == kOpReduceScatter ? Collective::ReduceScatter
+                                           : Collective::AllGather;
       c.instruction = i;
       c.stream = in.stream;
-      c.what = std::string(kOpAllReduce) + " of bucket " +
+      c.what = in.op + " of bucket " +
                std::to_string(in.attrs.getInt("bucket", 0)) + " (instruction " +
                std::to_string(i) + ")";
       for (int id : in.inputs)

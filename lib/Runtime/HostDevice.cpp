@@ -505,7 +505,34 @@ std::string HostDevice::execute(const Command &c) {
 std::string HostDevice::runCollective(const Collective &c) {
   double t0 = steadySeconds();
   std::string err;
-  if (opts_.communicator) {
+  if (c.kind != Collective::AllReduce) {
+    // ZeRO-1. One rank without a communicator is rank 0 of 1.
+    Communicator *comm = opts_.communicator.get();
+    int rank = comm ? comm->rank() : 0;
+    if (c.kind == Collective::ReduceScatter) {
+      size_t n = c.inputs.size() / 2;
+      std::vector<TensorView> grads(c.inputs.begin(), c.inputs.begin() + long(n));
+      std::vector<TensorView> params(c.inputs.begin() + long(n), c.inputs.end());
+      int64_t s = c.outputs[1].numel();
+      // This rank's slice of the parameters: a local copy.
+      gatherRange(params, int64_t(rank) * s, s, c.outputs[1].data);
+      if (comm) {
+        Status st = comm->reduceScatterMean(grads, c.outputs[0], c.what);
+        if (!st.ok())
+          err = st.message();
+      } else {
+        gatherRange(grads, 0, s, c.outputs[0].data);
+      }
+    } else {
+      if (comm) {
+        Status st = comm->allGatherShards(c.inputs[0], c.outputs, c.what);
+        if (!st.ok())
+          err = st.message();
+      } else {
+        scatterRange(c.inputs[0].data, 0, c.inputs[0].numel(), c.outputs);
+      }
+    }
+  } else if (opts_.communicator) {
     Status s = opts_.communicator->allReduceMean(c.inputs, c.outputs, c.what);
     if (!s.ok())
       err = s.message();

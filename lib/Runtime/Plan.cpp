@@ -621,6 +621,53 @@ Status offload::rt::validatePlan(const PlanData &d) {
                      bufName(d, in.outputs[k]) +
                      ") is not two device buffers of one f32/f64 size");
       }
+    } else if (in.op == kOpReduceScatter || in.op == kOpAllGather) {
+      // ZeRO-1: reduce_scatter reads n gradients then n parameters and
+      // writes two shards; all_gather reads one shard (then the n
+      // parameters it replaces, not read) and writes the n parameters. All device buffers of one f32/f64 dtype, the shard
+      // ceil(total / world_size) elements.
+      bool rs = in.op == kOpReduceScatter;
+      int64_t w = in.attrs.getInt("world_size", 0);
+      if (w < 1)
+        return err(inn + ": " + in.op + " needs a world_size attribute of at least 1");
+      if (in.stream != CommStream)
+        return err(inn + ": " + in.op + " runs on the communication stream (3)");
+      if (rs ? (in.inputs.empty() || in.inputs.size() % 2 != 0 || in.outputs.size() != 2)
+             : (in.outputs.empty() || in.inputs.size() != 1 + in.outputs.size()))
+        return err(inn + ": " + in.op +
+                   (rs ? " reads n gradients then n parameters (n >= 1) and writes two shards"
+                       : " reads one shard and the n parameters it replaces, and writes n "
+                         "parameters (n >= 1)"));
+      std::vector<int> all(in.inputs.begin(), in.inputs.end());
+      all.insert(all.end(), in.outputs.begin(), in.outputs.end());
+      for (int id : all)
+        if (id < 0)
+          return err(inn + ": " + in.op + " has an absent buffer");
+      DType dt = d.buffers[size_t(all[0])].dtype;
+      for (int id : all) {
+        const BufferDesc &b = d.buffers[size_t(id)];
+        if (b.dtype != dt || b.space != MemorySpace::Device ||
+            (dt != DType::F32 && dt != DType::F64))
+          return err(inn + ": " + in.op + " buffer " + bufName(d, id) +
+                     " is not a device buffer of the bucket's f32/f64 dtype");
+      }
+      const std::vector<int> &full = rs ? in.inputs : in.outputs;
+      size_t nFull = rs ? full.size() / 2 : full.size();
+      int64_t n = 0;
+      for (size_t k = 0; k < nFull; ++k)
+        n += d.buffers[size_t(full[k])].numel();
+      if (rs)
+        for (size_t k = 0; k < nFull; ++k)
+          if (d.buffers[size_t(full[k])].numel() != d.buffers[size_t(full[nFull + k])].numel())
+            return err(inn + ": offload.reduce_scatter gradient " + std::to_string(k) +
+                       " and its parameter differ in size");
+      int64_t s = (n + w - 1) / w;
+      for (int id : rs ? in.outputs : std::vector<int32_t>{in.inputs[0]})
+        if (d.buffers[size_t(id)].numel() != s)
+          return err(inn + ": " + in.op + " shard " + bufName(d, id) + " has " +
+                     std::to_string(d.buffers[size_t(id)].numel()) + " elements; " +
+                     std::to_string(n) + " over " + std::to_string(w) + " ranks make " +
+                     std::to_string(s));
     } else {
       if (in.stream != ComputeStream)
         return err(inn + ": compute ops must be on the compute stream (0)");

@@ -111,9 +111,10 @@ struct PlanFingerprint {
     uint64_t h = 14695981039346656037ULL;
     for (const InstructionDesc &in : d.instructions) {
       h = fnv(h, in.op);
-      if (in.op == kOpAllReduce) {
+      if (in.op == kOpAllReduce || in.op == kOpReduceScatter) {
         ++f.v[4];
-        for (int id : in.inputs)
+        size_t n = in.op == kOpAllReduce ? in.inputs.size() : in.inputs.size() / 2;
+        for (int id : std::vector<int>(in.inputs.begin(), in.inputs.begin() + long(n)))
           f.v[5] += d.buffers[size_t(id)].dataBytes();
       }
     }
@@ -187,6 +188,25 @@ Session::create(std::shared_ptr<const Plan> plan, const std::string &backend,
   if (options.checkRaces)
     if (Status s = checkPlanRaces(plan->data()); !s.ok())
       return s;
+  // A ZeRO-1 plan (offload.reduce_scatter / offload.all_gather) was built
+  // for one world size: its shards are 1/W of each bucket.
+  {
+    int ranks = options.communicator ? options.communicator->worldSize() : 1;
+    const PlanData &d = plan->data();
+    for (size_t i = 0; i < d.instructions.size(); ++i) {
+      const InstructionDesc &in = d.instructions[i];
+      if (in.op != kOpReduceScatter && in.op != kOpAllGather)
+        continue;
+      int64_t w = in.attrs.getInt("world_size", 0);
+      if (w != ranks)
+        return Status::error(
+            "data parallel: this plan shards optimizer state (ZeRO-1, " +
+            instructionName(d, int(i)) + ") for world size " + std::to_string(w) +
+            ", but the job has " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") +
+            "; rebuild it with --offload-data-parallel=\"zero=1 world-size=" +
+            std::to_string(ranks) + "\" or run it with " + std::to_string(w) + " ranks");
+    }
+  }
   registerAllHostKernels();
   if (Status s = ex->init(plan, options); !s.ok())
     return s.withContext(std::string(ex->name()) + " backend: ");

@@ -535,7 +535,7 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
             precision="fp32", attention_layout="blhd", fuse_attention=True, micro_batches=1,
-            data_parallel=False, bucket_bytes=25 * 2**20):
+            data_parallel=False, bucket_bytes=25 * 2**20, zero=0):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -618,6 +618,14 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                     Without a launcher's RANK, one rank (the same results as
                     data_parallel=False, bit for bit). The session's creation
                     fails (OffloadError) when the ranks' plans differ.
+    zero            0 (default) or 1: with data_parallel=True, ZeRO-1 shards
+                    the optimizer state across the ranks (each keeps 1/W of
+                    it: a reduce-scatter of each bucket's gradients, the
+                    update of this rank's shard, an all-gather of the
+                    parameters; the same results as zero=0). The world size
+                    W is the launcher's WORLD_SIZE (1 without one) and is
+                    fixed in the plan. Step.optimizer_state() then holds
+                    this rank's shards, "zero1.bucket<K>.<state>" (1-D).
 
     Returns an offload.Step. Raises CompileError (stage and the tool's message:
     unsupported ops with their source lines, ...), BudgetError (the budget is
@@ -674,6 +682,17 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     if data_parallel and (isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int)
                           or bucket_bytes < 1):
         raise InputError(f"bucket_bytes={bucket_bytes!r}: give a number of bytes >= 1")
+    if isinstance(zero, bool) or zero not in (0, 1):
+        raise InputError(f"zero={zero!r}: give 0 (off) or 1 (ZeRO-1, optimizer state sharded)")
+    if zero and not data_parallel:
+        raise InputError("zero=1 shards optimizer state across data-parallel ranks; "
+                         "it needs data_parallel=True")
+    zero_options = ""
+    if zero:
+        world = os.environ.get("WORLD_SIZE", "1")
+        if not world.isdigit() or int(world) < 1:
+            raise InputError(f"zero=1: the launcher's WORLD_SIZE={world!r} is not a number >= 1")
+        zero_options = f" zero=1 world-size={int(world)}"
     # Validated as offload-run and offload-opt validate them, before any work.
     target = _check_target(target)
     threads = _check_threads(threads)
@@ -785,7 +804,8 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                      (" return-gradients=true" if return_gradients else "") +
                      (f" micro-batches={micro_batches}" if micro_batches > 1 else "") +
                      f" precision={precision}"] +
-                    ([f"--offload-data-parallel=bucket-bytes={bucket_bytes}"] if data_parallel else []) +
+                    ([f"--offload-data-parallel=bucket-bytes={bucket_bytes}{zero_options}"]
+                     if data_parallel else []) +
                     ["--offload-memory-report=top=5 report=" +
                      _option_value("workdir", "json:" + memory_json),
                      "--mlir-print-debuginfo", "-o", step_mlir], log))

@@ -554,12 +554,15 @@ def compare_ref(dump_path, model_dir, meta):
     return worst, worst_name, missing, strict
 
 
-def compare_dumps(a_path, b_path):
-    """(names that differ in any bit, max relative difference among them)."""
+def compare_dumps(a_path, b_path, common_only=False):
+    """(names that differ in any bit, max relative difference among them);
+    with common_only, names in one dump only are left out (ZeRO-1's sharded
+    optimizer state has names of its own)."""
     import numpy as np
     a, b = np.load(a_path), np.load(b_path)
     differ, worst = [], 0.0
-    for n in sorted(set(a.files) | set(b.files)):
+    names = set(a.files) & set(b.files) if common_only else set(a.files) | set(b.files)
+    for n in sorted(names):
         if n not in a.files or n not in b.files:
             differ.append(n)
             worst = float("inf")
@@ -663,7 +666,10 @@ def part_nccl():
     steps without a communicator, then with --world-size 1 and a file
     rendezvous, which joins NCCL on cuda (gloo on the host rehearsal). A mean
     over one rank is the gradient itself, so every dumped array must be equal
-    in every bit."""
+    in every bit. Then the ZeRO-1 plan at world size 1 (zero1.oflp:
+    offload.reduce_scatter / offload.all_gather) with the one-rank engine:
+    its loss, parameters and step counter bit-identical to the no-engine run
+    (the sharded state has other names)."""
     part = Part("nccl")
     backend = ENV("KIT_BACKEND")
     exe = os.path.join(env_path("KIT_BIN"), "offload-run")
@@ -684,13 +690,15 @@ def part_nccl():
         p, i, _, _ = got
         log = log_path("nccl-" + name)
         dumps = {}
-        for label in ("no-engine", "one-rank"):
+        zero1 = os.path.join(d, "zero1.oflp")
+        labels = ("no-engine", "one-rank") + (("zero1-one-rank",) if os.path.exists(zero1) else ())
+        for label in labels:
             dump = os.path.join(work, label + ".npz")
-            cmd = [exe, plan, "--backend", backend, "--threads", "1", "--steps", "3",
-                   "--params", p, "--inputs", i, "--dump", dump,
+            cmd = [exe, zero1 if label == "zero1-one-rank" else plan, "--backend", backend,
+                   "--threads", "1", "--steps", "3", "--params", p, "--inputs", i, "--dump", dump,
                    "--workspace-bytes", str(meta["workspace_bytes"])]
-            if label == "one-rank":
-                rdzv = os.path.join(work, "rendezvous")
+            if label != "no-engine":
+                rdzv = os.path.join(work, "rendezvous-" + label)
                 os.makedirs(rdzv, exist_ok=True)
                 cmd += ["--world-size", "1", "--rank", "0", "--rendezvous", "file:" + rdzv,
                         "--collective-timeout", "60"]
@@ -703,12 +711,22 @@ def part_nccl():
                 dumps[label] = dump
             row["runs"][label] = r
             part.save()
-        if len(dumps) == 2:
+        if "no-engine" in dumps and "one-rank" in dumps:
             differ, worst = compare_dumps(dumps["no-engine"], dumps["one-rank"])
             row["bit_identical"] = not differ
             if differ:
                 row["differs"] = {"names": differ[:8], "count": len(differ), "max_rel": worst}
-        row["ok"] = bool(row.get("bit_identical"))
+        ok_zero1 = True
+        if "zero1-one-rank" in labels:
+            ok_zero1 = False
+            if "no-engine" in dumps and "zero1-one-rank" in dumps:
+                differ, worst = compare_dumps(dumps["no-engine"], dumps["zero1-one-rank"],
+                                              common_only=True)
+                row["zero1_bit_identical"] = ok_zero1 = not differ
+                if differ:
+                    row["zero1_differs"] = {"names": differ[:8], "count": len(differ),
+                                            "max_rel": worst}
+        row["ok"] = bool(row.get("bit_identical")) and ok_zero1
         failed |= not row["ok"]
         part.save()
         shutil.rmtree(work, ignore_errors=True)
@@ -1234,9 +1252,11 @@ def one_line(name, d):
             for r in d.get("rows", []))
     if name == "nccl":
         return "%s: " % d.get("engine", "?") + "; ".join(
-            "%s %s" % (r["model"], "bit-identical" if r.get("ok") else "FAIL (%s)" % (
+            "%s %s%s" % (r["model"], "bit-identical" if r.get("ok") else "FAIL (%s)" % (
                 r.get("error") or next((x["error"] for x in r.get("runs", {}).values()
-                                        if x.get("error")), None) or r.get("differs")))
+                                        if x.get("error")), None) or r.get("differs")
+                or r.get("zero1_differs")),
+                " (and ZeRO-1)" if r.get("zero1_bit_identical") else "")
             for r in d.get("models", []))
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]

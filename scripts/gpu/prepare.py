@@ -176,6 +176,13 @@ def prepare(name, a, target_file, out_root, work):
              "--offload-data-parallel=bucket-bytes=65536", "-o", os.path.join(w, "dp.mlir")], log)
         run([bin_("offload-translate"), "--offload-to-plan", os.path.join(w, "dp.mlir"),
              "-o", os.path.join(out, "dp.oflp")], log)
+        # And ZeRO-1 at world size 1 (offload.reduce_scatter / all_gather:
+        # NCCL's ncclReduce / ncclBroadcast groups on cuda).
+        run([bin_("offload-opt"), os.path.join(w, "step.mlir"),
+             "--offload-data-parallel=bucket-bytes=65536 zero=1 world-size=1",
+             "-o", os.path.join(w, "zero1.mlir")], log)
+        run([bin_("offload-translate"), "--offload-to-plan", os.path.join(w, "zero1.mlir"),
+             "-o", os.path.join(out, "zero1.oflp")], log)
     cost = os.path.join(out, "cost-report.txt")
     run([bin_("offload-opt"), os.path.join(w, "step.mlir"),
          "--offload-cost-report=target=%s report=%s" % (target_file, cost), "-o", os.devnull], log)

@@ -1319,7 +1319,8 @@ x, y = torch.randn(16, 16, generator=g), torch.randint(0, 4, (16,), generator=g)
 r = int(os.environ["RANK"])
 xs, ys = x[8 * r:8 * (r + 1)], y[8 * r:8 * (r + 1)]
 step = offload.compile(model, (xs, ys), optimizer=offload.SGD(lr=0.1, momentum=0.9),
-                       data_parallel=True, bucket_bytes=256, exporter="torchscript", verbose=False)
+                       data_parallel=True, bucket_bytes=256, exporter="torchscript", verbose=False,
+                       zero=int(os.environ.get("ZERO", "0")))
 losses = [step(xs, ys) for _ in range(2)]
 np.savez(sys.argv[1], losses=np.array(losses),
          **{k: v.numpy() for k, v in step.state_dict().items()})
@@ -1344,7 +1345,29 @@ def test_data_parallel_one_rank_is_bit_identical():
                         bucket_bytes=0, verbose=False)
 
 
-def test_data_parallel_two_ranks(tmp_path):
+def test_zero1_one_rank_is_bit_identical():
+    """zero=1 without a launcher: world size 1, the losses and parameters
+    bit-identical to data_parallel=False; the optimizer state is this rank's
+    (here the whole) shards, "zero1.bucket<K>.momentum_buffer"."""
+    model = mlp(3)
+    x, y = batch(3)
+    opt = offload.SGD(lr=0.1, momentum=0.9)
+    plain = offload.compile(copy.deepcopy(model), (x, y), optimizer=opt, verbose=False)
+    z = offload.compile(copy.deepcopy(model), (x, y), optimizer=opt, data_parallel=True,
+                        bucket_bytes=512, zero=1, verbose=False)
+    assert [plain(x, y) for _ in range(3)] == [z(x, y) for _ in range(3)]
+    for k, v in plain.state_dict().items():
+        assert torch.equal(v, z.state_dict()[k]), k
+    state = z.optimizer_state()
+    assert any(k.startswith("zero1.bucket") and k.endswith(".momentum_buffer") for k in state)
+    assert z.measured_peak_device_bytes == z.planned_peak_device_bytes
+    for bad in (dict(zero=2, data_parallel=True), dict(zero=1), dict(zero=True, data_parallel=True)):
+        with pytest.raises(offload.InputError):
+            offload.compile(copy.deepcopy(model), (x, y), optimizer=opt, verbose=False, **bad)
+
+
+@pytest.mark.parametrize("zero", [0, 1])
+def test_data_parallel_two_ranks(tmp_path, zero):
     """Two processes with RANK/WORLD_SIZE (as torchrun sets them), each
     compiling the model at its half of the batch with data_parallel=True:
     both end with the same parameters, bit for bit, and with the mean of the
@@ -1354,7 +1377,7 @@ def test_data_parallel_two_ranks(tmp_path):
     import sys
     procs = []
     for r in range(2):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", ZERO=str(zero),
                    OFFLOAD_RENDEZVOUS="file:" + str(tmp_path / "rdzv"),
                    OFFLOAD_COLLECTIVE_TIMEOUT="60")
         procs.append(subprocess.Popen([sys.executable, "-c", DATA_PARALLEL_RANK,

@@ -35,7 +35,7 @@ const std::set<std::string> &nonKernelOps() {
       "offload.phase",   "offload.save",    "offload.restore",
       "offload.recompute", "offload.yield", "offload.to_host",
       "offload.to_device", "offload.wait",  "offload.constant",
-      "offload.all_reduce"};
+      "offload.all_reduce", "offload.reduce_scatter", "offload.all_gather"};
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <thread>
 
@@ -262,6 +263,250 @@ TEST_F(DataParallelTest, HungRankFailsTheOtherWithinTheTimeout) {
   EXPECT_GE(seconds, kTimeout * 0.9);
   EXPECT_LT(seconds, kTimeout + 5);
   EXPECT_TRUE(after.bitEqual(before));
+}
+
+/// ZeRO-1's collectives alone: a bucket of two gradients (5 and 2 elements,
+/// 7 in all: shards of ceil(7 / W)) reduce-scattered with their parameters,
+/// then this rank's gradient shard all-gathered into two outputs.
+PlanData buildShardPlan(int64_t world) {
+  const int64_t s = (7 + world - 1) / world;
+  PlanBuilder b;
+  b.setProducer("unittest");
+  int g0 = b.buffer("g0", DType::F32, {5}, BufferRole::Input);
+  int g1 = b.buffer("g1", DType::F32, {2}, BufferRole::Input);
+  int p0 = b.buffer("p0", DType::F32, {5}, BufferRole::Input);
+  int p1 = b.buffer("p1", DType::F32, {2}, BufferRole::Input);
+  int gs = b.buffer("gs", DType::F32, {s}, BufferRole::Output);
+  int ps = b.buffer("ps", DType::F32, {s}, BufferRole::Output);
+  int o0 = b.buffer("o0", DType::F32, {5}, BufferRole::Output);
+  int o1 = b.buffer("o1", DType::F32, {2}, BufferRole::Output);
+  for (auto [n, id] : {std::pair{"g0", g0}, {"g1", g1}, {"p0", p0}, {"p1", p1}})
+    b.bindIn(n, id);
+  for (auto [n, id] : {std::pair{"gs", gs}, {"ps", ps}, {"o0", o0}, {"o1", o1}})
+    b.bindOut(n, id);
+  AttrMap attrs;
+  attrs.set("bucket", attrInt(0));
+  attrs.set("world_size", attrInt(world));
+  int made = b.event(), done = b.event();
+  b.instr(kOpWait, {}, {}, {}, ComputeStream, {}, made);
+  b.instr(kOpReduceScatter, {g0, g1, p0, p1}, {gs, ps}, attrs, CommStream, {made});
+  b.instr(kOpAllGather, {gs, p0, p1}, {o0, o1}, attrs, CommStream, {}, done);
+  b.instr(kOpWait, {}, {}, {}, ComputeStream, {done});
+  b.endPhase("optimizer");
+  return b.finish();
+}
+
+std::vector<float> gradOf(int rank) { return ramp(7, 1.0f + float(rank), 0.5f); }
+std::vector<float> paramsOf() { return ramp(7, -2.0f, 0.25f); }
+
+std::unique_ptr<Session> makeShardSession(int64_t world, const std::shared_ptr<Communicator> &comm,
+                                          int rank, std::string &error) {
+  auto plan = Plan::fromData(buildShardPlan(world));
+  if (!plan) {
+    error = plan.message();
+    return nullptr;
+  }
+  SessionOptions o;
+  o.communicator = comm;
+  auto s = Session::create(*plan, "host", o);
+  if (!s) {
+    error = s.message();
+    return nullptr;
+  }
+  auto session = s.take();
+  std::vector<float> g = gradOf(rank), p = paramsOf();
+  auto part = [](const std::vector<float> &v, size_t from, size_t to) {
+    return Tensor::fromVector(DType::F32, {int64_t(to - from)},
+                              std::vector<float>(v.begin() + long(from), v.begin() + long(to)));
+  };
+  if (!session->bind("g0", part(g, 0, 5)).ok() ||
+      !session->bind("g1", part(g, 5, 7)).ok() ||
+      !session->bind("p0", part(p, 0, 5)).ok() ||
+      !session->bind("p1", part(p, 5, 7)).ok())
+    error = "bind failed";
+  return session;
+}
+
+TEST_F(DataParallelTest, ZeroOneRankShardIsTheBucket) {
+  std::string error;
+  auto s = makeShardSession(1, nullptr, 0, error);
+  ASSERT_TRUE(s) << error;
+  ASSERT_TRUE(s->step().ok());
+  std::vector<float> g = gradOf(0), p = paramsOf();
+  for (int64_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(s->output("gs")->as<float>()[i], g[size_t(i)]) << i;
+    EXPECT_EQ(s->output("ps")->as<float>()[i], p[size_t(i)]) << i;
+  }
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(s->output("o0")->as<float>()[i], g[size_t(i)]) << i;
+  for (int64_t i = 0; i < 2; ++i)
+    EXPECT_EQ(s->output("o1")->as<float>()[i], g[size_t(5 + i)]) << i;
+}
+
+TEST_F(DataParallelTest, ZeroPlanOfAnotherWorldSizeIsRefused) {
+  std::string error;
+  auto s = makeShardSession(2, nullptr, 0, error);
+  ASSERT_FALSE(s);
+  EXPECT_NE(error.find("for world size 2, but the job has 1 rank"), std::string::npos) << error;
+  EXPECT_NE(error.find("offload.reduce_scatter"), std::string::npos) << error;
+}
+
+TEST_F(DataParallelTest, ZeroTwoRanksShardTheMeanAndGatherEveryShard) {
+  std::string dir = freshDir("dp-zero");
+  std::vector<std::map<std::string, Tensor>> outs(2);
+  std::vector<std::string> errors(2);
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      errors[size_t(r)] = comm.message();
+      return;
+    }
+    auto s = makeShardSession(2, *comm, r, errors[size_t(r)]);
+    if (!s)
+      return;
+    if (Status st = s->step(); !st.ok()) {
+      errors[size_t(r)] = st.message();
+      return;
+    }
+    for (const char *n : {"gs", "ps", "o0", "o1"})
+      outs[size_t(r)][n] = *s->output(n);
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  // 7 elements, shards of 4: rank 1's last element is padding (zero).
+  std::vector<float> a = gradOf(0), c = gradOf(1), p = paramsOf();
+  for (int r = 0; r < 2; ++r)
+    for (int64_t k = 0; k < 4; ++k) {
+      size_t i = size_t(r * 4 + k);
+      float mean = i < 7 ? (a[i] + c[i]) * 0.5f : 0.0f;
+      EXPECT_EQ(outs[size_t(r)]["gs"].as<float>()[k], mean) << r << " " << k;
+      EXPECT_EQ(outs[size_t(r)]["ps"].as<float>()[k], i < 7 ? p[i] : 0.0f) << r << " " << k;
+    }
+  // The all-gather of the gradient shards: the whole mean, on both ranks.
+  for (int r = 0; r < 2; ++r) {
+    for (int64_t i = 0; i < 5; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o0"].as<float>()[i], (a[size_t(i)] + c[size_t(i)]) * 0.5f) << i;
+    for (int64_t i = 0; i < 2; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o1"].as<float>()[i],
+                (a[size_t(5 + i)] + c[size_t(5 + i)]) * 0.5f) << i;
+  }
+}
+
+TEST_F(DataParallelTest, ZeroThreeRanksRingReduceScatter) {
+  // Three ranks: the ring's two steps. 7 elements, shards of 3, two
+  // padding elements; the sums of these values are exact in any order.
+  std::string dir = freshDir("dp-zero3");
+  std::vector<std::map<std::string, Tensor>> outs(3);
+  std::vector<std::string> errors(3);
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 3;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = 30;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      errors[size_t(r)] = comm.message();
+      return;
+    }
+    auto s = makeShardSession(3, *comm, r, errors[size_t(r)]);
+    if (!s)
+      return;
+    for (int step = 0; step < 2; ++step)
+      if (Status st = s->step(); !st.ok()) {
+        errors[size_t(r)] = st.message();
+        return;
+      }
+    for (const char *n : {"gs", "o0", "o1"})
+      outs[size_t(r)][n] = *s->output(n);
+  };
+  std::thread t0(rank, 0), t1(rank, 1), t2(rank, 2);
+  t0.join();
+  t1.join();
+  t2.join();
+  for (int r = 0; r < 3; ++r)
+    ASSERT_EQ(errors[size_t(r)], "") << r;
+  std::vector<float> a = gradOf(0), b = gradOf(1), c = gradOf(2);
+  auto mean = [&](size_t i) { return i < 7 ? (a[i] + b[i] + c[i]) * (1.0f / 3.0f) : 0.0f; };
+  for (int r = 0; r < 3; ++r) {
+    for (int64_t k = 0; k < 3; ++k)
+      EXPECT_EQ(outs[size_t(r)]["gs"].as<float>()[k], mean(size_t(r * 3 + k))) << r << " " << k;
+    for (int64_t i = 0; i < 5; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o0"].as<float>()[i], mean(size_t(i))) << r << " " << i;
+    for (int64_t i = 0; i < 2; ++i)
+      EXPECT_EQ(outs[size_t(r)]["o1"].as<float>()[i], mean(size_t(5 + i))) << r << " " << i;
+  }
+}
+
+TEST_F(DataParallelTest, ZeroHungRankFailsTheRingWithinTheTimeout) {
+  // The reduce-scatter's ring waits with the collective timeout.
+  std::string dir = freshDir("dp-zero-hung");
+  constexpr double kTimeout = 1.5;
+  std::string error, error1;
+  double seconds = -1;
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 2;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = r == 0 ? kTimeout : 30;
+    auto comm = createGlooCommunicator(co);
+    std::string &err = r ? error1 : error;
+    if (!comm) {
+      err = comm.message();
+      return;
+    }
+    auto s = makeShardSession(2, *comm, r, err);
+    if (!s)
+      return;
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(2 * kTimeout));
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = s->step();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    error = st.ok() ? "" : st.message();
+  };
+  std::thread t0(rank, 0), t1(rank, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(error1, "");
+  ASSERT_NE(error, "");
+  EXPECT_NE(error.find("offload.reduce_scatter of bucket 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank 1 did not complete it"), std::string::npos) << error;
+  EXPECT_GE(seconds, kTimeout * 0.9);
+  EXPECT_LT(seconds, kTimeout + 5);
+}
+
+TEST_F(DataParallelTest, ZeroPlanChecksShardSizesAndWorldSize) {
+  // A plan whose shard is not ceil(7 / 2) = 4 elements, or without a world
+  // size, is refused when it is loaded, naming what is wrong.
+  PlanData d = buildShardPlan(2);
+  for (BufferDesc &b : d.buffers)
+    if (b.name == "gs")
+      b.shape = {3};
+  auto plan = Plan::fromData(d);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("has 3 elements; 7 over 2 ranks make 4"), std::string::npos)
+      << plan.message();
+  PlanData e = buildShardPlan(2);
+  for (InstructionDesc &in : e.instructions)
+    if (in.op == kOpAllGather)
+      in.attrs.set("world_size", attrInt(0));
+  plan = Plan::fromData(e);
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.message().find("offload.all_gather needs a world_size attribute of at least 1"),
+            std::string::npos)
+      << plan.message();
 }
 
 TEST_F(DataParallelTest, BadOptionsAreRefused) {

@@ -44,6 +44,22 @@ public:
   virtual Status allReduceMean(const std::vector<TensorView> &in,
                                const std::vector<TensorView> &out,
                                const std::string &what) = 0;
+  /// ZeRO-1's reduce-scatter (offload.reduce_scatter): `in` (one dtype,
+  /// f32 or f64) concatenated end to end and zero-padded to worldSize() *
+  /// S elements, S = shard.numel(); `shard` gets elements [rank() * S,
+  /// (rank() + 1) * S) of its mean across ranks (sum times 1/W, as
+  /// allReduceMean). Errors as allReduceMean's, and a dtype mix or a
+  /// bucket larger than worldSize() * S.
+  virtual Status reduceScatterMean(const std::vector<TensorView> &in,
+                                   const TensorView &shard,
+                                   const std::string &what) = 0;
+  /// ZeRO-1's all-gather (offload.all_gather): every rank's `shard` (S
+  /// elements of one f32/f64 dtype) end to end, in rank order, is cut into
+  /// `out` (the padding past their total dropped). Every rank gets the
+  /// same bits. Errors as allReduceMean's.
+  virtual Status allGatherShards(const TensorView &shard,
+                                 const std::vector<TensorView> &out,
+                                 const std::string &what) = 0;
   /// Every rank's `mine` (all of one size, in bytes) in rank order.
   virtual Expected<std::vector<std::string>>
   allGather(const std::string &mine, const std::string &what) = 0;

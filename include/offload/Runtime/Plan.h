@@ -122,6 +122,10 @@ constexpr const char *kOpReshape = "offload.reshape";
 /// inputs[i], writes outputs[i] (same dtype and size), on the CommStream;
 /// attribute bucket (int).
 constexpr const char *kOpAllReduce = "offload.all_reduce";
+/// ZeRO-1's collectives (docs/data_parallel.md): attributes bucket and
+/// world_size (the job's size the plan was built for).
+constexpr const char *kOpReduceScatter = "offload.reduce_scatter";
+constexpr const char *kOpAllGather = "offload.all_gather";
 
 /// One instruction. Copies (to_host/to_device) read inputs[0] and write
 /// outputs[0]; optional attributes src_offset, dst_offset, bytes (ints) copy a

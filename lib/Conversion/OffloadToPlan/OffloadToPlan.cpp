@@ -504,16 +504,21 @@ FailureOr<rt::PlanData> mlir::offload::lowerStepToPlan(func::FuncOp original,
       ++numInstr;
       continue;
     }
-    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
       // The communication stream reads the bucket after compute made it.
       int computeDone = pb.event();
       pb.instr(rt::kOpWait, {}, {}, {}, rt::ComputeStream, {}, computeDone);
       ++numInstr;
       int rec = pb.event();
-      tokenEvent[reduce.getAsyncToken()] = rec;
+      tokenEvent[op->getResults().back()] = rec;
       rt::AttrMap attrs;
-      attrs.set("bucket", rt::attrInt(int64_t(reduce.getBucket())));
-      pb.instr(rt::kOpAllReduce, operandIds(op), resultIds(op), std::move(attrs),
+      attrs.set("bucket", rt::attrInt(op->getAttrOfType<IntegerAttr>("bucket").getInt()));
+      const char *name = rt::kOpAllReduce;
+      if (auto ws = op->getAttrOfType<IntegerAttr>("world_size")) {
+        attrs.set("world_size", rt::attrInt(ws.getInt()));
+        name = isa<ReduceScatterOp>(op) ? rt::kOpReduceScatter : rt::kOpAllGather;
+      }
+      pb.instr(name, operandIds(op), resultIds(op), std::move(attrs),
                rt::CommStream, {computeDone}, rec);
       ++numInstr;
       continue;

@@ -69,6 +69,7 @@ public:
   Status copy(const Copy &copy) override;
   Status launch(const Launch &launch) override;
   Status collective(const Collective &c) override;
+  std::string shardCollective(const Collective &c, cudaStream_t s);
   Status recordEvent(int stream, int event, int instruction) override;
   Status synchronize(int first, int last) override;
   std::array<double, NumStreams> busySeconds() const override { return busy_; }
@@ -384,11 +385,107 @@ Status CudaDevice::joinNccl() {
   return Status::success();
 }
 
+/// Calls f(part, partOffset, rangeOffset, count) for each piece of
+/// elements [begin, begin + count) of the concatenation of `parts` (ZeRO-1's
+/// shard layout, Device.h's gatherRange); the padding past their end has
+/// none.
+template <typename F>
+static void forEachPiece(const std::vector<TensorView> &parts, int64_t begin, int64_t count,
+                         F f) {
+  int64_t off = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int64_t n = parts[i].numel();
+    int64_t lo = std::max(begin, off), hi = std::min(begin + count, off + n);
+    if (lo < hi)
+      f(i, lo - off, lo - begin, hi - lo);
+    off += n;
+  }
+}
+
+/// ZeRO-1 on NCCL, without a staging buffer: the reduce-scatter is one
+/// group of ncclReduce(ncclAvg) calls, one per piece of each rank's chunk
+/// with that rank as root; the all-gather one group of ncclBroadcast calls
+/// from each chunk's rank. One rank: device-to-device copies. Compiled,
+/// not run (docs/data_parallel.md).
+std::string CudaDevice::shardCollective(const Collective &c, cudaStream_t s) {
+  int rank = 0, world = 1;
+  if (nccl_) {
+    ncclCommUserRank(nccl_, &rank);
+    ncclCommCount(nccl_, &world);
+  }
+  std::string err;
+  auto cuda = [&](cudaError_t e, const char *what) {
+    if (e != cudaSuccess && err.empty())
+      err = cudaErrorText(what, e);
+  };
+  auto nccl = [&](ncclResult_t r) {
+    if (r != ncclSuccess && err.empty())
+      err = c.what + " (NCCL): " + ncclGetErrorString(r);
+  };
+  const TensorView &shardView =
+      c.kind == Collective::ReduceScatter ? c.outputs[0] : c.inputs[0];
+  size_t es = dtypeSize(shardView.dtype);
+  ncclDataType_t dt = shardView.dtype == DType::F64 ? ncclDouble : ncclFloat;
+  int64_t S = shardView.numel();
+  auto at = [&](const TensorView &v, int64_t k) {
+    return static_cast<void *>(static_cast<uint8_t *>(v.data) + size_t(k) * es);
+  };
+  if (c.kind == Collective::ReduceScatter) {
+    size_t n = c.inputs.size() / 2;
+    std::vector<TensorView> grads(c.inputs.begin(), c.inputs.begin() + long(n));
+    std::vector<TensorView> params(c.inputs.begin() + long(n), c.inputs.end());
+    // Zeros first: the padding of the last chunk.
+    cuda(cudaMemsetAsync(c.outputs[0].data, 0, c.outputs[0].bytes(), s), "cudaMemsetAsync");
+    cuda(cudaMemsetAsync(c.outputs[1].data, 0, c.outputs[1].bytes(), s), "cudaMemsetAsync");
+    forEachPiece(params, int64_t(rank) * S, S, [&](size_t i, int64_t po, int64_t ro, int64_t m) {
+      cuda(cudaMemcpyAsync(at(c.outputs[1], ro), at(params[i], po), size_t(m) * es,
+                           cudaMemcpyDeviceToDevice, s),
+           "cudaMemcpyAsync");
+    });
+    if (!nccl_) {
+      forEachPiece(grads, 0, S, [&](size_t i, int64_t po, int64_t ro, int64_t m) {
+        cuda(cudaMemcpyAsync(at(c.outputs[0], ro), at(grads[i], po), size_t(m) * es,
+                             cudaMemcpyDeviceToDevice, s),
+             "cudaMemcpyAsync");
+      });
+      return err;
+    }
+    nccl(ncclGroupStart());
+    for (int r = 0; r < world && err.empty(); ++r)
+      forEachPiece(grads, int64_t(r) * S, S, [&](size_t i, int64_t po, int64_t ro, int64_t m) {
+        // recvbuff is written on the root only.
+        nccl(ncclReduce(at(grads[i], po), at(c.outputs[0], ro), size_t(m), dt, ncclAvg, r,
+                        nccl_, s));
+      });
+    nccl(ncclGroupEnd());
+    return err;
+  }
+  if (!nccl_) {
+    forEachPiece(c.outputs, 0, S, [&](size_t i, int64_t po, int64_t ro, int64_t m) {
+      cuda(cudaMemcpyAsync(at(c.outputs[i], po), at(c.inputs[0], ro), size_t(m) * es,
+                           cudaMemcpyDeviceToDevice, s),
+           "cudaMemcpyAsync");
+    });
+    return err;
+  }
+  nccl(ncclGroupStart());
+  for (int r = 0; r < world && err.empty(); ++r)
+    forEachPiece(c.outputs, int64_t(r) * S, S, [&](size_t i, int64_t po, int64_t ro, int64_t m) {
+      // sendbuff is read on the root only: there, this rank's shard.
+      nccl(ncclBroadcast(at(c.inputs[0], ro), at(c.outputs[i], po), size_t(m), dt, r, nccl_,
+                         s));
+    });
+  nccl(ncclGroupEnd());
+  return err;
+}
+
 Status CudaDevice::collective(const Collective &c) {
   cudaStream_t s = streams_[c.stream];
   timeStart(c.instruction, s);
   std::string err;
-  if (nccl_) {
+  if (c.kind != Collective::AllReduce) {
+    err = shardCollective(c, s);
+  } else if (nccl_) {
     // One group: NCCL runs the bucket's reductions as one operation.
     ncclResult_t r = ncclGroupStart();
     for (size_t k = 0; r == ncclSuccess && k < c.inputs.size(); ++k)

@@ -601,3 +601,70 @@ func.func @all_reduce_empty() {
   %t = "offload.all_reduce"() {bucket = 0 : i64} : () -> !offload.token
   return
 }
+
+// -----
+
+func.func @reduce_scatter_missing_wait(%g: tensor<4xf32> {offload.name = "g", offload.role = #offload.role<input>},
+                                       %p: tensor<4xf32> {offload.name = "p", offload.role = #offload.role<parameter>}) attributes {offload.step} {
+  // expected-note @+1 {{the reduction is issued here}}
+  %s, %ps, %t = offload.reduce_scatter %g, %p {bucket = 0 : i64, world_size = 2 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<2xf32>, tensor<2xf32>
+  // expected-error @+1 {{reads the result of an offload.reduce_scatter before an offload.wait on its token}}
+  %y = offload.relu %s : tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_shard_size(%g: tensor<5xf32>, %p: tensor<5xf32>) {
+  // expected-error @+1 {{has shard type 'tensor<2xf32>'; 5 elements of 'f32' over 2 ranks make a shard of 'tensor<3xf32>'}}
+  %s, %ps, %t = offload.reduce_scatter %g, %p {bucket = 0 : i64, world_size = 2 : i64} : tensor<5xf32>, tensor<5xf32> -> tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_odd(%g: tensor<4xf32>) {
+  // expected-error @+1 {{has 1 operands; it takes the gradients, then one parameter per gradient}}
+  %s, %ps, %t = offload.reduce_scatter %g {bucket = 0 : i64, world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_param_type(%g: tensor<4xf32>, %p: tensor<2x2xf32>) {
+  // expected-error @+1 {{parameter #0 has type 'tensor<2x2xf32>', not its gradient's 'tensor<4xf32>'}}
+  %s, %ps, %t = offload.reduce_scatter %g, %p {bucket = 0 : i64, world_size = 2 : i64} : tensor<4xf32>, tensor<2x2xf32> -> tensor<2xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_mixed(%a: tensor<4xf32>, %b: tensor<4xf64>) {
+  // expected-error @+1 {{gradient #1 has element type 'f64', not the bucket's 'f32'; a bucket has one element type}}
+  %s, %ps, %t = offload.reduce_scatter %a, %b, %a, %b {bucket = 0 : i64, world_size = 2 : i64} : tensor<4xf32>, tensor<4xf64>, tensor<4xf32>, tensor<4xf64> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_world(%g: tensor<4xf32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{has world_size = 0; it must be at least 1}}
+  %s, %ps, %t = offload.reduce_scatter %g, %p {bucket = 0 : i64, world_size = 0 : i64} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_shard_size(%s: tensor<4xf32>, %p: tensor<4xf32>) {
+  // expected-error @+1 {{has shard type 'tensor<4xf32>'; 4 elements of 'f32' over 2 ranks make a shard of 'tensor<2xf32>'}}
+  %r, %t = offload.all_gather %s into %p {bucket = 0 : i64, world_size = 2 : i64} : tensor<4xf32> into tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_int(%s: tensor<2xi64>, %p: tensor<4xi64>) {
+  // expected-error @+1 {{result #0 has element type 'i64'; sharded buckets are f32 or f64}}
+  %r, %t = offload.all_gather %s into %p {bucket = 0 : i64, world_size = 2 : i64} : tensor<2xi64> into tensor<4xi64>
+  return
+}

@@ -341,3 +341,18 @@ func.func @all_reduce(%a: tensor<16x8xf32>, %b: tensor<16xf64>) -> (tensor<16x8x
   offload.wait [%t]
   return %r#0, %r#1 : tensor<16x8xf32>, tensor<16xf64>
 }
+
+// ZeRO-1: 144 elements over 2 ranks, shards of 72.
+// CHECK-LABEL: func.func @reduce_scatter_all_gather
+// CHECK: %[[G:.*]], %[[P:.*]], %[[T:.*]] = offload.reduce_scatter %arg2, %arg3, %arg0, %arg1 {bucket = 0 : i64, world_size = 2 : i64} : tensor<16x8xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<72xf32>, tensor<72xf32>
+// CHECK: %[[R:.*]]:2, %[[U:.*]] = offload.all_gather %[[G]] into %arg0, %arg1 {bucket = 0 : i64, world_size = 2 : i64} : tensor<72xf32> into tensor<16x8xf32>, tensor<16xf32>
+func.func @reduce_scatter_all_gather(%w: tensor<16x8xf32>, %b: tensor<16xf32>, %gw: tensor<16x8xf32>,
+                                     %gb: tensor<16xf32>) -> (tensor<16x8xf32>, tensor<16xf32>) {
+  %g, %p, %t = offload.reduce_scatter %gw, %gb, %w, %b {bucket = 0 : i64, world_size = 2 : i64}
+      : tensor<16x8xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<72xf32>, tensor<72xf32>
+  offload.wait [%t]
+  %r:2, %u = offload.all_gather %g into %w, %b {bucket = 0 : i64, world_size = 2 : i64}
+      : tensor<72xf32> into tensor<16x8xf32>, tensor<16xf32>
+  offload.wait [%u]
+  return %r#0, %r#1 : tensor<16x8xf32>, tensor<16xf32>
+}

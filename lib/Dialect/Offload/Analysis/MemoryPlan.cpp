@@ -102,7 +102,11 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
   for (Operation &op : body) {
     if (auto add = dyn_cast<AddOp>(op); add && add->hasAttr(OffloadDialect::kAccumulateAttrName))
       accumulateInPlace(add);
-    if (auto s = dyn_cast<SgdUpdateOp>(op)) {
+    if (auto g = dyn_cast<AllGatherOp>(op)) {
+      // ZeRO-1: the gathered parameters over the ones they replace.
+      for (auto [r, p] : llvm::zip(g.getGathered(), g.getParams()))
+        consider(g, r, p);
+    } else if (auto s = dyn_cast<SgdUpdateOp>(op)) {
       consider(s, s.getNewParam(), s.getParam());
       consider(s, s.getNewMomentumBuffer(), s.getMomentumBuffer());
     } else if (auto a = dyn_cast<AdamWUpdateOp>(op)) {
@@ -531,10 +535,12 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
     } else if (auto td = dyn_cast<ToDeviceOp>(op)) {
       if (Value t = td.getAsyncToken())
         tokenSources[t].push_back(td.getValue());
-    } else if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      // The communication stream reads the bucket's gradients until then.
-      for (Value g : ar.getValues())
-        tokenSources[ar.getAsyncToken()].push_back(g);
+    } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
+      // The communication stream reads the bucket's gradients (ZeRO-1:
+      // and parameters, or the updated shard) until then.
+      for (Value g : op->getOperands())
+        if (plan.bufferOf.count(g))
+          tokenSources[op->getResults().back()].push_back(g);
     } else if (auto w = dyn_cast<WaitOp>(op)) {
       if (Value j = w.getAsyncToken()) {
         joins[j] = llvm::to_vector(w.getAsyncDependencies());

@@ -27,6 +27,24 @@ static double secondsOf(Operation *op, const TargetModel &target, TimelineCache 
         bytes += mlir::offload::detail::tensorBytes(g.getType());
       return target.allReduceSeconds(bytes);
     }
+    // ZeRO-1's halves of a ring all-reduce: a reduce-scatter or an
+    // all-gather of n bytes each moves (W-1)/W n bytes per link, half the
+    // all-reduce's 2 (W-1)/W n. The all-reduce is costed at its large-W
+    // bound (2 n / link, the runtime's W being unknown to a plain plan), so
+    // each half is n / link here: ZeRO-1 moves what plain data parallel
+    // moves, and the two compare at the same W-independent bound.
+    if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+      int64_t bytes = 0;
+      for (Value g : rs.getGrads())
+        bytes += mlir::offload::detail::tensorBytes(g.getType());
+      return target.allReduceSeconds(bytes) * 0.5;
+    }
+    if (auto ag = dyn_cast<AllGatherOp>(op)) {
+      int64_t bytes = 0;
+      for (Value p : ag.getGathered())
+        bytes += mlir::offload::detail::tensorBytes(p.getType());
+      return target.allReduceSeconds(bytes) * 0.5;
+    }
     return target.opSeconds(op);
   };
   if (!cache)
@@ -73,12 +91,12 @@ static double advance(Operation &op, TimelineClock &clock, const TargetModel &ta
   } else if (auto copy = dyn_cast<ToHostOp>(op)) {
     stall = copyOn(clock.toHost, tl.deviceToHostSeconds, copy.getAsyncDependencies(),
                    copy.getAsyncToken());
-  } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+  } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
     // The communication stream, after compute made the bucket.
     double seconds = secondsOf(&op, target, cache);
     clock.comm = std::max(clock.compute, clock.comm) + seconds;
     tl.collectiveSeconds += seconds;
-    setToken(reduce.getAsyncToken(), clock.comm);
+    setToken(op.getResults().back(), clock.comm);
   } else if (auto wait = dyn_cast<WaitOp>(op)) {
     double done = depsDone(wait.getAsyncDependencies());
     if (Value joined = wait.getAsyncToken()) {

@@ -311,9 +311,11 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
       if (it == pendingResults.end() || isa<WaitOp>(op))
         continue;
       Operation *producer = pendingTokens.lookup(it->second);
-      bool reduce = isa<AllReduceOp>(producer);
+      bool reduce = isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(producer);
       auto diag = op.emitOpError()
-                  << "reads the result of " << (reduce ? "an offload.all_reduce" : "an async offload.to_device")
+                  << "reads the result of "
+                  << (reduce ? "an " + producer->getName().getStringRef().str()
+                             : std::string("an async offload.to_device"))
                   << " before an offload.wait on its token";
       diag.attachNote(producer->getLoc()) << (reduce ? "the reduction" : "the copy") << " is issued here";
       return diag;
@@ -324,10 +326,12 @@ static LogicalResult verifyStep(FunctionOpInterface fn) {
         pendingResults[toDevice.getResult()] = tok;
       }
     }
-    if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-      pendingTokens[reduce.getAsyncToken()] = reduce;
-      for (Value r : reduce.getReduced())
-        pendingResults[r] = reduce.getAsyncToken();
+    if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
+      // Collectives: every result but the token is pending until a wait.
+      Value tok = op.getResults().back();
+      pendingTokens[tok] = &op;
+      for (Value r : op.getResults().drop_back())
+        pendingResults[r] = tok;
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
       if (Value joined = wait.getAsyncToken())

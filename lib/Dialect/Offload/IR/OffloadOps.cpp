@@ -760,3 +760,103 @@ LogicalResult AllReduceOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterOp / AllGatherOp (ZeRO-1)
+//===----------------------------------------------------------------------===//
+
+/// Checks that `values` are device tensors of one f32/f64 element type and
+/// that `shard` is `tensor<S x T>` with S = ceil(n / worldSize), n their
+/// total element count. `what` names the values in errors.
+static LogicalResult verifyShardLayout(Operation *op, ValueRange values, Type shard,
+                                       int64_t worldSize, StringRef what) {
+  if (worldSize < 1)
+    return op->emitOpError() << "has world_size = " << worldSize << "; it must be at least 1";
+  if (values.empty())
+    return op->emitOpError() << "has no " << what << "; a bucket holds at least one";
+  Type elt;
+  int64_t n = 0;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !t.hasStaticShape())
+      return op->emitOpError() << what << " #" << i << " is " << v.getType()
+                               << "; a bucket holds device tensors of static shape";
+    if (!t.getElementType().isF32() && !t.getElementType().isF64())
+      return op->emitOpError() << what << " #" << i << " has element type " << t.getElementType()
+                               << "; sharded buckets are f32 or f64";
+    if (elt && t.getElementType() != elt)
+      return op->emitOpError() << what << " #" << i << " has element type " << t.getElementType()
+                               << ", not the bucket's " << elt << "; a bucket has one element type";
+    elt = t.getElementType();
+    n += t.getNumElements();
+  }
+  int64_t s = (n + worldSize - 1) / worldSize;
+  auto st = dyn_cast<RankedTensorType>(shard);
+  if (!st || st.getRank() != 1 || st.getDimSize(0) != s || st.getElementType() != elt)
+    return op->emitOpError() << "has shard type " << shard << "; " << n << " elements of " << elt
+                             << " over " << worldSize << " ranks make a shard of "
+                             << RankedTensorType::get({s}, elt);
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (getValues().size() % 2 != 0)
+    return emitOpError() << "has " << getValues().size()
+                         << " operands; it takes the gradients, then one parameter per gradient";
+  for (auto [i, g, p] : llvm::enumerate(getGrads(), getParams()))
+    if (g.getType() != p.getType())
+      return emitOpError() << "parameter #" << i << " has type " << p.getType()
+                           << ", not its gradient's " << g.getType();
+  if (getParamShard().getType() != getGradShard().getType())
+    return emitOpError() << "has param_shard of type " << getParamShard().getType()
+                         << ", not grad_shard's " << getGradShard().getType();
+  return verifyShardLayout(*this, getGrads(), getGradShard().getType(), getWorldSize(),
+                           "gradient");
+}
+
+// `offload.all_gather` %s `into` %p0, %p1 attr-dict `:` type(%s) `into`
+// type(%p0), type(%p1): the results have the parameters' types, then a token.
+ParseResult AllGatherOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand shard;
+  SmallVector<OpAsmParser::UnresolvedOperand> params;
+  Type shardType;
+  SmallVector<Type> types;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseOperand(shard) || parser.parseKeyword("into") ||
+      parser.parseOperandList(params) || parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColon() || parser.parseType(shardType) || parser.parseKeyword("into") ||
+      parser.parseTypeList(types) ||
+      parser.resolveOperand(shard, shardType, result.operands) ||
+      parser.resolveOperands(params, types, loc, result.operands))
+    return failure();
+  result.addTypes(types);
+  result.addTypes(TokenType::get(parser.getContext()));
+  return success();
+}
+
+void AllGatherOp::print(OpAsmPrinter &p) {
+  p << ' ' << getShard() << " into " << getParams();
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getShard().getType() << " into " << getParams().getTypes();
+}
+
+void AllGatherOp::build(OpBuilder &b, OperationState &state, Value shard, ValueRange params,
+                        int64_t bucket, int64_t worldSize) {
+  state.addOperands(shard);
+  state.addOperands(params);
+  state.addAttribute(getBucketAttrName(state.name), b.getI64IntegerAttr(bucket));
+  state.addAttribute(getWorldSizeAttrName(state.name), b.getI64IntegerAttr(worldSize));
+  state.addTypes(params.getTypes());
+  state.addTypes(TokenType::get(b.getContext()));
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (getParams().size() != getGathered().size())
+    return emitOpError() << "has " << getGathered().size() << " results for "
+                         << getParams().size() << " parameters; one per parameter";
+  for (auto [i, p, r] : llvm::enumerate(getParams(), getGathered()))
+    if (p.getType() != r.getType())
+      return emitOpError() << "result #" << i << " has type " << r.getType()
+                           << ", not its parameter's " << p.getType();
+  return verifyShardLayout(*this, getGathered(), getShard().getType(), getWorldSize(), "result");
+}

@@ -117,9 +117,15 @@ struct CostReportPass : public offload::impl::CostReportBase<CostReportPass> {
                            "hidden by compute %.6e s)\n",
                            target.c_str(), t.stepSeconds, t.computeSeconds,
                            t.hostToDeviceSeconds, t.deviceToHostSeconds, t.stallSeconds);
-        if (t.collectiveSeconds > 0)
+        bool zero1 = false;
+        f.walk([&](ReduceScatterOp) { zero1 = true; });
+        if (t.collectiveSeconds > 0 && !zero1)
           os << llvm::format("  data parallel: all-reduce %.6e s on the communication stream "
                              "(link %.4g bytes/s, ring all-reduce 2 x bytes / link)\n",
+                             t.collectiveSeconds, model->collectiveBytesPerSecond);
+        else if (t.collectiveSeconds > 0)
+          os << llvm::format("  data parallel (ZeRO-1): reduce-scatter and all-gather %.6e s on "
+                             "the communication stream (link %.4g bytes/s, bytes / link each)\n",
                              t.collectiveSeconds, model->collectiveBytesPerSecond);
         // Where the target's figures come from (datasheet, or the host
         // target file's source: when and where offload-run --calibrate ran).

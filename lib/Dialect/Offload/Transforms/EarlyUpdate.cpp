@@ -38,8 +38,8 @@ static void waitsCovering(Value token, Block &body, SmallVectorImpl<Operation *>
 /// The async token of `op` when it is an async copy or a reduction across
 /// ranks.
 static Value asyncTokenOf(Operation *op) {
-  if (auto r = dyn_cast<AllReduceOp>(op))
-    return r.getAsyncToken();
+  if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op))
+    return op->getResults().back();
   if (auto c = dyn_cast<ToDeviceOp>(op))
     return c.getAsyncToken();
   if (auto c = dyn_cast<ToHostOp>(op))

@@ -31,11 +31,10 @@ using namespace mlir::offload;
 /// (offload.all_reduce, --offload-data-parallel), the wait on its token.
 static Operation *readyPoint(Operation *def, Block &body) {
   Operation *top = body.findAncestorOpInBlock(*def);
-  auto reduce = dyn_cast<AllReduceOp>(top);
-  if (!reduce)
+  if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(top))
     return top;
   Operation *ready = nullptr;
-  for (Operation *user : reduce.getAsyncToken().getUsers())
+  for (Operation *user : top->getResults().back().getUsers())
     if (isa<WaitOp>(user) && user->getBlock() == &body &&
         (!ready || user->isBeforeInBlock(ready)))
       ready = user;

@@ -366,4 +366,86 @@ def Offload_AllReduceOp : Offload_Op<"all_reduce", [
   let hasVerifier = 1;
 }
 
+def Offload_ReduceScatterOp : Offload_Op<"reduce_scatter", [
+    MemoryEffects<[MemRead<Offload_DeviceMemory>, MemAlloc<Offload_DeviceMemory>,
+                   MemWrite<Offload_DeviceMemory>]>]> {
+  let summary = "This rank's shard of a gradient bucket's mean across ranks (ZeRO-1)";
+  let description = [{
+    `grads` (a bucket, device tensors of one element type, f32 or f64) are
+    flattened and concatenated in order into a vector of `n` elements,
+    zero-padded to `world_size * S` with `S = ceil(n / world_size)`; the
+    mean over the ranks of that vector is cut into `world_size` chunks of
+    `S` elements and `grad_shard` (`tensor<S x T>`) is chunk `rank`, the
+    rank being the runtime's (the same plan runs on every rank).
+    The operands are the gradients, then the parameters (one per gradient,
+    of its type, in its order: `values` has an even count). `param_shard`
+    (`tensor<S x T>`) is the same chunk of the parameters concatenated and zero-padded the same
+    way, a local copy that needs no communication. `world_size` (>= 1) is
+    fixed at compile time: the runtime refuses a job of another size. With
+    one rank `grad_shard` and `param_shard` are the bucket and the
+    parameters, flattened, bit for bit.
+
+    Asynchronous as `offload.all_reduce`: it runs on the communication
+    stream and its results may be read only after an `offload.wait` on
+    `asyncToken`; its operands stay live until that wait.
+
+    ```mlir
+    %g, %p, %t = offload.reduce_scatter %gw, %gb, %w, %b {bucket = 0 : i64, world_size = 2 : i64}
+        : tensor<16x8xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<72xf32>, tensor<72xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Offload_AnyTensor>:$values, I64Attr:$bucket, I64Attr:$world_size);
+  let results = (outs Offload_AnyTensor:$grad_shard, Offload_AnyTensor:$param_shard,
+                      Offload_TokenType:$asyncToken);
+  let assemblyFormat = [{
+    $values attr-dict `:` type($values) `->` type($grad_shard) `,` type($param_shard)
+  }];
+  let extraClassDeclaration = [{
+    /// The first half of the operands: the bucket's gradients.
+    ::mlir::OperandRange getGrads() { return getValues().take_front(getValues().size() / 2); }
+    /// The second half: the parameters, one per gradient, in its order.
+    ::mlir::OperandRange getParams() { return getValues().drop_front(getValues().size() / 2); }
+  }];
+  let hasVerifier = 1;
+}
+
+def Offload_AllGatherOp : Offload_Op<"all_gather", [
+    MemoryEffects<[MemRead<Offload_DeviceMemory>, MemAlloc<Offload_DeviceMemory>,
+                   MemWrite<Offload_DeviceMemory>]>]> {
+  let summary = "Rebuilds a bucket's parameters from every rank's shard (ZeRO-1)";
+  let description = [{
+    The inverse layout of `offload.reduce_scatter`: `shard` (`tensor<S x T>`,
+    T f32 or f64) is this rank's chunk; the chunks of ranks 0 to
+    `world_size - 1` end to end form a vector of `world_size * S`
+    elements whose first `n` elements (`n` the sum of the results' element
+    counts, `S = ceil(n / world_size)`) are the results, flattened and
+    concatenated in order, of element type T. The padding is dropped. Every
+    rank gets the same bits. With one rank the results are `shard`
+    reshaped, bit for bit.
+
+    `params` (after `into`, one per result, of its type) are the parameters
+    the results replace: their values are not read; they name the buffers
+    the memory plan writes the results over when the all-gather is their
+    last reader (as an optimizer update writes its new parameter in place),
+    so ZeRO-1 needs no second copy of the parameters.
+
+    Asynchronous as `offload.all_reduce` (communication stream, results
+    read after an `offload.wait` on `asyncToken`).
+
+    ```mlir
+    %w1, %b1, %t = offload.all_gather %p into %w, %b {bucket = 0 : i64, world_size = 2 : i64}
+        : tensor<72xf32> into tensor<16x8xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Offload_AnyTensor:$shard, Variadic<Offload_AnyTensor>:$params,
+                       I64Attr:$bucket, I64Attr:$world_size);
+  let results = (outs Variadic<Offload_AnyTensor>:$gathered, Offload_TokenType:$asyncToken);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$shard, "::mlir::ValueRange":$params, "int64_t":$bucket,
+                   "int64_t":$worldSize)>
+  ];
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 #endif // OFFLOAD_OPS_TD

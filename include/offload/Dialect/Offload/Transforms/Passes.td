@@ -605,11 +605,31 @@ def DataParallel : Pass<"offload-data-parallel", "::mlir::ModuleOp"> {
     loss-scaled update (`skip_if`: its overflow flag would differ between
     ranks), `bucket-bytes` < 1.
 
+    `zero=1 world-size=W` (off by default) shards the optimizer state
+    across the W ranks (ZeRO stage 1, Rajbhandari et al., 2020): a bucket
+    holds updates of one kind and hyperparameters only; its gradients are
+    reduce-scattered (`offload.reduce_scatter`: the mean of the bucket
+    flattened end to end and zero-padded to a multiple of W, of which each
+    rank keeps its own 1/W, together with the same slice of the
+    parameters); one update runs on that flat shard with optimizer state
+    that exists only for it (step arguments/results `zero1.bucketK.<state>`,
+    1-D, ceil(n/W) elements: each rank's own shard); `offload.all_gather`
+    then rebuilds the full parameters from every rank's updated shard,
+    waited for at the end of the step. The world size is fixed at compile
+    time (the runtime refuses another). Refused with zero=1: world-size < 1.
+    With micro-batches the reduce-scatter follows the last micro-batch's
+    accumulated gradients; with early updates a bucket's flat update follows
+    the next bucket's reduce-scatter, as the all-reduce's updates do.
+
     Example: `offload-opt --offload-autodiff="optimizer=sgd" --offload-data-parallel="bucket-bytes=26214400"`
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "Bytes of gradients per bucket (a bucket closes at or above it; DDP's default 25 MiB)">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 0 (off, every rank keeps all optimizer state) or 1 (optimizer state sharded across world-size ranks)">,
+    Option<"worldSize", "world-size", "int64_t", "0",
+           "Ranks of the job, needed by zero=1 (the plan then runs only at this world size)">,
     TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
