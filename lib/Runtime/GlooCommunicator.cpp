@@ -19,11 +19,14 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace offload::rt;
@@ -36,8 +39,13 @@ std::chrono::milliseconds millis(double seconds) {
 
 class GlooCommunicator final : public Communicator {
 public:
-  GlooCommunicator(std::shared_ptr<gloo::Context> ctx, double timeout)
-      : ctx_(std::move(ctx)), timeout_(timeout) {}
+  /// `probeBase`: the path prefix, in the rendezvous directory, of the
+  /// directories in which the ranks that saw a collective fail meet to name
+  /// those that did not (failure()).
+  GlooCommunicator(std::shared_ptr<gloo::Context> ctx, double timeout,
+                   std::string probeBase)
+      : ctx_(std::move(ctx)), timeout_(timeout),
+        probeBase_(std::move(probeBase)) {}
   int rank() const override { return ctx_->rank; }
   int worldSize() const override { return ctx_->size; }
   const char *engine() const override { return "gloo"; }
@@ -60,6 +68,7 @@ public:
                              "inputs and outputs of one size");
     }
     double t0 = now();
+    opStart_ = tag_; // the collective's first tag, the same on every rank
     try {
       // One all-reduce per dtype over the bucket packed end to end (what
       // DDP's bucket is): each collective costs a few messages' latency.
@@ -76,6 +85,7 @@ public:
     if (Status s = checkBucket(in, shard, what); !s.ok())
       return s;
     double t0 = now();
+    opStart_ = tag_; // the collective's first tag, the same on every rank
     try {
       if (shard.dtype == DType::F32)
         reduceScatter<float>(in, shard);
@@ -92,6 +102,7 @@ public:
     if (Status s = checkBucket(out, shard, what); !s.ok())
       return s;
     double t0 = now();
+    opStart_ = tag_; // the collective's first tag, the same on every rank
     try {
       if (shard.dtype == DType::F32)
         gatherShards<float>(shard, out);
@@ -107,6 +118,7 @@ public:
   allGather(const std::string &mine, const std::string &what) override {
     std::vector<char> all(mine.size() * size_t(worldSize()));
     double t0 = now();
+    opStart_ = tag_; // the collective's first tag, the same on every rank
     try {
       gloo::AllgatherOptions opts(ctx_);
       opts.setTimeout(millis(timeout_));
@@ -252,13 +264,62 @@ private:
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  /// The ranks other than this one that did not reach this failure within
+  /// the collective timeout: each rank that saw the collective fail leaves
+  /// a file named by its rank in the directory of this collective (its
+  /// first tag, the same on every rank) and waits for the others' until
+  /// every other rank's is there or twice the timeout has passed; a rank
+  /// that died, left or hangs elsewhere leaves none. gloo's error names a
+  /// peer's address, not its rank, so with more than two ranks this is how
+  /// the survivors name it; it adds at most two timeouts to the failure.
+  std::vector<int> ranksThatDidNotFail() {
+    std::string dir = probeBase_ + ".failed-" + std::to_string(opStart_);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return {};
+    std::string mine = dir + "/" + std::to_string(rank());
+    if (FILE *f = std::fopen(mine.c_str(), "w"))
+      std::fclose(f);
+    std::vector<int> missing;
+    // A rank seen once counts (it removes its file when its own wait ends).
+    std::vector<char> seen(size_t(worldSize()), 0);
+    seen[size_t(rank())] = 1;
+    // A survivor whose peer closed its socket fails at once, another that
+    // waits for data from that survivor only at the timeout: wait twice it.
+    double deadline = now() + 2 * timeout_;
+    while (true) {
+      missing.clear();
+      for (int r = 0; r < worldSize(); ++r)
+        if (!seen[size_t(r)] &&
+            !(seen[size_t(r)] =
+                  ::access((dir + "/" + std::to_string(r)).c_str(), F_OK) == 0))
+          missing.push_back(r);
+      if (missing.empty() || now() >= deadline)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::unlink(mine.c_str());
+    ::rmdir(dir.c_str()); // the last one out removes it
+    return missing;
+  }
+
   Status failure(const std::string &what, const char *engineWords,
-                 double seconds) const {
-    std::string who =
-        worldSize() == 2
-            ? "rank " + std::to_string(1 - rank()) +
-                  " did not complete it (it died, left or hung)"
-            : "a peer rank did not complete it (it died, left or hung)";
+                 double seconds) {
+    std::string who;
+    if (worldSize() == 2) {
+      who = "rank " + std::to_string(1 - rank()) +
+            " did not complete it (it died, left or hung)";
+    } else {
+      std::vector<int> missing = ranksThatDidNotFail();
+      if (missing.empty()) {
+        who = "a peer rank did not complete it (every rank reached the "
+              "failure)";
+      } else {
+        who = missing.size() == 1 ? "rank " : "ranks ";
+        for (size_t i = 0; i < missing.size(); ++i)
+          who += (i ? ", " : "") + std::to_string(missing[i]);
+        who += " did not complete it (died, left or hung)";
+      }
+    }
     char secs[32];
     std::snprintf(secs, sizeof(secs), "%.1f", seconds);
     char limit[32];
@@ -271,10 +332,15 @@ private:
 
   std::shared_ptr<gloo::Context> ctx_;
   double timeout_;
+  std::string probeBase_;
   /// The packed bucket (host memory, the largest bucket's bytes; outside
   /// the plan's arenas, like gloo's own buffers).
   std::vector<uint8_t> staging_;
   uint32_t tag_ = 1;
+  /// tag_ when the current collective began (ranksThatDidNotFail's key: a
+  /// ring's steps take tags of their own, so ranks that fail at different
+  /// steps differ in tag_).
+  uint32_t opStart_ = 0;
 };
 
 /// Removes the regular files of directory `dir` (gloo FileStore's keys),
@@ -331,7 +397,7 @@ offload::rt::createGlooCommunicator(const CommunicatorOptions &o) {
         std::make_shared<gloo::rendezvous::Context>(o.rank, o.worldSize);
     ctx->setTimeout(millis(o.timeoutSeconds));
     ctx->connectFullMesh(*store, dev);
-    auto comm = std::make_shared<GlooCommunicator>(ctx, o.timeoutSeconds);
+    auto comm = std::make_shared<GlooCommunicator>(ctx, o.timeoutSeconds, keys);
     // Once every rank has met (an all-gather as the barrier), rank 0 removes
     // the job's keys: a later job in the same directory (torchrun's default
     // port again) must not read this job's addresses.

@@ -227,6 +227,54 @@ TEST_F(DataParallelTest, RankThatLeavesFailsTheOtherAndKeepsItsParameters) {
   EXPECT_TRUE(after.bitEqual(before));
 }
 
+TEST_F(DataParallelTest, ThreeRanksNameTheRankThatLeft) {
+  // gloo's error names a peer's address; with more than two ranks the
+  // survivors name the rank that did not reach the failure (the probe in
+  // the rendezvous directory, GlooCommunicator::ranksThatDidNotFail).
+  std::string dir = freshDir("dp-three-leave");
+  constexpr double kTimeout = 2;
+  std::vector<std::string> errors(3);
+  std::vector<double> seconds(3, -1);
+  auto rank = [&](int r) {
+    CommunicatorOptions co;
+    co.rank = r;
+    co.worldSize = 3;
+    co.rendezvous = "file:" + dir;
+    co.timeoutSeconds = kTimeout;
+    auto comm = createGlooCommunicator(co);
+    if (!comm) {
+      errors[size_t(r)] = comm.message();
+      return;
+    }
+    if (r == 2)
+      return; // leaves after the rendezvous: its sockets close
+    Tensor g(DType::F32, {4}), mean(DType::F32, {4});
+    for (int64_t i = 0; i < 4; ++i)
+      g.as<float>()[i] = float(r + i);
+    TensorView in{g.data(), DType::F32, {4}}, out{mean.data(), DType::F32, {4}};
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = (*comm)->allReduceMean({in}, {out}, "offload.all_reduce of bucket 0");
+    seconds[size_t(r)] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    errors[size_t(r)] = st.ok() ? "" : st.message();
+  };
+  std::thread t0(rank, 0), t1(rank, 1), t2(rank, 2);
+  t0.join();
+  t1.join();
+  t2.join();
+  EXPECT_EQ(errors[2], "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[size_t(r)].find("offload.all_reduce of bucket 0 failed on rank " +
+                                     std::to_string(r) + " of 3"),
+              std::string::npos)
+        << errors[size_t(r)];
+    EXPECT_NE(errors[size_t(r)].find("rank 2 did not complete it"), std::string::npos)
+        << errors[size_t(r)];
+    // The collective's timeout, then at most two more for the probe.
+    EXPECT_LT(seconds[size_t(r)], 3 * kTimeout + 2) << r;
+  }
+}
+
 TEST_F(DataParallelTest, HungRankFailsTheOtherWithinTheTimeout) {
   std::string dir = freshDir("dp-hung");
   constexpr double kTimeout = 1.5;
