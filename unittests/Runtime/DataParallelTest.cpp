@@ -98,19 +98,29 @@ struct RankSession {
   std::unique_ptr<Session> session;
   std::shared_ptr<ParameterStore> store;
 };
-RankSession joinRank(const std::string &dir, int r, double timeoutSeconds, std::string &error) {
+/// Rank `r` of `worldSize` joined through gloo in `dir`; null, with `error`
+/// set, when joining fails.
+std::shared_ptr<Communicator> joinWorld(const std::string &dir, int r, int worldSize,
+                                        double timeoutSeconds, std::string &error) {
   CommunicatorOptions co;
   co.rank = r;
-  co.worldSize = 2;
+  co.worldSize = worldSize;
   co.rendezvous = "file:" + dir;
   co.timeoutSeconds = timeoutSeconds;
   auto comm = createGlooCommunicator(co);
   if (!comm) {
     error = comm.message();
-    return {};
+    return nullptr;
   }
+  return *comm;
+}
+
+RankSession joinRank(const std::string &dir, int r, double timeoutSeconds, std::string &error) {
+  auto comm = joinWorld(dir, r, 2, timeoutSeconds, error);
+  if (!comm)
+    return {};
   auto store = std::make_shared<ParameterStore>();
-  auto session = makeSession(*comm, store, r, error);
+  auto session = makeSession(comm, store, r, error);
   return {std::move(session), store};
 }
 
@@ -236,16 +246,9 @@ TEST_F(DataParallelTest, ThreeRanksNameTheRankThatLeft) {
   std::vector<std::string> errors(3);
   std::vector<double> seconds(3, -1);
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 3;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = kTimeout;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      errors[size_t(r)] = comm.message();
+    auto comm = joinWorld(dir, r, 3, kTimeout, errors[size_t(r)]);
+    if (!comm)
       return;
-    }
     if (r == 2)
       return; // leaves after the rendezvous: its sockets close
     Tensor g(DType::F32, {4}), mean(DType::F32, {4});
@@ -253,7 +256,7 @@ TEST_F(DataParallelTest, ThreeRanksNameTheRankThatLeft) {
       g.as<float>()[i] = float(r + i);
     TensorView in{g.data(), DType::F32, {4}}, out{mean.data(), DType::F32, {4}};
     auto t0 = std::chrono::steady_clock::now();
-    Status st = (*comm)->allReduceMean({in}, {out}, "offload.all_reduce of bucket 0");
+    Status st = comm->allReduceMean({in}, {out}, "offload.all_reduce of bucket 0");
     seconds[size_t(r)] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     errors[size_t(r)] = st.ok() ? "" : st.message();
@@ -404,17 +407,10 @@ TEST_F(DataParallelTest, ZeroTwoRanksShardTheMeanAndGatherEveryShard) {
   std::vector<std::map<std::string, Tensor>> outs(2);
   std::vector<std::string> errors(2);
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 2;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = 30;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      errors[size_t(r)] = comm.message();
+    auto comm = joinWorld(dir, r, 2, 30, errors[size_t(r)]);
+    if (!comm)
       return;
-    }
-    auto s = makeShardSession(2, *comm, r, errors[size_t(r)]);
+    auto s = makeShardSession(2, comm, r, errors[size_t(r)]);
     if (!s)
       return;
     if (Status st = s->step(); !st.ok()) {
@@ -455,17 +451,10 @@ TEST_F(DataParallelTest, ZeroThreeRanksRingReduceScatter) {
   std::vector<std::map<std::string, Tensor>> outs(3);
   std::vector<std::string> errors(3);
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 3;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = 30;
-    auto comm = createGlooCommunicator(co);
-    if (!comm) {
-      errors[size_t(r)] = comm.message();
+    auto comm = joinWorld(dir, r, 3, 30, errors[size_t(r)]);
+    if (!comm)
       return;
-    }
-    auto s = makeShardSession(3, *comm, r, errors[size_t(r)]);
+    auto s = makeShardSession(3, comm, r, errors[size_t(r)]);
     if (!s)
       return;
     for (int step = 0; step < 2; ++step)
@@ -501,18 +490,11 @@ TEST_F(DataParallelTest, ZeroHungRankFailsTheRingWithinTheTimeout) {
   std::string error, error1;
   double seconds = -1;
   auto rank = [&](int r) {
-    CommunicatorOptions co;
-    co.rank = r;
-    co.worldSize = 2;
-    co.rendezvous = "file:" + dir;
-    co.timeoutSeconds = r == 0 ? kTimeout : 30;
-    auto comm = createGlooCommunicator(co);
     std::string &err = r ? error1 : error;
-    if (!comm) {
-      err = comm.message();
+    auto comm = joinWorld(dir, r, 2, r == 0 ? kTimeout : 30, err);
+    if (!comm)
       return;
-    }
-    auto s = makeShardSession(2, *comm, r, err);
+    auto s = makeShardSession(2, comm, r, err);
     if (!s)
       return;
     if (r == 1) {
