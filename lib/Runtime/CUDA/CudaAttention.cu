@@ -363,8 +363,10 @@ __global__ void attentionBackwardQKernel(const T *dout, const T *q,
       if (g.p > 0)
         dp = keepProb(g, sd, nh, i, j) ? dp * dropScale : A(0);
       ds = p * (dp - dsum);
-      rowTerm = fma(p, dp, rowTerm);
-      rowP += p;
+      if constexpr (kMode == kComputeStash) {
+        rowTerm = fma(p, dp, rowTerm);
+        rowP += p;
+      }
     }
     if constexpr (kMode != kComputeStash) {
       for (int r = 0; r < cnt; ++r) {
