@@ -1126,12 +1126,68 @@ def part_amp():
 # ---------------------------------------------------------------------------
 # Report: results.json, results.md and the summary printed last
 # ---------------------------------------------------------------------------
-ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp", "nccl"]  # the issue's order
+
+# ---------------------------------------------------------------------------
+# Part 9: simulated vs measured on rows of the realistic table (issue 32)
+# ---------------------------------------------------------------------------
+def part_realistic():
+    """Rows of docs/planner.md's realistic table run on the GPU: the plan's
+    measured instructions time against the simulator's figure for the same
+    plan on this machine (scripts/gpu/realistic_rows.py)."""
+    part = Part("realistic")
+    import realistic_rows
+    rows = []
+    part.set(rows=rows, rule="|simulated on %s - measured instructions| / measured <= %g, "
+             "measured peak = planned peak" % (realistic_rows.H200_TARGET["name"],
+                                              realistic_rows.TOLERANCE))
+    cases = bundle_models("realistic")
+    if not cases:
+        return part.done("fail", reason="the bundle has no realistic rows")
+    if ENV("KIT_BACKEND") != "cuda":
+        # No GPU: each plan must have a CUDA kernel for every op, and its
+        # spec must name every binding of the plan (a missing one would
+        # stop the run there).
+        bad = []
+        for name, d, meta in cases:
+            rc, out, _ = run_cmd([os.path.join(env_path("KIT_BIN"), "offload-run"),
+                                  os.path.join(d, "step.oflp"), "--check", "--backend", "cuda"], 60,
+                                 env=bin_env(), log=log_path("realistic"))
+            if rc != 0:
+                bad.append("%s: %s" % (name, tail(out, 2)))
+            spec = json.load(open(os.path.join(d, "spec.json")))
+            names = {e["name"] for e in spec["params"] + spec["inputs"]}
+            want = set(realistic_rows.bindings(env_path("KIT_BIN"), os.path.join(d, "step.oflp"),
+                                               env=bin_env()))
+            if names != want:
+                bad.append("%s: spec and plan bindings differ: %s" % (name, sorted(names ^ want)[:5]))
+        return part.done("fail" if bad else "skipped", problems=bad,
+                         reason="no GPU (host backend): the rows are GPU-sized; their plans passed "
+                                "offload-run --check --backend cuda and their specs name every binding")
+    failed = False
+    for idx, (name, d, meta) in enumerate(cases):
+        if remaining() < 20:
+            rows.append({"row": name, "ok": False, "error": "out of time"})
+            failed = True
+            continue
+        try:
+            row = realistic_rows.check(d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"),
+                                       bin_env(), os.path.join(env_path("KIT_WORK"), "realistic", name),
+                                       max(20, remaining(reserve=2) / (len(cases) - idx)),
+                                       parse_run, parse_profile)
+        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
+            row = {"row": name, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        rows.append(row)
+        failed |= not row.get("ok")
+        part.save()
+    return part.done("fail" if failed else "ok")
+
+ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp", "nccl", "realistic"]  # the issue's order
 TITLES = {"versions": "1. device, driver, libraries", "gtests": "2. Cuda* gtests",
           "memcheck": "2. compute-sanitizer memcheck", "plans": "3. carried plans vs host",
           "sbs": "4. side by side with PyTorch", "copy": "5. pinned copy throughput",
           "sdpa": "6. attention vs PyTorch SDPA", "amp": "7. bf16-mixed vs torch.autocast",
-          "nccl": "8. NCCL, one rank, bit for bit"}
+          "nccl": "8. NCCL, one rank, bit for bit",
+          "realistic": "9. realistic rows: simulated vs measured"}
 
 
 def load_parts():
@@ -1258,6 +1314,16 @@ def one_line(name, d):
                 or r.get("zero1_differs")),
                 " (and ZeRO-1)" if r.get("zero1_bit_identical") else "")
             for r in d.get("models", []))
+    if name == "realistic" and d.get("problems"):
+        return "PROBLEMS: " + "; ".join(d["problems"])[:300]
+    if name == "realistic":
+        return "; ".join(
+            "%s: %s" % (r["row"], (r.get("error") or "")[:120]) if r.get("measured") is None else
+            "%s measured %s, simulated %s %+.1f%% (row's %s %s)%s" % (
+                r["row"].replace("realistic-", ""), ms(r["measured"]), ms(r["simulated_h200"]),
+                100 * r["sim_error"], r["row_target"], ms(r["simulated_row"]),
+                "" if r.get("ok") else " FAIL")
+            for r in d.get("rows", []))
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
     if name == "sbs":
@@ -1390,6 +1456,20 @@ def markdown(parts, kit):
         L += ["", "## 5. Pinned host<->device copies", ""]
         L.append("```\n%s\n```" % json.dumps({k: v for k, v in d.items() if k not in ("part", "started")},
                                               indent=1))
+    if "realistic" in parts:
+        d = parts["realistic"]
+        L += ["", "## 9. Realistic rows: simulated vs measured (median of steps 2-%d)" % (
+            max([len(r.get("instructions_each") or []) for r in d.get("rows", [])] or [0])), "",
+              "Rule: %s." % d.get("rule", ""), "",
+              "| row | decisions | measured instructions | measured step | simulated (this GPU) | error | "
+              "row's simulated | peak | note |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        for r in d.get("rows", []):
+            L.append("| %s | %s | %s | %s | %s | %s | %s %s | %s | %s |" % (
+                r["row"], (r.get("decisions") or "")[:80], ms(r.get("measured")), ms(r.get("measured_step")),
+                ms(r.get("simulated_h200")),
+                "%+.1f%%" % (100 * r["sim_error"]) if r.get("sim_error") is not None else "-",
+                r.get("row_target", ""), ms(r.get("simulated_row")), gib(r.get("peak")),
+                (r.get("error") or ("ok" if r.get("ok") else "FAIL")).replace("|", "/")[:200]))
     return "\n".join(L) + "\n"
 
 
@@ -1419,6 +1499,12 @@ def summary_table(parts, kit):
         pr = r.get("profile") or {}
         if pr.get("ops"):
             L.append("profile %s bf16-mixed (%s): %s" % (r["model"], ms(pr.get("total_seconds")), ", ".join(
+                "%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
+                for o in pr["ops"][:10])))
+    for r in (parts.get("realistic", {}).get("rows") or []):
+        pr = r.get("profile") or {}
+        if pr.get("ops"):
+            L.append("profile %s (%s): %s" % (r["row"], ms(pr.get("total_seconds")), ", ".join(
                 "%s %s/%d" % (o["op"].replace("offload.", ""), ms(o["seconds"]), o["count"])
                 for o in pr["ops"][:10])))
     for name, pr in (parts.get("sbs", {}).get("profiles") or {}).items():
@@ -1455,7 +1541,7 @@ def main(argv):
     cmd = argv[0]
     table = {"versions": part_versions, "gtests": part_gtests, "memcheck": part_memcheck,
              "plans": part_plans, "sbs": part_sbs, "copy": part_copy, "sdpa": part_sdpa,
-             "amp": part_amp, "nccl": part_nccl}
+             "amp": part_amp, "nccl": part_nccl, "realistic": part_realistic}
     if cmd == "report" and "--line" in argv:
         name = argv[argv.index("--line") + 1]
         d = load_parts().get(name)

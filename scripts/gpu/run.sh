@@ -18,6 +18,8 @@
 #   memcheck  compute-sanitizer memcheck on a short gtest run (and a plan)
 #   amp       bf16-mixed resnet18 and GPT-2-shaped steps vs PyTorch's
 #             torch.autocast step (time, peak) and its float64 step (grads)
+#   realistic rows of the realistic planner table (GPT-2 124M, ViT-B/16):
+#             measured step vs the simulator's figure for the same plan
 #   nccl      the example models' data-parallel plans with one rank through
 #             NCCL (gloo on the host) vs no engine, bit for bit
 #
@@ -43,7 +45,7 @@ usage: bash scripts/gpu/run.sh --out DIR [--bundle DIR] [--backend cuda|host]
                     part's limit is what is left after the minimum of the
                     parts still to come
   --parts LIST      comma-separated subset, in this order:
-                    versions,gtests,plans,copy,sbs,sdpa,memcheck,amp,nccl
+                    versions,gtests,plans,copy,sbs,sdpa,memcheck,amp,nccl,realistic
                     (default: all)
   --work DIR        scratch folder (default: a new one under $TMPDIR or /tmp;
                     removed at the end unless --keep-work)
@@ -63,7 +65,7 @@ BUNDLE=gpu-bundle
 OUT=""
 BACKEND=cuda
 DEADLINE=420
-PARTS="versions,gtests,plans,copy,sbs,sdpa,memcheck,amp,nccl"
+PARTS="versions,gtests,plans,copy,sbs,sdpa,memcheck,amp,nccl,realistic"
 WORK=""
 KEEP=0
 while (($#)); do
@@ -87,9 +89,9 @@ OUT="$(cd "$OUT" && pwd)"
 T0=$(date +%s)
 
 # Per part: the most and the least seconds it gets.
-declare -A MAX=([versions]=60 [gtests]=150 [plans]=150 [copy]=45 [sbs]=240 [sdpa]=120 [memcheck]=150 [amp]=150 [nccl]=60)
-declare -A MIN=([versions]=10 [gtests]=20 [plans]=30 [copy]=10 [sbs]=45 [sdpa]=20 [memcheck]=30 [amp]=25 [nccl]=15)
-ORDER=(versions gtests plans copy sbs sdpa memcheck amp nccl)
+declare -A MAX=([versions]=60 [gtests]=150 [plans]=150 [copy]=45 [sbs]=240 [sdpa]=120 [memcheck]=150 [amp]=150 [nccl]=60 [realistic]=200)
+declare -A MIN=([versions]=10 [gtests]=20 [plans]=30 [copy]=10 [sbs]=45 [sdpa]=20 [memcheck]=30 [amp]=25 [nccl]=15 [realistic]=40)
+ORDER=(versions gtests plans copy sbs sdpa memcheck amp nccl realistic)
 
 main() {
   echo "run.sh: offload GPU kit, backend $BACKEND, deadline ${DEADLINE} s, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
