@@ -397,3 +397,64 @@ TEST(Search, LargeStepAimsBelowTheFragmentation) {
   ASSERT_TRUE(llvm::succeeded(r2));
   EXPECT_EQ(r2->runs[0].checks.front().first, 70);
 }
+
+namespace {
+/// A checker whose real arena is `base` less `freesEach` per decision that
+/// is not keep, whatever the model says; its step is 1 s plus each
+/// offload's copies and each recompute's cone.
+class DecisionChecker : public PlanChecker {
+public:
+  DecisionChecker(FixedCones &cones, int64_t base, int64_t freesEach)
+      : cones(cones), base(base), freesEach(freesEach) {}
+  llvm::FailureOr<std::unique_ptr<CheckedPlan>> build(const PlanState &s, Refetch) override {
+    ++builds;
+    auto plan = std::make_unique<FakePlan>();
+    plan->arenaBytes = base;
+    plan->seconds = 1;
+    for (auto [i, c] : llvm::enumerate(s.saved)) {
+      if (c.decision == Decision::Keep)
+        continue;
+      plan->arenaBytes -= freesEach;
+      plan->seconds += c.decision == Decision::Offload
+                           ? s.problem->saved[i].toHostSeconds + s.problem->saved[i].toDeviceSeconds
+                           : cones.cones[i]->seconds;
+    }
+    plan->peakBytes = plan->arenaBytes;
+    return std::unique_ptr<CheckedPlan>(std::move(plan));
+  }
+  SimulatedTime simulate(CheckedPlan &plan) override {
+    return {static_cast<FakePlan &>(plan).seconds, 0};
+  }
+  FixedCones &cones;
+  int64_t base, freesEach;
+  int builds = 0;
+};
+} // namespace
+
+// The model sees no candidate freeing bytes at its peak, so only the
+// fallback (every value offloaded) fits; the real arena then has room. The
+// give-back switches the offloads to the cheaper recomputes, then gives
+// back the dearest ones the budget does not need: two of four.
+TEST(Search, FallbackGivesBackWhatTheRealArenaDoesNotNeed) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  for (int k = 6; k < 10; ++k)
+    f.problem.baseLive[k] = 50;
+  for (int k = 0; k < 4; ++k)
+    f.problem.saved.push_back(savedValue("v" + std::to_string(k), 20, 6, 8, true, 1));
+  f.start();
+  for (int k = 0; k < 4; ++k)
+    f.cones.cones[k] = cone(0.1 * (k + 1));
+  Planner p = f.planner();
+  DecisionChecker checker(f.cones, 100, 20);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_TRUE(r->fallback);
+  EXPECT_LE(r->chosen->arenaBytes, 70);
+  EXPECT_EQ(r->state.saved[0].decision, Decision::Recompute);
+  EXPECT_EQ(r->state.saved[1].decision, Decision::Recompute);
+  EXPECT_EQ(r->state.saved[2].decision, Decision::Keep);
+  EXPECT_EQ(r->state.saved[3].decision, Decision::Keep);
+  EXPECT_DOUBLE_EQ(static_cast<FakePlan &>(*r->chosen).seconds, 1.3);
+}
