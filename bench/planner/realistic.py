@@ -304,7 +304,7 @@ def mark_blocks(name, step, locs, work, tag):
 
 # --- PyTorch's partitioner, its saved set mapped onto our step ------------------
 
-PT_WORKLOADS = ("gpt2-124m", "resnet50", "vit-b16")
+PT_WORKLOADS = ("gpt2-124m", "gpt2-1.5b", "resnet50", "vit-b16")
 PT_FRACTIONS = "1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1,0.0"
 
 # PyTorch's kind of a saved tensor (the op that made it, through views and
