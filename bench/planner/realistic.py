@@ -75,7 +75,7 @@ the same), so the comparison is with the strongest form of each policy.
                   backward graph recomputes each node once, before its first
                   use, and holds it to its last). A row takes the fastest
                   fraction whose arena fits its budget (the JSON names it).
-                  gpt2-124m, resnet50 and vit-b16 in fp32 only; n/a elsewhere
+                  gpt2-124m, gpt2-1.5b, resnet50 and vit-b16 in fp32 only; n/a elsewhere
                   and when scripts/torch2-python does not work (the reason
                   printed). --pt-partitioner off leaves it out.
 
