@@ -61,8 +61,23 @@ the same), so the comparison is with the strongest form of each policy.
                   (--offload-host-parameters=policy=all refetch=always)
   zero-offload+ac, fsdp2-offload+ac: the same with full-ac first (how both
                   are used on models whose activations do not fit)
-PyTorch's partitioner (activation_memory_budget) is not a column: see
-docs/planner.md, "Realistic workloads".
+  pt-partitioner  PyTorch's min-cut rematerialization partitioner with
+                  torch._functorch.config.activation_memory_budget swept
+                  (--pt-fractions, default 1.0, 0.9, ..., 0.0): its forward
+                  graph's saved tensors (partitioner_saved_set.py under
+                  scripts/torch2-python, fake tensors, the workload at its full
+                  shape) mapped onto our saved values (map_saved: an
+                  order-preserving alignment by bytes and op kind); ours that
+                  have a counterpart stay saved, every other one is recomputed,
+                  one region per maximal run of consecutive recomputed saves
+                  (--offload-recompute=policy=marked, a group id per run: each
+                  op once, before the first backward use of any, as PyTorch's
+                  backward graph recomputes each node once, before its first
+                  use, and holds it to its last). A row takes the fastest
+                  fraction whose arena fits its budget (the JSON names it).
+                  gpt2-124m, gpt2-1.5b, resnet50 and vit-b16 in fp32 only; n/a elsewhere
+                  and when scripts/torch2-python does not work (the reason
+                  printed). --pt-partitioner off leaves it out.
 
 Budgets per workload and target: the target's memory and 3 lower points, from
 the lower of it and the unplanned arena (above which every method fits as it
@@ -287,6 +302,218 @@ def mark_blocks(name, step, locs, work, tag):
     return path, len(b) - 1, len(group)
 
 
+# --- PyTorch's partitioner, its saved set mapped onto our step ------------------
+
+PT_WORKLOADS = ("gpt2-124m", "gpt2-1.5b", "resnet50", "vit-b16")
+PT_FRACTIONS = "1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1,0.0"
+
+# PyTorch's kind of a saved tensor (the op that made it, through views and
+# tuple indexing; partitioner_saved_set.py) -> the producers of our saved
+# values it may stand for. Our reshape and transpose saves are views of
+# whatever made them, so they take any kind of equal bytes. Kinds not listed
+# (batch norm's running statistics, the position embedding's lookup, the
+# position iota) have no counterpart among our saved values.
+PT_KINDS = {
+    "add": {"add"},
+    "native_layer_norm": {"layer_norm"},
+    "_native_batch_norm_legit_functional.0": {"batch_norm"},
+    "_native_batch_norm_legit_functional.1": {"batch_norm"},
+    "_native_batch_norm_legit_functional.2": {"batch_norm"},
+    "native_batch_norm": {"batch_norm"},
+    "convolution": {"conv2d"},
+    "relu": {"relu"},
+    "gelu": {"gelu"},
+    "addmm": {"linear", "matmul"},
+    "mm": {"linear", "matmul"},
+    "_scaled_dot_product_flash_attention_for_cpu": {"attention"},
+    "_scaled_dot_product_efficient_attention": {"attention"},
+    "_scaled_dot_product_flash_attention": {"attention"},
+    "max_pool2d_with_indices": {"max_pool2d"},
+    # The loss: PyTorch saves the log-softmax, our cross_entropy the logits.
+    "_log_softmax": {"linear", "matmul"},
+}
+
+# Tensors below this many bytes are aligned apart from the larger ones: the
+# two sides order a norm's statistics and the attention's log-sum-exp
+# differently against the large values next to them.
+PT_SMALL = 1 << 22
+
+
+def _pt_compatible(pt_kind, ours):
+    """0: not a counterpart; 2: the same kind of op; 1: our save is a view
+    (reshape, transpose) of what made it."""
+    allowed = PT_KINDS.get(pt_kind)
+    if allowed is None and not pt_kind.startswith("_native_batch_norm_legit_functional."):
+        allowed = PT_KINDS.get(pt_kind.split(".")[0])
+    if allowed and ours in allowed:
+        return 2
+    return 1 if ours in ("reshape", "transpose") else 0
+
+
+def pt_saved_sets(names, work, fractions):
+    """{name: {fraction: {...}} or a string saying why not} of PyTorch's
+    partitioner on the workloads NAMES (bench/planner/partitioner_saved_set.py
+    under scripts/torch2-python, one run for those not cached; cached in
+    WORK/NAME.pt-saved-set.json)."""
+    res, todo = {}, []
+    for name in names:
+        path = os.path.join(work, f"{name}.pt-saved-set.json")
+        d = json.load(open(path)) if os.path.exists(path) else {}
+        if d.get("fractions") == fractions:
+            res[name] = d
+        else:
+            todo.append(name)
+    if not todo:
+        return res
+    py = os.path.join(ROOT, "scripts", "torch2-python")
+    probe = subprocess.run([py, "-c", "import torch, torchvision"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        why = ("the PyTorch 2.x environment (scripts/setup-torch2.sh) is missing: "
+               + (probe.stderr.strip().splitlines() or ["?"])[-1][:120])
+        return dict(res, **{n: why for n in todo})
+    t0 = time.perf_counter()
+    out = os.path.join(work, "pt-saved-set.json")
+    r = subprocess.run([py, os.path.join(ROOT, "bench", "planner", "partitioner_saved_set.py"),
+                        "--workloads", ",".join(todo), "--fractions", fractions, "--out", out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        why = ("partitioner_saved_set.py failed: "
+               + (r.stderr.strip().splitlines() or ["?"])[-1][:160])
+        return dict(res, **{n: why for n in todo})
+    d = json.load(open(out))
+    os.remove(out)
+    for name in todo:
+        res[name] = {"torch": d["torch"], "fractions": fractions,
+                     "workloads": {name: d["workloads"][name]}}
+        json.dump(res[name], open(os.path.join(work, f"{name}.pt-saved-set.json"), "w"))
+    print(f"PyTorch {d['torch']}'s partitioner traced on {', '.join(todo)} at "
+          f"activation_memory_budget {fractions} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return res
+
+
+def our_saved_values(bin_dir, step):
+    """[(bytes, producer kind)] of the step's saved values in forward order."""
+    out = run([os.path.join(bin_dir, "offload-opt"), step, "--offload-saved-value-report",
+               "-o", os.devnull]).stdout
+    return [(int(m.group(1)), m.group(2)) for m in
+            re.finditer(r"^\s+\d+\s+(\d+)\s+offload\.(\w+)\s+\S+\s+loc\(", out, re.M)]
+
+
+def _align(ours, pt):
+    """Order-preserving matching of (index, bytes, kind) lists: pairs of equal
+    bytes and compatible kinds, the most matched bytes, then the most
+    same-kind pairs, then the most pairs (dynamic programming). Returns the
+    matched (our index, PyTorch index) pairs."""
+    n, m = len(ours), len(pt)
+    W = [[(0, 0, 0)] * (m + 1) for _ in range(n + 1)]
+
+    def pair(i, j):
+        _, ob, ok = ours[i]
+        _, pb, pk = pt[j]
+        c = _pt_compatible(pk, ok) if pb == ob else 0
+        if not c:
+            return None
+        w = W[i + 1][j + 1]
+        return (w[0] + ob, w[1] + (c == 2), w[2] + 1)
+
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            best = max(W[i + 1][j], W[i][j + 1])
+            p = pair(i, j)
+            W[i][j] = max(best, p) if p else best
+    res, i, j = [], 0, 0
+    while i < n and j < m:
+        if W[i][j] == pair(i, j):
+            res.append((ours[i][0], pt[j][0]))
+            i, j = i + 1, j + 1
+        elif W[i][j] == W[i + 1][j]:
+            i += 1
+        else:
+            j += 1
+    return res
+
+
+def map_saved(ours, pt):
+    """Maps PyTorch's saved tensors (forward order) onto our saved values
+    (forward order): _align on the tensors of at least PT_SMALL bytes, then
+    on the smaller ones. Returns (our kept indices, fidelity stats)."""
+    pairs = []
+    for big in (True, False):
+        o = [(i, b, k) for i, (b, k) in enumerate(ours) if (b >= PT_SMALL) == big]
+        p = [(j, t["bytes"], t["kind"]) for j, t in enumerate(pt) if (t["bytes"] >= PT_SMALL) == big]
+        pairs += _align(o, p)
+    kept = {i for i, _ in pairs}
+    matched = {j for _, j in pairs}
+    unmatched = [t for j, t in enumerate(pt) if j not in matched]
+    kinds = {}
+    for t in unmatched:
+        kinds[t["kind"]] = kinds.get(t["kind"], 0) + t["bytes"]
+    stats = {"pt_saved": len(pt), "pt_bytes": sum(t["bytes"] for t in pt),
+             "mapped": len(kept), "mapped_bytes": sum(ours[k][0] for k in kept),
+             "unmapped": len(unmatched), "unmapped_bytes": sum(t["bytes"] for t in unmatched),
+             "unmapped_kinds": kinds, "ours_saved": len(ours),
+             "ours_bytes": sum(b for b, _ in ours)}
+    return kept, stats
+
+
+def mark_kept(step, kept, n, work, tag, cuts=()):
+    """The step with every save not in `kept` marked for recompute, one group
+    per maximal run of consecutive recomputed saves (forward order), a run
+    also cut before each index of `cuts`; returns (path, groups)."""
+    group, g, prev = {}, -1, False
+    for i in range(n):
+        if i in kept:
+            prev = False
+            continue
+        if not prev or i in cuts:
+            g += 1
+        group[i], prev = g, True
+    out, i = [], 0
+    for line in open(step):
+        if " = offload.save " in line:
+            if i in group:
+                line = re.sub(r"(= offload\.save %[\w.#]+) :",
+                              rf"\1 {{offload.recompute = {group[i]} : i64}} :", line, count=1)
+            i += 1
+        out.append(line)
+    path = os.path.join(work, tag + ".mlir")
+    open(path, "w").writelines(out)
+    return path, g + 1
+
+
+# The two region layouts of one mapped saved set: "run", PyTorch's (one
+# region per run of recomputed saves: each op once, before the first backward
+# use of any, held to its uses, as PyTorch's backward graph recomputes a node
+# once before its first use and frees it after its last), and "blocks", the
+# runs also cut at the block boundaries of full-ac (_boundaries): a chain
+# through several blocks is recomputed block by block (more FLOPs, a lower
+# peak). A row takes the better, so that the layout is not what loses.
+PT_LAYOUTS = ("run", "blocks")
+
+
+def pt_partitioner_points(name, step, bin_dir, sets, work, tag, locs):
+    """[(fraction, layout, marked step path or None, fidelity stats)] of
+    PyTorch's sweep mapped onto our step (None: nothing recomputed, the step
+    itself; the "blocks" layout only where it differs from "run")."""
+    ours = our_saved_values(bin_dir, step)
+    cuts = set(_boundaries(WORKLOADS[name][0], locs))
+    res = []
+    for frac, r in sorted(sets["workloads"][name].items(), key=lambda kv: -float(kv[0])):
+        kept, stats = map_saved(ours, r["saved"])
+        stats["recomputed_bytes"] = stats["ours_bytes"] - stats["mapped_bytes"]
+        if len(kept) == len(ours):
+            res.append((frac, "run", None, dict(stats, groups=0)))
+            continue
+        path, groups = mark_kept(step, kept, len(ours), work, f"{tag}.pt-{frac}")
+        res.append((frac, "run", path, dict(stats, groups=groups)))
+        path_b, groups_b = mark_kept(step, kept, len(ours), work, f"{tag}.pt-{frac}-blocks", cuts)
+        if groups_b != groups:
+            res.append((frac, "blocks", path_b, dict(stats, groups=groups_b)))
+        else:
+            os.remove(path_b)
+    return res
+
+
 # --- Host AdamW rate ------------------------------------------------------------
 
 ADAMW_PROBE = """
@@ -437,6 +664,12 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
 MILP_TOLERANCE = 0.03
 
 
+def pt_tag(x):
+    """A pt-partitioner point: its fraction, "b" when its regions are cut at
+    the blocks."""
+    return f"{x['fraction']:.1f}" + ("b" if x.get("layout") == "blocks" else "")
+
+
 def fmt_s(t):
     return "-" if t is None else f"{t:.3f}"
 
@@ -457,7 +690,7 @@ def milp_cells(r, ours):
 def markdown(paths):
     """The rows of --json files as one markdown table (docs/planner.md)."""
     cols = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload", "zero-offload+ac",
-            "fsdp2-offload+ac"]
+            "fsdp2-offload+ac", "pt-partitioner"]
     print("| workload | target | budget GB | " + " | ".join(cols)
           + " | ours | plan s | priced | bound | gap | MILP | vs MILP | verdict |")
     print("|" + "---|" * (len(cols) + 11))
@@ -484,7 +717,8 @@ def markdown(paths):
                 elif b["arena"] is None or b["arena"] > row["budget"]:
                     cells.append("-")
                 else:
-                    cells.append(f"{b['seconds']:.3f}")
+                    cells.append(f"{b['seconds']:.3f}" + (f" ({pt_tag(b)})"
+                                                          if b.get("fraction") is not None else ""))
             r = row["ours"]
             if r["fits"] and r.get("fits_unplanned"):
                 ours = row["bound"]
@@ -533,6 +767,14 @@ def main():
                          "--check then also fails a row where ours is more than 3%% slower "
                          "than that plan (default 0: not run)")
     ap.add_argument("--json", default="", help="also write every row as JSON to this file")
+    ap.add_argument("--pt-partitioner", choices=("auto", "off"), default="auto",
+                    help="the pt-partitioner column (PyTorch's min-cut partitioner, its saved set "
+                         "mapped onto our step): auto (default) runs it on "
+                         + ", ".join(PT_WORKLOADS) + " in fp32 when scripts/torch2-python works, "
+                         "off leaves it out")
+    ap.add_argument("--pt-fractions", default=PT_FRACTIONS,
+                    help="the activation_memory_budget values of the pt-partitioner sweep "
+                         "(default %(default)s)")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -555,6 +797,9 @@ def main():
         if p not in ("fp32", "bf16-mixed"):
             ap.error(f"--precision: {p!r} is neither fp32 nor bf16-mixed")
     failures, expected, rows, unknown_wins = [], [], [], []
+    pt_names = [n for n in args.workloads.split(",") if n in PT_WORKLOADS]
+    pt_sets = (pt_saved_sets(pt_names, args.work, args.pt_fractions)
+               if args.pt_partitioner != "off" and "fp32" in precisions and pt_names else {})
     for precision, name in [(p, n) for p in precisions for n in args.workloads.split(",")]:
         step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
                                                         precision, args.reuse)
@@ -565,14 +810,53 @@ def main():
               f"{len(locs)} saved values"
               + (f"; full-ac: {marked[1]} blocks, {marked[2]} saved values recomputed"
                  if marked else "; full-ac: no blocks found"), flush=True)
+        pt, pt_why = None, None
+        if args.pt_partitioner == "off":
+            pt_why = "--pt-partitioner off"
+        elif name not in PT_WORKLOADS:
+            pt_why = "not built on the PyTorch side"
+        elif precision != "fp32":
+            pt_why = "fp32 only"
+        else:
+            sets = pt_sets.get(name)
+            if isinstance(sets, str):
+                pt_why = sets
+            else:
+                pt = pt_partitioner_points(name, step, args.bin, sets, args.work, tag, locs)
+        if pt_why:
+            print(f"  pt-partitioner: n/a ({pt_why})", flush=True)
+        else:
+            print("  pt-partitioner: PyTorch's saved set per activation_memory_budget, mapped onto "
+                  "our saved values (PyTorch saved GB / tensors; mapped onto ours; not mapped; "
+                  "ours kept GB / recomputed GB in regions):", flush=True)
+            for frac, layout, _, st in pt:
+                if layout != "run":
+                    continue
+                print(f"    {frac}: {gb(st['pt_bytes'])} GB / {st['pt_saved']}; {st['mapped']} mapped; "
+                      f"{st['unmapped']} not ({gb(st['unmapped_bytes'])} GB: "
+                      + (", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in st["unmapped_kinds"].items())
+                         or "-")
+                      + f"); ours {gb(st['mapped_bytes'])} / {gb(st['recomputed_bytes'])} GB "
+                      f"in {st['groups']} regions", flush=True)
         for target in args.targets.split(","):
             tfile = target_file(target, host["bytes_per_second"], args.work)
             base = {}
             for bname, passes in baselines(kind, marked is not None):
                 src = marked[0] if "ac" in bname.split("+")[-1] or bname == "full-ac" else step
                 base[bname] = run_baseline(args.bin, src, passes, tfile)
+            # PyTorch's partitioner: each fraction's mapped saved set, built
+            # and simulated as the other baselines; a row takes the fastest
+            # fraction that fits its budget.
+            sweep = []
+            for frac, layout, path, st in (pt or []):
+                a, t, e = run_baseline(args.bin, path or step,
+                                       (["--offload-recompute=policy=marked"] if path else [])
+                                       + ["--offload-early-update"], tfile)
+                sweep.append({"fraction": float(frac), "layout": layout, "arena": a,
+                              "seconds": t, "error": e, "mapping": st})
+            pt_arenas = [x["arena"] for x in sweep if x["arena"]]
             smallest = smallest_reachable(args.bin, step, tfile, args.timeout)
-            reach = [a for a, _, _ in base.values() if a] + (
+            reach = [a for a, _, _ in base.values() if a] + pt_arenas + (
                 [smallest] if isinstance(smallest, int) else [])
             low = min(reach)
             mem = int(TARGET_MEMORY[target])
@@ -585,7 +869,7 @@ def main():
                                if low < top else [])
             # And the smallest arena a baseline reaches, where the strongest
             # fixed policy just fits.
-            base_low = min((a for a, _, _ in base.values() if a), default=None)
+            base_low = min([a for a, _, _ in base.values() if a] + pt_arenas, default=None)
             if base_low and base_low < mem and base_low not in budgets:
                 budgets = sorted(budgets + [base_low], reverse=True)
             budgets = sorted(set(budgets), reverse=True)
@@ -593,8 +877,13 @@ def main():
                         f"search past {args.timeout:g} s" if smallest else "-")
             print(f"  {target} (memory {gb(mem)} GB): smallest reachable: ours {ours_low}; baselines: "
                   + ", ".join(f"{b} {gb(a)} GB / {t:.3f} s" if a else f"{b} failed ({e})"
-                              for b, (a, t, e) in base.items()), flush=True)
+                              for b, (a, t, e) in base.items())
+                  + ("; pt-partitioner " + ", ".join(
+                      f"{pt_tag(x)}: {gb(x['arena'])} GB / {x['seconds']:.3f} s" if x["arena"]
+                      else f"{pt_tag(x)}: failed ({x['error']})" for x in sweep)
+                     if sweep else ""), flush=True)
             hdr = (f"    {'budget GB':>9} | " + " | ".join(f"{b:>16}" for b in base)
+                   + (f" | {'pt-partitioner':>16}" if sweep else "")
                    + f" | {'ours':>7} | {'plan s':>6} | {'priced':>7} | {'bound':>7} | {'gap':>6}"
                    + (f" | {'MILP, vs MILP':>16}" if args.milp else "") + " | verdict")
             print(hdr)
@@ -602,6 +891,10 @@ def main():
                 r = plan_row(args.bin, step, budget, tfile, args.work, f"{tag}.{target}.{k}",
                              args.timeout, args.milp)
                 fit = {b: t for b, (a, t, _) in base.items() if a is not None and a <= budget}
+                pt_fit = min((x for x in sweep if x["arena"] is not None and x["arena"] <= budget),
+                             key=lambda x: x["seconds"], default=None)
+                if pt_fit:
+                    fit["pt-partitioner"] = pt_fit["seconds"]
                 best = min(fit.items(), key=lambda kv: kv[1]) if fit else None
                 ours = r.get("t") if r["fits"] else None
                 if r["fits"] and r.get("fits_unplanned"):
@@ -635,6 +928,9 @@ def main():
                 for b, (a, t, _) in base.items():
                     cells.append(f"{t:>16.3f}" if a is not None and a <= budget
                                  else f"{'does not fit':>16}")
+                if sweep:
+                    cells.append(f"{pt_fit['seconds']:.3f} ({pt_tag(pt_fit)})".rjust(16) if pt_fit
+                                 else f"{'does not fit':>16}")
                 print(f"    {budget / 1e9:>9.2f} | " + " | ".join(cells)
                       + f" | {fmt_s(ours) if r['fits'] else 'timeout' if r.get('timeout') else 'no fit':>7}"
                       f" | {r['plan_s']:>6.1f}"
@@ -642,10 +938,21 @@ def main():
                       f" | {fmt_s(bound):>7} | {gap:>6}"
                       + (f" | {milp_cells(r, ours).replace(' | ', ' '):>16}" if args.milp else "")
                       + f" | {verdict}", flush=True)
-                rows.append({"workload": name, "precision": precision, "target": target, "index": k, "budget": budget,
-                             "baselines": {b: {"arena": a, "seconds": t}
-                                           for b, (a, t, _) in base.items()},
-                             "ours": r, "bound": bound, "verdict": verdict})
+                row = {"workload": name, "precision": precision, "target": target, "index": k,
+                       "budget": budget,
+                       "baselines": {b: {"arena": a, "seconds": t}
+                                     for b, (a, t, _) in base.items()},
+                       "ours": r, "bound": bound, "verdict": verdict}
+                if sweep:
+                    row["baselines"]["pt-partitioner"] = (
+                        {"arena": pt_fit["arena"], "seconds": pt_fit["seconds"],
+                         "fraction": pt_fit["fraction"], "layout": pt_fit["layout"]} if pt_fit else
+                        {"arena": min(pt_arenas, default=None), "seconds": None, "fraction": None})
+                    if k == 0:
+                        row["pt_partitioner_sweep"] = sweep
+                elif pt_why:
+                    row["pt_partitioner_na"] = pt_why
+                rows.append(row)
                 if args.json:
                     json.dump({"host_adamw": host, "rows": rows}, open(args.json, "w"), indent=1)
     if args.json:
