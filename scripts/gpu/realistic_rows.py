@@ -69,8 +69,11 @@ H200_TARGET = {"base": "h100-sxm", "name": "h200",
 # (workload, target, budget bytes): rows of docs/planner.md's table on
 # h100-sxm, each workload at the target's memory (it fits unplanned) and at a
 # budget where the planner recomputes and offloads.
+# And GPT-2 124M in bf16-mixed (autocast, fp32 master weights and AdamW
+# state; the table's "bf16-mixed" rows) at 80 GB, where it fits unplanned.
 ROWS = [("gpt2-124m", "h100-sxm", 80000000000), ("gpt2-124m", "h100-sxm", 10340000000),
-        ("vit-b16", "h100-sxm", 80000000000), ("vit-b16", "h100-sxm", 6610000000)]
+        ("vit-b16", "h100-sxm", 80000000000), ("vit-b16", "h100-sxm", 6610000000),
+        ("gpt2-124m", "h100-sxm", 80000000000, "bf16-mixed")]
 # The batch of each workload: inputs by binding name.
 INPUTS = {"gpt2-124m": lambda shape: [
               {"name": "x", "shape": shape["x"], "dtype": "i64", "init": "tokens", "high": 50257,
@@ -83,8 +86,9 @@ INPUTS = {"gpt2-124m": lambda shape: [
 SEED = 20261127
 
 
-def row_name(workload, budget):
-    return "realistic-%s-%.2f" % (workload, budget / 1e9)
+def row_name(workload, budget, precision="fp32"):
+    return "realistic-%s%s-%.2f" % (workload, "" if precision == "fp32" else "-" + precision,
+                                    budget / 1e9)
 
 
 def run(cmd, **kw):
@@ -116,11 +120,13 @@ def build(bin_dir, out_root, work, rows):
     h200 = os.path.join(work, "h200.json")
     json.dump(H200_TARGET, open(h200, "w"))
     opt = os.path.join(bin_dir, "offload-opt")
-    for workload, target, budget in rows:
+    for row in rows:
+        workload, target, budget = row[:3]
+        precision = row[3] if len(row) > 3 else "fp32"
         t0 = time.time()
-        step, arena, _, nparams = realistic.build_workload(workload, work, bin_dir)
+        step, arena, _, nparams = realistic.build_workload(workload, work, bin_dir, precision)
         tfile = realistic.target_file(target, HOST_ADAMW_RATE, work)
-        name = row_name(workload, budget)
+        name = row_name(workload, budget, precision)
         out = os.path.join(out_root, name)
         os.makedirs(out, exist_ok=True)
         planned = os.path.join(work, name + ".mlir")
@@ -147,6 +153,7 @@ def build(bin_dir, out_root, work, rows):
                 "inputs": INPUTS[workload](shapes)}
         json.dump(spec, open(os.path.join(out, "spec.json"), "w"), indent=1)
         meta = {"model": name, "kind": "realistic", "workload": workload, "target": target,
+                "precision": precision,
                 "budget_bytes": budget, "parameters": nparams, "unplanned_arena_bytes": arena,
                 "planned_arena_bytes": int(ma.group(1)) if ma else None,
                 "workspace_bytes": WORKSPACE_BYTES, "steps": STEPS,
@@ -216,15 +223,16 @@ def main(argv=None):
     b.add_argument("--out", required=True)
     b.add_argument("--work", default=None, help="scratch folder (default: a new one, removed)")
     b.add_argument("--rows", default=None,
-                   help="subset, WORKLOAD@GB,... (default: every row of ROWS)")
+                   help="subset, WORKLOAD[:PRECISION]@GB,... (default: every row of ROWS)")
     a = ap.parse_args(argv)
     rows = ROWS
     if a.rows:
         want = {tuple(x.split("@")) for x in a.rows.split(",") if x}
-        rows = [r for r in ROWS if (r[0], "%g" % (r[2] / 1e9)) in want]
+        key = lambda r: (r[0] + ("" if len(r) < 4 else ":" + r[3]), "%g" % (r[2] / 1e9))
+        rows = [r for r in ROWS if key(r) in want]
         if len(rows) != len(want):
-            ap.error("--rows: known rows are %s" % ", ".join(
-                "%s@%g" % (w, b_ / 1e9) for w, _, b_ in ROWS))
+            ap.error("--rows: known rows are %s (WORKLOAD[:PRECISION]@GB)" % ", ".join(
+                "%s@%s" % key(r) for r in ROWS))
     import tempfile
     work = a.work or tempfile.mkdtemp(prefix="offload-realistic-rows.")
     try:
