@@ -1322,7 +1322,7 @@ def one_line(name, d):
             "%s measured %s, simulated %s %+.1f%% (row's %s %s)%s" % (
                 r["row"].replace("realistic-", ""), ms(r["measured"]), ms(r["simulated_h200"]),
                 100 * r["sim_error"], r["row_target"], ms(r["simulated_row"]),
-                "" if r.get("ok") else " FAIL")
+                (" not judged" if not r.get("judged", True) else "") + ("" if r.get("ok") else " FAIL"))
             for r in d.get("rows", []))
     if name == "sbs" and d.get("problems"):
         return "PROBLEMS: " + "; ".join(d["problems"])[:300]
@@ -1469,7 +1469,8 @@ def markdown(parts, kit):
                 ms(r.get("simulated_h200")),
                 "%+.1f%%" % (100 * r["sim_error"]) if r.get("sim_error") is not None else "-",
                 r.get("row_target", ""), ms(r.get("simulated_row")), gib(r.get("peak")),
-                (r.get("error") or ("ok" if r.get("ok") else "FAIL")).replace("|", "/")[:200]))
+                (r.get("error") or ("not judged (bf16)" if not r.get("judged", True) else "ok"
+                                    if r.get("ok") else "FAIL")).replace("|", "/")[:200]))
     return "\n".join(L) + "\n"
 
 
