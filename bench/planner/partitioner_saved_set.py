@@ -51,9 +51,8 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+# Imports its neighbours from its own folder and the model definitions of
+# python/ from PYTHONPATH (realistic.py sets it when it runs this script).
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402

@@ -373,9 +373,12 @@ def pt_saved_sets(names, work, fractions):
         return dict(res, **{n: why for n in todo})
     t0 = time.perf_counter()
     out = os.path.join(work, "pt-saved-set.json")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python")] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     r = subprocess.run([py, os.path.join(ROOT, "bench", "planner", "partitioner_saved_set.py"),
                         "--workloads", ",".join(todo), "--fractions", fractions, "--out", out],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         why = ("partitioner_saved_set.py failed: "
                + (r.stderr.strip().splitlines() or ["?"])[-1][:160])

@@ -126,7 +126,7 @@ rm -rf "$SCRATCH/work"
 /usr/bin/python3 "$ROOT/scripts/gpu/attention.py" build --bin "$BUILD_DIR/bin" --out "$NEW/models"
 # Rows of the realistic planner table for the realistic part
 # (scripts/gpu/realistic_rows.py: plans, specs and cost reports, ~3 MB).
-env PYTHONPATH="$ROOT/python" /usr/bin/python3 "$ROOT/scripts/gpu/realistic_rows.py" build \
+env PYTHONPATH="$ROOT/python:$ROOT/bench/planner" /usr/bin/python3 "$ROOT/scripts/gpu/realistic_rows.py" build \
   --bin "$BUILD_DIR/bin" --out "$NEW/models"
 # The plans hold their constants (gpt2-small's causal masks: 13 and 26 MB),
 # which compress well.

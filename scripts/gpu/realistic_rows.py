@@ -3,7 +3,7 @@
 
 On the build machine (scripts/gpu/bundle.sh):
 
-    PYTHONPATH=python /usr/bin/python3 scripts/gpu/realistic_rows.py build --bin build/bin \
+    PYTHONPATH=python:bench/planner /usr/bin/python3 scripts/gpu/realistic_rows.py build --bin build/bin \
         --out DIR [--work TMP] [--rows gpt2-124m@80,...]
 
 writes DIR/realistic-WORKLOAD-BUDGET/ (kind "realistic") for every row of
@@ -50,8 +50,6 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 
 TOLERANCE = 0.20
 STEPS = 5
@@ -115,8 +113,7 @@ def bindings(bin_dir, plan, env=None):
 
 
 def build(bin_dir, out_root, work, rows):
-    sys.path.insert(0, os.path.join(ROOT, "bench", "planner"))
-    import realistic  # noqa: E402 (bench/planner: the table's own builder)
+    import realistic  # bench/planner (on PYTHONPATH: bundle.sh): the table's own builder
     os.makedirs(work, exist_ok=True)
     h200 = os.path.join(work, "h200.json")
     json.dump(H200_TARGET, open(h200, "w"))
@@ -175,8 +172,7 @@ def build(bin_dir, out_root, work, rows):
 def check(row_dir, meta, exe, env, work, timeout, parse_run, parse_profile, backend="cuda"):
     """One row on the GPU: returns a dict with the times, the error and `ok`."""
     import statistics
-    sys.path.insert(0, HERE)
-    import gen
+    import gen  # scripts/gpu, the folder of kit.py (the caller)
     t0 = time.time()
     os.makedirs(work, exist_ok=True)
     row = {"row": meta["model"], "workload": meta["workload"], "budget": meta["budget_bytes"],
