@@ -44,10 +44,8 @@ struct Searcher {
   /// is over options.stallTrigger and the stall over options.stallShare of
   /// the step; else 0.
   double stallRatio(const SimulatedTime &tl) const {
+    // The links' queues hold the offloads' own waits too (LinkQueue).
     double assumed = state.linkExposed(p.linkWeight);
-    for (auto [i, c] : llvm::enumerate(state.saved))
-      if (c.decision == Decision::Offload)
-        assumed += p.problem.saved[i].releaseNotHidden + p.problem.saved[i].prefetchNotHidden;
     if (!(tl.stallSeconds > p.options.stallTrigger * assumed &&
           tl.stallSeconds > p.options.stallShare * tl.stepSeconds))
       return 0.0;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 using namespace offload::planner;
 
@@ -92,14 +93,162 @@ void LiveProfile::fill(size_t node, int64_t l, int64_t r, int64_t above,
 }
 
 //===----------------------------------------------------------------------===//
+// LinkQueue: the copies on one link, run as the simulator runs them
+//===----------------------------------------------------------------------===//
+
+LinkQueue::Copy LinkQueue::resolve(const LinkCopy &c) const {
+  double issue = c.issue >= 0 ? c.issue : (c.backward ? forward : 0.0);
+  double due = c.due >= 0 ? c.due : (c.backward ? forward + backward : forward);
+  return {issue, std::max(issue, due), c.seconds};
+}
+
+void LinkQueue::add(const LinkCopy &c, double sign) {
+  if (c.seconds == 0)
+    return;
+  Copy x = resolve(c);
+  settled = false;
+  if (sign > 0) {
+    copies.push_back(x);
+    return;
+  }
+  for (Copy &y : copies)
+    if (y.issue == x.issue && y.due == x.due && y.seconds == x.seconds) {
+      y = copies.back();
+      copies.pop_back();
+      return;
+    }
+}
+
+namespace {
+/// The link and the compute's waits as the copies are issued and waited
+/// for: an issue at compute time t is at t + waited in the step; the copy
+/// starts when the link is free; at a due, compute waits for the copy.
+struct Run {
+  double linkFree = 0, waited = 0;
+  double issue(double at, double seconds) {
+    linkFree = std::max(linkFree, at + waited) + seconds;
+    return linkFree;
+  }
+  void due(double at, double done) { waited = std::max(waited, done - at); }
+};
+} // namespace
+
+void LinkQueue::settle() const {
+  if (settled)
+    return;
+  llvm::sort(copies);
+  size_t n = copies.size();
+  byDue.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    byDue[i] = unsigned(i);
+  llvm::stable_sort(byDue, [&](unsigned a, unsigned b) { return copies[a].due < copies[b].due; });
+  after.resize(n);
+  done.resize(n);
+  Run run;
+  size_t d = 0;
+  for (size_t i = 0; i < n; ++i) {
+    // The dues before this issue (at the same time: the issue first).
+    for (; d < n && copies[byDue[d]].due < copies[i].issue; ++d)
+      run.due(copies[byDue[d]].due, done[byDue[d]]);
+    done[i] = run.issue(copies[i].issue, copies[i].seconds);
+    after[i] = {run.linkFree, run.waited, d};
+  }
+  for (; d < n; ++d)
+    run.due(copies[byDue[d]].due, done[byDue[d]]);
+  waited = run.waited;
+  settled = true;
+}
+
+double LinkQueue::exposed() const {
+  settle();
+  return waited;
+}
+
+double LinkQueue::exposedAdding(llvm::ArrayRef<LinkCopy> add) const {
+  llvm::SmallVector<Copy, 4> extra;
+  for (const LinkCopy &c : add)
+    if (c.seconds != 0)
+      extra.push_back(resolve(c));
+  if (extra.empty())
+    return 0;
+  settle();
+  llvm::sort(extra);
+  size_t n = copies.size();
+  // The added copies go after the queued ones they tie with; the run is
+  // taken up right after the issue before the first of them.
+  size_t from = size_t(std::upper_bound(copies.begin(), copies.end(), extra.front()) -
+                       copies.begin());
+  Run run;
+  size_t d = 0;
+  if (from > 0) {
+    run.linkFree = after[from - 1].linkFree;
+    run.waited = after[from - 1].waited;
+    d = after[from - 1].duesDone;
+  }
+  llvm::SmallVector<unsigned, 4> extraByDue;
+  for (unsigned k = 0; k < extra.size(); ++k)
+    extraByDue.push_back(k);
+  llvm::sort(extraByDue, [&](unsigned a, unsigned b) { return extra[a].due < extra[b].due; });
+  llvm::SmallVector<double, 4> extraDone(extra.size(), 0);
+  scratch.resize(n);
+  auto doneOf = [&](unsigned j) { return j < from ? done[j] : scratch[j]; };
+  size_t ed = 0;
+  // The dues (queued and added) before `at` (all with `all`), by due.
+  auto duesBefore = [&](double at, bool all) {
+    while (true) {
+      bool q = d < n && (all || copies[byDue[d]].due < at);
+      bool x = ed < extra.size() && (all || extra[extraByDue[ed]].due < at);
+      if (!q && !x)
+        return;
+      if (q && (!x || copies[byDue[d]].due <= extra[extraByDue[ed]].due)) {
+        run.due(copies[byDue[d]].due, doneOf(byDue[d]));
+        ++d;
+      } else {
+        run.due(extra[extraByDue[ed]].due, extraDone[extraByDue[ed]]);
+        ++ed;
+      }
+    }
+  };
+  size_t i = from, e = 0;
+  while (i < n || e < extra.size()) {
+    bool queued = i < n && (e == extra.size() || !(extra[e] < copies[i]));
+    const Copy &c = queued ? copies[i] : extra[e];
+    duesBefore(c.issue, false);
+    double finish = run.issue(c.issue, c.seconds);
+    if (queued)
+      scratch[i++] = finish;
+    else
+      extraDone[e++] = finish;
+  }
+  duesBefore(0, true);
+  return run.waited - waited;
+}
+
+std::pair<LinkCopy, LinkCopy> offload::planner::offloadCopies(const SavedFacts &c) {
+  return {LinkCopy{c.toHostSeconds, c.toHostIssue, c.toHostDue, false},
+          LinkCopy{c.toDeviceSeconds, c.toDeviceIssue, c.toDeviceDue, true}};
+}
+
+void offload::planner::paramCopies(const ParamFacts &p, llvm::SmallVectorImpl<LinkCopy> &toDevice,
+                                   llvm::SmallVectorImpl<LinkCopy> &toHost) {
+  double fwd = p.toDeviceForwardSeconds, bwd = p.toDeviceSeconds - p.toDeviceForwardSeconds;
+  if (fwd != 0)
+    toDevice.push_back(LinkCopy{fwd, p.forwardFetchIssue, p.forwardFetchDue, false});
+  if (bwd != 0)
+    toDevice.push_back(LinkCopy{bwd, p.backwardFetchIssue, p.backwardFetchDue, true});
+  if (p.toHostSeconds != 0)
+    toHost.push_back(LinkCopy{p.toHostSeconds, p.gradientIssue, p.gradientDue, true});
+}
+
+//===----------------------------------------------------------------------===//
 // PlanState
 //===----------------------------------------------------------------------===//
 
 PlanState::PlanState(const PlanProblem &problem)
     : problem(&problem), saved(problem.saved.size()), params(problem.params.size()),
       readers(problem.saved.size()), profile(problem.baseLive),
-      toHostFwd{problem.forwardSeconds}, toHostBwd{problem.backwardSeconds},
-      toDeviceFwd{problem.forwardSeconds}, toDeviceBwd{problem.backwardSeconds} {}
+      toHost(problem.forwardSeconds, problem.backwardSeconds),
+      toDevice(problem.forwardSeconds, problem.backwardSeconds) {}
 
 void PlanState::profileOfSaved(unsigned i, int64_t sign) {
   const SavedFacts &c = problem->saved[i];
@@ -121,16 +270,18 @@ void PlanState::profileOfParam(unsigned i, int64_t sign) {
 }
 
 void PlanState::linkOfOffload(unsigned i, double sign) {
-  const SavedFacts &c = problem->saved[i];
-  toHostFwd.used += sign * c.toHostSeconds;
-  toDeviceBwd.used += sign * c.toDeviceSeconds;
+  auto [out, back] = offloadCopies(problem->saved[i]);
+  toHost.add(out, sign);
+  toDevice.add(back, sign);
 }
 
 void PlanState::linkOfParam(unsigned i, double sign) {
-  const ParamFacts &p = problem->params[i];
-  toDeviceFwd.used += sign * p.toDeviceForwardSeconds;
-  toDeviceBwd.used += sign * (p.toDeviceSeconds - p.toDeviceForwardSeconds);
-  toHostBwd.used += sign * p.toHostSeconds;
+  llvm::SmallVector<LinkCopy, 2> in, out;
+  paramCopies(problem->params[i], in, out);
+  for (const LinkCopy &c : in)
+    toDevice.add(c, sign);
+  for (const LinkCopy &c : out)
+    toHost.add(c, sign);
 }
 
 void PlanState::registerReader(unsigned j) {
@@ -157,10 +308,20 @@ llvm::SmallVector<unsigned, 2> PlanState::dependentsOf(unsigned i) const {
 }
 
 double PlanState::linkExposed(double linkWeight) const {
-  double t = 0;
-  for (const LinkWindow *w : {&toHostFwd, &toHostBwd, &toDeviceFwd, &toDeviceBwd})
-    t += std::max(0.0, w->used - w->window);
-  return linkWeight * t;
+  return linkWeight * (toHost.exposed() + toDevice.exposed());
+}
+
+double PlanState::priceOfDecisions(double tieBreak, double linkWeight) const {
+  double t = linkExposed(linkWeight);
+  for (auto [i, c] : llvm::enumerate(saved))
+    if (c.decision == Decision::Offload)
+      t += tieBreak * (problem->saved[i].toHostSeconds + problem->saved[i].toDeviceSeconds);
+    else if (c.decision == Decision::Recompute)
+      t += c.seconds;
+  for (auto [i, p] : llvm::enumerate(params))
+    if (p.decision == Decision::Host)
+      t += hostOwnSeconds(problem->params[i], tieBreak);
+  return t;
 }
 
 bool PlanState::anyHost() const {

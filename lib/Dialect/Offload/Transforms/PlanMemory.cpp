@@ -605,6 +605,13 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
   if (failed(readDecisions(decisionsFile, problem, result.state, error)))
     return mlir::emitError(fn.getLoc())
            << "offload-plan-memory: decisions=" << decisionsFile << ": " << error;
+  // The links' queues of the replayed copies (the problem= file's price).
+  for (auto [i, c] : llvm::enumerate(result.state.saved))
+    if (c.decision == Decision::Offload)
+      result.state.linkOfOffload(unsigned(i), +1);
+  for (auto [i, q] : llvm::enumerate(result.state.params))
+    if (q.decision == Decision::Host)
+      result.state.linkOfParam(unsigned(i), +1);
   auto plan = checker.build(result.state, ::offload::planner::Refetch::Auto);
   if (failed(plan))
     return failure();
