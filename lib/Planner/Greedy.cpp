@@ -27,7 +27,7 @@ void ConeModel::sync(const PlanState &state) {
 // hide (SavedFacts) bound it from below.
 double Planner::offloadSeconds(const PlanState &s, unsigned i) const {
   const SavedFacts &c = problem.saved[i];
-  auto [out, back] = offloadCopies(c);
+  auto [out, back] = offloadCopies(c, s.timedLinks);
   return linkWeight * (std::max(c.releaseNotHidden, s.toHost.exposedAdding(out)) +
                        std::max(c.prefetchNotHidden, s.toDevice.exposedAdding(back))) +
          options.tieBreak * (c.toHostSeconds + c.toDeviceSeconds);
@@ -36,7 +36,7 @@ double Planner::offloadSeconds(const PlanState &s, unsigned i) const {
 double Planner::hostSeconds(const PlanState &s, unsigned i) const {
   const ParamFacts &p = problem.params[i];
   llvm::SmallVector<LinkCopy, 2> in, out;
-  paramCopies(p, in, out);
+  paramCopies(p, s.timedLinks, in, out);
   return p.hostUpdateSeconds +
          linkWeight * (s.toDevice.exposedAdding(in) + s.toHost.exposedAdding(out)) +
          options.tieBreak * (p.toDeviceSeconds + p.toHostSeconds);

@@ -127,6 +127,7 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
       j.attribute("to_device", state.toDevice.exposed());
     });
     j.attribute("decisions_seconds", state.priceOfDecisions(tieBreak, 1.0));
+    j.attribute("timed_links", state.timedLinks);
     j.attributeArray("base_live_bytes", [&] {
       for (int64_t v : problem.baseLive)
         j.value(v);

@@ -44,8 +44,7 @@ struct Searcher {
   /// is over options.stallTrigger and the stall over options.stallShare of
   /// the step; else 0.
   double stallRatio(const SimulatedTime &tl) const {
-    // The links' queues hold the offloads' own waits too (LinkQueue).
-    double assumed = state.linkExposed(p.linkWeight);
+    double assumed = state.linkWaits(p.linkWeight);
     if (!(tl.stallSeconds > p.options.stallTrigger * assumed &&
           tl.stallSeconds > p.options.stallShare * tl.stepSeconds))
       return 0.0;
@@ -245,7 +244,7 @@ llvm::LogicalResult Searcher::reach() {
   reachProblem.aimBytes -= reachProblem.budgetBytes - kReachBudgetBytes;
   reachProblem.budgetBytes = kReachBudgetBytes;
   Planner rp{reachProblem, p.cones, p.options};
-  PlanState initial(reachProblem);
+  PlanState initial(reachProblem, p.timedLinks());
   p.cones.sync(initial);
   llvm::FailureOr<SearchResult> r = search(rp, checker, std::move(initial));
   if (llvm::failed(r))

@@ -103,8 +103,11 @@ LinkQueue::Copy LinkQueue::resolve(const LinkCopy &c) const {
 }
 
 void LinkQueue::add(const LinkCopy &c, double sign) {
+  used[c.backward] += sign * c.seconds;
   if (c.seconds == 0)
     return;
+  if (c.issue >= 0 || c.due >= 0)
+    timed += sign > 0 ? 1 : -1;
   Copy x = resolve(c);
   settled = false;
   if (sign > 0) {
@@ -159,12 +162,39 @@ void LinkQueue::settle() const {
   settled = true;
 }
 
-double LinkQueue::exposed() const {
+// With no copy timed, the run is the per-phase window: the copy seconds of
+// each phase beyond its compute, summed as the copies come and go (so that
+// the prices are the windows' to the last bit, whatever the queue's order).
+double LinkQueue::windowExposed(double addForward, double addBackward) const {
+  return (std::max(0.0, used[0] + addForward - forward) - std::max(0.0, used[0] - forward)) +
+         (std::max(0.0, used[1] + addBackward - backward) - std::max(0.0, used[1] - backward));
+}
+
+void LinkQueue::addExposed(double &t) const {
+  if (timed == 0) {
+    t += std::max(0.0, used[0] - forward);
+    t += std::max(0.0, used[1] - backward);
+    return;
+  }
   settle();
-  return waited;
+  t += waited;
+}
+
+double LinkQueue::exposed() const {
+  double t = 0;
+  addExposed(t);
+  return t;
 }
 
 double LinkQueue::exposedAdding(llvm::ArrayRef<LinkCopy> add) const {
+  if (timed == 0 && llvm::none_of(add, [](const LinkCopy &c) {
+        return c.seconds != 0 && (c.issue >= 0 || c.due >= 0);
+      })) {
+    double phase[2] = {0, 0};
+    for (const LinkCopy &c : add)
+      phase[c.backward] += c.seconds;
+    return windowExposed(phase[0], phase[1]);
+  }
   llvm::SmallVector<Copy, 4> extra;
   for (const LinkCopy &c : add)
     if (c.seconds != 0)
@@ -224,31 +254,34 @@ double LinkQueue::exposedAdding(llvm::ArrayRef<LinkCopy> add) const {
   return run.waited - waited;
 }
 
-std::pair<LinkCopy, LinkCopy> offload::planner::offloadCopies(const SavedFacts &c) {
-  return {LinkCopy{c.toHostSeconds, c.toHostIssue, c.toHostDue, false},
-          LinkCopy{c.toDeviceSeconds, c.toDeviceIssue, c.toDeviceDue, true}};
+std::pair<LinkCopy, LinkCopy> offload::planner::offloadCopies(const SavedFacts &c, bool timed) {
+  auto t = [&](double x) { return timed ? x : -1.0; };
+  return {LinkCopy{c.toHostSeconds, t(c.toHostIssue), t(c.toHostDue), false},
+          LinkCopy{c.toDeviceSeconds, t(c.toDeviceIssue), t(c.toDeviceDue), true}};
 }
 
-void offload::planner::paramCopies(const ParamFacts &p, llvm::SmallVectorImpl<LinkCopy> &toDevice,
+void offload::planner::paramCopies(const ParamFacts &p, bool timed,
+                                   llvm::SmallVectorImpl<LinkCopy> &toDevice,
                                    llvm::SmallVectorImpl<LinkCopy> &toHost) {
+  auto t = [&](double x) { return timed ? x : -1.0; };
   double fwd = p.toDeviceForwardSeconds, bwd = p.toDeviceSeconds - p.toDeviceForwardSeconds;
   if (fwd != 0)
-    toDevice.push_back(LinkCopy{fwd, p.forwardFetchIssue, p.forwardFetchDue, false});
+    toDevice.push_back(LinkCopy{fwd, t(p.forwardFetchIssue), t(p.forwardFetchDue), false});
   if (bwd != 0)
-    toDevice.push_back(LinkCopy{bwd, p.backwardFetchIssue, p.backwardFetchDue, true});
+    toDevice.push_back(LinkCopy{bwd, t(p.backwardFetchIssue), t(p.backwardFetchDue), true});
   if (p.toHostSeconds != 0)
-    toHost.push_back(LinkCopy{p.toHostSeconds, p.gradientIssue, p.gradientDue, true});
+    toHost.push_back(LinkCopy{p.toHostSeconds, t(p.gradientIssue), t(p.gradientDue), true});
 }
 
 //===----------------------------------------------------------------------===//
 // PlanState
 //===----------------------------------------------------------------------===//
 
-PlanState::PlanState(const PlanProblem &problem)
+PlanState::PlanState(const PlanProblem &problem, bool timedLinks)
     : problem(&problem), saved(problem.saved.size()), params(problem.params.size()),
       readers(problem.saved.size()), profile(problem.baseLive),
       toHost(problem.forwardSeconds, problem.backwardSeconds),
-      toDevice(problem.forwardSeconds, problem.backwardSeconds) {}
+      toDevice(problem.forwardSeconds, problem.backwardSeconds), timedLinks(timedLinks) {}
 
 void PlanState::profileOfSaved(unsigned i, int64_t sign) {
   const SavedFacts &c = problem->saved[i];
@@ -270,14 +303,14 @@ void PlanState::profileOfParam(unsigned i, int64_t sign) {
 }
 
 void PlanState::linkOfOffload(unsigned i, double sign) {
-  auto [out, back] = offloadCopies(problem->saved[i]);
+  auto [out, back] = offloadCopies(problem->saved[i], timedLinks);
   toHost.add(out, sign);
   toDevice.add(back, sign);
 }
 
 void PlanState::linkOfParam(unsigned i, double sign) {
   llvm::SmallVector<LinkCopy, 2> in, out;
-  paramCopies(problem->params[i], in, out);
+  paramCopies(problem->params[i], timedLinks, in, out);
   for (const LinkCopy &c : in)
     toDevice.add(c, sign);
   for (const LinkCopy &c : out)
@@ -308,11 +341,23 @@ llvm::SmallVector<unsigned, 2> PlanState::dependentsOf(unsigned i) const {
 }
 
 double PlanState::linkExposed(double linkWeight) const {
-  return linkWeight * (toHost.exposed() + toDevice.exposed());
+  double t = 0;
+  toHost.addExposed(t);
+  toDevice.addExposed(t);
+  return linkWeight * t;
+}
+
+double PlanState::linkWaits(double linkWeight) const {
+  double t = linkExposed(linkWeight);
+  if (!timedLinks)
+    for (auto [i, c] : llvm::enumerate(saved))
+      if (c.decision == Decision::Offload)
+        t += problem->saved[i].releaseNotHidden + problem->saved[i].prefetchNotHidden;
+  return t;
 }
 
 double PlanState::priceOfDecisions(double tieBreak, double linkWeight) const {
-  double t = linkExposed(linkWeight);
+  double t = linkWaits(linkWeight);
   for (auto [i, c] : llvm::enumerate(saved))
     if (c.decision == Decision::Offload)
       t += tieBreak * (problem->saved[i].toHostSeconds + problem->saved[i].toDeviceSeconds);

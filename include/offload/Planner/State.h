@@ -71,6 +71,8 @@ public:
   void add(const LinkCopy &c, double sign);
   /// Compute seconds spent waiting for the copies.
   double exposed() const;
+  /// Adds exposed() to `t` (with no copy timed, phase by phase).
+  void addExposed(double &t) const;
   /// What adding `copies` would add to exposed(): the queue run again from
   /// the first of their issues, O(copies queued after it).
   double exposedAdding(llvm::ArrayRef<LinkCopy> copies) const;
@@ -83,9 +85,14 @@ private:
     }
   };
   Copy resolve(const LinkCopy &c) const;
+  double windowExposed(double addForward, double addBackward) const;
   /// Sorts the copies and records the run (settled).
   void settle() const;
   double forward = 0, backward = 0;
+  /// The copy seconds of each phase (forward, backward) and how many
+  /// copies have times: with none, the queue is the per-phase window.
+  double used[2] = {0, 0};
+  int64_t timed = 0;
   mutable std::vector<Copy> copies; // sorted by issue when settled
   mutable bool settled = true;
   /// The recorded run: right after each copy's issue (index in `copies`),
@@ -128,8 +135,10 @@ struct ParamChoice {
 
 struct PlanState {
   /// Every candidate kept; the profile at the problem's base live bytes and
-  /// the links empty.
-  explicit PlanState(const PlanProblem &problem);
+  /// the links empty. `timedLinks`: the copies queue at their issue and due
+  /// times (the facts'); else each may use any compute of its phase (the
+  /// per-phase windows, Options.h's timedLinksOnSmallSteps).
+  explicit PlanState(const PlanProblem &problem, bool timedLinks = true);
 
   const PlanProblem *problem;
   std::vector<SavedChoice> saved;
@@ -140,6 +149,7 @@ struct PlanState {
   LiveProfile profile;
   /// The device-to-host and host-to-device links.
   LinkQueue toHost, toDevice;
+  bool timedLinks = true;
 
   /// The effect of saved candidate i's current decision on the profile
   /// (sign -1: taken, +1: taken back).
@@ -156,16 +166,21 @@ struct PlanState {
   double linkExposed(double linkWeight) const;
   bool anyHost() const;
   /// The decisions' price: the recomputes' and host updates' seconds, the
-  /// compute waiting for the links (times `linkWeight`; the offloads' own
-  /// waits are among them), and `tieBreak` of every copy's seconds.
+  /// link waits (linkWaits; timed, the queues hold the offloads' own
+  /// waits), and `tieBreak` of every copy's seconds.
   double priceOfDecisions(double tieBreak, double linkWeight) const;
+  /// The link waits the prices assume: linkExposed (times `linkWeight`),
+  /// and where the links are not timed the offloads' own waits (unweighted,
+  /// as the problem file states them).
+  double linkWaits(double linkWeight) const;
 };
 
-/// The copies of saved candidate c's offload: to the host, to the device.
-std::pair<LinkCopy, LinkCopy> offloadCopies(const SavedFacts &c);
+/// The copies of saved candidate c's offload: to the host, to the device
+/// (`timed`: with the facts' issue and due times; else each in its phase).
+std::pair<LinkCopy, LinkCopy> offloadCopies(const SavedFacts &c, bool timed);
 /// The copies of parameter p on the host: its fetches (to the device, at
 /// most two), its gradient (to the host, at most one).
-void paramCopies(const ParamFacts &p, llvm::SmallVectorImpl<LinkCopy> &toDevice,
+void paramCopies(const ParamFacts &p, bool timed, llvm::SmallVectorImpl<LinkCopy> &toDevice,
                  llvm::SmallVectorImpl<LinkCopy> &toHost);
 
 } // namespace offload::planner

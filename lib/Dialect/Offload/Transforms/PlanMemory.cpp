@@ -605,7 +605,11 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
   if (failed(readDecisions(decisionsFile, problem, result.state, error)))
     return mlir::emitError(fn.getLoc())
            << "offload-plan-memory: decisions=" << decisionsFile << ": " << error;
-  // The links' queues of the replayed copies (the problem= file's price).
+  // The links' queues of the replayed copies (the problem= file's price),
+  // timed as the search's would be (Planner::timedLinks).
+  ::offload::planner::PlannerOptions options;
+  result.state.timedLinks =
+      problem.numPoints() > options.finePoints || options.timedLinksOnSmallSteps;
   for (auto [i, c] : llvm::enumerate(result.state.saved))
     if (c.decision == Decision::Offload)
       result.state.linkOfOffload(unsigned(i), +1);
@@ -798,7 +802,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     result.emplace(std::move(*replayed));
   } else {
     FailureOr<SearchResult> searched =
-        ::offload::planner::search(planner, checker, PlanState(problem));
+        ::offload::planner::search(planner, checker, PlanState(problem, planner.timedLinks()));
     if (failed(searched))
       return failure();
     result.emplace(std::move(*searched));
