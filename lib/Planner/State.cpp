@@ -302,6 +302,22 @@ void PlanState::profileOfParam(unsigned i, int64_t sign) {
     profile.add(f.lo, f.hi, sign * f.bytes);
 }
 
+void PlanState::setTimedLinks(bool timed) {
+  timedLinks = timed;
+  relink();
+}
+
+void PlanState::relink() {
+  toHost = LinkQueue(problem->forwardSeconds, problem->backwardSeconds);
+  toDevice = LinkQueue(problem->forwardSeconds, problem->backwardSeconds);
+  for (auto [i, c] : llvm::enumerate(saved))
+    if (c.decision == Decision::Offload)
+      linkOfOffload(unsigned(i), +1);
+  for (auto [i, q] : llvm::enumerate(params))
+    if (q.decision == Decision::Host)
+      linkOfParam(unsigned(i), +1);
+}
+
 void PlanState::linkOfOffload(unsigned i, double sign) {
   auto [out, back] = offloadCopies(problem->saved[i], timedLinks);
   toHost.add(out, sign);

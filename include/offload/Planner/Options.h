@@ -63,6 +63,9 @@ struct PlannerOptions {
   /// bisection, link calibration against the simulated stall) already
   /// corrects the windows' error, and each check is cheap.
   bool timedLinksOnSmallSteps = false;
+  /// Where the links are timed, the greedy also runs with the windows'
+  /// prices and the timed queues judge (Search.cpp, decideJudged).
+  bool windowGreedyToo = true;
   /// The share of a copy's seconds added to its price to break ties
   /// against free recomputes.
   double tieBreak = 0.01;

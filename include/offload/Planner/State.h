@@ -158,6 +158,12 @@ struct PlanState {
   /// The effect on the links (sign +1: taken, -1: taken back).
   void linkOfOffload(unsigned i, double sign);
   void linkOfParam(unsigned i, double sign);
+  /// Times the links' copies or not (PlanState's `timedLinks`), their
+  /// queues built again from the decisions.
+  void setTimedLinks(bool timed);
+  /// The links' queues built again from the decisions (after decisions were
+  /// set directly: a decisions file, the fallback's all-in variants).
+  void relink();
   /// Records that recomputed candidate j's cone reads its inputs.
   void registerReader(unsigned j);
   /// The recomputed candidates whose cones read or rerun candidate i.

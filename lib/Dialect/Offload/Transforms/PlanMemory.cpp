@@ -610,12 +610,7 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
   ::offload::planner::PlannerOptions options;
   result.state.timedLinks =
       problem.numPoints() > options.finePoints || options.timedLinksOnSmallSteps;
-  for (auto [i, c] : llvm::enumerate(result.state.saved))
-    if (c.decision == Decision::Offload)
-      result.state.linkOfOffload(unsigned(i), +1);
-  for (auto [i, q] : llvm::enumerate(result.state.params))
-    if (q.decision == Decision::Host)
-      result.state.linkOfParam(unsigned(i), +1);
+  result.state.relink();
   auto plan = checker.build(result.state, ::offload::planner::Refetch::Auto);
   if (failed(plan))
     return failure();

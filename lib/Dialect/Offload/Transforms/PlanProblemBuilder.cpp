@@ -305,13 +305,17 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
         std::max(0.0, c.toDeviceSeconds - pts.between(backwardPoint, c.firstBackward));
     c.releaseNotHidden =
         std::max(0.0, c.toHostSeconds - pts.between(c.lastForward + 1, c.offloadFreed.lo));
-    // The copies' times on their links (the planner's queues, State.h); with
-    // gradient accumulation the phases interleave and the copies may use
-    // any compute of their phase.
+    // The copies' times on their links (the planner's queues, State.h): the
+    // copy to the host from right after the last forward use to the release,
+    // the prefetch from its prefetch point (placePrefetches issues each copy
+    // as late as it covers its use, Prefetch.h; earlier ones queue ahead of
+    // it on the link, which the queue models) to the first backward use.
+    // With gradient accumulation the phases interleave and the copies may
+    // use any compute of their phase.
     if (pts.numMicroBatches == 1) {
       c.toHostIssue = pts.at(c.lastForward + 1);
       c.toHostDue = pts.at(c.offloadFreed.lo);
-      c.toDeviceIssue = pts.at(backwardPoint);
+      c.toDeviceIssue = pts.at(fetch);
       c.toDeviceDue = pts.at(c.firstBackward);
     }
     // Recompute: every value of the buffer must be recomputable.
@@ -404,14 +408,14 @@ void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
       onDevice.push_back({pf, keepThrough ? lastBwd : lastFwd});
       p.toDeviceSeconds += copy;
       p.toDeviceForwardSeconds = copy;
-      p.forwardFetchIssue = pts.at(pts.forwardPoint);
+      p.forwardFetchIssue = pts.at(pf);
       p.forwardFetchDue = pts.at(firstFwd);
     }
     if (firstBwd >= 0 && !keepThrough) {
       int64_t pb = pts.prefetchPoint(firstBwd, copy, pts.backwardPoint + 1);
       onDevice.push_back({pb, lastBwd});
       p.toDeviceSeconds += copy;
-      p.backwardFetchIssue = pts.at(pts.backwardPoint);
+      p.backwardFetchIssue = pts.at(pb);
       p.backwardFetchDue = pts.at(firstBwd);
     }
     int64_t cursor = 0;
