@@ -110,14 +110,26 @@ void LinkQueue::add(const LinkCopy &c, double sign) {
     timed += sign > 0 ? 1 : -1;
   Copy x = resolve(c);
   settled = false;
+  // The copies stay in issue order and `byDue` in due order, each change
+  // O(copies), so that a price after a take runs the queue without sorting.
   if (sign > 0) {
-    copies.push_back(x);
+    unsigned at = unsigned(std::upper_bound(copies.begin(), copies.end(), x) - copies.begin());
+    copies.insert(copies.begin() + at, x);
+    for (unsigned &k : byDue)
+      k += k >= at;
+    auto pos = std::upper_bound(byDue.begin(), byDue.end(), x.due,
+                                [&](double due, unsigned k) { return due < copies[k].due; });
+    byDue.insert(pos, at);
     return;
   }
-  for (Copy &y : copies)
-    if (y.issue == x.issue && y.due == x.due && y.seconds == x.seconds) {
-      y = copies.back();
-      copies.pop_back();
+  auto [lo, hi] = std::equal_range(copies.begin(), copies.end(), x);
+  for (auto it = lo; it != hi; ++it)
+    if (it->seconds == x.seconds) {
+      unsigned at = unsigned(it - copies.begin());
+      copies.erase(it);
+      byDue.erase(llvm::find(byDue, at));
+      for (unsigned &k : byDue)
+        k -= k > at;
       return;
     }
 }
@@ -139,12 +151,7 @@ struct Run {
 void LinkQueue::settle() const {
   if (settled)
     return;
-  llvm::sort(copies);
   size_t n = copies.size();
-  byDue.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    byDue[i] = unsigned(i);
-  llvm::stable_sort(byDue, [&](unsigned a, unsigned b) { return copies[a].due < copies[b].due; });
   after.resize(n);
   done.resize(n);
   Run run;
@@ -239,16 +246,45 @@ double LinkQueue::exposedAdding(llvm::ArrayRef<LinkCopy> add) const {
       }
     }
   };
+  // Once the added copies are issued and waited for, the run is the record
+  // later by `shift` from a queued issue on where the link is as far ahead
+  // of compute as in the record and every copy still to be waited for ends
+  // `shift` later too: the rest is the record's, later by `shift` (the
+  // queue is a max-plus recurrence). Checked only where the link agrees.
+  pending.clear();
   size_t i = from, e = 0;
+  auto caughtUp = [&](size_t at) {
+    if (e < extra.size() || ed < extra.size())
+      return false;
+    double shift = run.waited - after[at].waited;
+    double tol = 1e-12 * (std::abs(run.linkFree) + 1e-300);
+    if (std::abs(run.linkFree - (after[at].linkFree + shift)) > tol)
+      return false;
+    size_t keep = 0;
+    bool ok = true;
+    for (unsigned j : pending) {
+      if (copies[j].due < copies[at].issue)
+        continue; // waited for already (dues are taken before the issue)
+      pending[keep++] = j;
+      ok &= std::abs(scratch[j] - (done[j] + shift)) <= tol;
+    }
+    pending.resize(keep);
+    return ok;
+  };
   while (i < n || e < extra.size()) {
     bool queued = i < n && (e == extra.size() || !(extra[e] < copies[i]));
     const Copy &c = queued ? copies[i] : extra[e];
     duesBefore(c.issue, false);
     double finish = run.issue(c.issue, c.seconds);
-    if (queued)
-      scratch[i++] = finish;
-    else
+    if (!queued) {
       extraDone[e++] = finish;
+      continue;
+    }
+    scratch[i] = finish;
+    if (caughtUp(i))
+      return run.waited - after[i].waited;
+    pending.push_back(unsigned(i));
+    ++i;
   }
   duesBefore(0, true);
   return run.waited - waited;

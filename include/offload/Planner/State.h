@@ -86,14 +86,15 @@ private:
   };
   Copy resolve(const LinkCopy &c) const;
   double windowExposed(double addForward, double addBackward) const;
-  /// Sorts the copies and records the run (settled).
+  /// Records the run (settled).
   void settle() const;
   double forward = 0, backward = 0;
   /// The copy seconds of each phase (forward, backward) and how many
   /// copies have times: with none, the queue is the per-phase window.
   double used[2] = {0, 0};
   int64_t timed = 0;
-  mutable std::vector<Copy> copies; // sorted by issue when settled
+  std::vector<Copy> copies; // by issue (then due)
+  std::vector<unsigned> byDue; // indices into `copies`, by due
   mutable bool settled = true;
   /// The recorded run: right after each copy's issue (index in `copies`),
   /// when the link is next free, the compute's waits so far and the dues
@@ -105,7 +106,7 @@ private:
   };
   mutable std::vector<After> after;
   mutable std::vector<double> done, scratch;
-  mutable std::vector<unsigned> byDue;
+  mutable std::vector<unsigned> pending;
   mutable double waited = 0;
 };
 
