@@ -22,36 +22,28 @@ void ConeModel::sync(const PlanState &state) {
     setRecomputed(unsigned(i), c.decision == Decision::Recompute);
 }
 
-// The link windows assume a copy can use any compute of its phase; the
-// parts its neighbourhood cannot hide (SavedFacts) bound it from below.
+// The links' queues price a copy by when it may start and when compute
+// waits for it (LinkQueue, State.h); the parts its own neighbourhood cannot
+// hide (SavedFacts) bound it from below.
 double Planner::offloadSeconds(const PlanState &s, unsigned i) const {
   const SavedFacts &c = problem.saved[i];
-  double d = c.toHostSeconds, h = c.toDeviceSeconds;
-  return linkWeight * (std::max(c.releaseNotHidden, s.toHostFwd.exposed(d)) +
-                       std::max(c.prefetchNotHidden, s.toDeviceBwd.exposed(h))) +
-         options.tieBreak * (d + h);
+  auto [out, back] = offloadCopies(c, s.timedLinks);
+  return linkWeight * (std::max(c.releaseNotHidden, s.toHost.exposedAdding(out)) +
+                       std::max(c.prefetchNotHidden, s.toDevice.exposedAdding(back))) +
+         options.tieBreak * (c.toHostSeconds + c.toDeviceSeconds);
 }
 
 double Planner::hostSeconds(const PlanState &s, unsigned i) const {
   const ParamFacts &p = problem.params[i];
+  llvm::SmallVector<LinkCopy, 2> in, out;
+  paramCopies(p, s.timedLinks, in, out);
   return p.hostUpdateSeconds +
-         linkWeight * (s.toDeviceFwd.exposed(p.toDeviceForwardSeconds) +
-                       s.toDeviceBwd.exposed(p.toDeviceSeconds - p.toDeviceForwardSeconds) +
-                       s.toHostBwd.exposed(p.toHostSeconds)) +
+         linkWeight * (s.toDevice.exposedAdding(in) + s.toHost.exposedAdding(out)) +
          options.tieBreak * (p.toDeviceSeconds + p.toHostSeconds);
 }
 
 double Planner::decisionsSeconds(const PlanState &s) const {
-  double t = s.linkExposed(linkWeight);
-  for (auto [i, c] : llvm::enumerate(s.saved))
-    if (c.decision == Decision::Offload)
-      t += offloadOwnSeconds(problem.saved[i], options.tieBreak);
-    else if (c.decision == Decision::Recompute)
-      t += c.seconds;
-  for (auto [i, p] : llvm::enumerate(s.params))
-    if (p.decision == Decision::Host)
-      t += hostOwnSeconds(problem.params[i], options.tieBreak);
-  return t;
+  return s.priceOfDecisions(options.tieBreak, linkWeight);
 }
 
 void offload::planner::repriceDependents(Planner &p, PlanState &s, unsigned i) {

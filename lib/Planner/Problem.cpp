@@ -118,6 +118,16 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
       j.attribute("to_device_backward", problem.backwardSeconds);
     });
     j.attribute("unplanned_step_seconds", problem.unplannedStepSeconds);
+    // The planner's own price of the chosen decisions (Planner::
+    // decisionsSeconds at link weight 1): their seconds plus the compute
+    // waiting for the links' queues (LinkQueue, State.h), of which
+    // `link_windows` above is the per-phase relaxation the oracle prices.
+    j.attributeObject("link_exposed_seconds", [&] {
+      j.attribute("to_host", state.toHost.exposed());
+      j.attribute("to_device", state.toDevice.exposed());
+    });
+    j.attribute("decisions_seconds", state.priceOfDecisions(tieBreak, 1.0));
+    j.attribute("timed_links", state.timedLinks);
     j.attributeArray("base_live_bytes", [&] {
       for (int64_t v : problem.baseLive)
         j.value(v);

@@ -100,6 +100,91 @@ TEST(LiveProfile, RangeAddAndMax) {
   EXPECT_EQ(prof.max().first, 7);
 }
 
+// The links' queues (LinkQueue): with no times, a copy may use any compute
+// of its phase (the per-phase window: two 0.4 s copies in a 1 s forward are
+// hidden, a third exposes 0.2 s).
+TEST(LinkQueue, WithoutTimesIsThePhaseWindow) {
+  LinkQueue q(1.0, 1.0);
+  LinkCopy fwd{0.4, -1, -1, false};
+  q.add(fwd, +1);
+  q.add(fwd, +1);
+  EXPECT_NEAR(q.exposed(), 0.0, 1e-12);
+  EXPECT_NEAR(q.exposedAdding({fwd}), 0.2, 1e-12);
+  // Backward's compute does not hide forward's copies.
+  EXPECT_NEAR(q.exposedAdding({fwd, LinkCopy{0.5, -1, -1, true}}), 0.2, 1e-12);
+  q.add(fwd, -1);
+  EXPECT_NEAR(q.exposedAdding({fwd}), 0.0, 1e-12);
+}
+
+// exposedAdding is the queue run again with the copies added: the same as
+// adding them and reading exposed() (random copies, ties included).
+TEST(LinkQueue, AddingMatchesTheRunWithTheCopies) {
+  LinkQueue q(1.0, 1.0);
+  unsigned seed = 12345;
+  auto next = [&](int m) {
+    seed = seed * 1103515245u + 12345u;
+    return int((seed >> 16) % unsigned(m));
+  };
+  auto copy = [&] {
+    LinkCopy c;
+    c.backward = next(2);
+    c.issue = next(5) == 0 ? -1 : next(20) / 10.0;
+    c.due = next(5) == 0 ? -1 : c.issue + next(10) / 10.0;
+    c.seconds = (1 + next(8)) / 20.0;
+    return c;
+  };
+  for (int round = 0; round < 200; ++round) {
+    LinkCopy a = copy(), b = copy();
+    double before = q.exposed(), one = q.exposedAdding({a}), two = q.exposedAdding({a, b});
+    q.add(a, +1);
+    EXPECT_NEAR(q.exposed() - before, one, 1e-9);
+    q.add(b, +1);
+    EXPECT_NEAR(q.exposed() - before, two, 1e-9);
+    if (next(3) == 0) {
+      q.add(b, -1);
+      EXPECT_NEAR(q.exposed() - before, one, 1e-9);
+    }
+  }
+}
+
+// A copy issued late in forward cannot use the compute before its issue,
+// and copies queue on the link: two 0.4 s copies issued at 0.8 s and waited
+// for at the end of a 1 s forward expose 0.6 s, where the window hid both;
+// a prefetch due 0.1 s into backward exposes its last 0.2 s.
+TEST(LinkQueue, LateCopiesAreExposed) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 70);
+  f.problem.forwardSeconds = f.problem.backwardSeconds = 1.0;
+  f.problem.computeSeconds = 2.0;
+  for (const char *name : {"a", "b"}) {
+    SavedFacts c = savedValue(name, 40, 1, 8, /*recomputable=*/false, 0.4);
+    c.toHostIssue = 0.8;
+    c.toHostDue = 1.0;
+    f.problem.saved.push_back(c);
+  }
+  SavedFacts late = savedValue("c", 10, 1, 8, /*recomputable=*/false, 0.3);
+  late.toDeviceIssue = 1.0;
+  late.toDeviceDue = 1.1;
+  f.problem.saved.push_back(late);
+  f.start();
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  // The first alone: 0.4 s from 0.8 s to 1 s.
+  EXPECT_NEAR(p.offloadSeconds(s, 0) - 0.01 * 0.8, 0.2, 1e-9);
+  s.saved[0].decision = Decision::Offload;
+  s.linkOfOffload(0, +1);
+  // The second queues behind it: all of its 0.4 s are exposed.
+  EXPECT_NEAR(p.offloadSeconds(s, 1) - 0.01 * 0.8, 0.4, 1e-9);
+  s.saved[1].decision = Decision::Offload;
+  s.linkOfOffload(1, +1);
+  EXPECT_NEAR(s.linkExposed(1.0), 0.6, 1e-9);
+  // The per-phase window would hide both: 0.8 s of copies in 1 s.
+  EXPECT_GT(s.linkExposed(1.0), 0.5);
+  // The prefetch: from the start of backward to 0.1 s into it.
+  EXPECT_NEAR(p.offloadSeconds(s, 2) - 0.01 * 0.6, 0.2, 1e-9);
+  EXPECT_NEAR(p.decisionsSeconds(s), 0.6 + 0.01 * 1.6, 1e-9);
+}
+
 // The cheapest per byte first: a recompute of 1 us frees as much as an
 // offload whose copies (1 s each way) the half-second phases cannot hide,
 // so the greedy recomputes and stops at the aim.

@@ -45,6 +45,8 @@ struct Planner {
 
   /// A step of up to options.finePoints points.
   bool small() const { return problem.numPoints() <= options.finePoints; }
+  /// Whether the links' copies queue at their times (PlanState).
+  bool timedLinks() const { return !small() || options.timedLinksOnSmallSteps; }
   /// Offloading saved candidate i now: its unhidden copy ends or the link
   /// time its windows cannot hide, whichever is more, weighted, plus the
   /// tie-break share of its copy seconds.

@@ -61,6 +61,19 @@ struct PlannerOptions {
   /// `stallShare` of the step, runs again with those seconds weighted by
   /// the ratio, at most `maxLinkWeight`.
   double stallTrigger = 1.25, stallShare = 0.02, maxLinkWeight = 4;
+  /// The links' copies queue at their issue and due times (LinkQueue,
+  /// State.h) on steps larger than finePoints; on small steps only with
+  /// this set, else each copy may use any compute of its phase (the
+  /// per-phase windows, to the last bit). Timed on small steps, the
+  /// reference set of the examples (44 planned rows) came out 0.34% slower
+  /// in geomean, 12 rows worse (up to +23%: the transformer at 35%) and 10
+  /// better (down to -10%: gpt at 55%): the search there (host moves, aim
+  /// bisection, link calibration against the simulated stall) already
+  /// corrects the windows' error, and each check is cheap.
+  bool timedLinksOnSmallSteps = false;
+  /// Where the links are timed, the greedy also runs with the windows'
+  /// prices and the timed queues judge (Search.cpp, decideJudged).
+  bool windowGreedyToo = true;
   /// The share of a copy's seconds added to its price to break ties
   /// against free recomputes.
   double tieBreak = 0.01;

@@ -88,6 +88,15 @@ struct SavedFacts {
   /// the release (to the host) and between the start of backward and the
   /// first backward use (to the device).
   double releaseNotHidden = 0, prefetchNotHidden = 0;
+  /// When each copy is issued and when compute waits for it, in seconds of
+  /// compute from the start of the step (forward is [0, forwardSeconds],
+  /// backward the rest; LinkQueue, State.h): the copy to the host is issued
+  /// after the last forward use and waited for at the release; the prefetch
+  /// is issued at the prefetch point (offloadFreed.hi + 1: as late as it
+  /// covers the use, as placePrefetches places it) and waited for at the
+  /// first backward use. Negative: the phase's start or end (the copy may
+  /// use any compute of its phase).
+  double toHostIssue = -1, toHostDue = -1, toDeviceIssue = -1, toDeviceDue = -1;
   /// The recompute option's cone with every other saved value kept (only
   /// when the builder was asked for it: the problem= file states it).
   std::optional<Cone> standaloneCone;
@@ -105,6 +114,14 @@ struct ParamFacts {
   double toDeviceSeconds = 0;   // every host-to-device copy of it
   double toDeviceForwardSeconds = 0; // the part in forward
   double toHostSeconds = 0;     // its gradient to the host
+  /// When each copy may start and when compute waits for it (seconds of
+  /// compute from the start of the step; negative: the phase's start or
+  /// end): each fetch from its prefetch point (as late as it covers the
+  /// use) to its first use in its phase, the gradient from its last write
+  /// to its release.
+  double forwardFetchIssue = -1, forwardFetchDue = -1;
+  double backwardFetchIssue = -1, backwardFetchDue = -1;
+  double gradientIssue = -1, gradientDue = -1;
 };
 
 /// The planner's problem for one step on one target under one budget.

@@ -605,6 +605,12 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
   if (failed(readDecisions(decisionsFile, problem, result.state, error)))
     return mlir::emitError(fn.getLoc())
            << "offload-plan-memory: decisions=" << decisionsFile << ": " << error;
+  // The links' queues of the replayed copies (the problem= file's price),
+  // timed as the search's would be (Planner::timedLinks).
+  ::offload::planner::PlannerOptions options;
+  result.state.timedLinks =
+      problem.numPoints() > options.finePoints || options.timedLinksOnSmallSteps;
+  result.state.relink();
   auto plan = checker.build(result.state, ::offload::planner::Refetch::Auto);
   if (failed(plan))
     return failure();
@@ -791,7 +797,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     result.emplace(std::move(*replayed));
   } else {
     FailureOr<SearchResult> searched =
-        ::offload::planner::search(planner, checker, PlanState(problem));
+        ::offload::planner::search(planner, checker, PlanState(problem, planner.timedLinks()));
     if (failed(searched))
       return failure();
     result.emplace(std::move(*searched));

@@ -227,6 +227,10 @@ struct Points {
                                secondsBefore[size_t(use)], seconds);
   }
   double between(int64_t from, int64_t to) const { return secondsBefore[to] - secondsBefore[from]; }
+  /// The estimated compute seconds before point `p` (clamped to the step).
+  double at(int64_t p) const {
+    return secondsBefore[size_t(std::clamp<int64_t>(p, 0, int64_t(ops.size())))];
+  }
 };
 
 /// The saved candidates: one per device buffer of saved values.
@@ -301,6 +305,19 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
         std::max(0.0, c.toDeviceSeconds - pts.between(backwardPoint, c.firstBackward));
     c.releaseNotHidden =
         std::max(0.0, c.toHostSeconds - pts.between(c.lastForward + 1, c.offloadFreed.lo));
+    // The copies' times on their links (the planner's queues, State.h): the
+    // copy to the host from right after the last forward use to the release,
+    // the prefetch from its prefetch point (placePrefetches issues each copy
+    // as late as it covers its use, Prefetch.h; earlier ones queue ahead of
+    // it on the link, which the queue models) to the first backward use.
+    // With gradient accumulation the phases interleave and the copies may
+    // use any compute of their phase.
+    if (pts.numMicroBatches == 1) {
+      c.toHostIssue = pts.at(c.lastForward + 1);
+      c.toHostDue = pts.at(c.offloadFreed.lo);
+      c.toDeviceIssue = pts.at(fetch);
+      c.toDeviceDue = pts.at(c.firstBackward);
+    }
     // Recompute: every value of the buffer must be recomputable.
     c.recomputable = llvm::all_of(p.values, [](Value v) {
       Operation *def = v.getDefiningOp();
@@ -391,11 +408,15 @@ void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
       onDevice.push_back({pf, keepThrough ? lastBwd : lastFwd});
       p.toDeviceSeconds += copy;
       p.toDeviceForwardSeconds = copy;
+      p.forwardFetchIssue = pts.at(pf);
+      p.forwardFetchDue = pts.at(firstFwd);
     }
     if (firstBwd >= 0 && !keepThrough) {
       int64_t pb = pts.prefetchPoint(firstBwd, copy, pts.backwardPoint + 1);
       onDevice.push_back({pb, lastBwd});
       p.toDeviceSeconds += copy;
+      p.backwardFetchIssue = pts.at(pb);
+      p.backwardFetchDue = pts.at(firstBwd);
     }
     int64_t cursor = 0;
     for (auto [lo, hi] : onDevice) {
@@ -420,6 +441,8 @@ void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
         if (!gb.persistent)
           p.freed.push_back({rp, gb.end, gb.bytes});
         p.toHostSeconds = model.copyToHostSeconds(gb.bytes);
+        p.gradientIssue = pts.at(pts.point.lookup(def) + 1);
+        p.gradientDue = pts.at(rp);
       }
       // The update runs on the host: its bytes at the host's rate.
       if (auto cost = dyn_cast<CostOpInterface>(update))
