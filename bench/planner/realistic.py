@@ -289,6 +289,14 @@ def mark_blocks(name, step, locs, work, tag):
     for k in range(len(b) - 1):
         for i in range(b[k] + 1, b[k + 1]):
             group[i] = k
+    path = write_marked(step, group, os.path.join(work, tag + ".blocks.mlir"))
+    return path, len(b) - 1, len(group)
+
+
+def write_marked(step, group, path):
+    """Writes `step` to `path` with the k-th offload.save (forward order)
+    marked `offload.recompute = group[k]` for every k in `group` (the
+    regions of --offload-recompute=policy=marked); returns `path`."""
     out, i = [], 0
     for line in open(step):
         if " = offload.save " in line:
@@ -297,9 +305,8 @@ def mark_blocks(name, step, locs, work, tag):
                               rf"\1 {{offload.recompute = {group[i]} : i64}} :", line, count=1)
             i += 1
         out.append(line)
-    path = os.path.join(work, tag + ".blocks.mlir")
     open(path, "w").writelines(out)
-    return path, len(b) - 1, len(group)
+    return path
 
 
 # --- PyTorch's partitioner, its saved set mapped onto our step ------------------
@@ -471,17 +478,7 @@ def mark_kept(step, kept, n, work, tag, cuts=()):
         if not prev or i in cuts:
             g += 1
         group[i], prev = g, True
-    out, i = [], 0
-    for line in open(step):
-        if " = offload.save " in line:
-            if i in group:
-                line = re.sub(r"(= offload\.save %[\w.#]+) :",
-                              rf"\1 {{offload.recompute = {group[i]} : i64}} :", line, count=1)
-            i += 1
-        out.append(line)
-    path = os.path.join(work, tag + ".mlir")
-    open(path, "w").writelines(out)
-    return path, g + 1
+    return write_marked(step, group, os.path.join(work, tag + ".mlir")), g + 1
 
 
 # The two region layouts of one mapped saved set: "run", PyTorch's (one
