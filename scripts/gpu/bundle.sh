@@ -144,7 +144,8 @@ new, commit, dirty, cuda, libs, unpacked, root = sys.argv[1:]
 # their sums let run.sh say when they changed after the bundle was made.
 scripts = {os.path.relpath(p, root): hashlib.sha256(open(p, "rb").read()).hexdigest()
            for p in sorted(glob.glob(os.path.join(root, "scripts/gpu/*")) +
-                           [os.path.join(root, "python/export_models.py")])}
+                           [os.path.join(root, "python/export_models.py")])
+           if os.path.isfile(p)}  # not __pycache__/, which importing the scripts leaves
 files = {}
 for dp, _, fns in os.walk(new):
     for fn in sorted(fns):

@@ -168,6 +168,14 @@ def bundle_models(kind):
     return sorted(out, key=lambda t: order.get(t[0], 9))
 
 
+def bundle_check_backend():
+    """The backend `offload-run --check` asks on a machine without a GPU:
+    cuda, unless the bundle was built without CUDA (a rehearsal only), which
+    has no CUDA backend to ask."""
+    manifest = json.load(open(os.path.join(env_path("KIT_BUNDLE"), "MANIFEST.json")))
+    return "cuda" if manifest.get("cuda_build") else "host"
+
+
 def generate(model_dir, work):
     """Generates the model's parameters and inputs into `work`; returns
     (params path, inputs path, digests, seconds)."""
@@ -874,9 +882,7 @@ def part_sbs():
     # backend and the CPU with two example models (so a Python error shows
     # here, not there).
     checks = {}
-    manifest = json.load(open(os.path.join(env_path("KIT_BUNDLE"), "MANIFEST.json")))
-    # A bundle built without CUDA (a rehearsal only) has no CUDA backend to ask.
-    check_backend = "cuda" if manifest.get("cuda_build") else "host"
+    check_backend = bundle_check_backend()
     for name, d, meta in models:
         for plan in ("unplanned", "planned"):
             rc, out, _ = run_cmd([exe, os.path.join(d, plan + ".oflp"), "--check", "--backend",
@@ -932,25 +938,38 @@ def part_sdpa():
     rows = []
     part.set(rows=rows, rule="max|x - f64| / max|f64| of the output and each gradient: ours <= "
              "%g x PyTorch fp32 SDPA's, or <= %g" % (attention.SDPA_FACTOR, attention.FLOOR))
+    failed = run_cases(part, rows, bundle_models("attention"), "case", "sdpa", 15, 10,
+                       lambda d, meta, work, seconds: attention.check(
+                           d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"), bin_env(),
+                           work, seconds, parse_profile))
+    return part.done("fail" if failed or not rows else "ok")
+
+
+def run_cases(part, rows, cases, key, folder, need_seconds, least_seconds, check):
+    """Runs `check(model dir, meta, work dir, seconds)` for each bundle case
+    (bundle_models' tuples), appending its row to `rows` (key: the case's
+    name) and saving the part after each; a case with under `need_seconds`
+    left, or whose check raises, is recorded as failed. Each case gets an
+    equal share of the time left (at least `least_seconds`) and a work
+    folder KIT_WORK/folder/NAME, removed after it. Returns True when a case
+    failed."""
     failed = False
-    cases = bundle_models("attention")
     for idx, (name, d, meta) in enumerate(cases):
-        if remaining() < 15:
-            rows.append({"case": name, "ok": False, "error": "out of time"})
+        if remaining() < need_seconds:
+            rows.append({key: name, "ok": False, "error": "out of time"})
             failed = True
             continue
+        work = os.path.join(env_path("KIT_WORK"), folder, name)
         try:
-            row = attention.check(d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"),
-                                  bin_env(), os.path.join(env_path("KIT_WORK"), "sdpa", name),
-                                  max(10, remaining(reserve=2) / (len(cases) - idx)),
-                                  parse_profile)
+            row = check(d, meta, work,
+                        max(least_seconds, remaining(reserve=2) / (len(cases) - idx)))
         except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
-            row = {"case": name, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+            row = {key: name, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
         rows.append(row)
         failed |= not row.get("ok")
         part.save()
-        shutil.rmtree(os.path.join(env_path("KIT_WORK"), "sdpa", name), ignore_errors=True)
-    return part.done("fail" if failed or not rows else "ok")
+        shutil.rmtree(work, ignore_errors=True)
+    return failed
 
 
 # ---------------------------------------------------------------------------
@@ -1083,8 +1102,7 @@ def part_amp():
     # torch_side.py's amp runs on the CPU at the trace shapes; (3) the whole
     # code path (ours on the host backend, autocast on the CPU, float64, the
     # rule) with the two small amp models.
-    manifest = json.load(open(os.path.join(env_path("KIT_BUNDLE"), "MANIFEST.json")))
-    check_backend = "cuda" if manifest.get("cuda_build") else "host"
+    check_backend = bundle_check_backend()
     exe = os.path.join(env_path("KIT_BIN"), "offload-run")
     checks, dry = {}, {}
     for name, d, meta in amp_models:
@@ -1148,9 +1166,10 @@ def part_realistic():
         # spec must name every binding of the plan (a missing one would
         # stop the run there).
         bad = []
+        check_backend = bundle_check_backend()
         for name, d, meta in cases:
             rc, out, _ = run_cmd([os.path.join(env_path("KIT_BIN"), "offload-run"),
-                                  os.path.join(d, "step.oflp"), "--check", "--backend", "cuda"], 60,
+                                  os.path.join(d, "step.oflp"), "--check", "--backend", check_backend], 60,
                                  env=bin_env(), log=log_path("realistic"))
             if rc != 0:
                 bad.append("%s: %s" % (name, tail(out, 2)))
@@ -1162,23 +1181,12 @@ def part_realistic():
                 bad.append("%s: spec and plan bindings differ: %s" % (name, sorted(names ^ want)[:5]))
         return part.done("fail" if bad else "skipped", problems=bad,
                          reason="no GPU (host backend): the rows are GPU-sized; their plans passed "
-                                "offload-run --check --backend cuda and their specs name every binding")
-    failed = False
-    for idx, (name, d, meta) in enumerate(cases):
-        if remaining() < 20:
-            rows.append({"row": name, "ok": False, "error": "out of time"})
-            failed = True
-            continue
-        try:
-            row = realistic_rows.check(d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"),
-                                       bin_env(), os.path.join(env_path("KIT_WORK"), "realistic", name),
-                                       max(20, remaining(reserve=2) / (len(cases) - idx)),
-                                       parse_run, parse_profile)
-        except Exception as e:  # noqa: BLE001 (recorded, the part goes on)
-            row = {"row": name, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
-        rows.append(row)
-        failed |= not row.get("ok")
-        part.save()
+                                "offload-run --check --backend %s and their specs name every binding"
+                                % check_backend)
+    failed = run_cases(part, rows, cases, "row", "realistic", 20, 20,
+                       lambda d, meta, work, seconds: realistic_rows.check(
+                           d, meta, os.path.join(env_path("KIT_BIN"), "offload-run"), bin_env(),
+                           work, seconds, parse_run, parse_profile))
     return part.done("fail" if failed else "ok")
 
 ORDER = ["versions", "gtests", "memcheck", "plans", "sbs", "copy", "sdpa", "amp", "nccl", "realistic"]  # the issue's order
