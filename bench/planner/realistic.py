@@ -169,16 +169,7 @@ def _boundaries(kind, locs):
         norm = _lines(llm_shapes.RMSNorm.forward, "return x * torch.rsqrt")
         out = _lines(llm_shapes.LlamaBlock.forward, "return x + self.down_proj")
         return [0] + [i for i in range(1, len(L) - 1) if L[i] in out and L[i + 1] in norm]
-    if kind == "unet":
-        # No full-ac baseline: a ResnetBlock2D's input is not a saved value of
-        # this step (its group norm saves a reshaped view of it, and the
-        # residual add and the shortcut read it unsaved), so a region per
-        # block reruns every block before it back to the last real save:
-        # marked after each block's output line (unet_export.py's markers),
-        # "full-ac" added 270 PFLOP (2.7 forwards) and simulated at 17.4 s
-        # against 6.0 s unplanned on h100-sxm, not what
-        # torch.utils.checkpoint per block costs. Left out, with the reason
-        # in docs/planner.md, rather than published as a straw man.
+    if kind == "unet":  # from the block outputs' ops, not the saves: mark_unet_blocks
         return []
     if kind == "resnet":  # the stem's max-pool output, each bottleneck's output ReLU
         import torch.nn.functional as F
@@ -278,10 +269,99 @@ def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
     return step, arena, locs, nparams
 
 
-def mark_blocks(name, step, locs, work, tag):
+def _op_locations(path):
+    """[(line index, line, (file basename, line) or None)] of the op lines of
+    the MLIR file `path` printed with its locations, and the lines."""
+    lines = open(path).read().splitlines(keepends=True)
+    alias = {}
+    for line in lines:
+        m = re.match(r"^(#loc\d*) = loc\((.*)\)\s*$", line)
+        if m:
+            alias[m.group(1)] = m.group(2)
+    res = []
+    for i, line in enumerate(lines):
+        m = re.search(r"loc\((#loc\d*|\"[^\"]*\":\d+:\d+)\)\s*$", line)
+        if not m or line.startswith("#loc"):
+            continue
+        where = alias.get(m.group(1), "") if m.group(1).startswith("#") else m.group(1)
+        f = re.match(r'"([^"]*)":(\d+):\d+', where)
+        res.append((i, line, (os.path.basename(f.group(1)), int(f.group(2))) if f else None))
+    return res, lines
+
+
+# An op line of the step: `%r = offload.op %a, %b {attrs} : types loc(...)`.
+_OP_LINE = re.compile(r"^(\s*(%[\w.#]+) = offload\.(\w+) (?:%[\w.#]+(?:, )?)+ )(\{(.*?)\} )?(: .*)$",
+                      re.S)
+
+
+def _with_checkpoint(line):
+    """`line` (an op) with the unit attribute offload.checkpoint added."""
+    m = _OP_LINE.match(line)
+    if not m:
+        sys.exit(f"realistic.py: cannot mark {line.strip()[:120]!r}")
+    attrs = "offload.checkpoint" + (", " + m.group(5) if m.group(4) else "")
+    return f"{m.group(1)}{{{attrs}}} {m.group(6)}"
+
+
+def mark_unet_blocks(fwd, bin_dir, work, tag, precision):
+    """Full activation checkpointing on the UNet, as diffusers' gradient
+    checkpointing does it (torch.utils.checkpoint around every ResnetBlock2D
+    and attention): the block outputs unet_export.py named (and conv_in's,
+    the first convolution: the first block's input) become checkpoints
+    (`offload.checkpoint` on their ops: --offload-recompute saves them where
+    a block's region reads them, although autodiff did not), and every save
+    between two of them is the later block's, recomputed by one region per
+    block. Saves before the first (the time embedding) and after the last
+    (the output norm and convolution, the loss) stay saved, as do saves of
+    a block output itself. The step is built again from the forward with
+    its locations printed (the step file has none). Returns (path, blocks,
+    saves recomputed) or None."""
+    blocks = json.load(open(os.path.join(work, "unet2d.export.json"))).get("blocks")
+    if not blocks:
+        return None
+    wanted = {(b["file"], b["line"], b["op"]) for b in blocks}
+    autodiff = "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
+    with_locs = os.path.join(work, tag + ".locs.mlir")
+    run([os.path.join(bin_dir, "offload-opt"), fwd, f"--offload-autodiff={autodiff}",
+         "--mlir-print-debuginfo", "-o", with_locs])
+    ops, lines = _op_locations(with_locs)
+    os.remove(with_locs)
+    backward = next(i for i, ln, _ in ops if "offload.phase backward" in ln)
+    boundary, first_conv = [], True
+    for i, ln, where in ops:
+        if i >= backward:
+            break
+        m = _OP_LINE.match(ln)
+        if not m:
+            continue
+        if (m.group(3) == "conv2d" and first_conv) or (where and (*where, m.group(3)) in wanted):
+            boundary.append((i, m.group(2)))
+        first_conv &= m.group(3) != "conv2d"
+    values = {v for _, v in boundary}
+    at = {i for i, _ in boundary}
+    seen, recomputed = 0, 0
+    for i, ln, _ in ops:
+        if i >= backward:
+            break
+        if i in at:
+            seen += 1
+            lines[i] = _with_checkpoint(ln)
+            continue
+        m = re.match(r"^(\s*%[\w.#]+ = offload\.save (%[\w.#]+)) :", ln)
+        if m and m.group(2) not in values and 0 < seen < len(boundary):
+            lines[i] = ln.replace(m.group(1), f"{m.group(1)} {{offload.recompute = {seen} : i64}}", 1)
+            recomputed += 1
+    path = os.path.join(work, tag + ".blocks.mlir")
+    open(path, "w").writelines(lines)
+    return path, len(boundary) - 1, recomputed
+
+
+def mark_blocks(name, step, locs, work, tag, bin_dir=None, precision="fp32"):
     """The step with every save of a block marked with the block's recompute
     group (full activation checkpointing per block); None when no block was
     found."""
+    if WORKLOADS[name][0] == "unet":
+        return mark_unet_blocks(os.path.join(work, name + ".mlir"), bin_dir, work, tag, precision)
     b = _boundaries(WORKLOADS[name][0], locs)
     if len(b) < 2:
         return None
@@ -804,7 +884,7 @@ def main():
         step, unplanned, locs, nparams = build_workload(name, args.work, args.bin,
                                                         precision, args.reuse)
         tag = name if precision == "fp32" else f"{name}.{precision}"
-        marked = mark_blocks(name, step, locs, args.work, tag)
+        marked = mark_blocks(name, step, locs, args.work, tag, args.bin, precision)
         kind = WORKLOADS[name][0]
         print(f"\n{name} ({precision}): {nparams / 1e9:.3f} B parameters, unplanned arena {gb(unplanned)} GB, "
               f"{len(locs)} saved values"

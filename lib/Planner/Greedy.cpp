@@ -20,6 +20,8 @@ ConeModel::~ConeModel() = default;
 void ConeModel::sync(const PlanState &state) {
   for (auto [i, c] : llvm::enumerate(state.saved))
     setRecomputed(unsigned(i), c.decision == Decision::Recompute);
+  for (auto [k, c] : llvm::enumerate(state.checkpoints))
+    setCheckpoint(unsigned(k), c.saved);
 }
 
 // The links' queues price a copy by when it may start and when compute
@@ -390,6 +392,7 @@ const char *offload::planner::hostMovesName(HostMoves m) {
 // that peak does not need are given back.
 bool offload::planner::decide(Planner &p, PlanState &s, int64_t aimBytes, HostMoves moves) {
   unshareAll(s);
+  uncheckpointAll(p, s);
   bool reached = greedy(p, s, aimBytes);
   int64_t at = reached ? aimBytes : std::max(aimBytes, s.profile.max().first);
   giveBack(p, s, at);
@@ -399,6 +402,7 @@ bool offload::planner::decide(Planner &p, PlanState &s, int64_t aimBytes, HostMo
     if (moves == HostMoves::ExchangeAndReplan)
       replanHostParameters(p, s, at);
   }
+  checkpointRecomputes(p, s, at);
   shareRecomputes(p, s, at);
   return reached;
 }

@@ -34,6 +34,12 @@ DecisionCounts offload::planner::countDecisions(const PlanProblem &problem,
         c.decision != Decision::Keep ? problem.saved[i].numSaves : 0;
   for (const ParamChoice &q : state.params)
     n.hostParameters += q.decision == Decision::Host;
+  for (auto [k, c] : llvm::enumerate(state.checkpoints))
+    if (c.saved) {
+      ++n.checkpoints;
+      n.checkpointBytes += problem.checkpoints[k].bytes;
+      n.checkpointSeconds += c.secondsSaved;
+    }
   return n;
 }
 
@@ -70,6 +76,16 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
                        facts.name.substr(0, 44).c_str(), (long long)facts.bytes,
                        decisionName(c.decision), held ? 0.0 : c.seconds, why.c_str());
   }
+  for (auto [k, c] : llvm::enumerate(s.checkpoints))
+    if (c.saved) {
+      const CheckpointFacts &facts = problem.checkpoints[k];
+      os << llvm::format("  %-9s %-44s %14lld %-10s %12.3e  %s\n", "forward",
+                         facts.name.substr(0, 44).c_str(), (long long)facts.bytes, "checkpoint",
+                         -c.secondsSaved,
+                         ("saved so that recompute regions stop here (held to op #" +
+                          std::to_string(c.holdTo) + ")")
+                             .c_str());
+    }
   for (auto [i, q] : llvm::enumerate(s.params))
     if (q.decision != Decision::Keep || f.reportKept) {
       const ParamFacts &facts = problem.params[i];
@@ -91,6 +107,10 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
                      size_t(problem.numSaves) - n.recomputed - n.offloaded, n.hostParameters,
                      problem.movedUpdates,
                      result.fallback ? " (the smallest reachable arena's plan)" : "");
+  if (n.checkpoints)
+    os << llvm::format("  checkpoints: %u forward values saved for recompute regions to stop "
+                       "at (%lld bytes), %.4g s of recompute saved in the model\n",
+                       n.checkpoints, (long long)n.checkpointBytes, n.checkpointSeconds);
   os << llvm::format("  device arena: %lld -> %lld bytes (%s -> %s; budget %s), peak "
                      "live %lld bytes\n",
                      (long long)f.unplannedArenaBytes, (long long)result.chosen->arenaBytes,
@@ -149,6 +169,14 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
       o["held_from"] = problem.saved[c.group].name;
     candidates.push_back(std::move(o));
   }
+  for (auto [k, c] : llvm::enumerate(s.checkpoints))
+    if (c.saved)
+      candidates.push_back(llvm::json::Object{{"kind", "checkpoint"},
+                                              {"name", problem.checkpoints[k].name},
+                                              {"bytes", problem.checkpoints[k].bytes},
+                                              {"decision", "checkpoint"},
+                                              {"seconds", -c.secondsSaved},
+                                              {"held_to_point", c.holdTo}});
   for (auto [i, q] : llvm::enumerate(s.params))
     if (q.decision != Decision::Keep || f.reportKept)
       candidates.push_back(llvm::json::Object{
@@ -190,6 +218,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
                           {"offloaded", n.offloaded},
                           {"kept", int64_t(problem.numSaves) - n.recomputed - n.offloaded},
                           {"host_parameters", n.hostParameters},
+                          {"checkpoints", n.checkpoints},
                           {"early_updates", problem.movedUpdates}}},
       {"candidates", std::move(candidates)},
       {"runs", std::move(runs)},

@@ -315,7 +315,7 @@ void offload::planner::paramCopies(const ParamFacts &p, bool timed,
 
 PlanState::PlanState(const PlanProblem &problem, bool timedLinks)
     : problem(&problem), saved(problem.saved.size()), params(problem.params.size()),
-      readers(problem.saved.size()), profile(problem.baseLive),
+      checkpoints(problem.checkpoints.size()), readers(problem.saved.size()), profile(problem.baseLive),
       toHost(problem.forwardSeconds, problem.backwardSeconds),
       toDevice(problem.forwardSeconds, problem.backwardSeconds), timedLinks(timedLinks) {}
 
@@ -331,6 +331,17 @@ void PlanState::profileOfSaved(unsigned i, int64_t sign) {
                 sign * c.bytes);
     profile.add(c.firstBackward, c.firstBackward, -sign * d.transientBytes);
   }
+}
+
+void PlanState::profileOfCheckpoint(unsigned k, int64_t sign) {
+  const CheckpointFacts &c = problem->checkpoints[k];
+  const CheckpointChoice &d = checkpoints[k];
+  if (d.saved)
+    profile.add(c.lastForward + 1, d.holdTo, sign * c.bytes);
+}
+
+bool PlanState::anyCheckpoint() const {
+  return llvm::any_of(checkpoints, [](const CheckpointChoice &c) { return c.saved; });
 }
 
 void PlanState::profileOfParam(unsigned i, int64_t sign) {

@@ -378,6 +378,77 @@ TEST(SharedRegions, HoldsAValueFromTheRegionThatRerunsIt) {
 }
 
 namespace {
+/// Cones that run through checkpoint 0 (an intermediate of u's and j's
+/// cones) until it is saved, then stop there: 1e-3 s each through it,
+/// 2e-4 s from it.
+class CheckpointCones : public ConeModel {
+public:
+  std::optional<Cone> coneOf(unsigned i) override {
+    Cone c = cone(saved ? 2e-4 : 1e-3, saved ? 2 : 5);
+    (saved ? c.checkpointsRead : c.checkpointsThrough).push_back(0);
+    return c;
+  }
+  void setRecomputed(unsigned, bool) override {}
+  void setCheckpoint(unsigned k, bool s) override { saved = s; }
+  bool saved = false;
+};
+} // namespace
+
+// Checkpoints beyond the saved values: a forward value both recomputed
+// regions rerun is saved, and their cones stop there, when its bytes fit
+// under the aim from its last forward use to the later region; else not.
+TEST(Checkpoints, SavedWhereTheyFitAndSaveSeconds) {
+  PlanProblem problem = flatProblem(12, 100, 100);
+  for (int64_t q = 9; q < 12; ++q) // u's region, where the checkpoint is live too
+    problem.baseLive[size_t(q)] = 80;
+  problem.saved.push_back(savedValue("u", 20, 1, 9, true, 1));
+  problem.saved.push_back(savedValue("j", 10, 2, 7, true, 1));
+  CheckpointFacts c;
+  c.name = "linear x";
+  c.bytes = 15;
+  c.point = c.lastForward = 1;
+  c.coneSeconds = 8e-4;
+  problem.checkpoints.push_back(c);
+  PlannerOptions options;
+  CheckpointCones cones;
+  Planner p{problem, cones, options};
+  PlanState s(problem);
+  for (unsigned i : {0u, 1u}) {
+    s.saved[i].decision = Decision::Recompute;
+    s.saved[i].seconds = 1e-3;
+    s.profileOfSaved(i, -1);
+  }
+  // Room for it: u's 20 bytes freed over [2, 8] (and j's 10 over [3, 6]),
+  // its 15 held over [2, 9].
+  checkpointRecomputes(p, s, 100);
+  ASSERT_TRUE(s.checkpoints[0].saved);
+  EXPECT_EQ(s.checkpoints[0].holdTo, 9);
+  EXPECT_NEAR(s.checkpoints[0].secondsSaved, 2 * 8e-4, 1e-12);
+  EXPECT_NEAR(s.saved[0].seconds + s.saved[1].seconds, 4e-4, 1e-12);
+  std::vector<int64_t> live;
+  s.profile.values(live);
+  EXPECT_EQ(live[2], 100 - 20 + 15);
+  EXPECT_EQ(live[5], 100 - 30 + 15);
+  EXPECT_EQ(live[9], 80 + 15);
+  EXPECT_EQ(live[10], 80);
+  EXPECT_TRUE(cones.saved);
+  // Given back: the cones run through it again, the profile as before.
+  uncheckpointAll(p, s);
+  EXPECT_FALSE(s.checkpoints[0].saved);
+  EXPECT_FALSE(cones.saved);
+  EXPECT_NEAR(s.saved[0].seconds + s.saved[1].seconds, 2e-3, 1e-12);
+  s.profile.values(live);
+  EXPECT_EQ(live[5], 100 - 30);
+  // An aim it does not fit under: nothing changes.
+  checkpointRecomputes(p, s, 90);
+  EXPECT_FALSE(s.checkpoints[0].saved);
+  EXPECT_FALSE(cones.saved);
+  EXPECT_NEAR(s.saved[0].seconds + s.saved[1].seconds, 2e-3, 1e-12);
+  s.profile.values(live);
+  EXPECT_EQ(live[5], 100 - 30);
+}
+
+namespace {
 /// A plan whose arena is the model's peak plus `overshoot` while the
 /// profile is above `tightBelow` (the real plan fragments more at the top).
 class FakePlan : public CheckedPlan {

@@ -29,6 +29,9 @@ public:
   /// Candidate i's values stop (or start again) being available as
   /// checkpoints.
   virtual void setRecomputed(unsigned i, bool recomputed) = 0;
+  /// Checkpoint candidate k (PlanProblem::checkpoints) is saved (or not):
+  /// cones stop at it. A model without checkpoints ignores it.
+  virtual void setCheckpoint(unsigned k, bool saved) {}
   /// Makes availability match `state`'s decisions (after a snapshot of it
   /// was assigned back).
   void sync(const PlanState &state);
@@ -81,6 +84,14 @@ void replanHostParameters(Planner &p, PlanState &s, int64_t aimBytes);
 /// stays at or below `aimBytes`; `unshareAll` undoes them.
 void shareRecomputes(Planner &p, PlanState &s, int64_t aimBytes);
 void unshareAll(PlanState &s);
+
+/// Checkpoints beyond autodiff's saved values (Checkpoints.cpp): a forward
+/// value inside recomputed regions' cones, saved so that they stop there,
+/// where the seconds they no longer rerun are positive and the profile
+/// stays at or below `aimBytes`; the most seconds saved per byte first.
+/// `uncheckpointAll` gives every one back (and re-prices the regions).
+void checkpointRecomputes(Planner &p, PlanState &s, int64_t aimBytes);
+void uncheckpointAll(Planner &p, PlanState &s);
 
 /// The host-parameter moves a run makes after the greedy and the reverse
 /// delete.

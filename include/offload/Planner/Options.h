@@ -30,6 +30,9 @@ struct PlannerOptions {
   /// On a large step the greedy's excess profile is refreshed after this
   /// many takes (an O(points) pass each).
   size_t refreshTakes = 32;
+  /// Checkpoints beyond the saved values (Checkpoints.cpp): at most this
+  /// many tried per aim's decisions, the most promising first.
+  size_t maxCheckpointTries = 512;
   /// Host-parameter re-plan: at most this many parameters tried.
   size_t replanTries = 16;
   /// Host-parameter exchange: passes, and exchanges evaluated per point.

@@ -65,6 +65,10 @@ struct Cone {
   llvm::SmallVector<unsigned> through;
   /// Ops in the cone.
   size_t numOps = 0;
+  /// Checkpoint candidates (indices into PlanProblem::checkpoints) among
+  /// the cone's inputs (saved: the cone stops there), and among the
+  /// results of its ops (not saved: the cone reruns their producers).
+  llvm::SmallVector<unsigned> checkpointsRead, checkpointsThrough;
 };
 
 /// The static facts of one saved device buffer: the saves of a forward
@@ -124,6 +128,27 @@ struct ParamFacts {
   double gradientIssue = -1, gradientDue = -1;
 };
 
+/// A checkpoint candidate: a forward value autodiff did not save (no save
+/// op), produced by a recomputable op, that a recompute cone may stop at
+/// when it is saved for that (--offload-recompute's `offload.checkpoint`),
+/// as PyTorch's min-cut partitioner may save any intermediate and rerun
+/// only the cheap ops after it. Saving it costs its bytes from its last
+/// forward use to the last region that reads it (Checkpoints.cpp).
+struct CheckpointFacts {
+  /// "<op> <layer>" (the producer's), unique among the checkpoints.
+  std::string name;
+  int64_t bytes = 0;
+  /// The program point of its producer (its op in the step's body), and
+  /// its last forward use.
+  int64_t point = 0, lastForward = 0;
+  /// The result number of the value in its producer's results.
+  unsigned result = 0;
+  /// The seconds of the cone that produces it with every saved value kept
+  /// (the most a cone through it can save by stopping there; the order in
+  /// which checkpoints are tried).
+  double coneSeconds = 0;
+};
+
 /// The planner's problem for one step on one target under one budget.
 struct PlanProblem {
   std::string step, target;
@@ -152,6 +177,9 @@ struct PlanProblem {
   unsigned movedUpdates = 0, numSaves = 0;
   std::vector<SavedFacts> saved;
   std::vector<ParamFacts> params;
+  /// Forward values beyond the saved ones that a recompute cone may stop
+  /// at (empty when the step has none, or the builder was not asked).
+  std::vector<CheckpointFacts> checkpoints;
 
   int64_t numPoints() const { return int64_t(baseLive.size()); }
   llvm::StringRef opName(int64_t point) const {

@@ -39,6 +39,11 @@ struct ReportFigures {
 /// op of a buffer counts), parameters on the host.
 struct DecisionCounts {
   unsigned recomputed = 0, offloaded = 0, hostParameters = 0;
+  /// Checkpoints beyond the saved values (Checkpoints.cpp): how many, their
+  /// bytes, the recompute seconds they save in the model.
+  unsigned checkpoints = 0;
+  int64_t checkpointBytes = 0;
+  double checkpointSeconds = 0;
 };
 DecisionCounts countDecisions(const PlanProblem &problem, const PlanState &state);
 

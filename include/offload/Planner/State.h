@@ -125,6 +125,16 @@ struct SavedChoice {
   std::string why;
 };
 
+/// A checkpoint candidate saved for the recomputed regions whose cones
+/// stop at it (Checkpoints.cpp): held on the device from its last forward
+/// use to `holdTo`, the last of those regions.
+struct CheckpointChoice {
+  bool saved = false;
+  int64_t holdTo = -1;
+  /// The cone seconds the regions no longer rerun (when saved).
+  double secondsSaved = 0;
+};
+
 struct ParamChoice {
   Decision decision = Decision::Keep;
   double seconds = 0;
@@ -144,6 +154,7 @@ struct PlanState {
   const PlanProblem *problem;
   std::vector<SavedChoice> saved;
   std::vector<ParamChoice> params;
+  std::vector<CheckpointChoice> checkpoints;
   /// readers[i]: recomputed candidates whose cone reads or reruns
   /// candidate i (may hold stale entries; dependentsOf checks each).
   std::vector<llvm::SmallVector<unsigned, 2>> readers;
@@ -156,6 +167,10 @@ struct PlanState {
   /// (sign -1: taken, +1: taken back).
   void profileOfSaved(unsigned i, int64_t sign);
   void profileOfParam(unsigned i, int64_t sign);
+  /// The bytes of saved checkpoint k over its hold (sign +1: taken, -1:
+  /// taken back).
+  void profileOfCheckpoint(unsigned k, int64_t sign);
+  bool anyCheckpoint() const;
   /// The effect on the links (sign +1: taken, -1: taken back).
   void linkOfOffload(unsigned i, double sign);
   void linkOfParam(unsigned i, double sign);

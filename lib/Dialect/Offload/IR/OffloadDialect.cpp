@@ -355,6 +355,16 @@ LogicalResult OffloadDialect::verifyOperationAttribute(Operation *op,
                                << "' may only be attached to a function";
     return verifyStep(fn);
   }
+  if (attr.getName() == kCheckpointAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "'" << kCheckpointAttrName << "' must be a unit attribute";
+    if (!isa<OffloadDialect>(op->getDialect()) || op->getNumResults() == 0 ||
+        isa<SaveOp, RestoreOp>(op))
+      return op->emitOpError() << "'" << kCheckpointAttrName
+                               << "' may only be attached to a compute op of the offload "
+                                  "dialect with results";
+    return success();
+  }
   if (attr.getName() == kTargetAttrName) {
     // Its keys and figures are checked where a pass reads it
     // (Target.h, targetSpecFromAttr; the dialect does not link the

@@ -50,6 +50,11 @@ static std::string decisionsKey(const ::offload::planner::PlanState &state,
   for (const auto &p : state.params)
     os << char('0' + int(p.decision));
   os << '|' << int(refetch);
+  if (state.anyCheckpoint()) {
+    os << '|';
+    for (const auto &c : state.checkpoints)
+      os << char('0' + int(c.saved));
+  }
   return key;
 }
 
@@ -119,6 +124,18 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
         anyOffload = true;
       }
     }
+  // Checkpoints: their producers marked (a recompute region stops there;
+  // the pass saves each result a region reads). The scratch step is a
+  // clone, so the producer is at the base step's program point.
+  if (anyRecompute && state.anyCheckpoint()) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : fn.getBody().front())
+      ops.push_back(&op);
+    for (auto [k, c] : llvm::enumerate(state.checkpoints))
+      if (c.saved)
+        ops[size_t(problem.checkpoints[k].point)]->setAttr(OffloadDialect::kCheckpointAttrName,
+                                                            b.getUnitAttr());
+  }
   for (auto [pi, p] : llvm::enumerate(state.params))
     if (p.decision == Decision::Host) {
       fn.setArgAttr(problem.params[pi].arg, kHostParameterAttrName, b.getUnitAttr());

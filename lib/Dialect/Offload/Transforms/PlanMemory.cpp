@@ -778,7 +778,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   ::offload::planner::PlannerOptions options;
   StepCandidates candidates;
   PlanProblem problem = buildPlanProblem(
-      ProblemInputs{base, &*baseMp, &spec, &model, budgetBytes, waitDistance, movedUpdates},
+      ProblemInputs{base, &*baseMp, &spec, &model, budgetBytes, waitDistance, movedUpdates,
+                    checkpoints},
       candidates);
   problem.unplannedStepSeconds = unplannedTime.stepSeconds;
   StepConeModel cones(candidates, model, options.maxConeOps);

@@ -36,6 +36,8 @@ struct StepCandidates {
   SmallVector<SaveOp> saves;                 // every save op of the step
   SmallVector<SmallVector<unsigned>> savesOf; // per saved candidate
   SmallVector<SmallVector<Value>> valuesOf;   // its saved values
+  /// Per checkpoint candidate (PlanProblem::checkpoints): its value.
+  SmallVector<Value> checkpointValues;
 };
 
 /// What building a problem needs besides the step.
@@ -47,6 +49,8 @@ struct ProblemInputs {
   int64_t budgetBytes = 0;
   unsigned waitDistance = 1; // compute ops between a copy and its wait
   unsigned movedUpdates = 0;
+  /// Offer checkpoint candidates (PlanProblem::checkpoints).
+  bool checkpoints = true;
 };
 
 /// Recompute cones on the step (computeRecomputeCone, Recompute.h) against
@@ -66,6 +70,7 @@ public:
   StepConeModel(const StepCandidates &candidates, const TargetModel &model, size_t maxConeOps);
   std::optional<Cone> coneOf(unsigned i) override;
   void setRecomputed(unsigned i, bool recomputed) override;
+  void setCheckpoint(unsigned k, bool saved) override;
 
 private:
   std::optional<Cone> walk(unsigned i);
@@ -86,6 +91,11 @@ private:
   /// setRecomputed's state, so that a repeated call (ConeModel::sync) keeps
   /// the memo.
   std::vector<char> recomputed;
+  /// The checkpoint candidates: by value; per checkpoint, the memoized
+  /// cones that read it / pass through it; setCheckpoint's state.
+  llvm::DenseMap<Value, unsigned> checkpointOf;
+  std::vector<SmallVector<unsigned, 4>> readByCheckpoint, passedByCheckpoint;
+  std::vector<char> checkpointSaved;
 };
 
 /// Builds the problem of `in.base` (its candidates into `candidates`).

@@ -38,12 +38,32 @@ StepConeModel::StepConeModel(const StepCandidates &candidates, const TargetModel
                              size_t maxConeOps)
     : candidates(candidates), model(model), maxConeOps(maxConeOps),
       readBy(candidates.valuesOf.size()), passedBy(candidates.valuesOf.size()),
-      recomputed(candidates.valuesOf.size(), 0) {
+      recomputed(candidates.valuesOf.size(), 0),
+      readByCheckpoint(candidates.checkpointValues.size()),
+      passedByCheckpoint(candidates.checkpointValues.size()),
+      checkpointSaved(candidates.checkpointValues.size(), 0) {
   for (SaveOp s : candidates.saves)
     available.insert(s.getValue());
   for (auto [i, values] : llvm::enumerate(candidates.valuesOf))
     for (Value v : values)
       candidateOf[v] = unsigned(i);
+  for (auto [k, v] : llvm::enumerate(candidates.checkpointValues))
+    checkpointOf[v] = unsigned(k);
+}
+
+void StepConeModel::setCheckpoint(unsigned k, bool saved) {
+  if (checkpointSaved[k] == char(saved))
+    return;
+  checkpointSaved[k] = char(saved);
+  Value v = candidates.checkpointValues[k];
+  if (saved) {
+    available.insert(v);
+    drop(passedByCheckpoint[k]); // their cones now stop at it
+    drop(tooLong);               // and may fit now
+  } else {
+    available.erase(v);
+    drop(readByCheckpoint[k]); // their cones now go on through it
+  }
 }
 
 void StepConeModel::drop(SmallVectorImpl<unsigned> &dependents) {
@@ -80,6 +100,10 @@ std::optional<Cone> StepConeModel::coneOf(unsigned i) {
       readBy[c].push_back(i);
     for (unsigned c : cone->through)
       passedBy[c].push_back(i);
+    for (unsigned k : cone->checkpointsRead)
+      readByCheckpoint[k].push_back(i);
+    for (unsigned k : cone->checkpointsThrough)
+      passedByCheckpoint[k].push_back(i);
   }
   memo[i] = cone;
   return cone;
@@ -150,6 +174,15 @@ std::optional<Cone> StepConeModel::walk(unsigned i) {
           it != candidateOf.end() && !llvm::is_contained(values, res) &&
           !llvm::is_contained(r.through, it->second))
         r.through.push_back(it->second);
+  if (!checkpointOf.empty()) {
+    for (Value in : inputs)
+      if (auto it = checkpointOf.find(in); it != checkpointOf.end())
+        r.checkpointsRead.push_back(it->second);
+    for (Operation *op : cone)
+      for (Value res : op->getResults())
+        if (auto it = checkpointOf.find(res); it != checkpointOf.end())
+          r.checkpointsThrough.push_back(it->second);
+  }
   return r;
 }
 
@@ -341,6 +374,61 @@ void addSavedCandidates(const ProblemInputs &in, const Points &pts, PlanProblem 
   }
 }
 
+/// The checkpoint candidates: forward values of recomputable producers
+/// that no save keeps (and that share no device buffer with one), which a
+/// recompute cone may stop at once saved (--offload-recompute's
+/// offload.checkpoint). Not with gradient accumulation (the forward phases
+/// interleave with backward ones).
+void addCheckpointCandidates(const ProblemInputs &in, const Points &pts, PlanProblem &problem,
+                             StepCandidates &candidates) {
+  if (!in.checkpoints || pts.numMicroBatches > 1 ||
+      llvm::none_of(problem.saved, [](const SavedFacts &c) { return c.recomputable; }))
+    return;
+  const MemoryPlan &mp = *in.baseMp;
+  llvm::DenseSet<Value> saved;
+  llvm::DenseSet<unsigned> savedBuffers;
+  for (SaveOp s : candidates.saves) {
+    saved.insert(s.getValue());
+    if (auto it = mp.bufferOf.find(s.getValue()); it != mp.bufferOf.end())
+      savedBuffers.insert(it->second);
+  }
+  llvm::StringMap<unsigned> uses;
+  size_t first = problem.checkpoints.size();
+  for (int64_t q = 0; q < pts.backwardPoint; ++q) {
+    Operation *op = pts.ops[q];
+    if (!isRecomputable(op))
+      continue;
+    for (OpResult r : op->getResults()) {
+      if (!isa<RankedTensorType>(r.getType()) || saved.contains(r) || r.use_empty())
+        continue;
+      auto it = mp.bufferOf.find(r);
+      if (it == mp.bufferOf.end() || savedBuffers.contains(it->second))
+        continue;
+      const PlannedBuffer &pb = mp.buffers[it->second];
+      if (pb.persistent || pb.space != MemorySpace::Device)
+        continue;
+      ::offload::planner::CheckpointFacts c;
+      c.bytes = pb.bytes;
+      c.point = q;
+      c.result = r.getResultNumber();
+      c.lastForward = q;
+      for (Operation *u : r.getUsers())
+        if (int64_t t = pts.topPoint(u); t >= 0 && t < pts.backwardPoint)
+          c.lastForward = std::max(c.lastForward, t);
+      c.coneSeconds = in.model->opSeconds(op);
+      c.name = op->getName().stripDialect().str() + " " + getLayerName(op->getLoc());
+      if (op->getNumResults() > 1)
+        c.name += "#" + std::to_string(c.result);
+      ++uses[c.name];
+      problem.checkpoints.push_back(std::move(c));
+      candidates.checkpointValues.push_back(r);
+    }
+  }
+  for (size_t k = first; k < problem.checkpoints.size(); ++k)
+    if (uses.lookup(problem.checkpoints[k].name) > 1)
+      problem.checkpoints[k].name += " @" + std::to_string(problem.checkpoints[k].point);
+}
+
 /// The parameter candidates: parameters not returned, with an optimizer
 /// state of their own.
 void addParamCandidates(const ProblemInputs &in, const Points &pts, PlanProblem &problem) {
@@ -480,6 +568,7 @@ PlanProblem mlir::offload::planning::buildPlanProblem(const ProblemInputs &in,
   problem.backwardSeconds = problem.computeSeconds - problem.forwardSeconds;
   addSavedCandidates(in, pts, problem, candidates);
   problem.numSaves = unsigned(candidates.saves.size());
+  addCheckpointCandidates(in, pts, problem, candidates);
   addParamCandidates(in, pts, problem);
   return problem;
 }

@@ -99,6 +99,17 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
                                  << "': " << llvm::toString(glob.takeError());
       return signalPassFailure();
     }
+    SmallVector<llvm::GlobPattern> checkpointGlobs;
+    for (const std::string &g : checkpoints) {
+      auto pattern = llvm::GlobPattern::create(g);
+      if (!pattern) {
+        mlir::emitError(getOperation().getLoc())
+            << "offload-recompute: bad glob '" << g
+            << "' in checkpoints=: " << llvm::toString(pattern.takeError());
+        return signalPassFailure();
+      }
+      checkpointGlobs.push_back(std::move(*pattern));
+    }
     bool changed = false;
     getOperation().walk([&](func::FuncOp fn) {
       if (!fn->hasAttr(OffloadDialect::kStepAttrName))
@@ -110,7 +121,7 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
                "--offload-autodiff first";
         return signalPassFailure();
       }
-      changed |= rewrite(fn, *glob);
+      changed |= rewrite(fn, *glob, checkpointGlobs);
     });
     // Nothing chosen: the step, and so its memory plan, is unchanged.
     if (!changed)
@@ -118,11 +129,48 @@ struct RecomputePass : public offload::impl::RecomputeBase<RecomputePass> {
   }
 
   /// Rewrites `fn`; false when it chose no saved value (IR unchanged).
-  bool rewrite(func::FuncOp fn, const llvm::GlobPattern &glob);
+  /// `checkpointGlobs`: the checkpoints= option.
+  bool rewrite(func::FuncOp fn, const llvm::GlobPattern &glob,
+               ArrayRef<llvm::GlobPattern> checkpointGlobs);
 };
 } // namespace
 
-bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
+/// The checkpoints of `body` beyond its saved values: the tensor results of
+/// forward ops marked offload.checkpoint or whose layer matches one of
+/// `checkpointGlobs`, except values that have a save already (kept ones are
+/// checkpoints as they are; chosen ones are recomputed: the policy wins).
+/// Each gets a save right after its op; returns those saves. The attribute
+/// is removed.
+static SmallVector<SaveOp> addCheckpointSaves(Block &body, ArrayRef<SaveOp> saves,
+                                              ArrayRef<llvm::GlobPattern> checkpointGlobs) {
+  llvm::DenseSet<Value> saved;
+  for (SaveOp s : saves)
+    saved.insert(s.getValue());
+  SmallVector<SaveOp> added;
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (auto phase = dyn_cast<PhaseOp>(op); phase && phase.getPhase() != Phase::forward)
+      break; // forward ops only
+    bool marked = op.hasAttr(OffloadDialect::kCheckpointAttrName);
+    op.removeAttr(OffloadDialect::kCheckpointAttrName);
+    if (!marked) {
+      if (checkpointGlobs.empty() || !isRecomputable(&op))
+        continue;
+      std::string layer = getLayerName(op.getLoc());
+      if (llvm::none_of(checkpointGlobs,
+                        [&](const llvm::GlobPattern &g) { return g.match(layer); }))
+        continue;
+    }
+    OpBuilder b(op.getContext());
+    b.setInsertionPointAfter(&op);
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()) && !saved.contains(r))
+        added.push_back(SaveOp::create(b, r.getLoc(), r));
+  }
+  return added;
+}
+
+bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob,
+                            ArrayRef<llvm::GlobPattern> checkpointGlobs) {
   Block &body = fn.getBody().front();
   SmallVector<SaveOp> saves;
   for (Operation &op : body)
@@ -168,6 +216,8 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       chosen.insert(s);
   }
   if (chosen.empty()) {
+    for (Operation &op : body)
+      op.removeAttr(OffloadDialect::kCheckpointAttrName);
     if (out)
       *out.stream() << "recompute @" << fn.getName() << " (policy " << stringifyOption(policy)
                    << "): no saved value chosen\n";
@@ -210,10 +260,12 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
     open = true;
   }
 
-  // Saved values that stay kept: a recompute region may restore them.
+  // Saved values that stay kept, and the checkpoints beyond them: a
+  // recompute region may restore them.
+  SmallVector<SaveOp> checkpointSaves = addCheckpointSaves(body, saves, checkpointGlobs);
   llvm::DenseMap<Value, SaveOp> keptSave;
   llvm::DenseSet<Value> keptValues;
-  for (SaveOp s : saves)
+  for (SaveOp s : llvm::concat<SaveOp>(saves, checkpointSaves))
     if (!chosen.count(s)) {
       keptSave[s.getValue()] = s;
       keptValues.insert(s.getValue());
@@ -298,7 +350,18 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
       s.erase();
     }
   }
+  // Checkpoints no region reads are not saved.
+  int64_t checkpointsSaved = 0, checkpointBytes = 0;
+  for (SaveOp s : checkpointSaves) {
+    if (s.getResult().use_empty()) {
+      s.erase();
+      continue;
+    }
+    ++checkpointsSaved;
+    checkpointBytes += mlir::offload::detail::tensorBytes(s.getValue().getType());
+  }
   numRecomputed += values;
+  numCheckpoints += checkpointsSaved;
   bytesFreed += bytesNoLongerSaved;
   int64_t regions = 0;
   for (Operation &op : body)
@@ -310,6 +373,11 @@ bool RecomputePass::rewrite(func::FuncOp fn, const llvm::GlobPattern &glob) {
                                  fn.getName().str().c_str(), stringifyOption(policy).str().c_str(),
                                  (long long)values, saves.size(), (size_t)regions,
                                  (long long)bytesNoLongerSaved, (long long)flopsAdded);
+  if (out && !checkpointSaves.empty())
+    *out.stream() << llvm::format("recompute @%s: %lld of %zu checkpoints read by a region "
+                                 "and saved (%lld bytes)\n",
+                                 fn.getName().str().c_str(), (long long)checkpointsSaved,
+                                 checkpointSaves.size(), (long long)checkpointBytes);
   return values > 0;
 }
 

@@ -52,6 +52,11 @@ def Offload_Dialect : Dialect {
     /// (offload-recompute policy=marked): a unit attribute, or an integer
     /// group id >= 0 (saves with one id are recomputed by one region).
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "offload.recompute";
+    /// Unit attribute on a forward compute op: its results are checkpoints
+    /// of --offload-recompute (a recompute region's cone stops there and
+    /// restores them, as torch.utils.checkpoint keeps a block's input),
+    /// saved by that pass where a region reads them.
+    static constexpr ::llvm::StringLiteral kCheckpointAttrName = "offload.checkpoint";
     /// Unit attribute on an offload.save chosen for host offload by hand or
     /// by the planner (offload-host-offload policy=marked).
     static constexpr ::llvm::StringLiteral kHostOffloadAttrName = "offload.host_offload";

@@ -337,6 +337,18 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
     Running the pass again on its output applies a second policy on top of
     the first (nested checkpointing): saves that remain are candidates.
 
+    Checkpoints beyond the saved values: a forward op carrying the unit
+    attribute `offload.checkpoint`, or whose layer matches one of the globs
+    `checkpoints` (comma-separated), has its results kept as checkpoints, whatever the policy:
+    a cone stops there, as `torch.utils.checkpoint` keeps a block's input
+    (which autodiff need not have saved: a residual block's input read only
+    by its norm's reshape and the residual add), and as PyTorch's min-cut
+    partitioner saves a convolution's output and recomputes the batch norm
+    and ReLU after it. The pass saves each such result that a region reads
+    (an `offload.save` right after its op, restored before the region); one
+    no region reads is not saved. A checkpoint that is itself a chosen saved
+    value is recomputed (the policy wins). The attribute is removed.
+
     Never unsafe: ops have value semantics, so a recomputed batch norm's
     running-statistics results are simply unused (state is updated once),
     and dropout regenerates its mask from its seed and offset. A value
@@ -361,11 +373,17 @@ def Recompute : Pass<"offload-recompute", "::mlir::ModuleOp"> {
            "Segment length for policy=every-k">,
     Option<"names", "names", "std::string", /*default=*/"\"\"",
            "Glob over layer names for policy=names (required with it)">,
+    ListOption<"checkpoints", "checkpoints", "std::string",
+               "Globs over layer names (module path, or file:line) of forward "
+               "ops whose results are checkpoints: regions restore them "
+               "instead of rerunning their producers (any policy; none: only "
+               "ops marked offload.checkpoint)">,
     TransformReportOption,
   ];
   let dependentDialects = ["::mlir::offload::OffloadDialect"];
   let statistics = [
     Statistic<"numRecomputed", "recomputed-values", "Saved values rematerialized">,
+    Statistic<"numCheckpoints", "checkpoints-saved", "Checkpoints beyond the saved values that a region reads">,
     Statistic<"bytesFreed", "bytes-no-longer-saved", "Bytes no longer kept from forward to backward">,
   ];
 }
@@ -743,6 +761,11 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "not fit the budget, naming its arena">,
     Option<"reportKept", "report-kept", "bool", /*default=*/"false",
            "Also list the saved values and parameters that stay as they are">,
+    Option<"checkpoints", "checkpoints", "bool", /*default=*/"true",
+           "Also decide checkpoints beyond the saved values: forward values "
+           "autodiff did not save, saved where that lets recompute regions "
+           "stop there (as PyTorch's min-cut partitioner may save any "
+           "intermediate); false: the saved values only">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a device-to-host copy before its device buffer is "
            "released (passed to the host-offload passes)">,
