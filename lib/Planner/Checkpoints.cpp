@@ -65,11 +65,14 @@ void offload::planner::uncheckpointAll(Planner &p, PlanState &s) {
       setCone(s, j, *cone);
 }
 
-void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t aimBytes) {
+namespace {
+
+/// The checkpoint candidates the recomputed cones run through, each with its
+/// readers, the most promising first (its producer's seconds times its
+/// readers, per byte), at most `limit`.
+llvm::SmallVector<std::pair<unsigned, llvm::SmallVector<unsigned, 2>>>
+checkpointsThrough(Planner &p, PlanState &s, size_t limit) {
   const std::vector<CheckpointFacts> &facts = p.problem.checkpoints;
-  if (facts.empty())
-    return;
-  // The checkpoints the recomputed cones run through, each with its readers.
   std::vector<llvm::SmallVector<unsigned, 2>> readers(facts.size());
   llvm::SmallVector<unsigned> through;
   for (auto [j, d] : llvm::enumerate(s.saved)) {
@@ -83,8 +86,6 @@ void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t ai
           readers[k].push_back(unsigned(j));
         }
   }
-  if (through.empty())
-    return;
   auto order = [&](unsigned k) {
     return facts[k].coneSeconds * double(readers[k].size()) /
            double(std::max<int64_t>(1, facts[k].bytes));
@@ -93,46 +94,96 @@ void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t ai
     double x = order(a), y = order(b);
     return x > y || (x == y && a < b);
   });
-  if (through.size() > p.options.maxCheckpointTries)
-    through.resize(p.options.maxCheckpointTries);
-  for (unsigned k : through) {
-    const CheckpointFacts &c = facts[k];
-    // Its readers now: a checkpoint taken before may have cut it off.
-    llvm::SmallVector<unsigned, 4> js;
-    double before = 0;
-    for (unsigned j : readers[k])
-      if (std::optional<Cone> cone = p.cones.coneOf(j);
-          cone && llvm::is_contained(cone->checkpointsThrough, k)) {
-        js.push_back(j);
-        before += cone->seconds;
-      }
-    if (js.empty())
-      continue;
-    p.cones.setCheckpoint(k, true);
-    llvm::SmallVector<Cone, 4> after;
-    double afterSeconds = 0;
-    int64_t holdTo = -1;
-    for (unsigned j : js) {
-      std::optional<Cone> cone = p.cones.coneOf(j);
-      if (!cone)
-        break;
-      afterSeconds += cone->seconds;
-      after.push_back(*cone);
-      holdTo = std::max(holdTo, p.problem.saved[j].firstBackward);
+  if (through.size() > limit)
+    through.resize(limit);
+  llvm::SmallVector<std::pair<unsigned, llvm::SmallVector<unsigned, 2>>> res;
+  for (unsigned k : through)
+    res.push_back({k, std::move(readers[k])});
+  return res;
+}
+
+/// Saves checkpoint k for those of `readers` whose cones still run through
+/// it: their cones walked again, stopping there; the profile with its bytes
+/// held to the last of their regions. False (nothing changed) when no
+/// reader's cone gets cheaper. `old` receives the readers' choices before.
+bool takeCheckpoint(Planner &p, PlanState &s, unsigned k, llvm::ArrayRef<unsigned> readers,
+                    llvm::SmallVectorImpl<unsigned> &js,
+                    llvm::SmallVectorImpl<SavedChoice> &old) {
+  const CheckpointFacts &c = p.problem.checkpoints[k];
+  js.clear();
+  old.clear();
+  double before = 0;
+  for (unsigned j : readers)
+    if (std::optional<Cone> cone = p.cones.coneOf(j);
+        s.saved[j].decision == Decision::Recompute && cone &&
+        llvm::is_contained(cone->checkpointsThrough, k)) {
+      js.push_back(j);
+      before += cone->seconds;
     }
-    double saved = before - afterSeconds;
-    // Relative to the seconds, so that rounding in the sums never counts.
-    if (after.size() != js.size() || saved <= 1e-9 * before || holdTo <= c.lastForward) {
-      p.cones.setCheckpoint(k, false);
+  if (js.empty())
+    return false;
+  p.cones.setCheckpoint(k, true);
+  llvm::SmallVector<Cone, 4> after;
+  double afterSeconds = 0;
+  int64_t holdTo = -1;
+  for (unsigned j : js) {
+    std::optional<Cone> cone = p.cones.coneOf(j);
+    if (!cone)
+      break;
+    afterSeconds += cone->seconds;
+    after.push_back(*cone);
+    holdTo = std::max(holdTo, p.problem.saved[j].firstBackward);
+  }
+  double saved = before - afterSeconds;
+  // Relative to the seconds, so that rounding in the sums never counts.
+  if (after.size() != js.size() || saved <= 1e-9 * before || holdTo <= c.lastForward) {
+    p.cones.setCheckpoint(k, false);
+    return false;
+  }
+  for (unsigned j : js)
+    old.push_back(s.saved[j]);
+  for (auto [j, cone] : llvm::zip_equal(js, after))
+    setCone(s, j, cone);
+  s.checkpoints[k] = CheckpointChoice{true, holdTo, saved};
+  s.profileOfCheckpoint(k, +1);
+  return true;
+}
+
+/// Checkpoints no recomputed cone reads any more are given back; the others
+/// held to the last region that reads them now.
+void pruneCheckpoints(Planner &p, PlanState &s) {
+  if (!s.anyCheckpoint())
+    return;
+  std::vector<int64_t> lastReader(s.checkpoints.size(), -1);
+  for (auto [j, d] : llvm::enumerate(s.saved))
+    if (d.decision == Decision::Recompute)
+      if (std::optional<Cone> cone = p.cones.coneOf(unsigned(j)))
+        for (unsigned k : cone->checkpointsRead)
+          lastReader[k] = std::max(lastReader[k], p.problem.saved[j].firstBackward);
+  for (auto [k, c] : llvm::enumerate(s.checkpoints)) {
+    if (!c.saved || lastReader[k] == c.holdTo)
       continue;
+    s.profileOfCheckpoint(unsigned(k), -1);
+    if (lastReader[k] <= p.problem.checkpoints[k].lastForward) {
+      c = CheckpointChoice();
+      p.cones.setCheckpoint(unsigned(k), false);
+    } else {
+      c.holdTo = lastReader[k];
+      s.profileOfCheckpoint(unsigned(k), +1);
     }
-    llvm::SmallVector<SavedChoice, 4> old;
-    for (unsigned j : js)
-      old.push_back(s.saved[j]);
-    for (auto [j, cone] : llvm::zip_equal(js, after))
-      setCone(s, j, cone);
-    s.checkpoints[k] = CheckpointChoice{true, holdTo, saved};
-    s.profileOfCheckpoint(k, +1);
+  }
+}
+
+} // namespace
+
+void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t aimBytes) {
+  if (p.problem.checkpoints.empty())
+    return;
+  llvm::SmallVector<unsigned, 4> js;
+  llvm::SmallVector<SavedChoice, 4> old;
+  for (auto &[k, readers] : checkpointsThrough(p, s, p.options.maxCheckpointTries)) {
+    if (!takeCheckpoint(p, s, k, readers, js, old))
+      continue;
     if (s.profile.max().first <= aimBytes)
       continue;
     // No room for its bytes: everything as it was.
@@ -144,5 +195,40 @@ void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t ai
       s.saved[j] = d;
       s.profileOfSaved(j, -1);
     }
+  }
+}
+
+// Where a checkpoint's bytes do not fit beside the decisions as they are,
+// it can still pay for itself: the regions that stop at it rerun less, and
+// the greedy frees its bytes elsewhere (a value held through the peak traded
+// for a smaller intermediate, as the min-cut partitioner trades). Ruin and
+// recreate, as for host parameters: each of the most promising checkpoints
+// (options.checkpointReplans) is taken, the greedy reaches the aim again from
+// there, the reverse delete gives back what it no longer needs, checkpoints
+// no region reads are dropped, and the result is kept when its price in the
+// model is lower.
+void offload::planner::replanCheckpoints(Planner &p, PlanState &s, int64_t aimBytes) {
+  size_t tries = p.options.checkpointReplans;
+  if (p.problem.checkpoints.empty() || tries == 0)
+    return;
+  llvm::SmallVector<unsigned, 4> js;
+  llvm::SmallVector<SavedChoice, 4> old;
+  for (auto &[k, readers] : checkpointsThrough(p, s, tries)) {
+    if (s.checkpoints[k].saved)
+      continue;
+    PlanState before = s;
+    double seconds = p.decisionsSeconds(s);
+    if (!takeCheckpoint(p, s, k, readers, js, old)) {
+      p.restore(s, std::move(before));
+      continue;
+    }
+    bool reached = greedy(p, s, aimBytes);
+    if (reached) {
+      giveBack(p, s, aimBytes);
+      pruneCheckpoints(p, s);
+    }
+    if (!reached || s.profile.max().first > aimBytes ||
+        p.decisionsSeconds(s) >= seconds * (1 - 1e-9))
+      p.restore(s, std::move(before));
   }
 }

@@ -403,6 +403,8 @@ bool offload::planner::decide(Planner &p, PlanState &s, int64_t aimBytes, HostMo
       replanHostParameters(p, s, at);
   }
   checkpointRecomputes(p, s, at);
+  if (p.checkpointReplan)
+    replanCheckpoints(p, s, at);
   shareRecomputes(p, s, at);
   return reached;
 }

@@ -130,6 +130,8 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
   // is kept.
   for (const RunLog &run : result.runs) {
     os << "  run " << hostMovesName(run.moves);
+    if (run.checkpoints)
+      os << "+checkpoints";
     if (run.linkWeight != 1)
       os << llvm::format(" (link x%.2f)", run.linkWeight);
     os << ": aims";
@@ -194,6 +196,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
     runs.push_back(llvm::json::Object{
         {"moves", hostMovesName(run.moves)},
         {"link_weight", run.linkWeight},
+        {"checkpoints", run.checkpoints},
         {"checks", std::move(checks)},
         {"step_seconds", run.seconds < 0 ? llvm::json::Value(nullptr) : run.seconds},
         {"arena_bytes", run.arena},

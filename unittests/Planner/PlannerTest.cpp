@@ -448,6 +448,44 @@ TEST(Checkpoints, SavedWhereTheyFitAndSaveSeconds) {
   EXPECT_EQ(live[5], 100 - 30);
 }
 
+// The checkpoint re-plan: a checkpoint whose bytes do not fit as the
+// decisions stand is taken anyway, and the greedy frees them elsewhere (w,
+// offloaded almost for free); kept since the price falls (the region stops
+// at the checkpoint: 1e-3 -> 2e-4 s).
+TEST(Checkpoints, ReplanMakesRoomWithTheGreedy) {
+  PlanProblem problem = flatProblem(12, 100, 100);
+  for (int64_t q = 2; q <= 8; ++q)
+    problem.baseLive[size_t(q)] = 120;
+  for (int64_t q = 9; q < 12; ++q) // u's region, where the checkpoint is live too
+    problem.baseLive[size_t(q)] = 80;
+  problem.saved.push_back(savedValue("u", 20, 1, 9, true, 1));
+  problem.saved.push_back(savedValue("w", 20, 1, 9, false, 1e-5));
+  CheckpointFacts c;
+  c.name = "linear x";
+  c.bytes = 15;
+  c.point = c.lastForward = 1;
+  c.coneSeconds = 8e-4;
+  problem.checkpoints.push_back(c);
+  PlannerOptions options;
+  CheckpointCones cones;
+  Planner p{problem, cones, options};
+  PlanState s(problem);
+  s.saved[0].decision = Decision::Recompute;
+  s.saved[0].seconds = 1e-3;
+  s.profileOfSaved(0, -1);
+  ASSERT_EQ(s.profile.max().first, 100);
+  // As the decisions stand there is no room.
+  checkpointRecomputes(p, s, 100);
+  EXPECT_FALSE(s.checkpoints[0].saved);
+  double before = p.decisionsSeconds(s);
+  replanCheckpoints(p, s, 100);
+  ASSERT_TRUE(s.checkpoints[0].saved);
+  EXPECT_EQ(s.saved[1].decision, Decision::Offload);
+  EXPECT_LE(s.profile.max().first, 100);
+  EXPECT_LT(p.decisionsSeconds(s), before);
+  EXPECT_NEAR(s.saved[0].seconds, 2e-4, 1e-12);
+}
+
 namespace {
 /// A plan whose arena is the model's peak plus `overshoot` while the
 /// profile is above `tightBelow` (the real plan fragments more at the top).

@@ -45,6 +45,9 @@ struct Planner {
   ConeModel &cones;
   const PlannerOptions &options;
   double linkWeight = 1;
+  /// The checkpoint re-plan runs in `decide` (a run of its own in the
+  /// search, Search.cpp).
+  bool checkpointReplan = false;
 
   /// A step of up to options.finePoints points.
   bool small() const { return problem.numPoints() <= options.finePoints; }
@@ -92,6 +95,10 @@ void unshareAll(PlanState &s);
 /// `uncheckpointAll` gives every one back (and re-prices the regions).
 void checkpointRecomputes(Planner &p, PlanState &s, int64_t aimBytes);
 void uncheckpointAll(Planner &p, PlanState &s);
+/// Ruin and recreate around the most promising checkpoints whose bytes do
+/// not fit as the decisions stand: each taken, the greedy and the reverse
+/// delete run again, kept when the price falls (Checkpoints.cpp).
+void replanCheckpoints(Planner &p, PlanState &s, int64_t aimBytes);
 
 /// The host-parameter moves a run makes after the greedy and the reverse
 /// delete.

@@ -33,6 +33,10 @@ struct PlannerOptions {
   /// Checkpoints beyond the saved values (Checkpoints.cpp): at most this
   /// many tried per aim's decisions, the most promising first.
   size_t maxCheckpointTries = 512;
+  /// The checkpoint re-plan (Checkpoints.cpp; a greedy each): at most this
+  /// many checkpoints tried per aim's decisions, in a run of the rounds of
+  /// its own on a small step (Search.cpp), kept where it simulates faster.
+  size_t checkpointReplans = 8;
   /// Host-parameter re-plan: at most this many parameters tried.
   size_t replanTries = 16;
   /// Host-parameter exchange: passes, and exchanges evaluated per point.

@@ -58,6 +58,7 @@ public:
 struct RunLog {
   HostMoves moves = HostMoves::None;
   double linkWeight = 1;
+  bool checkpoints = false; // the checkpoint re-plan ran
   llvm::SmallVector<std::pair<int64_t, int64_t>> checks; // (aim, real arena)
   double seconds = -1;                                   // < 0: nothing fit
   int64_t arena = 0;
