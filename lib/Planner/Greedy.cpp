@@ -402,7 +402,11 @@ bool offload::planner::decide(Planner &p, PlanState &s, int64_t aimBytes, HostMo
     if (moves == HostMoves::ExchangeAndReplan)
       replanHostParameters(p, s, at);
   }
-  checkpointRecomputes(p, s, at);
+  // Checkpoints: on a small step in the search's checkpoint runs only (the
+  // runs without them stay as they were, and the simulator picks); on a
+  // larger one, where the search runs once, those that fit as they stand.
+  if (!p.small() || p.checkpointReplan)
+    checkpointRecomputes(p, s, at);
   if (p.checkpointReplan)
     replanCheckpoints(p, s, at);
   shareRecomputes(p, s, at);
