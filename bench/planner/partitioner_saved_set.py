@@ -54,7 +54,10 @@ backward graph's placeholders that are not tangents), in the forward-graph
 order of the ops that made them (views and detaches looked through),
 each with its FX node name, aten op, `kind` (the op that made it, looked
 through views and tuple indexing: "native_layer_norm.0", "convolution", ...),
-shape, dtype and bytes; tensors that are parameters, inputs or views of them
+shape, dtype and bytes, and on the Llamas its `segment`, the number of
+rsqrt ops (RMSNorms) at or before the op that made it in the forward graph,
+which realistic.py's map matches against the same count on our side;
+tensors that are parameters, inputs or views of them
 (saved by reference, not activations) are counted apart ("by_ref"), and
 saved symbolic integers are skipped.
 """
@@ -208,6 +211,12 @@ def saved_set(name, fraction):
     fw, bw = graphs[0]
     order = {n.name: i for i, n in enumerate(fw.graph.nodes)}
     fw_nodes = {n.name: n for n in fw.graph.nodes}
+    # Llama: the segment of each forward node, the number of rsqrt ops (one
+    # per RMSNorm, two per block) at or before it in the forward graph.
+    segment, seen = {}, 0
+    for n in fw.graph.nodes:
+        seen += _op_name(n) == "rsqrt"
+        segment[n.name] = seen
     saved, by_ref, by_ref_n = [], 0, 0
     for n in bw.graph.nodes:
         if n.op != "placeholder" or n.name.startswith("tangents"):
@@ -227,6 +236,8 @@ def saved_set(name, fraction):
         saved.append({"node": n.name, "op": _op_name(src), "kind": kind,
                       "shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", ""),
                       "bytes": b, "order": (order[base.name], order[n.name])})
+        if name.startswith("llama"):
+            saved[-1]["segment"] = segment[base.name]
     # In forward order of the ops that made them: the partitioner puts some
     # saved views (detach of the attention's output) at the graph's end.
     saved.sort(key=lambda s: s["order"])
