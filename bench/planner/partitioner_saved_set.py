@@ -2,7 +2,7 @@
 """The saved set of PyTorch's min-cut partitioner on realistic.py's workloads.
 
     PYTHONPATH=python scripts/torch2-python bench/planner/partitioner_saved_set.py
-        --workloads gpt2-124m,resnet50,vit-b16 [--fractions 1.0,0.8,0.6,0.4,0.2,0.0]
+        --workloads gpt2-124m,llama2-7b,resnet50,vit-b16 [--fractions 1.0,0.8,0.6,0.4,0.2,0.0]
         --out FILE.json
 
 Runs under the PyTorch 2.x virtual environment (scripts/setup-torch2.sh);
@@ -31,6 +31,19 @@ Models:
              the probabilities); on fake CPU tensors PyTorch dispatches it to its
              fused flash kernel (_scaled_dot_product_flash_attention_for_cpu),
              which saves the same.
+  llama2-7b, llama3-8b
+             llm_shapes.Llama (RMSNorm, rotary positions, SwiGLU FFN; llama3-8b
+             with grouped-query attention, 8 key/value heads), batch 1, T 4096
+             and 8192, fp32. The attention core (matmul, causal mask, softmax,
+             matmul; llama3-8b's key/value heads repeated before it, as HF's
+             repeat_kv) is replaced by F.scaled_dot_product_attention(
+             is_causal=True, enable_gqa=True where the heads differ) on the
+             un-repeated key/value heads: our importer fuses the original into
+             the same op and folds the repeat into grouped-query attention, so
+             both sides save q, the un-repeated k and v, the output and the
+             log-sum-exp. RMSNorm, the rotary embedding and SiLU stay as
+             written (decomposed ops: mul, mean, add, rsqrt, cat, neg, ...).
+             ~14 s per trace here, under 1 GB of memory.
   resnet50   torchvision's resnet50(), batch 256, 224x224, cross-entropy.
   vit-b16    torchvision's vit_b_16(), batch 128, 224x224, cross-entropy
              (its nn.MultiheadAttention takes the scaled-dot-product path,
@@ -41,7 +54,10 @@ backward graph's placeholders that are not tangents), in the forward-graph
 order of the ops that made them (views and detaches looked through),
 each with its FX node name, aten op, `kind` (the op that made it, looked
 through views and tuple indexing: "native_layer_norm.0", "convolution", ...),
-shape, dtype and bytes; tensors that are parameters, inputs or views of them
+shape, dtype and bytes, and on the Llamas its `segment`, the number of
+rsqrt ops (RMSNorms) at or before the op that made it in the forward graph,
+which realistic.py's map matches against the same count on our side;
+tensors that are parameters, inputs or views of them
 (saved by reference, not activations) are counted apart ("by_ref"), and
 saved symbolic integers are skipped.
 """
@@ -102,12 +118,35 @@ def _sdpa_forward(self, x):
     return self.resid_drop(self.proj(y))
 
 
+def _llama_sdpa_forward(self, x, cos, sin, mask):
+    """llm_shapes.LlamaAttention.forward with the attention core fused: the
+    rotary embedding as there, then F.scaled_dot_product_attention
+    (is_causal=True) on the un-repeated key/value heads (enable_gqa where
+    there are fewer key/value heads than query heads), which is what our
+    importer makes of it (--offload-fuse-attention, then the HF-style
+    repeat_kv folded into grouped-query attention: the fused op saves q, the
+    un-repeated k and v, the output and the log-sum-exp). `mask` (the causal
+    mask of the original) is not read."""
+    import llm_shapes
+    b, t, c = x.shape
+    h, hk, d = self.n_head, self.n_kv_head, self.head_dim
+    q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)
+    k = self.k_proj(x).view(b, t, hk, d).transpose(1, 2)
+    v = self.v_proj(x).view(b, t, hk, d).transpose(1, 2)
+    q = q * cos + llm_shapes.rotate_half(q) * sin
+    k = k * cos + llm_shapes.rotate_half(k) * sin
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hk != h)
+    y = y.transpose(1, 2).contiguous().view(b, t, c)
+    return self.o_proj(y)
+
+
 def build(name):
     """(module returning (loss,), x, y), built under the caller's fake mode."""
-    if name.startswith("gpt2"):
+    if name.startswith(("gpt2", "llama")):
         import export_models
         import llm_shapes
         export_models.CausalSelfAttention.forward = _sdpa_forward
+        llm_shapes.LlamaAttention.forward = _llama_sdpa_forward
         ctor, batch, seq, vocab, _ = llm_shapes.MODELS[name]
         model = ctor()
         x = torch.zeros(batch, seq, dtype=torch.long)
@@ -172,6 +211,12 @@ def saved_set(name, fraction):
     fw, bw = graphs[0]
     order = {n.name: i for i, n in enumerate(fw.graph.nodes)}
     fw_nodes = {n.name: n for n in fw.graph.nodes}
+    # Llama: the segment of each forward node, the number of rsqrt ops (one
+    # per RMSNorm, two per block) at or before it in the forward graph.
+    segment, seen = {}, 0
+    for n in fw.graph.nodes:
+        seen += _op_name(n) == "rsqrt"
+        segment[n.name] = seen
     saved, by_ref, by_ref_n = [], 0, 0
     for n in bw.graph.nodes:
         if n.op != "placeholder" or n.name.startswith("tangents"):
@@ -191,6 +236,8 @@ def saved_set(name, fraction):
         saved.append({"node": n.name, "op": _op_name(src), "kind": kind,
                       "shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", ""),
                       "bytes": b, "order": (order[base.name], order[n.name])})
+        if name.startswith("llama"):
+            saved[-1]["segment"] = segment[base.name]
     # In forward order of the ops that made them: the partitioner puts some
     # saved views (detach of the attention's output) at the graph's end.
     saved.sort(key=lambda s: s["order"])

@@ -75,7 +75,10 @@ the same), so the comparison is with the strongest form of each policy.
                   backward graph recomputes each node once, before its first
                   use, and holds it to its last). A row takes the fastest
                   fraction whose arena fits its budget (the JSON names it).
-                  gpt2-124m, gpt2-1.5b, resnet50 and vit-b16 in fp32 only; n/a elsewhere
+                  gpt2-124m, gpt2-1.5b, llama2-7b, llama3-8b, resnet50 and
+                  vit-b16 in fp32 only (the Llamas' RMSNorm, rotary and
+                  SwiGLU ops mapped by PT_KINDS_BY_FAMILY, each pair within
+                  one RMSNorm segment); n/a elsewhere (unet2d, bf16-mixed)
                   and when scripts/torch2-python does not work (the reason
                   printed). --pt-partitioner off leaves it out.
 
@@ -391,7 +394,7 @@ def write_marked(step, group, path):
 
 # --- PyTorch's partitioner, its saved set mapped onto our step ------------------
 
-PT_WORKLOADS = ("gpt2-124m", "gpt2-1.5b", "resnet50", "vit-b16")
+PT_WORKLOADS = ("gpt2-124m", "gpt2-1.5b", "llama2-7b", "llama3-8b", "resnet50", "vit-b16")
 PT_FRACTIONS = "1.0,0.9,0.8,0.7,0.6,0.5,0.4,0.3,0.2,0.1,0.0"
 
 # PyTorch's kind of a saved tensor (the op that made it, through views and
@@ -420,18 +423,43 @@ PT_KINDS = {
     "_log_softmax": {"linear", "matmul"},
 }
 
+# The Llama steps' further kinds (added to PT_KINDS for the workloads of
+# kind "llama" only, so that the other workloads' maps stay as they were).
+# RMSNorm, x * rsqrt(mean(x * x) + eps) * w, is decomposed on both sides:
+# PyTorch saves the rsqrt and the scaled output (the projections' input),
+# ours the rsqrt, x * rsqrt and the scaled output; SwiGLU's product
+# silu(gate) * up is a mul on both sides; the token embedding's lookup is
+# saved on both sides. A projection's output (mm) may stand for the
+# elementwise op that it feeds and that our autodiff saves in its place:
+# q_proj/k_proj's output for q, k after the rotary embedding (mul, add of
+# cos/sin terms), o_proj's and down_proj's for the residual sum (add): one
+# elementwise op away, with the same bytes. The rotary table (cat of the
+# frequencies, from which PyTorch recomputes cos and sin) has no
+# counterpart: our importer folds cos and sin into constants at the full
+# shape.
+PT_KINDS_BY_FAMILY = {
+    "llama": {
+        "mm": {"linear", "matmul", "add"},
+        "rsqrt": {"rsqrt"},
+        "mul": {"mul"},
+        "silu": {"silu"},
+        "embedding": {"embedding"},
+    },
+}
+
 # Tensors below this many bytes are aligned apart from the larger ones: the
 # two sides order a norm's statistics and the attention's log-sum-exp
 # differently against the large values next to them.
 PT_SMALL = 1 << 22
 
 
-def _pt_compatible(pt_kind, ours):
-    """0: not a counterpart; 2: the same kind of op; 1: our save is a view
-    (reshape, transpose) of what made it."""
-    allowed = PT_KINDS.get(pt_kind)
+def _pt_compatible(pt_kind, ours, kinds=PT_KINDS):
+    """0: not a counterpart; 2: the same kind of op (by `kinds`, PT_KINDS or
+    a workload family's map); 1: our save is a view (reshape, transpose) of
+    what made it."""
+    allowed = kinds.get(pt_kind)
     if allowed is None and not pt_kind.startswith("_native_batch_norm_legit_functional."):
-        allowed = PT_KINDS.get(pt_kind.split(".")[0])
+        allowed = kinds.get(pt_kind.split(".")[0])
     if allowed and ours in allowed:
         return 2
     return 1 if ours in ("reshape", "transpose") else 0
@@ -489,18 +517,21 @@ def our_saved_values(bin_dir, step):
             re.finditer(r"^\s+\d+\s+(\d+)\s+offload\.(\w+)\s+\S+\s+loc\(", out, re.M)]
 
 
-def _align(ours, pt):
-    """Order-preserving matching of (index, bytes, kind) lists: pairs of equal
-    bytes and compatible kinds, the most matched bytes, then the most
-    same-kind pairs, then the most pairs (dynamic programming). Returns the
-    matched (our index, PyTorch index) pairs."""
+def _align(ours, pt, kinds=PT_KINDS):
+    """Order-preserving matching of (index, bytes, kind, segment) lists:
+    pairs of equal bytes, compatible kinds and equal segments (None on
+    either side: any), the most matched bytes, then the most same-kind
+    pairs, then the most pairs (dynamic programming). Returns the matched
+    (our index, PyTorch index) pairs."""
     n, m = len(ours), len(pt)
     W = [[(0, 0, 0)] * (m + 1) for _ in range(n + 1)]
 
     def pair(i, j):
-        _, ob, ok = ours[i]
-        _, pb, pk = pt[j]
-        c = _pt_compatible(pk, ok) if pb == ob else 0
+        _, ob, ok, os_ = ours[i]
+        _, pb, pk, ps = pt[j]
+        if os_ is not None and ps is not None and os_ != ps:
+            return None
+        c = _pt_compatible(pk, ok, kinds) if pb == ob else 0
         if not c:
             return None
         w = W[i + 1][j + 1]
@@ -523,15 +554,27 @@ def _align(ours, pt):
     return res
 
 
-def map_saved(ours, pt):
+def map_saved(ours, pt, kinds=PT_KINDS):
     """Maps PyTorch's saved tensors (forward order) onto our saved values
     (forward order): _align on the tensors of at least PT_SMALL bytes, then
-    on the smaller ones. Returns (our kept indices, fidelity stats)."""
+    on the smaller ones, op kinds compatible by `kinds`. Where PyTorch's
+    tensors carry a `segment` (the Llamas: the number of RMSNorms' rsqrt ops
+    at or before the op that made it), a pair must also lie in the same
+    segment, ours counted the same way (our saved rsqrt values at or before
+    it: autodiff saves every RMSNorm's rsqrt), so that a block's tensors map
+    onto that block's and not onto a neighbour's of the same size. Returns
+    (our kept indices, fidelity stats)."""
     pairs = []
+    segmented = any("segment" in t for t in pt)
+    seg, ours_seg = 0, []
+    for _, k in ours:
+        seg += k == "rsqrt"
+        ours_seg.append(seg if segmented else None)
     for big in (True, False):
-        o = [(i, b, k) for i, (b, k) in enumerate(ours) if (b >= PT_SMALL) == big]
-        p = [(j, t["bytes"], t["kind"]) for j, t in enumerate(pt) if (t["bytes"] >= PT_SMALL) == big]
-        pairs += _align(o, p)
+        o = [(i, b, k, ours_seg[i]) for i, (b, k) in enumerate(ours) if (b >= PT_SMALL) == big]
+        p = [(j, t["bytes"], t["kind"], t.get("segment")) for j, t in enumerate(pt)
+             if (t["bytes"] >= PT_SMALL) == big]
+        pairs += _align(o, p, kinds)
     kept = {i for i, _ in pairs}
     matched = {j for _, j in pairs}
     unmatched = [t for j, t in enumerate(pt) if j not in matched]
@@ -576,10 +619,12 @@ def pt_partitioner_points(name, step, bin_dir, sets, work, tag, locs):
     PyTorch's sweep mapped onto our step (None: nothing recomputed, the step
     itself; the "blocks" layout only where it differs from "run")."""
     ours = our_saved_values(bin_dir, step)
-    cuts = set(_boundaries(WORKLOADS[name][0], locs))
+    family = WORKLOADS[name][0]
+    cuts = set(_boundaries(family, locs))
+    kinds = dict(PT_KINDS, **PT_KINDS_BY_FAMILY.get(family, {}))
     res = []
     for frac, r in sorted(sets["workloads"][name].items(), key=lambda kv: -float(kv[0])):
-        kept, stats = map_saved(ours, r["saved"])
+        kept, stats = map_saved(ours, r["saved"], kinds)
         stats["recomputed_bytes"] = stats["ours_bytes"] - stats["mapped_bytes"]
         if len(kept) == len(ours):
             res.append((frac, "run", None, dict(stats, groups=0)))
