@@ -181,7 +181,10 @@ void offload::planner::checkpointRecomputes(Planner &p, PlanState &s, int64_t ai
     return;
   llvm::SmallVector<unsigned, 4> js;
   llvm::SmallVector<SavedChoice, 4> old;
-  for (auto &[k, readers] : checkpointsThrough(p, s, p.options.maxCheckpointTries)) {
+  size_t tries = p.small() ? p.options.maxCheckpointTries : p.options.maxCheckpointTriesLarge;
+  if (tries == 0)
+    return;
+  for (auto &[k, readers] : checkpointsThrough(p, s, tries)) {
     if (!takeCheckpoint(p, s, k, readers, js, old))
       continue;
     if (s.profile.max().first <= aimBytes)

@@ -31,8 +31,12 @@ struct PlannerOptions {
   /// many takes (an O(points) pass each).
   size_t refreshTakes = 32;
   /// Checkpoints beyond the saved values (Checkpoints.cpp): at most this
-  /// many tried per aim's decisions, the most promising first.
-  size_t maxCheckpointTries = 512;
+  /// many tried per aim's decisions, the most promising first; on a step
+  /// larger than finePoints, `maxCheckpointTriesLarge` (each try walks its
+  /// readers' cones again: 512 cost the 128-layer encoder at 40% of its
+  /// arena 0.25 s of planning, +12%, and took none there nor on the
+  /// realistic steps).
+  size_t maxCheckpointTries = 512, maxCheckpointTriesLarge = 64;
   /// The checkpoint re-plan (Checkpoints.cpp; a greedy each): at most this
   /// many checkpoints tried per aim's decisions, in a run of the rounds of
   /// its own on a small step (Search.cpp), kept where it simulates faster.
