@@ -46,7 +46,11 @@ the same), so the comparison is with the strongest form of each policy.
   full-ac         torch.utils.checkpoint around each transformer block /
                   ResNet bottleneck: every saved value of a block except its
                   input is recomputed, one region per block
-                  (--offload-recompute=policy=marked, a group id per block)
+                  (--offload-recompute=policy=marked, a group id per block);
+                  on the UNet, around each ResnetBlock2D and attention, as
+                  diffusers' gradient checkpointing does, with the block
+                  outputs as checkpoints (offload.checkpoint on their ops: a
+                  block's input is not a saved value there; mark_unet_blocks)
   selective       Megatron-LM's selective recompute, the attention core only
                   (--offload-recompute=policy=ops ops=attention: the fused
                   attention's output is recomputed from the saved q, k, v);
