@@ -248,6 +248,10 @@ def recomputed_flops(bin_dir, planned):
     return flops, ops
 
 
+# Extra --offload-plan-memory options (--planner-options).
+PLANNER_OPTIONS = ""
+
+
 class Ours:
     """Our planner on one step and target; plans are cached by budget."""
 
@@ -264,7 +268,8 @@ class Ours:
 
     def _run(self, budget):
         return run([os.path.join(self.bin, "offload-opt"), self.step,
-                    f"--offload-plan-memory=budget={budget} target={self.target} report=-",
+                    f"--offload-plan-memory=budget={budget} target={self.target} report=-"
+                    + (f" {PLANNER_OPTIONS}" if PLANNER_OPTIONS else ""),
                     "-o", os.path.join(self.work, f"{self.tag}.planned.mlir")], ok=False)
 
     def plan(self, budget):
@@ -345,7 +350,11 @@ def main():
     ap.add_argument("--work", default="/tmp/offload-pytorch-partitioner",
                     help="scratch folder (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="mlp only, fractions 1.0, 0.5, 0.0")
+    ap.add_argument("--planner-options", default="",
+                    help="extra --offload-plan-memory options for our side (e.g. checkpoints=false)")
     args = ap.parse_args()
+    global PLANNER_OPTIONS
+    PLANNER_OPTIONS = args.planner_options
     if args.quick:
         args.models, args.fractions = "mlp", "1.0,0.5,0.0"
     try:
