@@ -34,9 +34,10 @@ struct PlannerOptions {
   /// many tried per aim's decisions, the most promising first; on a step
   /// larger than finePoints, `maxCheckpointTriesLarge` (each try walks its
   /// readers' cones again: 512 cost the 128-layer encoder at 40% of its
-  /// arena 0.25 s of planning, +12%, and took none there nor on the
-  /// realistic steps).
-  size_t maxCheckpointTries = 512, maxCheckpointTriesLarge = 64;
+  /// arena +12% of planning time, 64 cost the 10k-op chain +8% whole
+  /// process, 16 +0.3% (median of 5, against f07565f's planner), and none
+  /// was taken there nor on the realistic steps).
+  size_t maxCheckpointTries = 512, maxCheckpointTriesLarge = 16;
   /// The checkpoint re-plan (Checkpoints.cpp; a greedy each): at most this
   /// many checkpoints tried per aim's decisions, in a run of the rounds of
   /// its own on a small step (Search.cpp), kept where it simulates faster.
