@@ -392,23 +392,32 @@ public:
   void setCheckpoint(unsigned k, bool s) override { saved = s; }
   bool saved = false;
 };
-} // namespace
 
-// Checkpoints beyond the saved values: a forward value both recomputed
-// regions rerun is saved, and their cones stop there, when its bytes fit
-// under the aim from its last forward use to the later region; else not.
-TEST(Checkpoints, SavedWhereTheyFitAndSaveSeconds) {
+/// 12 points at 100 bytes, 80 from u's region at 9 on (where a checkpoint
+/// is live too); u (20 bytes, last forward use 1, region at 9) and a
+/// second saved value `second`; checkpoint 0 (15 bytes, made and last used
+/// at 1) in u's cone.
+PlanProblem checkpointProblem(SavedFacts second) {
   PlanProblem problem = flatProblem(12, 100, 100);
-  for (int64_t q = 9; q < 12; ++q) // u's region, where the checkpoint is live too
+  for (int64_t q = 9; q < 12; ++q)
     problem.baseLive[size_t(q)] = 80;
   problem.saved.push_back(savedValue("u", 20, 1, 9, true, 1));
-  problem.saved.push_back(savedValue("j", 10, 2, 7, true, 1));
+  problem.saved.push_back(std::move(second));
   CheckpointFacts c;
   c.name = "linear x";
   c.bytes = 15;
   c.point = c.lastForward = 1;
   c.coneSeconds = 8e-4;
   problem.checkpoints.push_back(c);
+  return problem;
+}
+} // namespace
+
+// Checkpoints beyond the saved values: a forward value both recomputed
+// regions rerun is saved, and their cones stop there, when its bytes fit
+// under the aim from its last forward use to the later region; else not.
+TEST(Checkpoints, SavedWhereTheyFitAndSaveSeconds) {
+  PlanProblem problem = checkpointProblem(savedValue("j", 10, 2, 7, true, 1));
   PlannerOptions options;
   CheckpointCones cones;
   Planner p{problem, cones, options};
@@ -453,19 +462,9 @@ TEST(Checkpoints, SavedWhereTheyFitAndSaveSeconds) {
 // offloaded almost for free); kept since the price falls (the region stops
 // at the checkpoint: 1e-3 -> 2e-4 s).
 TEST(Checkpoints, ReplanMakesRoomWithTheGreedy) {
-  PlanProblem problem = flatProblem(12, 100, 100);
+  PlanProblem problem = checkpointProblem(savedValue("w", 20, 1, 9, false, 1e-5));
   for (int64_t q = 2; q <= 8; ++q)
     problem.baseLive[size_t(q)] = 120;
-  for (int64_t q = 9; q < 12; ++q) // u's region, where the checkpoint is live too
-    problem.baseLive[size_t(q)] = 80;
-  problem.saved.push_back(savedValue("u", 20, 1, 9, true, 1));
-  problem.saved.push_back(savedValue("w", 20, 1, 9, false, 1e-5));
-  CheckpointFacts c;
-  c.name = "linear x";
-  c.bytes = 15;
-  c.point = c.lastForward = 1;
-  c.coneSeconds = 8e-4;
-  problem.checkpoints.push_back(c);
   PlannerOptions options;
   CheckpointCones cones;
   Planner p{problem, cones, options};
