@@ -759,12 +759,16 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
     oracle.check_version(problem, r["problem"])
     mine = oracle.planner_choice(problem)
     limit = int(oracle.live_after(problem, mine).max()) if mine else problem["achieved_bytes"]
-    status, lp, _, secs = oracle.solve(problem, limit, 600.0, relax=True)
+    # The bound and our price with our shared regions (oracle.planner_held),
+    # which the LP relaxation may take too; the MILP below without them.
+    held = oracle.planner_held(problem)
+    lp_limit = int(oracle.live_after(problem, mine, held).max()) if mine else limit
+    status, lp, _, secs = oracle.solve(problem, lp_limit, 600.0, relax=True, shared=held)
     res["lp_s"] = secs
     if status == "optimal":
         res["bound"] = r["t0"] + lp
     res["t0"] = r["t0"]
-    res["priced"] = r["t0"] + oracle.price(problem, mine)
+    res["priced"] = r["t0"] + oracle.price(problem, mine, held)
     res["decisions"] = sum(c["chosen"] != "keep" for c in problem["candidates"])
     res["fallback"] = problem["fallback"]
     if milp_seconds > 0:

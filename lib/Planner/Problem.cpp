@@ -139,6 +139,15 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
           j.attribute("name", c.name);
           j.attribute("bytes", c.bytes);
           j.attribute("chosen", decisionName(state.saved[i].decision));
+          // A recompute shared with a reader's region (SharedRegions.cpp):
+          // that region's candidate, and the point from which the value is
+          // held to its own uses (its own region does not exist).
+          const SavedChoice &d = state.saved[i];
+          if (d.decision == Decision::Recompute && d.holdFrom >= 0 && d.group >= 0 &&
+              d.group != int64_t(i)) {
+            j.attribute("shared_into", d.group);
+            j.attribute("held_from", d.holdFrom);
+          }
           j.attributeArray("options", [&] { savedOptions(c); });
         });
       for (auto [i, p] : llvm::enumerate(problem.params))
