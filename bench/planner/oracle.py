@@ -43,6 +43,13 @@ region holds at its use (m_w: w's value and its own cone's intermediates).
 (Until November 2026 the oracle priced every cone standalone, as if every
 other saved value were kept: chains were free, and the "gap" at tight
 budgets compared the planner with a plan no pass can run.)
+Shared regions (the planner's SharedRegions.cpp: a recomputed value computed
+once by the region of a reader that reruns its cone, and held from there to
+its own uses) are in the problem file (`shared_into`, `held_from`): the
+planner's choice is priced with them (planner_held), and the LP relaxation
+may share too (y[v,w] <= z[v,w]: w's own seconds back, its bytes held from
+v's region), on direct reads and on the planner's pairs; the MILP does not
+(its optimum is replayed from a decisions file, which cannot share).
 
 Baselines (the hand policies a user has): recompute everything
 (--offload-recompute=policy=all), Chen et al.'s sqrt(n) segments

@@ -100,8 +100,9 @@ its device arena is at most the budget.
 
 The lower bound: the LP relaxation of the planner's exported decision problem
 (bench/planner/oracle.py's solve(relax=True), HiGHS through scipy), at the
-peak the planner's own decisions reach in that model; the bound on the step
-time is the unplanned simulated step plus the LP's optimum. It is the model's
+peak the planner's own decisions reach in that model (with its shared
+recompute regions: oracle.planner_held; the LP may share too); the bound on
+the step time is the unplanned simulated step plus the LP's optimum. It is the model's
 bound: it holds for real plans where the model is a relaxation of the
 mechanisms (docs/planner.md). gap = (ours - bound) / bound, ours simulated;
 `priced` is the unplanned step plus ours priced in that model (the LP's
