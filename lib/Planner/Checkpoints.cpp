@@ -26,24 +26,6 @@
 
 using namespace offload::planner;
 
-namespace {
-
-/// Recomputed candidate j priced with `cone` (its seconds, intermediates,
-/// reads), the profile with it.
-void setCone(PlanState &s, unsigned j, const Cone &cone) {
-  SavedChoice &d = s.saved[j];
-  s.profileOfSaved(j, +1);
-  d.seconds = cone.seconds;
-  d.transientBytes = cone.transientBytes;
-  d.reads = cone.reads;
-  d.through = cone.through;
-  d.coneOps = cone.numOps;
-  s.profileOfSaved(j, -1);
-  s.registerReader(j);
-}
-
-} // namespace
-
 void offload::planner::uncheckpointAll(Planner &p, PlanState &s) {
   if (!s.anyCheckpoint())
     return;
@@ -62,7 +44,7 @@ void offload::planner::uncheckpointAll(Planner &p, PlanState &s) {
     }
   for (unsigned j : stopped)
     if (std::optional<Cone> cone = p.cones.coneOf(j))
-      setCone(s, j, *cone);
+      s.priceRecompute(j, *cone);
 }
 
 namespace {
@@ -87,7 +69,7 @@ checkpointsThrough(Planner &p, PlanState &s, size_t limit) {
         }
   }
   auto order = [&](unsigned k) {
-    return facts[k].coneSeconds * double(readers[k].size()) /
+    return facts[k].producerSeconds * double(readers[k].size()) /
            double(std::max<int64_t>(1, facts[k].bytes));
   };
   llvm::sort(through, [&](unsigned a, unsigned b) {
@@ -143,7 +125,7 @@ bool takeCheckpoint(Planner &p, PlanState &s, unsigned k, llvm::ArrayRef<unsigne
   for (unsigned j : js)
     old.push_back(s.saved[j]);
   for (auto [j, cone] : llvm::zip_equal(js, after))
-    setCone(s, j, cone);
+    s.priceRecompute(j, cone);
   s.checkpoints[k] = CheckpointChoice{true, holdTo, saved};
   s.profileOfCheckpoint(k, +1);
   return true;

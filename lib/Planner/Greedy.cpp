@@ -50,18 +50,9 @@ double Planner::decisionsSeconds(const PlanState &s) const {
 
 void offload::planner::repriceDependents(Planner &p, PlanState &s, unsigned i) {
   for (unsigned j : s.dependentsOf(i)) {
-    std::optional<Cone> cone = p.cones.coneOf(j);
-    if (!cone)
-      continue; // beyond maxConeOps: keep the last price
-    SavedChoice &d = s.saved[j];
-    s.profileOfSaved(j, +1);
-    d.seconds = cone->seconds;
-    d.transientBytes = cone->transientBytes;
-    d.reads = cone->reads;
-    d.through = cone->through;
-    d.coneOps = cone->numOps;
-    s.profileOfSaved(j, -1);
-    s.registerReader(j);
+    if (std::optional<Cone> cone = p.cones.coneOf(j))
+      s.priceRecompute(j, *cone);
+    // else beyond maxConeOps: keep the last price
   }
 }
 

@@ -315,7 +315,8 @@ void offload::planner::paramCopies(const ParamFacts &p, bool timed,
 
 PlanState::PlanState(const PlanProblem &problem, bool timedLinks)
     : problem(&problem), saved(problem.saved.size()), params(problem.params.size()),
-      checkpoints(problem.checkpoints.size()), readers(problem.saved.size()), profile(problem.baseLive),
+      checkpoints(problem.checkpoints.size()), readers(problem.saved.size()),
+      profile(problem.baseLive),
       toHost(problem.forwardSeconds, problem.backwardSeconds),
       toDevice(problem.forwardSeconds, problem.backwardSeconds), timedLinks(timedLinks) {}
 
@@ -331,6 +332,18 @@ void PlanState::profileOfSaved(unsigned i, int64_t sign) {
                 sign * c.bytes);
     profile.add(c.firstBackward, c.firstBackward, -sign * d.transientBytes);
   }
+}
+
+void PlanState::priceRecompute(unsigned i, const Cone &cone) {
+  SavedChoice &d = saved[i];
+  profileOfSaved(i, +1);
+  d.seconds = cone.seconds;
+  d.transientBytes = cone.transientBytes;
+  d.reads = cone.reads;
+  d.through = cone.through;
+  d.coneOps = cone.numOps;
+  profileOfSaved(i, -1);
+  registerReader(i);
 }
 
 void PlanState::profileOfCheckpoint(unsigned k, int64_t sign) {

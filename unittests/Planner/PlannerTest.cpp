@@ -407,7 +407,7 @@ PlanProblem checkpointProblem(SavedFacts second) {
   c.name = "linear x";
   c.bytes = 15;
   c.point = c.lastForward = 1;
-  c.coneSeconds = 8e-4;
+  c.producerSeconds = 8e-4;
   problem.checkpoints.push_back(c);
   return problem;
 }

@@ -141,12 +141,11 @@ struct CheckpointFacts {
   /// The program point of its producer (its op in the step's body), and
   /// its last forward use.
   int64_t point = 0, lastForward = 0;
-  /// The result number of the value in its producer's results.
-  unsigned result = 0;
-  /// The seconds of the cone that produces it with every saved value kept
-  /// (the most a cone through it can save by stopping there; the order in
-  /// which checkpoints are tried).
-  double coneSeconds = 0;
+  /// Its producer's seconds on the target (TargetModel::opSeconds): what a
+  /// cone through it saves at least by stopping there, unless the cone
+  /// needs another result of that op; the order in which checkpoints are
+  /// tried (Checkpoints.cpp).
+  double producerSeconds = 0;
 };
 
 /// The planner's problem for one step on one target under one budget.

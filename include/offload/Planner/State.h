@@ -180,6 +180,9 @@ struct PlanState {
   /// The links' queues built again from the decisions (after decisions were
   /// set directly: a decisions file, the fallback's all-in variants).
   void relink();
+  /// Recomputed candidate i priced with `cone` (its seconds, intermediates
+  /// and reads), the profile and the readers with it.
+  void priceRecompute(unsigned i, const Cone &cone);
   /// Records that recomputed candidate j's cone reads its inputs.
   void registerReader(unsigned j);
   /// The recomputed candidates whose cones read or rerun candidate i.

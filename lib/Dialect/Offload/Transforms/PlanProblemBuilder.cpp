@@ -410,15 +410,14 @@ void addCheckpointCandidates(const ProblemInputs &in, const Points &pts, PlanPro
       ::offload::planner::CheckpointFacts c;
       c.bytes = pb.bytes;
       c.point = q;
-      c.result = r.getResultNumber();
       c.lastForward = q;
       for (Operation *u : r.getUsers())
         if (int64_t t = pts.topPoint(u); t >= 0 && t < pts.backwardPoint)
           c.lastForward = std::max(c.lastForward, t);
-      c.coneSeconds = in.model->opSeconds(op);
+      c.producerSeconds = in.model->opSeconds(op);
       c.name = op->getName().stripDialect().str() + " " + getLayerName(op->getLoc());
       if (op->getNumResults() > 1)
-        c.name += "#" + std::to_string(c.result);
+        c.name += "#" + std::to_string(r.getResultNumber());
       ++uses[c.name];
       problem.checkpoints.push_back(std::move(c));
       candidates.checkpointValues.push_back(r);
