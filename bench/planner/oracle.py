@@ -386,16 +386,15 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
     for j in y_index.values():
         ub[j] = 1.0
     t0 = time.perf_counter()
+    options = {"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9}
     res = milp(cost, constraints=constraints, integrality=integrality, bounds=Bounds(lb, ub),
-               options={"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9})
+               options=options)
     if relax and res.status == 4:
         # HiGHS's presolve can end an LP with the sharing variables in an
         # unknown model status (ResNet-50 on a100-40g at 6.63 GB: "HiGHS
         # Status 15"); without presolve it solves.
-        res = milp(cost, constraints=constraints, integrality=integrality,
-                   bounds=Bounds(lb, ub),
-                   options={"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9,
-                            "presolve": False})
+        res = milp(cost, constraints=constraints, integrality=integrality, bounds=Bounds(lb, ub),
+                   options=dict(options, presolve=False))
     secs = time.perf_counter() - t0
     if res.status == 0 and relax:
         # The objective is in percent of the unplanned step: back to seconds.

@@ -248,16 +248,13 @@ def recomputed_flops(bin_dir, planned):
     return flops, ops
 
 
-# Extra --offload-plan-memory options (--planner-options).
-PLANNER_OPTIONS = ""
-
-
 class Ours:
     """Our planner on one step and target; plans are cached by budget."""
 
-    def __init__(self, bin_dir, step, unplanned, total, target, work, tag):
+    def __init__(self, bin_dir, step, unplanned, total, target, work, tag, options=""):
         self.bin, self.step, self.unplanned, self.total = bin_dir, step, unplanned, total
         self.target, self.work, self.tag = target, work, tag
+        self.options = options  # extra --offload-plan-memory options
         self.cache = {}
         probe = self._run(1)
         m = re.search(r"Ask for budget=(\d+)", probe.stdout)
@@ -269,7 +266,7 @@ class Ours:
     def _run(self, budget):
         return run([os.path.join(self.bin, "offload-opt"), self.step,
                     f"--offload-plan-memory=budget={budget} target={self.target} report=-"
-                    + (f" {PLANNER_OPTIONS}" if PLANNER_OPTIONS else ""),
+                    + (f" {self.options}" if self.options else ""),
                     "-o", os.path.join(self.work, f"{self.tag}.planned.mlir")], ok=False)
 
     def plan(self, budget):
@@ -353,8 +350,6 @@ def main():
     ap.add_argument("--planner-options", default="",
                     help="extra --offload-plan-memory options for our side (e.g. checkpoints=false)")
     args = ap.parse_args()
-    global PLANNER_OPTIONS
-    PLANNER_OPTIONS = args.planner_options
     if args.quick:
         args.models, args.fractions = "mlp", "1.0,0.5,0.0"
     try:
@@ -380,7 +375,8 @@ def main():
           f"inputs (and views of them) saved by reference")
     for model in args.models.split(","):
         step, unplanned, total = prepare(model, args.work, args.bin)
-        ours = {t: Ours(args.bin, step, unplanned, total, spec, args.work, f"{model}.{t}")
+        ours = {t: Ours(args.bin, step, unplanned, total, spec, args.work, f"{model}.{t}",
+                        args.planner_options)
                 for t, spec in targets}
         print(f"\n{model}: our step saves {total} bytes of activations; unplanned arena "
               f"{unplanned} bytes, smallest reachable "

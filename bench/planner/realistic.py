@@ -237,6 +237,12 @@ def export_vision(name, work, bin_dir):
     return fwd, nparams
 
 
+def autodiff_options(precision):
+    """--offload-autodiff's options for every workload's step: AdamW, lr
+    1e-4, and `precision` (fp32, or bf16-mixed's autocast)."""
+    return "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
+
+
 def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
     """Returns (step path, unplanned arena bytes, saved-value locations in
     forward order, parameter count). `precision`: fp32, or bf16-mixed
@@ -263,9 +269,8 @@ def build_workload(name, work, bin_dir, precision="fp32", reuse=False):
         else:
             fwd, nparams = export_vision(name, work, bin_dir)
         json.dump({"params": nparams}, open(fwd_meta, "w"))
-    autodiff = "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
     out = run([os.path.join(bin_dir, "offload-opt"), fwd,
-               f"--offload-autodiff={autodiff}", "--offload-memory-report",
+               f"--offload-autodiff={autodiff_options(precision)}", "--offload-memory-report",
                "--offload-saved-value-report", "-o", step]).stdout
     arena = int(re.search(r"device arena bytes: (\d+)", out).group(1))
     locs = [m.group(1) for m in re.finditer(r"^\s+\d+\s+\d+\s+\S+\s+\S+\s+loc\((.*)\)\s*$", out,
@@ -328,9 +333,8 @@ def mark_unet_blocks(fwd, bin_dir, work, tag, precision):
     if not blocks:
         return None
     wanted = {(b["file"], b["line"], b["op"]) for b in blocks}
-    autodiff = "optimizer=adamw lr=1e-4" + ("" if precision == "fp32" else f" precision={precision}")
     with_locs = os.path.join(work, tag + ".locs.mlir")
-    run([os.path.join(bin_dir, "offload-opt"), fwd, f"--offload-autodiff={autodiff}",
+    run([os.path.join(bin_dir, "offload-opt"), fwd, f"--offload-autodiff={autodiff_options(precision)}",
          "--mlir-print-debuginfo", "-o", with_locs])
     ops, lines = _op_locations(with_locs)
     os.remove(with_locs)
