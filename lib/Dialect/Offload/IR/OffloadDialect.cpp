@@ -91,6 +91,28 @@ void mlir::offload::setArgRole(FunctionOpInterface fn, unsigned i, Role role) {
   fn.setArgAttr(i, OffloadDialect::kRoleAttrName, getRoleAttr(fn->getContext(), role));
 }
 
+void mlir::offload::setArgAttrs(FunctionOpInterface fn, ArrayRef<unsigned> args,
+                               StringRef name, Attribute value) {
+  if (args.empty())
+    return;
+  MLIRContext *ctx = fn->getContext();
+  unsigned n = fn.getNumArguments();
+  SmallVector<Attribute> dicts;
+  dicts.reserve(n);
+  if (ArrayAttr all = fn.getAllArgAttrs())
+    llvm::append_range(dicts, all.getValue());
+  dicts.resize(n, DictionaryAttr::get(ctx));
+  for (unsigned i : args) {
+    NamedAttrList attrs(llvm::cast_or_null<DictionaryAttr>(dicts[i]));
+    if (value)
+      attrs.set(name, value);
+    else
+      attrs.erase(name);
+    dicts[i] = attrs.getDictionary(ctx);
+  }
+  fn.setAllArgAttrs(dicts);
+}
+
 void mlir::offload::setResultRole(FunctionOpInterface fn, unsigned i, Role role) {
   fn.setResultAttr(i, OffloadDialect::kRoleAttrName, getRoleAttr(fn->getContext(), role));
 }

@@ -9,6 +9,7 @@
 #include "offload/Dialect/Offload/Transforms/Prefetch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/GlobPattern.h"
@@ -161,6 +162,16 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
     }
   }
 
+  // The marks are read, then removed from every argument at once.
+  llvm::BitVector markedArgs(fn.getNumArguments());
+  SmallVector<unsigned> markedList;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (fn.getArgAttr(i, kHostParameterAttrName)) {
+      markedArgs.set(i);
+      markedList.push_back(i);
+    }
+  setArgAttrs(fn, markedList, kHostParameterAttrName, Attribute());
+
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (getArgRole(fn, i) != Role::parameter ||
@@ -168,9 +179,7 @@ LogicalResult HostParametersPass::rewrite(func::FuncOp fn, const llvm::GlobPatte
       continue;
     StringRef name = argAttr(i, OffloadDialect::kNameAttrName);
     int64_t bytes = mlir::offload::detail::tensorBytes(arg.getType());
-    bool marked = bool(fn.getArgAttr(i, kHostParameterAttrName));
-    if (marked)
-      fn.removeArgAttr(i, kHostParameterAttrName);
+    bool marked = markedArgs.test(i);
     if ((policy == HostParametersPolicy::Size && bytes < minBytes) ||
         (policy == HostParametersPolicy::Names && !glob.match(name)) ||
         (policy == HostParametersPolicy::Marked && !marked))

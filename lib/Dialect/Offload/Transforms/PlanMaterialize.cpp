@@ -136,11 +136,12 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
         ops[size_t(problem.checkpoints[k].point)]->setAttr(OffloadDialect::kCheckpointAttrName,
                                                             b.getUnitAttr());
   }
+  SmallVector<unsigned> hostArgs;
   for (auto [pi, p] : llvm::enumerate(state.params))
-    if (p.decision == Decision::Host) {
-      fn.setArgAttr(problem.params[pi].arg, kHostParameterAttrName, b.getUnitAttr());
-      anyHost = true;
-    }
+    if (p.decision == Decision::Host)
+      hostArgs.push_back(unsigned(problem.params[pi].arg));
+  setArgAttrs(fn, hostArgs, kHostParameterAttrName, b.getUnitAttr());
+  anyHost = !hostArgs.empty();
 
   // The mechanisms, in the order they compose (host parameters last:
   // Passes.td), each pricing with the scratch module's target.
