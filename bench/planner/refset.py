@@ -2,8 +2,8 @@
 """The planner's reference set, two option sets side by side.
 
     PYTHONPATH=python /usr/bin/python3 bench/planner/refset.py --bin build/bin
-        [--a "checkpoints=false"] [--b ""] [--models mlp,resnet18,transformer,gpt]
-        [--work DIR]
+        [--a "checkpoints=false"] [--b ""] [--bin-b OTHER_BUILD/bin]
+        [--models mlp,resnet18,transformer,gpt] [--work DIR]
 
 The reference set of docs/planner.md: the four example models
 (python/export_models.py, SGD with momentum, built by example_steps.build_step)
@@ -15,7 +15,9 @@ ratio (b / a), both planning times (the planner's own, from its report) and
 whether the plans differ. Rows where neither plans (below the smallest
 reachable arena) are counted apart. Ends with the geometric mean of the
 ratios over the rows both planned, rows faster and slower (by more than
-0.05%), and the total planning seconds of each.
+0.05%), and the total planning seconds of each. With --bin-b the second plan
+of each row is made by that build's offload-opt (e.g. a change meant to keep
+every plan byte-identical: each row should say "same").
 """
 import argparse
 import math
@@ -46,11 +48,14 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--a", default="checkpoints=false", help="extra planner options, first")
     ap.add_argument("--b", default="", help="extra planner options, second")
+    ap.add_argument("--bin-b", help="the build whose offload-opt makes the second plan "
+                    "(default: --bin)")
     ap.add_argument("--models", default="mlp,resnet18,transformer,gpt")
     ap.add_argument("--work", default="/tmp/offload-refset")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    print(f"a: {a.a or '(defaults)'}; b: {a.b or '(defaults)'}")
+    bin_b = a.bin_b or a.bin
+    print(f"a: {a.a or '(defaults)'} ({a.bin}); b: {a.b or '(defaults)'} ({bin_b})")
     print(f"{'model':<12} {'target':<9} {'%':>3} {'a s':>11} {'b s':>11} {'b/a':>7} "
           f"{'a plan s':>8} {'b plan s':>8}  plans")
     ratios, faster, slower, unplanned, plan_s = [], 0, 0, 0, [0.0, 0.0]
@@ -58,9 +63,9 @@ def main():
         step, arena, _ = build_step(model, a.work, a.bin)
         for target, pct in ROWS:
             budget = arena * pct // 100
-            res = [plan(a.bin, step, budget, target, x,
+            res = [plan(d, step, budget, target, x,
                         os.path.join(a.work, f"{model}.{target}.{pct}.{k}.mlir"))
-                   for k, x in (("a", a.a), ("b", a.b))]
+                   for k, x, d in (("a", a.a, a.bin), ("b", a.b, bin_b))]
             if not res[0] or not res[1]:
                 unplanned += 1
                 print(f"{model:<12} {target:<9} {pct:>3} "
