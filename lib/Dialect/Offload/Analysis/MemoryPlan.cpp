@@ -22,10 +22,68 @@ using namespace mlir::offload;
 /// result -> operand (see updateInPlace).
 using InPlaceMap = llvm::DenseMap<Value, Value>;
 
+namespace {
+/// How the plan reads the step's recompute regions. Inlined (a flat copy):
+/// every value is itself. In place: a region's block argument stands for
+/// the region's input and a region's result for the value its yield
+/// returns, as inlineRecomputeRegions would substitute them; uses through
+/// a region's input or yield are the uses of the region's argument or
+/// result.
+struct RegionView {
+  Block *body = nullptr;
+  bool inPlace = false;
+
+  RecomputeOp regionOf(Operation *op) const {
+    auto r = dyn_cast_or_null<RecomputeOp>(op);
+    return r && r->getBlock() == body ? r : RecomputeOp();
+  }
+  /// The value `v` stands for in the inlined step.
+  Value canon(Value v) const {
+    if (!inPlace)
+      return v;
+    while (true) {
+      if (auto a = dyn_cast<BlockArgument>(v)) {
+        if (RecomputeOp r = regionOf(a.getOwner()->getParentOp())) {
+          v = r.getInputs()[a.getArgNumber()];
+          continue;
+        }
+        return v;
+      }
+      if (RecomputeOp r = regionOf(v.getDefiningOp())) {
+        v = r.getBody().front().getTerminator()->getOperand(cast<OpResult>(v).getResultNumber());
+        continue;
+      }
+      return v;
+    }
+  }
+  /// Calls `f` on each op that reads `v` in the inlined step (in place: a
+  /// region's input is read by the readers of its block argument, a value
+  /// yielded by the readers of the region's result).
+  void forEachReader(Value v, llvm::function_ref<void(Operation *)> f) const {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (inPlace) {
+        if (RecomputeOp r = regionOf(user)) {
+          forEachReader(r.getBody().front().getArgument(use.getOperandNumber()), f);
+          continue;
+        }
+        if (isa<YieldOp>(user))
+          if (RecomputeOp r = regionOf(user->getParentOp())) {
+            forEachReader(r->getResult(use.getOperandNumber()), f);
+            continue;
+          }
+      }
+      f(user);
+    }
+  }
+};
+} // namespace
+
 /// The value whose buffer `v` shares (views, saved-value handles, and
 /// in-place optimizer updates).
-static Value aliasRoot(Value v, const InPlaceMap &inPlace) {
+static Value aliasRoot(Value v, const InPlaceMap &inPlace, const RegionView &view) {
   while (true) {
+    v = view.canon(v);
     auto ip = inPlace.find(v);
     if (ip != inPlace.end()) {
       v = ip->second;
@@ -57,20 +115,30 @@ static Value aliasRoot(Value v, const InPlaceMap &inPlace) {
 /// committed values in its host-side parameter store and uploads them at the
 /// start of every step, so overwriting the device copy cannot lose a value
 /// even when a step fails (docs/runtime.md, atomic steps).
-static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t> &point) {
+static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t> &point,
+                                const RegionView &view) {
   InPlaceMap map;
-  llvm::DenseSet<Value> returned(llvm::from_range, body.getTerminator()->getOperands());
+  llvm::DenseSet<Value> returned;
+  for (Value v : body.getTerminator()->getOperands())
+    returned.insert(view.canon(v));
   llvm::DenseSet<Value> written;
+  // The last program point that reads `v` (an op of a region read in place
+  // has a point of its own; an op nested deeper counts at its ancestor).
   auto lastUse = [&](Value v) {
     int64_t last = -1;
-    for (Operation *u : v.getUsers()) {
-      Operation *top = body.findAncestorOpInBlock(*u);
-      if (top)
-        last = std::max(last, point[top]);
-    }
+    view.forEachReader(v, [&](Operation *u) {
+      auto it = point.find(u);
+      if (it != point.end()) {
+        last = std::max(last, it->second);
+        return;
+      }
+      if (Operation *top = body.findAncestorOpInBlock(*u))
+        last = std::max(last, point.lookup(top));
+    });
     return last;
   };
   auto consider = [&](Operation *op, Value result, Value operand) {
+    operand = view.canon(operand);
     if (!isa<BlockArgument>(operand) || result.getType() != operand.getType())
       return;
     // The update must be the operand's last reader, and the operand must not
@@ -88,11 +156,16 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
   // acc_i = acc_{i-1} + g_i writes over acc_{i-1} when the add is its only
   // reader and acc_{i-1} is a buffer of its own (an op's result, not a view,
   // or an earlier sum written in place), as `acc += g` does in PyTorch.
+  auto readers = [&](Value v) {
+    int n = 0;
+    view.forEachReader(v, [&](Operation *) { ++n; });
+    return n;
+  };
   auto accumulateInPlace = [&](AddOp add) {
-    Value acc = add.getLhs();
+    Value acc = view.canon(add.getLhs());
     Operation *def = acc.getDefiningOp();
-    if (!def || !acc.hasOneUse() || acc.getType() != add.getResult().getType() ||
-        add.getRhs() == acc || returned.contains(acc))
+    if (!def || readers(acc) != 1 || acc.getType() != add.getResult().getType() ||
+        view.canon(add.getRhs()) == acc || returned.contains(acc))
       return;
     bool chained = map.count(acc);
     if (!chained && isa<ReshapeOp, SaveOp, RestoreOp>(def))
@@ -100,6 +173,7 @@ static InPlaceMap updateInPlace(Block &body, llvm::DenseMap<Operation *, int64_t
     map[add.getResult()] = acc;
   };
   for (Operation &op : body) {
+    // The regions hold forward ops only: no update or accumulation.
     if (auto add = dyn_cast<AddOp>(op); add && add->hasAttr(OffloadDialect::kAccumulateAttrName))
       accumulateInPlace(add);
     if (auto g = dyn_cast<AllGatherOp>(op)) {
@@ -468,24 +542,33 @@ static void assignArenaOffsets(MutableArrayRef<PlannedBuffer> buffers, MemorySpa
   arenaBytes = std::max(arenaBytes, base + bestBytes);
 }
 
-FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool placeBuffers) {
+static FailureOr<MemoryPlan> planOf(func::FuncOp step, bool placeBuffers, bool regionsInPlace) {
   MemoryPlan plan;
   plan.function = step;
-  if (llvm::any_of(step.getBody().front(),
-                   [](Operation &op) { return isa<RecomputeOp>(op); })) {
+  bool anyRegion = llvm::any_of(step.getBody().front(),
+                                [](Operation &op) { return isa<RecomputeOp>(op); });
+  if (anyRegion && !regionsInPlace) {
     plan.inlinedCopy = step.clone();
     plan.function = *plan.inlinedCopy;
     inlineRecomputeRegions(plan.function.getBody().front());
   }
+  plan.regionsInPlace = anyRegion && regionsInPlace;
   func::FuncOp fn = plan.function;
   Block &body = fn.getBody().front();
-  for (Operation &op : body)
+  RegionView view{&body, plan.regionsInPlace};
+  for (Operation &op : body) {
+    if (RecomputeOp r = view.inPlace ? view.regionOf(&op) : RecomputeOp()) {
+      for (Operation &inner : r.getBody().front().without_terminator())
+        plan.schedule.push_back(&inner);
+      continue;
+    }
     plan.schedule.push_back(&op);
+  }
   int64_t last = int64_t(plan.schedule.size()) - 1;
   llvm::DenseMap<Operation *, int64_t> point;
   for (auto [i, op] : llvm::enumerate(plan.schedule))
     point[op] = i;
-  InPlaceMap inPlace = updateInPlace(body, point);
+  InPlaceMap inPlace = updateInPlace(body, point, view);
 
   // Buffers by alias root.
   llvm::DenseMap<Value, unsigned> rootBuffer;
@@ -501,13 +584,13 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
   auto addValue = [&](Value v, int64_t defPoint) -> LogicalResult {
     if (!isTensorLike(v.getType()))
       return success();
-    Value root = aliasRoot(v, inPlace);
+    Value root = aliasRoot(v, inPlace, view);
     PlannedBuffer &buf = bufferFor(root);
     unsigned idx = rootBuffer[root];
     buf.values.push_back(v);
     plan.bufferOf[v] = idx;
     if (root == v) {
-      int64_t bytes = detail::tensorBytes(v.getType());
+      int64_t bytes = mlir::offload::detail::tensorBytes(v.getType());
       if (bytes < 0)
         return emitError(v.getLoc()) << "memory planning needs static shapes; "
                                      << v.getType() << " is dynamic";
@@ -538,7 +621,7 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
   for (Operation *op : plan.schedule) {
     int64_t p = point[op];
     for (Value v : op->getOperands()) {
-      auto it = plan.bufferOf.find(v);
+      auto it = plan.bufferOf.find(view.canon(v));
       if (it == plan.bufferOf.end())
         continue;
       PlannedBuffer &b = plan.buffers[it->second];
@@ -552,16 +635,16 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
   for (Operation *op : plan.schedule) {
     if (auto th = dyn_cast<ToHostOp>(op)) {
       if (Value t = th.getAsyncToken())
-        tokenSources[t].push_back(th.getValue());
+        tokenSources[t].push_back(view.canon(th.getValue()));
     } else if (auto td = dyn_cast<ToDeviceOp>(op)) {
       if (Value t = td.getAsyncToken())
-        tokenSources[t].push_back(td.getValue());
+        tokenSources[t].push_back(view.canon(td.getValue()));
     } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
       // The communication stream reads the bucket's gradients (ZeRO-1:
       // and parameters, or the updated shard) until then.
       for (Value g : op->getOperands())
-        if (plan.bufferOf.count(g))
-          tokenSources[op->getResults().back()].push_back(g);
+        if (plan.bufferOf.count(view.canon(g)))
+          tokenSources[op->getResults().back()].push_back(view.canon(g));
     } else if (auto w = dyn_cast<WaitOp>(op)) {
       if (Value j = w.getAsyncToken()) {
         joins[j] = llvm::to_vector(w.getAsyncDependencies());
@@ -589,7 +672,7 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
     }
   // Returned values stay until the end.
   for (Value v : body.getTerminator()->getOperands()) {
-    auto it = plan.bufferOf.find(v);
+    auto it = plan.bufferOf.find(view.canon(v));
     if (it == plan.bufferOf.end())
       continue;
     plan.buffers[it->second].end = last;
@@ -629,6 +712,15 @@ FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool p
       plan.hostArenaBytes += paddedBytes(b.bytes);
     }
   return plan;
+}
+
+FailureOr<MemoryPlan> mlir::offload::computeMemoryPlan(func::FuncOp step, bool placeBuffers) {
+  return planOf(step, placeBuffers, /*regionsInPlace=*/false);
+}
+
+FailureOr<MemoryPlan> mlir::offload::computeMemoryPlanInPlace(func::FuncOp step,
+                                                              bool placeBuffers) {
+  return planOf(step, placeBuffers, /*regionsInPlace=*/true);
 }
 
 FailureOr<const MemoryPlan *> MemoryPlanAnalysis::lookup(func::FuncOp fn) {

@@ -167,7 +167,7 @@ StepChecker::buildStep(const ::offload::planner::PlanState &state,
   }
   if ((anyRecompute || anyOffload || anyHost) && failed(runPipeline(pm, scratch)))
     return failure();
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn);
+  FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(fn);
   if (failed(mp))
     return failure();
   // The lowering puts the workspace above the arena, aligned.

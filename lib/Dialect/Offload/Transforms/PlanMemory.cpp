@@ -681,7 +681,7 @@ tuneChosenPlan(StepPlan &chosen, const TargetModel &model, const TargetSpec &spe
   FailureOr<PrefetchTuning> tuned = tunePrefetches(
       chosen.step(), model,
       [&] {
-        FailureOr<MemoryPlan> mp = computeMemoryPlan(chosen.step());
+        FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(chosen.step());
         if (failed(mp))
           return false;
         int64_t arena = deviceBytesWithWorkspace(mp->deviceArenaBytes, spec.workspaceBytes);

@@ -136,7 +136,7 @@ static llvm::DenseMap<Operation *, int64_t> liveBytesByOp(func::FuncOp fn,
   size_t point = 0;
   for (Operation &op : fn.getBody().front()) {
     size_t n = 1;
-    if (mp.function != fn)
+    if (mp.regionsExpanded())
       if (auto r = dyn_cast<RecomputeOp>(op))
         n = r.getBody().front().getOperations().size() - 1;
     int64_t m = 0;
@@ -155,7 +155,7 @@ LogicalResult mlir::offload::placePrefetches(func::FuncOp fn,
     return success();
   Block &body = fn.getBody().front();
   // Only the peak and the live bytes per point: no arena packing.
-  FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
+  FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(fn, /*placeBuffers=*/false);
   if (failed(mp))
     return failure();
 
@@ -284,7 +284,7 @@ public:
   /// Reads the live bytes per op; fails when the memory plan cannot be
   /// computed.
   LogicalResult start() {
-    FailureOr<MemoryPlan> mp = computeMemoryPlan(fn, /*placeBuffers=*/false);
+    FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(fn, /*placeBuffers=*/false);
     if (failed(mp))
       return failure();
     live = liveBytesByOp(fn, *mp);

@@ -76,6 +76,10 @@ struct MemoryPlan {
   /// their position), owned by `inlinedCopy`. Values below belong to it.
   func::FuncOp function;
   OwningOpRef<func::FuncOp> inlinedCopy;
+  /// Set by computeMemoryPlanInPlace on a step with recompute regions:
+  /// `function` is the step itself and `schedule` lists each region's ops
+  /// (not its yield) at the region's place, as the inlined copy would.
+  bool regionsInPlace = false;
   llvm::SmallVector<PlannedBuffer> buffers;
   llvm::DenseMap<Value, unsigned> bufferOf; // value -> index in `buffers`
   llvm::SmallVector<Operation *> schedule;  // program point -> op
@@ -95,6 +99,10 @@ struct MemoryPlan {
   /// The device buffers that are not persistent and are live at the peak,
   /// largest first.
   llvm::SmallVector<const PlannedBuffer *> temporariesAtPeak() const;
+  /// Whether `schedule` runs the step's recompute regions op by op (an
+  /// inlined copy, or the regions read in place): a region's op of the step
+  /// then stands for as many program points as its region has ops.
+  bool regionsExpanded() const { return bool(inlinedCopy) || regionsInPlace; }
 };
 
 /// Computes the plan of `fn` (a step: one block; recompute regions are
@@ -110,6 +118,19 @@ struct MemoryPlan {
 /// hostArenaBytes are 0 -- for callers that need the peak, not the arena
 /// (prefetch placement), since packing is most of a plan's time.
 FailureOr<MemoryPlan> computeMemoryPlan(func::FuncOp fn, bool placeBuffers = true);
+
+/// The same plan as computeMemoryPlan -- the same buffers in the same order,
+/// intervals, offsets, peak, arenas and live bytes per point -- with the
+/// recompute regions read where they are instead of inlined into a copy of
+/// the step: cloning and erasing a 12k-op step cost a tenth of planning it.
+/// `function` is `fn`; `schedule` holds the regions' ops (see
+/// MemoryPlan::regionsInPlace); a region's block arguments and results have
+/// no entry in `bufferOf` (they stand for its inputs and yielded values).
+/// For callers that read the figures (the planner's checks, prefetch
+/// placement and tuning); the lowering and the reports, which walk the
+/// values, take computeMemoryPlan's flat copy. unittests/Compiler
+/// (MemoryPlanInPlace) checks the two agree on planned steps.
+FailureOr<MemoryPlan> computeMemoryPlanInPlace(func::FuncOp fn, bool placeBuffers = true);
 
 /// The memory plans of the steps of a module, as an MLIR analysis
 /// (`getAnalysis<MemoryPlanAnalysis>()` on the module): each step's plan is
