@@ -16,7 +16,8 @@ every row of its table:
   * PyTorch's recomputed FLOPs never exceed the forward's matmul FLOPs,
     2 * batch * sum(in * out) over mlp's three Linear layers (what
     recomputing everything costs), and equal them at 0.0;
-  * each matched plan of ours keeps at most PyTorch's saved bytes;
+  * each matched plan of ours (on each of the three targets) keeps at most
+    PyTorch's saved bytes;
   * the "less" column names the side with fewer recomputed FLOPs.
 """
 import argparse
@@ -72,8 +73,9 @@ def main():
         if frac == "0.0" and flops != forward_matmul:
             errors.append(f"0.0: PyTorch recomputes {flops} FLOPs, not the forward's {forward_matmul}")
         cells = rest.split("  non-monotonic")[0].split("|")
-        if len(cells) != 2:
-            errors.append(f"{frac}: expected two targets of ours, got {len(cells)}")
+        if len(cells) != 3:
+            errors.append(f"{frac}: expected three targets of ours (h100-sxm, h100-slowlink, "
+                          f"h100-flops), got {len(cells)}")
         for c in cells:
             m = cell.match(c)
             if not m:
