@@ -44,6 +44,19 @@ double Planner::hostSeconds(const PlanState &s, unsigned i) const {
          options.tieBreak * (p.toDeviceSeconds + p.toHostSeconds);
 }
 
+double Planner::perturbation(int kind, unsigned index) const {
+  if (!perturbSeed)
+    return 1.0;
+  // splitmix64 of (seed, kind, index): the same factor for a candidate
+  // whenever the run prices it.
+  uint64_t z = perturbSeed * 0x9e3779b97f4a7c15ULL + (uint64_t(kind) << 32 | index);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  double u = double(z >> 11) * 0x1.0p-53; // [0, 1)
+  return 1.0 + options.perturbation * (2.0 * u - 1.0);
+}
+
 double Planner::decisionsSeconds(const PlanState &s) const {
   return s.priceOfDecisions(options.tieBreak, linkWeight);
 }
@@ -147,7 +160,7 @@ llvm::SmallVector<Choice, 0> offerChoices(Planner &p, const PlanState &s, const 
                                           int64_t aimBytes, int64_t peakAt) {
   llvm::SmallVector<Choice, 0> choices;
   auto consider = [&](Choice c) {
-    c.score = scoreOf(c);
+    c.score = scoreOf(c) * p.perturbation(c.kind, c.index);
     choices.push_back(c);
   };
   for (auto [i, c] : llvm::enumerate(p.problem.saved)) {
@@ -269,9 +282,13 @@ bool offload::planner::greedy(Planner &p, PlanState &s, int64_t aimBytes) {
     // recompute is re-priced since recomputes taken before it may have
     // lengthened its cone (and is dropped when a chain would grow too
     // long). When it is no longer the cheapest it goes back into the queue.
+    // Ties (free recomputes) by bytes at the peak, perturbed as the prices
+    // are in a randomised restart.
     auto worse = [&](unsigned a, unsigned b) {
       const Choice &x = choices[a], &y = choices[b];
-      return x.score > y.score || (x.score == y.score && x.bytesAtPeak < y.bytesAtPeak);
+      return x.score > y.score ||
+             (x.score == y.score && double(x.bytesAtPeak) * p.perturbation(x.kind, x.index) <
+                                        double(y.bytesAtPeak) * p.perturbation(y.kind, y.index));
     };
     std::priority_queue<unsigned, std::vector<unsigned>, decltype(worse)> queue(worse);
     for (unsigned k = 0; k < choices.size(); ++k)
@@ -302,7 +319,7 @@ bool offload::planner::greedy(Planner &p, PlanState &s, int64_t aimBytes) {
       // on h100-sxm at budget=1 looped here for minutes).
       if (now > best.seconds + 1e-12 * std::abs(best.seconds) + 1e-18) {
         best.seconds = now;
-        best.score = scoreOf(best);
+        best.score = scoreOf(best) * p.perturbation(best.kind, best.index);
         queue.push(k);
         continue;
       }

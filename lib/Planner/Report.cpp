@@ -132,6 +132,8 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
     os << "  run " << hostMovesName(run.moves);
     if (run.checkpoints)
       os << "+checkpoints";
+    if (run.perturbSeed)
+      os << "+perturbed " << run.perturbSeed;
     if (run.linkWeight != 1)
       os << llvm::format(" (link x%.2f)", run.linkWeight);
     os << ": aims";
@@ -197,6 +199,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
         {"moves", hostMovesName(run.moves)},
         {"link_weight", run.linkWeight},
         {"checkpoints", run.checkpoints},
+        {"perturb_seed", int64_t(run.perturbSeed)},
         {"checks", std::move(checks)},
         {"step_seconds", run.seconds < 0 ? llvm::json::Value(nullptr) : run.seconds},
         {"arena_bytes", run.arena},

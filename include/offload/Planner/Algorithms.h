@@ -48,6 +48,14 @@ struct Planner {
   /// The checkpoint re-plan runs in `decide` (a run of its own in the
   /// search, Search.cpp).
   bool checkpointReplan = false;
+  /// Non-zero: the greedy's prices are perturbed, per candidate, by a
+  /// factor drawn from this seed (the search's randomised restarts,
+  /// Search.cpp); 0: the prices as they are.
+  uint64_t perturbSeed = 0;
+  /// The factor of candidate `index` of `kind` (0 saved, 1 parameter) in
+  /// [1 - options.perturbation, 1 + options.perturbation]; 1 when
+  /// perturbSeed is 0.
+  double perturbation(int kind, unsigned index) const;
 
   /// A step of up to options.finePoints points.
   bool small() const { return problem.numPoints() <= options.finePoints; }

@@ -42,6 +42,11 @@ struct PlannerOptions {
   /// many checkpoints tried per aim's decisions, in a run of the rounds of
   /// its own on a small step (Search.cpp), kept where it simulates faster.
   size_t checkpointReplans = 8;
+  /// Randomised restarts on a small step (Search.cpp): runs of the rounds
+  /// with every candidate's greedy price scaled by a factor drawn in
+  /// [1 - perturbation, 1 + perturbation] (fixed seeds: plans reproduce).
+  size_t perturbedRuns = 4;
+  double perturbation = 0.25;
   /// Host-parameter re-plan: at most this many parameters tried.
   size_t replanTries = 16;
   /// Host-parameter exchange: passes, and exchanges evaluated per point.

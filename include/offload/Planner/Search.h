@@ -66,6 +66,8 @@ struct RunLog {
   /// The simulated stall over the unhidden link seconds the prices assumed
   /// (the link calibration's weight); 0 when it calls for none.
   double stallRatio = 0;
+  /// The randomised restart's seed (Planner::perturbSeed); 0: none.
+  uint64_t perturbSeed = 0;
 };
 
 struct SearchResult {

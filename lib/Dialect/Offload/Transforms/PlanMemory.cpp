@@ -776,6 +776,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
 
   // --- The problem, its cones, the checker ----------------------------------
   ::offload::planner::PlannerOptions options;
+  options.perturbedRuns = restarts;
   StepCandidates candidates;
   PlanProblem problem = buildPlanProblem(
       ProblemInputs{base, &*baseMp, &spec, &model, budgetBytes, waitDistance, movedUpdates,

@@ -766,6 +766,12 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "autodiff did not save, saved where that lets recompute regions "
            "stop there (as PyTorch's min-cut partitioner may save any "
            "intermediate); false: the saved values only">,
+    Option<"restarts", "restarts", "unsigned", /*default=*/"4",
+           "Randomised restarts of the greedy on a step of up to 2,048 program "
+           "points: the fastest run once more per restart, with every "
+           "candidate's price scaled by a factor in [0.75, 1.25] drawn from "
+           "the restart's fixed seed (plans reproduce); a plan kept where it "
+           "simulates faster. 0: none">,
     Option<"waitDistance", "wait-distance", "unsigned", /*default=*/"2",
            "Compute ops after a device-to-host copy before its device buffer is "
            "released (passed to the host-offload passes)">,
