@@ -52,6 +52,12 @@ public:
   /// The simulated step time of `plan` (a checker may build what it
   /// deferred, hence not const).
   virtual SimulatedTime simulate(CheckedPlan &plan) = 0;
+  /// The simulated step time of `plan` once its prefetches are tuned
+  /// against the simulation (the mechanism's tuning, which may move its
+  /// copies: the plan, its arena and peak follow; done once per plan). The
+  /// search compares two runs' plans so where the untuned times would
+  /// replace the kept one. By default the plan as it is.
+  virtual SimulatedTime tuned(CheckedPlan &plan) { return simulate(plan); }
 };
 
 /// What one run of the rounds tried, for the report.

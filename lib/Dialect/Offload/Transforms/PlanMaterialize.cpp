@@ -190,3 +190,39 @@ StepChecker::simulate(::offload::planner::CheckedPlan &checked) {
   figures.time = ::offload::planner::SimulatedTime{tl.stepSeconds, tl.stallSeconds};
   return *figures.time;
 }
+
+::offload::planner::SimulatedTime
+StepChecker::tuned(::offload::planner::CheckedPlan &checked) {
+  auto &plan = static_cast<StepPlan &>(checked);
+  if (plan.tuning)
+    return plan.tunedTime;
+  ::offload::planner::SimulatedTime time = simulate(plan);
+  plan.tunedTime = time;
+  if (failed(ensureStep(plan))) {
+    plan.tuning = failure();
+    return time;
+  }
+  int64_t tunedArena = plan.arenaBytes, tunedPeak = plan.peakBytes;
+  FailureOr<PrefetchTuning> result = tunePrefetches(
+      plan.step(), model,
+      [&] {
+        FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(plan.step());
+        if (failed(mp))
+          return false;
+        int64_t arena = deviceBytesWithWorkspace(mp->deviceArenaBytes, spec.workspaceBytes);
+        if (arena > problem.budgetBytes || mp->peakDeviceBytes > plan.peakBytes)
+          return false;
+        tunedArena = arena;
+        tunedPeak = mp->peakDeviceBytes;
+        return true;
+      },
+      options.prefetchTuningSweeps, options.prefetchTuningWorkPerOp);
+  plan.tuning = result;
+  if (succeeded(result) && result->moved) {
+    plan.arenaBytes = tunedArena;
+    plan.peakBytes = tunedPeak;
+    Timeline t = simulateTimeline(plan.step(), model);
+    plan.tunedTime = {t.stepSeconds, t.stallSeconds};
+  }
+  return plan.tunedTime;
+}

@@ -669,38 +669,6 @@ LogicalResult PlanMemoryPass::markPlanned(func::FuncOp fn, func::FuncOp chosen,
   return success();
 }
 
-/// The chosen plan's prefetches tuned against the simulation (the
-/// mechanism's own rule, tunePrefetches in Prefetch.h), kept only while the
-/// arena fits the budget and the peak does not rise; `chosen`'s arena and
-/// peak and `plannedTime` follow what is kept.
-static FailureOr<PrefetchTuning>
-tuneChosenPlan(StepPlan &chosen, const TargetModel &model, const TargetSpec &spec,
-               int64_t budgetBytes, const ::offload::planner::PlannerOptions &options,
-               ::offload::planner::SimulatedTime &plannedTime) {
-  int64_t tunedArena = chosen.arenaBytes, tunedPeak = chosen.peakBytes;
-  FailureOr<PrefetchTuning> tuned = tunePrefetches(
-      chosen.step(), model,
-      [&] {
-        FailureOr<MemoryPlan> mp = computeMemoryPlanInPlace(chosen.step());
-        if (failed(mp))
-          return false;
-        int64_t arena = deviceBytesWithWorkspace(mp->deviceArenaBytes, spec.workspaceBytes);
-        if (arena > budgetBytes || mp->peakDeviceBytes > chosen.peakBytes)
-          return false;
-        tunedArena = arena;
-        tunedPeak = mp->peakDeviceBytes;
-        return true;
-      },
-      options.prefetchTuningSweeps, options.prefetchTuningWorkPerOp);
-  if (succeeded(tuned) && tuned->moved) {
-    Timeline t = simulateTimeline(chosen.step(), model);
-    plannedTime = {t.stepSeconds, t.stallSeconds};
-    chosen.arenaBytes = tunedArena;
-    chosen.peakBytes = tunedPeak;
-  }
-  return tuned;
-}
-
 // The pass wires the parts: the problem built from the step
 // (PlanProblemBuilder.cpp), the search over the IR-free state (Search.h)
 // with plans built by the mechanisms (PlanMaterialize.cpp), then the
@@ -787,7 +755,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   if (!problemFile.empty())
     addStandaloneCones(problem, cones);
   ::offload::planner::Planner planner{problem, cones, options};
-  StepChecker checker(getOperation(), base, candidates, problem, spec, model, waitDistance,
+  StepChecker checker(getOperation(), base, candidates, problem, spec, model, options,
+                      waitDistance,
                       [this](OpPassManager &pm, Operation *op) { return runPipeline(pm, op); });
 
   // --- Decisions: replayed from a file, or searched --------------------------
@@ -819,11 +788,12 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
   if (failed(checker.ensureStep(chosen)))
     return failure();
-  ::offload::planner::SimulatedTime plannedTime = checker.simulate(chosen);
-  FailureOr<PrefetchTuning> tuned =
-      tuneChosenPlan(chosen, model, spec, budgetBytes, options, plannedTime);
-  if (failed(tuned))
+  // Its prefetches tuned (already, where the search compared it with
+  // another run's plan).
+  ::offload::planner::SimulatedTime plannedTime = checker.tuned(chosen);
+  if (!chosen.tuning || failed(*chosen.tuning))
     return failure();
+  FailureOr<PrefetchTuning> tuned = *chosen.tuning;
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {

@@ -14,6 +14,7 @@
 #include "offload/Dialect/Offload/Analysis/MemoryPlan.h"
 #include "offload/Dialect/Offload/Analysis/Target.h"
 #include "offload/Dialect/Offload/IR/OffloadOps.h"
+#include "offload/Dialect/Offload/Transforms/Prefetch.h"
 #include "offload/Planner/Search.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -118,6 +119,12 @@ public:
   /// Moves the planned step in place of `replaced` (erased), and erases
   /// the scratch module.
   void replace(func::FuncOp replaced);
+  /// Its prefetch tuning, once StepChecker::tuned ran it (what moved, the
+  /// step before and after); failure when the tuning failed (an error
+  /// reported).
+  std::optional<FailureOr<PrefetchTuning>> tuning;
+  /// The simulated step after the tuning.
+  ::offload::planner::SimulatedTime tunedTime;
 
 private:
   friend class StepChecker;
@@ -139,13 +146,19 @@ public:
   using PipelineRunner = std::function<LogicalResult(OpPassManager &, Operation *)>;
   StepChecker(ModuleOp top, func::FuncOp base, const StepCandidates &candidates,
               const PlanProblem &problem, const TargetSpec &spec, const TargetModel &model,
-              unsigned waitDistance, PipelineRunner runPipeline)
+              const ::offload::planner::PlannerOptions &options, unsigned waitDistance,
+              PipelineRunner runPipeline)
       : top(top), base(base), candidates(candidates), problem(problem), spec(spec), model(model),
-        waitDistance(waitDistance), runPipeline(std::move(runPipeline)) {}
+        options(options), waitDistance(waitDistance), runPipeline(std::move(runPipeline)) {}
   llvm::FailureOr<std::unique_ptr<::offload::planner::CheckedPlan>>
   build(const ::offload::planner::PlanState &state,
         ::offload::planner::Refetch refetch) override;
   ::offload::planner::SimulatedTime simulate(::offload::planner::CheckedPlan &plan) override;
+  /// The plan's prefetches tuned against the simulation (tunePrefetches,
+  /// the mechanism's own rule), kept only while the arena fits the budget
+  /// and the peak does not rise; the plan's step, arena and peak follow
+  /// what is kept, and `plan.tuning` says what moved. Once per plan.
+  ::offload::planner::SimulatedTime tuned(::offload::planner::CheckedPlan &plan) override;
   /// Builds the step of a plan whose figures came from the cache.
   LogicalResult ensureStep(StepPlan &plan);
   /// Plans built, and checks answered from the cache (the same decisions
@@ -171,6 +184,7 @@ private:
   const PlanProblem &problem;
   const TargetSpec &spec;
   const TargetModel &model;
+  const ::offload::planner::PlannerOptions &options;
   unsigned waitDistance;
   PipelineRunner runPipeline;
 };
