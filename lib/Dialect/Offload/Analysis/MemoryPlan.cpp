@@ -213,9 +213,9 @@ constexpr int64_t kGreedyWorkCap = 4'000'000;
 /// buffers that overlap an interval are found from the buffers sorted by
 /// interval start (each leaf holds the interval end of a placed buffer, each
 /// block of leaves their maximum), so a query costs O(n / 64 + 64 b) for b
-/// blocks holding an overlapping buffer. Writes offsets into `offsets` (indexed like `buffers`) and
-/// returns the arena bytes, or -1 once the pairs visited use up `workLeft`
-/// (which it decrements).
+/// blocks holding an overlapping buffer. Writes offsets into `offsets`
+/// (indexed like `buffers`) and returns the arena bytes, or -1 once the
+/// pairs visited use up `workLeft` (which it decrements).
 static int64_t greedyBySize(ArrayRef<PlannedBuffer> buffers, ArrayRef<unsigned> members,
                             ArrayRef<unsigned> order, SmallVectorImpl<int64_t> &offsets,
                             int64_t &workLeft) {
@@ -642,9 +642,9 @@ static FailureOr<MemoryPlan> planOf(func::FuncOp step, bool placeBuffers, bool r
     } else if (isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
       // The communication stream reads the bucket's gradients (ZeRO-1:
       // and parameters, or the updated shard) until then.
-      for (Value g : op->getOperands())
-        if (plan.bufferOf.count(view.canon(g)))
-          tokenSources[op->getResults().back()].push_back(view.canon(g));
+      for (Value operand : op->getOperands())
+        if (Value g = view.canon(operand); plan.bufferOf.count(g))
+          tokenSources[op->getResults().back()].push_back(g);
     } else if (auto w = dyn_cast<WaitOp>(op)) {
       if (Value j = w.getAsyncToken()) {
         joins[j] = llvm::to_vector(w.getAsyncDependencies());

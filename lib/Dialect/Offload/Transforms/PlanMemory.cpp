@@ -786,14 +786,12 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                       jsonSteps ? &*jsonSteps : nullptr);
   }
   auto &chosen = static_cast<StepPlan &>(*result->chosen);
-  if (failed(checker.ensureStep(chosen)))
-    return failure();
-  // Its prefetches tuned (already, where the search compared it with
-  // another run's plan).
+  // Its step built and its prefetches tuned (already, where the search
+  // compared it with another run's plan); a failure there was reported.
   ::offload::planner::SimulatedTime plannedTime = checker.tuned(chosen);
-  if (!chosen.tuning || failed(*chosen.tuning))
-    return failure();
   FailureOr<PrefetchTuning> tuned = *chosen.tuning;
+  if (failed(tuned))
+    return failure();
 
   // --- The decision problem, for the exact oracle (bench/planner) ----------
   if (!problemFile.empty()) {

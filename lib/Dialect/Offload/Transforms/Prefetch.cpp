@@ -127,9 +127,9 @@ static Operation *copyFloor(Block &body, ToDeviceOp copy, Operation *floor,
 }
 
 /// Live device bytes at each op of `fn`'s block, from its memory plan `mp`.
-/// The memory plan may describe a copy with recompute regions inlined: a
-/// region's op then stands for the points of its inlined ops (their
-/// maximum).
+/// The memory plan may run the recompute regions op by op (an inlined copy,
+/// or the regions read in place: MemoryPlan::regionsExpanded): a region's
+/// op then stands for the points of its ops (their maximum).
 static llvm::DenseMap<Operation *, int64_t> liveBytesByOp(func::FuncOp fn,
                                                           const MemoryPlan &mp) {
   llvm::DenseMap<Operation *, int64_t> live;
