@@ -40,13 +40,18 @@ Our side. The same model is exported with python/export_models.py, imported,
 and its SGD-with-momentum step built (offload-autodiff); our saved values are
 the step's offload.save values (all activations: parameters and inputs are
 block arguments, never saved values). For each PyTorch point with S saved
-bytes, our planner is run by bisection on its budget for the LARGEST budget
-whose kept saved bytes are <= S ("kept": saved values left on the device;
-those it recomputes or offloads to the host are not kept), between the
-smallest reachable arena and the unplanned arena (resolution 0.2% of the
-unplanned arena). When S is at least all our saved bytes, the step is not
-planned (nothing recomputed). Our recomputed FLOPs are those of the ops in
-the planned step's offload.recompute regions (read with
+bytes, our planner runs under PyTorch's own constraint: `saved-budget=S`
+(--offload-plan-memory; docs/planner.md, "A saved budget"), which keeps the
+saved bytes left on the device -- saved values neither recomputed nor
+offloaded, plus the checkpoints saved, as device buffers (a value and its
+views once, as the planner states them) -- at most S, with the device arena
+within the target's memory. (Until 7 December 2026 this bench bisected on
+the arena budget for the largest budget whose kept bytes were <= S: an arena
+budget frees what is live at the peak, including recompute regions'
+intermediates and values held by shared regions, which PyTorch's saved bytes
+do not count, so it recomputed more than the saved bytes asked for, and it
+counted a value and its views twice.) Our recomputed FLOPs are those of the
+ops in the planned step's offload.recompute regions (read with
 --offload-inline-recompute and the per-op --offload-cost-report, by the
 regions' source lines); offloaded bytes are those of saved values the plan
 moves to the host.
@@ -84,11 +89,10 @@ flop_counter's formula for scaled-dot-product attention (until 7 December
 the transformer and gpt wherever a region reran it).
 
 Printed per model: PyTorch's budget fraction, saved bytes, recomputed FLOPs,
-what it recomputes; then for each target our matched budget, kept saved
+what it recomputes; then for each target our plan's device arena, kept saved
 bytes, recomputed FLOPs and offloaded bytes, and who recomputes less ("=" when
-equal); a budget marked * is our planner's all-in plan of the smallest
-reachable arena (it recomputes, offloads and moves parameters to the host
-wherever that frees bytes, whatever the prices). Saved bytes that rise as the fraction falls are flagged "non-monotonic".
+equal); an arena marked * is the plan of the fewest kept saved bytes (every
+saved value recomputed or offloaded, whatever the prices). Saved bytes that rise as the fraction falls are flagged "non-monotonic".
 Kept bytes include the checkpoints a plan saves (forward values that
 autodiff did not save, kept so that a recompute region stops there).
 """
@@ -284,24 +288,17 @@ class Ours:
                      + probe.stdout[-2000:])
         self.smallest = int(m.group(1))
 
-    def _run(self, budget):
+    def _run(self, budget, saved=None):
+        opts = (f"budget={budget}" if budget is not None else "") + \
+               (f" saved-budget={saved}" if saved is not None else "")
         return run([os.path.join(self.bin, "offload-opt"), self.step,
-                    f"--offload-plan-memory=budget={budget} target={self.target} report=-"
+                    f"--offload-plan-memory={opts} target={self.target} report=-"
                     + (f" {self.options}" if self.options else ""),
                     "-o", os.path.join(self.work, f"{self.tag}.planned.mlir")], ok=False)
 
-    def plan(self, budget):
-        """{"budget", "kept", "recomputed_bytes", "offloaded", "flops", "ops"} at BUDGET."""
-        if budget in self.cache:
-            return self.cache[budget]
-        if budget >= self.unplanned:
-            res = {"budget": self.unplanned, "kept": self.total, "recomputed_bytes": 0,
-                   "offloaded": 0, "flops": 0, "ops": Counter(), "fallback": False}
-            self.cache[budget] = res
-            return res
-        r = self._run(budget)
+    def _parse(self, r, what):
         if r.returncode != 0:
-            sys.exit(f"{self.tag}: planning at budget {budget} failed:\n" + r.stdout[-2000:])
+            sys.exit(f"{self.tag}: planning {what} failed:\n" + r.stdout[-2000:])
         rec = off = 0
         for m in re.finditer(r"^\s+saved\s+.*?\s(\d+) (recompute|offload)\s", r.stdout, re.M):
             if m.group(2) == "recompute":
@@ -313,29 +310,60 @@ class Ours:
                    re.finditer(r"^\s+forward\s+.*?\s(\d+) checkpoint\s", r.stdout, re.M))
         flops, ops = (0, Counter()) if rec == 0 else recomputed_flops(
             self.bin, os.path.join(self.work, f"{self.tag}.planned.mlir"))
-        res = {"budget": budget, "kept": self.total - rec - off + ckpt, "recomputed_bytes": rec,
-               "offloaded": off, "flops": flops, "ops": ops,
-               "fallback": "(the smallest reachable arena's plan)" in r.stdout}
+        arena = re.search(r"device arena: \d+ -> (\d+) bytes", r.stdout)
+        # Under a saved budget the planner states its kept saved bytes: device buffers, a
+        # value and its views (a reshape) counted once; the saved-value report's total
+        # counts each save.
+        stated = re.search(r"kept saved bytes \d+ -> (\d+)", r.stdout)
+        return {"kept": int(stated.group(1)) if stated else self.total - rec - off + ckpt,
+                "recomputed_bytes": rec,
+                "offloaded": off, "flops": flops, "ops": ops,
+                "arena": int(arena.group(1)) if arena else self.unplanned,
+                "fallback": "(the smallest reachable arena's plan)" in r.stdout}
+
+    def plan(self, budget):
+        """{"budget", "kept", "recomputed_bytes", "offloaded", "flops", "ops"} at BUDGET."""
+        if budget in self.cache:
+            return self.cache[budget]
+        if budget >= self.unplanned:
+            res = {"budget": self.unplanned, "kept": self.total, "recomputed_bytes": 0,
+                   "offloaded": 0, "flops": 0, "ops": Counter(), "fallback": False,
+                   "arena": self.unplanned}
+            self.cache[budget] = res
+            return res
+        res = self._parse(self._run(budget), f"at budget {budget}")
+        res["budget"] = budget
         self.cache[budget] = res
         return res
 
     def match(self, saved):
-        """The plan at the largest budget (within 0.2% of the unplanned arena) whose kept
-        saved bytes are <= SAVED; None when even the smallest arena keeps more."""
-        if saved >= self.total:
-            return self.plan(self.unplanned)
-        lo = self.plan(self.smallest)
-        if lo["kept"] > saved:
-            return None
-        lo_b, hi_b = self.smallest, self.unplanned  # kept(lo_b) <= saved < kept(hi_b)
-        step = max(1, self.unplanned // 500)
-        while hi_b - lo_b > step:
-            mid = (lo_b + hi_b) // 2
-            if self.plan(mid)["kept"] <= saved:
-                lo_b = mid
+        """Our plan under saved-budget=SAVED (kept saved bytes <= SAVED, PyTorch's constraint;
+        the arena within the target's memory); None when no plan keeps that few."""
+        key = ("saved", saved)
+        if key not in self.cache:
+            r = self._run(None, saved)
+            if r.returncode != 0 and "Ask for saved-budget=" in r.stdout:
+                self.cache[key] = None
             else:
-                hi_b = mid
-        return self.plan(lo_b)
+                res = self._parse(r, f"at saved-budget {saved}")
+                if res["kept"] > saved:
+                    sys.exit(f"{self.tag}: saved-budget={saved} kept {res['kept']} saved bytes")
+                res["budget"] = res["arena"]
+                self.cache[key] = res
+        return self.cache[key]
+
+    def saved_buffers(self):
+        """Our step's saved bytes as device buffers (the planner's count under a saved
+        budget: a value and its views once)."""
+        r = self._run(None, 10 ** 15)
+        m = re.search(r"kept saved bytes (\d+) ->", r.stdout)
+        return int(m.group(1)) if m else self.total
+
+    def fewest_kept(self):
+        """The fewest saved bytes our planner can keep (saved-budget=0, or what it names)."""
+        r = self._run(None, 0)
+        m = re.search(r"Ask for saved-budget=(\d+)", r.stdout)
+        return int(m.group(1)) if m else 0
 
 
 # --- Report -----------------------------------------------------------------------
@@ -404,11 +432,13 @@ def main():
         ours = {t: Ours(args.bin, step, unplanned, total, spec, args.work, f"{model}.{t}",
                         args.planner_options)
                 for t, spec in targets}
-        print(f"\n{model}: our step saves {total} bytes of activations; unplanned arena "
+        buffers = next(iter(ours.values())).saved_buffers()
+        print(f"\n{model}: our step saves {total} bytes of activations ({buffers} bytes as "
+              f"device buffers, a value and its views once: what kept counts); unplanned arena "
               f"{unplanned} bytes, smallest reachable "
               + ", ".join(f"{o.smallest} ({t})" for t, o in ours.items()))
         hdr = (f"  {'frac':>4} {'pt saved':>10} {'pt recomp FLOPs':>15} | "
-               + " | ".join(f"{t + ': budget':>22} {'kept':>10} {'recomp FLOPs':>13} "
+               + " | ".join(f"{t + ': arena':>22} {'kept':>10} {'recomp FLOPs':>13} "
                             f"{'offloaded':>9} {'less':>9}" for t in ours))
         print(hdr)
         prev, rows = None, []
@@ -418,7 +448,7 @@ def main():
             for t, o in ours.items():
                 m = o.match(pt["saved"])
                 if m is None:
-                    cells.append(f"{'(our smallest keeps ' + str(o.plan(o.smallest)['kept']) + ')':>22} "
+                    cells.append(f"{'(our fewest kept ' + str(o.fewest_kept()) + ')':>22} "
                                  f"{'-':>10} {'-':>13} {'-':>9} {'unmatched':>9}")
                 else:
                     b = f"{m['budget']}{'*' if m['fallback'] else ''}"
@@ -431,8 +461,9 @@ def main():
             prev = pt["saved"]
             print(f"  {frac:>4.1f} {pt['saved']:>10} {pt['flops']:>15} | " + " | ".join(cells)
                   + note)
-        print("  * our planner's all-in plan of the smallest reachable arena (recompute, "
-              "offload and host parameters wherever they free bytes)")
+        print("  arena: our plan's device arena under saved-budget=PyTorch's saved bytes; * the "
+              "plan of the fewest kept saved bytes (every saved value recomputed or offloaded "
+              "where it can be)")
         print("  what each side recomputes (op kinds x count; views omitted):")
         seen = set()
         for frac, t, pt, m in rows:
@@ -442,7 +473,7 @@ def main():
                 print(f"    {frac:.1f} PyTorch ({pt['graphs']} graph(s), {pt['by_ref']} bytes "
                       f"saved by reference): {fmt_ops(pt['ops'], 6)}")
             if m is not None:
-                print(f"        ours on {t} at {m['budget']}: {fmt_ops(m['ops'], 6)}; "
+                print(f"        ours on {t} (arena {m['budget']}): {fmt_ops(m['ops'], 6)}; "
                       f"{m['recomputed_bytes']} bytes recomputed, {m['offloaded']} offloaded")
 
 

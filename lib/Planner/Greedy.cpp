@@ -140,12 +140,17 @@ std::optional<Choice> recomputeChoice(Planner &p, const PlanState &s, const Exce
       }))
     return std::nullopt;
   bool switching = now.decision == Decision::Offload;
+  // Each recomputed region that reads i reruns its cone too; under a saved
+  // budget, where holding values costs no saved bytes, shared regions run
+  // the chain once (shareRecomputes), so the cone is paid once.
+  double reruns = p.problem.savedBudgetBytes >= 0 ? 1.0 : double(1 + deps.size());
   Choice r{0, i, Decision::Recompute, 0,
-           cone->seconds * double(1 + deps.size()) - (switching ? now.seconds : 0.0),
-           c.bytes, *cone};
+           cone->seconds * reruns - (switching ? now.seconds : 0.0), c.bytes, *cone};
   r.benefit = switching ? ex.coverage(c.lastForward + 1, c.offloadFreed.lo - 1, c.bytes) +
                               ex.coverage(c.offloadFreed.hi + 1, c.firstBackward - 1, c.bytes)
                         : ex.coverage(c.lastForward + 1, c.firstBackward - 1, c.bytes);
+  if (p.problem.savedBudgetBytes >= 0)
+    return r; // saved bytes only: a region's intermediates are not saved
   r.benefit -= ex.transientCost(c.firstBackward, cone->transientBytes, aimBytes);
   for (unsigned j : deps)
     r.benefit -= ex.transientCost(p.problem.saved[j].firstBackward, c.bytes, aimBytes);

@@ -9,6 +9,8 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
+
 using namespace offload::planner;
 
 const char *offload::planner::decisionName(Decision d) {
@@ -34,6 +36,33 @@ int64_t offload::planner::bytesFreedAt(llvm::ArrayRef<Freed> freed, int64_t poin
     if (f.lo <= point && point <= f.hi)
       bytes += f.bytes;
   return bytes;
+}
+
+int64_t offload::planner::totalSavedBytes(const PlanProblem &problem) {
+  int64_t bytes = 0;
+  for (const SavedFacts &c : problem.saved)
+    bytes += c.bytes;
+  return bytes;
+}
+
+void offload::planner::withSavedBudget(PlanProblem &problem, int64_t savedBudgetBytes) {
+  problem.savedBudgetBytes = savedBudgetBytes;
+  problem.aimBytes = savedBudgetBytes;
+  std::vector<int64_t> delta(problem.baseLive.size() + 1, 0);
+  for (SavedFacts &c : problem.saved) {
+    int64_t lo = std::max<int64_t>(0, c.lastForward + 1),
+            hi = std::min<int64_t>(int64_t(problem.baseLive.size()) - 1, c.firstBackward - 1);
+    c.offloadFreed = Freed{lo, hi, c.bytes};
+    if (lo > hi)
+      continue;
+    delta[lo] += c.bytes;
+    delta[hi + 1] -= c.bytes;
+  }
+  int64_t live = 0;
+  for (size_t q = 0; q < problem.baseLive.size(); ++q)
+    problem.baseLive[q] = live += delta[q];
+  for (ParamFacts &q : problem.params)
+    q.freed.clear();
 }
 
 double offload::planner::offloadOwnSeconds(const SavedFacts &c, double tieBreak) {
@@ -105,6 +134,8 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
     j.attribute("step", problem.step);
     j.attribute("target", problem.target);
     j.attribute("budget_bytes", problem.budgetBytes);
+    if (problem.savedBudgetBytes >= 0)
+      j.attribute("saved_budget_bytes", problem.savedBudgetBytes);
     j.attribute("aim_bytes", problem.aimBytes);
     j.attribute("achieved_bytes", state.profile.max().first);
     j.attribute("fallback", fallback);

@@ -49,6 +49,12 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
   int64_t budget = problem.budgetBytes;
   os << llvm::format("plan-memory @%s: budget %lld bytes (%s) on %s\n", problem.step.c_str(),
                      (long long)budget, humanBytes(budget).c_str(), problem.target.c_str());
+  if (problem.savedBudgetBytes >= 0)
+    os << llvm::format("  saved budget %lld bytes (%s): kept saved bytes %lld -> %lld (saved "
+                       "values left on the device and checkpoints)\n",
+                       (long long)problem.savedBudgetBytes,
+                       humanBytes(problem.savedBudgetBytes).c_str(),
+                       (long long)totalSavedBytes(problem), (long long)keptSavedBytes(s));
   if (!f.slicing.empty())
     os << "  slicing: " << f.slicing << "\n";
   os << llvm::format("  %-9s %-44s %14s %-10s %12s  %s\n", "kind", "value or parameter", "bytes",
@@ -125,9 +131,10 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
     os << llvm::format("  prefetches tuned against the simulation: %u moved, simulated step "
                        "%.4g s -> %.4g s\n",
                        f.prefetchesTuned, f.untunedStepSeconds, f.planned.stepSeconds);
-  // The runs of the search: each aim checked ("over" past the budget) and
-  // the simulated step of the plan the run returned; the fastest that fits
-  // is kept.
+  // The runs of the search: each aim checked ("over" past the budget: with
+  // a saved budget, the kept saved bytes past it) and the simulated step of
+  // the plan the run returned; the fastest that fits is kept.
+  int64_t checkedBudget = problem.savedBudgetBytes >= 0 ? problem.savedBudgetBytes : budget;
   for (const RunLog &run : result.runs) {
     os << "  run " << hostMovesName(run.moves);
     if (run.checkpoints)
@@ -138,7 +145,7 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
       os << llvm::format(" (link x%.2f)", run.linkWeight);
     os << ": aims";
     for (auto [aimBytes, arena] : run.checks)
-      os << " " << aimBytes << (arena > budget ? " (over)" : "");
+      os << " " << aimBytes << (arena > checkedBudget ? " (over)" : "");
     if (run.seconds < 0)
       os << "; nothing fit\n";
     else
@@ -209,6 +216,10 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
       {"step", problem.step},
       {"target", problem.target},
       {"budget_bytes", problem.budgetBytes},
+      {"saved_budget_bytes",
+       problem.savedBudgetBytes >= 0 ? llvm::json::Value(problem.savedBudgetBytes) : nullptr},
+      {"saved_bytes", totalSavedBytes(problem)},
+      {"kept_saved_bytes", keptSavedBytes(s)},
       {"status", "planned"},
       {"arena_bytes", result.chosen->arenaBytes},
       {"peak_bytes", result.chosen->peakBytes},

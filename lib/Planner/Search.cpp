@@ -29,10 +29,28 @@ struct Searcher {
   PlanState state;
   SearchResult &out;
 
-  /// The smallest arena seen that does not fit, for the error, with the
+  /// What the search holds against its budget (budget()): the plan's
+  /// device arena, or with a saved budget its decisions' kept saved bytes.
+  int64_t measure(const CheckedPlan &plan, const PlanState &decisions) const {
+    return p.problem.savedBudgetBytes < 0 ? plan.arenaBytes : keptSavedBytes(decisions);
+  }
+  int64_t budget() const {
+    return p.problem.savedBudgetBytes < 0 ? p.problem.budgetBytes : p.problem.savedBudgetBytes;
+  }
+  /// Bytes over the budget (fits at <= 0): the arena over the budget, and
+  /// with a saved budget the kept saved bytes over it too (the arena must
+  /// still fit).
+  int64_t over(const CheckedPlan &plan, const PlanState &decisions) const {
+    int64_t arenaOver = plan.arenaBytes - p.problem.budgetBytes;
+    if (p.problem.savedBudgetBytes < 0)
+      return arenaOver;
+    return std::max(arenaOver, keptSavedBytes(decisions) - p.problem.savedBudgetBytes);
+  }
+
+  /// The smallest measure seen that does not fit, for the error, with the
   /// decisions that built it.
   void keepSmallest(Plan plan, const PlanState &decisions) {
-    if (!out.smallest || plan->arenaBytes < out.smallest->arenaBytes) {
+    if (!out.smallest || measure(*plan, decisions) < measure(*out.smallest, *out.smallestState)) {
       out.smallest = std::move(plan);
       out.smallestState = decisions;
     }
@@ -108,7 +126,7 @@ bool Searcher::decideJudged(int64_t aimBytes, HostMoves moves) {
 // (at most options.maxRounds checks). On a small step the aim is then
 // bisected (bisect). An empty optional when nothing fit.
 llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
-  int64_t roundAim = firstAim(), overAim = -1, budget = p.problem.budgetBytes;
+  int64_t roundAim = firstAim(), overAim = -1;
   std::optional<Plan> fit;
   out.runs.push_back(RunLog{moves, p.linkWeight, p.checkpointReplan, {}, -1, 0, false});
   out.runs.back().perturbSeed = p.perturbSeed;
@@ -118,12 +136,12 @@ llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
     llvm::FailureOr<Plan> plan = checker.build(state, Refetch::Auto);
     if (llvm::failed(plan))
       return llvm::failure();
-    out.runs.back().checks.push_back({roundAim, (*plan)->arenaBytes});
-    if ((*plan)->arenaBytes <= budget) {
+    out.runs.back().checks.push_back({roundAim, measure(**plan, state)});
+    int64_t overshoot = over(**plan, state);
+    if (overshoot <= 0) {
       fit = std::move(*plan);
       break;
     }
-    int64_t overshoot = (*plan)->arenaBytes - budget;
     keepSmallest(std::move(*plan), state);
     if (!reached)
       break;
@@ -153,16 +171,15 @@ llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
 // model peak of 44.9 MB was a 38.6 MB arena under a 44.7 MB budget). Ends
 // with `state` at `fit`'s decisions.
 llvm::FailureOr<bool> Searcher::bisect(HostMoves moves, Plan &fit, int64_t lo, int64_t hi) {
-  int64_t budget = p.problem.budgetBytes;
   double fitSeconds = checker.simulate(*fit).stepSeconds;
   PlanState fitState = state, lastFit = fitState;
   int64_t resolution =
-      std::max<int64_t>(2 * p.problem.arenaAlignment, budget / p.options.aimResolutionDivisor);
-  int64_t lastArena = fit->arenaBytes;
+      std::max<int64_t>(2 * p.problem.arenaAlignment, budget() / p.options.aimResolutionDivisor);
+  int64_t lastSlack = -over(*fit, state);
   for (int k = 0; k < p.options.reclaimChecks; ++k) {
     int64_t mid;
     if (hi < 0) {
-      int64_t slack = budget - lastArena;
+      int64_t slack = lastSlack;
       if (slack <= resolution)
         break;
       mid = lo + slack;
@@ -176,14 +193,14 @@ llvm::FailureOr<bool> Searcher::bisect(HostMoves moves, Plan &fit, int64_t lo, i
     llvm::FailureOr<Plan> plan = checker.build(state, Refetch::Auto);
     if (llvm::failed(plan))
       return llvm::failure();
-    out.runs.back().checks.push_back({mid, (*plan)->arenaBytes});
-    if ((*plan)->arenaBytes > budget) {
+    out.runs.back().checks.push_back({mid, measure(**plan, state)});
+    if (over(**plan, state) > 0) {
       hi = mid;
       p.restore(state, lastFit);
       continue;
     }
     lo = mid;
-    lastArena = (*plan)->arenaBytes;
+    lastSlack = -over(**plan, state);
     lastFit = state;
     double seconds = checker.simulate(**plan).stepSeconds;
     if (seconds < fitSeconds) {
@@ -252,8 +269,8 @@ llvm::LogicalResult Searcher::fallback() {
     llvm::FailureOr<Plan> plan = checker.build(all, Refetch::Always);
     if (llvm::failed(plan))
       return llvm::failure();
-    bool fits = (*plan)->arenaBytes <= p.problem.budgetBytes;
-    if (fits && (!out.chosen || (*plan)->arenaBytes < out.chosen->arenaBytes)) {
+    bool fits = over(**plan, all) <= 0;
+    if (fits && (!out.chosen || measure(**plan, all) < measure(*out.chosen, state))) {
       // Later variants start from the decisions of the one kept.
       out.chosen = std::move(*plan);
       state = std::move(all);
@@ -325,7 +342,7 @@ llvm::LogicalResult Searcher::giveBack() {
         llvm::FailureOr<Plan> plan = checker.build(t, Refetch::Always);
         if (llvm::failed(plan))
           return llvm::failure();
-        if ((*plan)->arenaBytes <= p.problem.budgetBytes) {
+        if (over(**plan, t) <= 0) {
           lo = mid;
           fit = std::move(*plan);
           fitState = std::move(t);
@@ -402,8 +419,13 @@ llvm::LogicalResult Searcher::giveBack() {
 // nothing: plans at budgets that fit before are unchanged.
 llvm::LogicalResult Searcher::reach() {
   PlanProblem reachProblem = p.problem;
-  reachProblem.aimBytes -= reachProblem.budgetBytes - kReachBudgetBytes;
-  reachProblem.budgetBytes = kReachBudgetBytes;
+  if (reachProblem.savedBudgetBytes >= 0) {
+    // The fewest kept saved bytes, in a device arena that fits.
+    reachProblem.savedBudgetBytes = reachProblem.aimBytes = 0;
+  } else {
+    reachProblem.aimBytes -= reachProblem.budgetBytes - kReachBudgetBytes;
+    reachProblem.budgetBytes = kReachBudgetBytes;
+  }
   Planner rp{reachProblem, p.cones, p.options};
   PlanState initial(reachProblem, p.timedLinks());
   p.cones.sync(initial);
@@ -411,12 +433,22 @@ llvm::LogicalResult Searcher::reach() {
   if (llvm::failed(r))
     return llvm::failure();
   out.checks += r->checks;
+  if (r->chosen) {
+    // With a saved budget, a plan keeping no saved bytes at all fits the
+    // search at 0 (at a budget of 1 byte, nothing does).
+    out.chosen = std::move(r->chosen);
+    state = std::move(r->state);
+    state.problem = &p.problem;
+    out.fallback = true;
+    p.cones.sync(state);
+    return llvm::success();
+  }
   if (!r->smallest)
     return llvm::success();
   out.smallest = std::move(r->smallest);
   out.smallestState = std::move(r->smallestState);
   out.smallestState->problem = &p.problem;
-  if (out.smallest->arenaBytes <= p.problem.budgetBytes) {
+  if (over(*out.smallest, *out.smallestState) <= 0) {
     out.chosen = std::move(out.smallest);
     state = std::move(*out.smallestState);
     out.smallestState.reset();
@@ -430,7 +462,9 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
                                                        PlanState initial) {
   SearchResult out(p.problem);
   Searcher s{p, checker, std::move(initial), out};
-  if (p.problem.baseArenaBytes <= p.problem.budgetBytes) {
+  if (p.problem.baseArenaBytes <= p.problem.budgetBytes &&
+      (p.problem.savedBudgetBytes < 0 ||
+       totalSavedBytes(p.problem) <= p.problem.savedBudgetBytes)) {
     // Early updates alone fit.
     llvm::FailureOr<Plan> plan = checker.build(s.state, Refetch::Auto);
     if (llvm::failed(plan))
@@ -551,7 +585,9 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
   }
   if (llvm::failed(s.fallback()))
     return llvm::failure();
-  if (!out.chosen && p.problem.budgetBytes > kReachBudgetBytes && llvm::failed(s.reach()))
+  bool reachSearch = p.problem.savedBudgetBytes < 0 ? p.problem.budgetBytes <= kReachBudgetBytes
+                                                   : p.problem.savedBudgetBytes == 0;
+  if (!out.chosen && !reachSearch && llvm::failed(s.reach()))
     return llvm::failure();
   if (out.chosen) {
     out.smallest.reset();

@@ -54,30 +54,53 @@ void offload::planner::shareRecomputes(Planner &p, PlanState &s, int64_t aimByte
     }
     if (!best)
       continue;
-    if (std::optional<Cone> cone = p.cones.coneOf(unsigned(ui)))
-      merges.push_back({unsigned(ui), *best, cone->seconds});
+    // The seconds u's own region would rerun; where its cone is now past
+    // maxConeOps (every value before it recomputed too), the price it was
+    // taken at. Merging never lengthens j's region, which reruns u already.
+    std::optional<Cone> cone = p.cones.coneOf(unsigned(ui));
+    merges.push_back({unsigned(ui), *best, cone ? cone->seconds : u.seconds});
   }
   llvm::stable_sort(merges, [](const Merge &a, const Merge &b) { return a.saving > b.saving; });
   llvm::DenseMap<int64_t, int64_t> groupPoint;
+  // Each group's members other than its anchor.
+  llvm::DenseMap<int64_t, llvm::SmallVector<unsigned>> members;
   for (const Merge &m : merges) {
     SavedChoice &u = s.saved[m.u], &j = s.saved[m.j];
-    if (u.group >= 0) // already an anchor of its own group
-      continue;
+    if (u.group >= 0 && u.group != int64_t(m.u))
+      continue; // already held from another region
     int64_t gid = j.group >= 0 ? j.group : int64_t(m.j);
+    if (gid == u.group)
+      continue;
     int64_t point = j.group >= 0 ? groupPoint.lookup(gid) : facts[m.j].firstBackward;
-    s.profileOfSaved(m.u, +1);
-    u.holdFrom = point;
-    s.profileOfSaved(m.u, -1);
+    // u is held from j's group's region, and where u anchors a group of its
+    // own (merged into before its own merge came up), so are the values its
+    // region held: j's region reruns u's cone, and so theirs.
+    llvm::SmallVector<unsigned> moved{m.u};
+    if (u.group >= 0)
+      llvm::append_range(moved, members[u.group]);
+    llvm::SmallVector<int64_t> before;
+    auto hold = [&](unsigned v, int64_t from) {
+      s.profileOfSaved(v, +1);
+      s.saved[v].holdFrom = from;
+      s.profileOfSaved(v, -1);
+    };
+    for (unsigned v : moved) {
+      before.push_back(s.saved[v].holdFrom);
+      hold(v, point);
+    }
     if (s.profile.max().first > aimBytes) {
-      s.profileOfSaved(m.u, +1);
-      u.holdFrom = -1;
-      s.profileOfSaved(m.u, -1);
+      for (auto [v, from] : llvm::zip(moved, before))
+        hold(v, from);
       continue;
     }
     if (j.group < 0) {
       j.group = gid;
       groupPoint[gid] = point;
     }
-    u.group = gid;
+    if (u.group >= 0)
+      members.erase(u.group);
+    for (unsigned v : moved)
+      s.saved[v].group = gid;
+    llvm::append_range(members[gid], moved);
   }
 }

@@ -325,6 +325,10 @@ void PlanState::profileOfSaved(unsigned i, int64_t sign) {
   const SavedChoice &d = saved[i];
   if (d.decision == Decision::Offload) {
     profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
+  } else if (d.decision == Decision::Recompute && problem->savedBudgetBytes >= 0) {
+    // Saved bytes only (withSavedBudget): not saved from its last forward
+    // use to its first backward use, whatever the region holds.
+    profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);
   } else if (d.decision == Decision::Recompute) {
     // Freed from the last forward use to the region (or to the point its
     // group's region holds it from), and its intermediates at the region.
@@ -447,4 +451,15 @@ double PlanState::priceOfDecisions(double tieBreak, double linkWeight) const {
 
 bool PlanState::anyHost() const {
   return llvm::any_of(params, [](const ParamChoice &p) { return p.decision == Decision::Host; });
+}
+
+int64_t offload::planner::keptSavedBytes(const PlanState &state) {
+  int64_t bytes = 0;
+  for (auto [i, c] : llvm::enumerate(state.saved))
+    if (c.decision == Decision::Keep)
+      bytes += state.problem->saved[i].bytes;
+  for (auto [k, c] : llvm::enumerate(state.checkpoints))
+    if (c.saved)
+      bytes += state.problem->checkpoints[k].bytes;
+  return bytes;
 }

@@ -377,6 +377,50 @@ TEST(SharedRegions, HoldsAValueFromTheRegionThatRerunsIt) {
   EXPECT_EQ(live[7], 100 - 10);
 }
 
+// A value that anchors a group of its own (a value merged into its region
+// before its own merge came up) joins the region that reruns it, with the
+// values it held: one region reruns the chain once. a (region at 9) is in
+// b's cone (region at 7), b in c's (region at 5); a's merge has the larger
+// saving, so it is taken first and b anchors {a} when b's merge comes up.
+TEST(SharedRegions, AnAnchorJoinsTheRegionThatRerunsIt) {
+  Fixture f;
+  f.problem = flatProblem(12, 100, 100);
+  f.problem.saved.push_back(savedValue("a", 10, 1, 9, true, 1));
+  f.problem.saved.push_back(savedValue("b", 10, 2, 7, true, 1));
+  f.problem.saved.push_back(savedValue("c", 10, 3, 5, true, 1));
+  f.start();
+  f.cones.cones[0] = cone(3e-6);
+  f.cones.cones[1] = cone(1e-6);
+  f.cones.cones[2] = cone(4e-6);
+  Planner p = f.planner();
+  PlanState s(f.problem);
+  for (unsigned i : {0u, 1u, 2u}) {
+    s.saved[i].decision = Decision::Recompute;
+    s.profileOfSaved(i, -1);
+  }
+  s.saved[1].through = {0};    // b's region reruns a
+  s.saved[2].through = {1, 0}; // c's region reruns b and a
+  s.registerReader(1);
+  s.registerReader(2);
+  shareRecomputes(p, s, 100);
+  for (unsigned i : {0u, 1u, 2u})
+    EXPECT_EQ(s.saved[i].group, 2) << i;
+  EXPECT_EQ(s.saved[0].holdFrom, 5);
+  EXPECT_EQ(s.saved[1].holdFrom, 5);
+  EXPECT_EQ(s.saved[2].holdFrom, -1);
+  // Held from c's region at 5: a and b are live again from 5 on.
+  std::vector<int64_t> live;
+  s.profile.values(live);
+  EXPECT_EQ(live[5], 100);
+  EXPECT_EQ(live[4], 70);
+  // Where the aim does not allow the holds, nothing moves: a stays in b's
+  // group only if holding it from b's region fits.
+  unshareAll(s);
+  shareRecomputes(p, s, 95);
+  for (unsigned i : {0u, 1u, 2u})
+    EXPECT_EQ(s.saved[i].group, -1) << i;
+}
+
 namespace {
 /// Cones that run through checkpoint 0 (an intermediate of u's and j's
 /// cones) until it is saved, then stop there: 1e-3 s each through it,
@@ -738,4 +782,67 @@ TEST(Search, FallbackGivesBackWhatTheRealArenaDoesNotNeed) {
   EXPECT_EQ(r->state.saved[2].decision, Decision::Keep);
   EXPECT_EQ(r->state.saved[3].decision, Decision::Keep);
   EXPECT_DOUBLE_EQ(static_cast<FakePlan &>(*r->chosen).seconds, 1.3);
+}
+
+// A saved budget (PlanProblem::savedBudgetBytes, withSavedBudget): the
+// profile is the saved values' bytes alone, parameters offer nothing, and
+// the search keeps the kept saved bytes at most the saved budget (the
+// cheapest cones recomputed), with the arena checked against the budget.
+TEST(Search, SavedBudgetBoundsKeptSavedBytes) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 1000);
+  for (int k = 0; k < 4; ++k)
+    f.problem.saved.push_back(savedValue("v" + std::to_string(k), 10, -1, 10, true, 1e-3));
+  f.problem.params.push_back(parameter("w", 50, 0, 9, 1e-9));
+  withSavedBudget(f.problem, 15);
+  EXPECT_EQ(f.problem.aimBytes, 15);
+  EXPECT_EQ(f.problem.baseLive[3], 40);
+  EXPECT_TRUE(f.problem.params[0].freed.empty());
+  EXPECT_EQ(totalSavedBytes(f.problem), 40);
+  f.start();
+  for (int k = 0; k < 4; ++k)
+    f.cones.cones[k] = cone(1e-6 * (k + 1));
+  Planner p = f.planner();
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_EQ(keptSavedBytes(r->state), 10);
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(r->state.saved[k].decision, Decision::Recompute) << k;
+  EXPECT_EQ(r->state.saved[3].decision, Decision::Keep);
+  EXPECT_EQ(r->state.params[0].decision, Decision::Keep);
+}
+
+// A saved value whose first backward use directly follows its last forward
+// use frees nothing in the profile, so the greedy never offers it; at saved
+// budget 0 the fallback recomputes it (it is then not saved: rerun at its
+// backward use). When the device arena cannot fit the budget, nothing fits
+// and the smallest plan's kept saved bytes are what the error names.
+TEST(Search, SavedBudgetZeroTakesTheFallback) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 1000);
+  f.problem.saved.push_back(savedValue("free", 10, -1, 10, true, 1e-3));
+  f.problem.saved.push_back(savedValue("stuck", 7, 4, 5, true, 1e-3));
+  withSavedBudget(f.problem, 0);
+  f.start();
+  f.cones.cones[0] = f.cones.cones[1] = cone(1e-6);
+  Planner p = f.planner();
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_TRUE(r->fallback);
+  EXPECT_EQ(keptSavedBytes(r->state), 0);
+  EXPECT_EQ(r->state.saved[1].decision, Decision::Recompute);
+
+  // The fake arena is the profile's peak plus 2000: over the budget always.
+  FakeChecker over(p, 2000);
+  f.cones = FixedCones(2);
+  f.cones.cones[0] = f.cones.cones[1] = cone(1e-6);
+  r = search(p, over, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  EXPECT_FALSE(r->chosen);
+  ASSERT_TRUE(r->smallest);
+  EXPECT_GT(r->smallest->arenaBytes, f.problem.budgetBytes);
 }

@@ -153,10 +153,18 @@ struct PlanProblem {
   std::string step, target;
   int64_t budgetBytes = 0;
   /// The live-bytes level the decisions aim at: the budget less the
-  /// target's workspace (bytes).
+  /// target's workspace (bytes); with a saved budget, that budget.
   int64_t aimBytes = 0;
+  /// The saved-bytes budget (`saved-budget=`; bytes), or -1: none. With
+  /// one, the decisions aim at kept saved bytes -- the saved values left on
+  /// the device plus the checkpoints saved, what PyTorch's
+  /// `activation_memory_budget` bounds -- of at most this many, and the
+  /// device arena need only fit `budgetBytes`; `baseLive` is then the saved
+  /// values' bytes alone (withSavedBudget).
+  int64_t savedBudgetBytes = -1;
   /// Live device bytes at every program point with every candidate kept
-  /// (after early optimizer updates).
+  /// (after early optimizer updates); with a saved budget, the saved
+  /// values' bytes alone.
   std::vector<int64_t> baseLive;
   /// The device arena of the step with every candidate kept (bytes,
   /// workspace included), and the arena's alignment (bytes; the search
@@ -186,6 +194,19 @@ struct PlanProblem {
                                                         : llvm::StringRef("-");
   }
 };
+
+/// Every saved value's bytes together, kept as autodiff saved them.
+int64_t totalSavedBytes(const PlanProblem &problem);
+
+/// Turns `problem` into the saved-bytes problem of `savedBudgetBytes`
+/// (PyTorch's activation budget in bytes): the profile becomes the bytes of
+/// the saved values alone, each from its last forward use to its first
+/// backward use, and an offload or a recompute frees all of that span (no
+/// region intermediates, no value held by a shared region: what a step
+/// saves, not what its backward holds); parameters offer nothing (their
+/// bytes are not saved bytes); the aim is the saved budget. The device
+/// arena still has to fit `budgetBytes` (the search checks both).
+void withSavedBudget(PlanProblem &problem, int64_t savedBudgetBytes);
 
 /// An offload's own price as the problem file states it: its unhidden copy
 /// ends and `tieBreak` of its copy time.

@@ -200,6 +200,11 @@ struct PlanState {
   double linkWaits(double linkWeight) const;
 };
 
+/// The kept saved bytes of `state`'s decisions: the saved values it keeps
+/// on the device and the checkpoints it saves (what a saved budget bounds,
+/// PlanProblem::savedBudgetBytes).
+int64_t keptSavedBytes(const PlanState &state);
+
 /// The copies of saved candidate c's offload: to the host, to the device
 /// (`timed`: with the facts' issue and due times; else each in its phase).
 std::pair<LinkCopy, LinkCopy> offloadCopies(const SavedFacts &c, bool timed);

@@ -36,6 +36,18 @@
 // KIB: no plan fits the budget of 1536 bytes
 // RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=0.02MB report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MB
 // MB: budget 20000 bytes
+// The saved budget (saved-budget=): 0 is allowed, negative, unparsable or
+// unknown units are errors naming it.
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-NEG
+// SAVED-NEG: error: offload-plan-memory: the saved budget must be at least 0 bytes, got '-1'
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=half" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-PARSE
+// SAVED-PARSE: error: offload-plan-memory: cannot parse the saved budget 'half'
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=2kb" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-UNIT
+// SAVED-UNIT: error: offload-plan-memory: unknown unit 'kb' in the saved budget '2kb'
+// A saved budget whose plan's arena cannot fit the budget: the error names
+// the fewest kept saved bytes and the arena that plan needs.
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=0 budget=5000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-ARENA
+// SAVED-ARENA: error: offload-plan-memory: no plan keeps at most 0 saved bytes (0 B) on h100-sxm within the budget of 5000 bytes (4.88 KiB); the step saves {{[0-9]+}} bytes, and the plan keeping the fewest (0, every saved value recomputed or offloaded) needs a device arena of [[A:[0-9]+]] bytes ({{.*}}). Ask for budget=[[A]] or more, or plan without saved-budget= (parameters then may move to the host)
 // A budget above the target's memory is a warning.
 // RUN: offload-opt %t.step.mlir --offload-plan-memory="budget=1TB target=l4 report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BIG
 // BIG: warning: offload-plan-memory: the budget of 1000000000000 bytes is more than l4's 24000000000 bytes of memory

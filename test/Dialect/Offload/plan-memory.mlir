@@ -118,6 +118,25 @@
 // MIN: decisions:
 // MIN: device arena: 19204 -> {{[0-9]+}} bytes
 //
+// A saved budget (saved-budget=, PyTorch's activation_memory_budget in
+// bytes): the saved values kept on the device at most that many bytes, the
+// arena within the target's memory. At 0 every saved value is recomputed
+// (one shared region reruns the chain: the others are held from it) or
+// offloaded (the batch norm's statistics); at 3000 of the 8832 saved bytes
+// the two cheapest linear outputs and the add are recomputed.
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="saved-budget=0 report=-" 2>%t.saved0 | FileCheck %s --check-prefix=SAVED0
+// RUN: FileCheck %s --check-prefix=SAVED0-REPORT < %t.saved0
+// SAVED0: offload.planned = "budget=80000000000 saved-budget=0 target=h100-sxm"
+// SAVED0-REPORT: saved budget 0 bytes (0 B): kept saved bytes 8832 -> 0 (saved values left on the device and checkpoints)
+// SAVED0-REPORT: saved     linear block1.fc1{{.*}}recompute{{.*}}held from the region of linear (recomputed there once)
+// SAVED0-REPORT: decisions: 5 saved values recomputed, 2 offloaded, 0 kept; 0 parameters on the host
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="saved-budget=3000 report=-" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED3K
+// SAVED3K: saved budget 3000 bytes (2.93 KiB): kept saved bytes 8832 -> 2688
+// SAVED3K: decisions: 3 saved values recomputed, 0 offloaded, 4 kept; 0 parameters on the host
+// SAVED3K: run greedy: aims 3000;
+//
 // A target that reserves library workspace: the planner counts it in the
 // budget, the lowering puts it above the arena as the plan's workspace
 // buffer, and the predicted peak counts it.

@@ -76,10 +76,13 @@ static constexpr int64_t kMinSliceBytes = 64 * 1024;
 
 /// Parses "12GiB", "1.5 GB", "4096": bytes, or a number with a binary
 /// (KiB, MiB, GiB, TiB) or decimal (kB, MB, GB, TB) suffix; "B" is allowed.
-static FailureOr<int64_t> parseBytes(StringRef text, std::string &error) {
+/// `what` names the option in errors; at least `minBytes` (1, or 0 for the
+/// saved budget).
+static FailureOr<int64_t> parseBytes(StringRef text, std::string &error,
+                                     StringRef what = "budget", int64_t minBytes = 1) {
   StringRef s = text.trim();
   if (s.empty()) {
-    error = "the budget is empty";
+    error = "the " + what.str() + " is empty";
     return failure();
   }
   size_t numberEnd = 0;
@@ -96,7 +99,7 @@ static FailureOr<int64_t> parseBytes(StringRef text, std::string &error) {
   StringRef number = s.take_front(numberEnd), suffix = s.drop_front(numberEnd).trim();
   double value = 0;
   if (number.empty() || number.getAsDouble(value) || !std::isfinite(value)) {
-    error = "cannot parse the budget '" + text.str() +
+    error = "cannot parse the " + what.str() + " '" + text.str() +
             "'; expected bytes, or a number with KiB, MiB, GiB, TiB, kB, MB, GB or TB";
     return failure();
   }
@@ -109,17 +112,18 @@ static FailureOr<int64_t> parseBytes(StringRef text, std::string &error) {
     if (suffix == name)
       scale = factor;
   if (scale == 0) {
-    error = "unknown unit '" + suffix.str() + "' in the budget '" + text.str() +
+    error = "unknown unit '" + suffix.str() + "' in the " + what.str() + " '" + text.str() +
             "'; expected KiB, MiB, GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000)";
     return failure();
   }
   double bytes = value * scale;
-  if (!(bytes >= 1)) {
-    error = "the budget must be at least 1 byte, got '" + text.str() + "'";
+  if (!(bytes >= double(minBytes))) {
+    error = "the " + what.str() + " must be at least " + std::to_string(minBytes) + " byte" +
+            (minBytes == 1 ? "" : "s") + ", got '" + text.str() + "'";
     return failure();
   }
   if (bytes > 9.0e18) {
-    error = "the budget '" + text.str() + "' is too large";
+    error = "the " + what.str() + " '" + text.str() + "' is too large";
     return failure();
   }
   return int64_t(std::floor(bytes));
@@ -174,6 +178,8 @@ private:
   /// Set when a step failed because no plan fits its budget (not an error
   /// of the input): the tool exits with kExitNoPlanFits.
   bool noPlanFit = false;
+  /// saved-budget= in bytes, or -1 (none).
+  int64_t savedBudgetBytes = -1;
 };
 } // namespace
 
@@ -294,6 +300,15 @@ void PlanMemoryPass::runOnOperation() {
     }
     budgetBytes = *parsed;
   }
+  savedBudgetBytes = -1;
+  if (!savedBudget.empty()) {
+    FailureOr<int64_t> parsed = parseBytes(savedBudget, error, "saved budget", 0);
+    if (failed(parsed)) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: " << error;
+      return signalPassFailure();
+    }
+    savedBudgetBytes = *parsed;
+  }
   if (spec->memoryBytes > 0 && budgetBytes > spec->memoryBytes)
     mlir::emitWarning(m.getLoc()) << "offload-plan-memory: the budget of " << budgetBytes
                                   << " bytes is more than " << spec->name << "'s "
@@ -328,7 +343,10 @@ void PlanMemoryPass::runOnOperation() {
   }
   for (func::FuncOp fn : steps) {
     PlanAttempt attempt;
-    attempt.quiet = slice == PlanSlicing::Auto && decisionsFile.empty();
+    // Slicing frees parameter bytes, not saved bytes: with a saved budget
+    // the error comes at once.
+    attempt.quiet =
+        slice == PlanSlicing::Auto && decisionsFile.empty() && savedBudgetBytes < 0;
     if (succeeded(planStep(fn, budgetBytes, *spec, reportOS, attempt)))
       continue;
     if (attempt.smallestArena < 0 ||
@@ -596,6 +614,40 @@ static LogicalResult noPlanFits(func::FuncOp fn, func::FuncOp smallest, int64_t 
   return failure();
 }
 
+/// The error when no plan keeps at most the saved budget within the
+/// budget: the fewest kept saved bytes reachable and its plan's arena, what
+/// to ask for. (Parameters stay on the device under a saved budget, so the
+/// smallest arena without one can be smaller.)
+static LogicalResult noPlanKeepsSaved(func::FuncOp fn, const PlanProblem &problem,
+                                      int64_t fewestKept, int64_t arenaBytes,
+                                      const TargetSpec &spec, llvm::json::Array *json) {
+  bool arenaOver = arenaBytes > problem.budgetBytes;
+  if (json)
+    json->push_back(llvm::json::Object{{"step", fn.getName().str()},
+                                       {"target", spec.name},
+                                       {"budget_bytes", problem.budgetBytes},
+                                       {"saved_budget_bytes", problem.savedBudgetBytes},
+                                       {"status", "no-plan"},
+                                       {"saved_bytes", totalSavedBytes(problem)},
+                                       {"fewest_kept_saved_bytes", fewestKept},
+                                       {"fewest_kept_arena_bytes", arenaBytes},
+                                       {"suggested_saved_budget_bytes", fewestKept}});
+  auto diag = mlir::emitError(fn.getLoc());
+  diag << "offload-plan-memory: no plan keeps at most " << problem.savedBudgetBytes
+       << " saved bytes (" << humanBytes(problem.savedBudgetBytes) << ") on " << spec.name
+       << " within the budget of " << problem.budgetBytes << " bytes ("
+       << humanBytes(problem.budgetBytes) << "); the step saves " << totalSavedBytes(problem)
+       << " bytes, and the plan keeping the fewest (" << fewestKept
+       << ", every saved value recomputed or offloaded) needs a device arena of "
+       << arenaBytes << " bytes (" << humanBytes(arenaBytes) << ")";
+  if (arenaOver)
+    diag << ". Ask for budget=" << arenaBytes
+         << " or more, or plan without saved-budget= (parameters then may move to the host)";
+  else
+    diag << ". Ask for saved-budget=" << fewestKept << " or more";
+  return failure();
+}
+
 FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
                                                         const PlanProblem &problem,
                                                         StepChecker &checker,
@@ -620,6 +672,12 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
            << "offload-plan-memory: the decisions in " << decisionsFile
            << " need a device arena of " << (*plan)->arenaBytes << " bytes, over the budget of "
            << budgetBytes << " bytes";
+  if (problem.savedBudgetBytes >= 0 &&
+      keptSavedBytes(result.state) > problem.savedBudgetBytes)
+    return mlir::emitError(fn.getLoc())
+           << "offload-plan-memory: the decisions in " << decisionsFile << " keep "
+           << keptSavedBytes(result.state) << " saved bytes, over the saved budget of "
+           << problem.savedBudgetBytes << " bytes";
   result.chosen = std::move(*plan);
   return result;
 }
@@ -660,6 +718,9 @@ LogicalResult PlanMemoryPass::markPlanned(func::FuncOp fn, func::FuncOp chosen,
   }
   chosen->setAttr(kPlannedAttrName,
                   StringAttr::get(ctx, "budget=" + std::to_string(budgetBytes) +
+                                           (savedBudgetBytes >= 0
+                                                ? " saved-budget=" + std::to_string(savedBudgetBytes)
+                                                : std::string()) +
                                            " target=" + spec.name +
                                            (sliceBytes ? " slice-bytes=" + std::to_string(sliceBytes)
                                                        : std::string())));
@@ -713,7 +774,7 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
 
   // A decisions file is replayed (and so read and checked) even when the
   // step fits unplanned.
-  if (ownUnplannedArena <= budgetBytes && decisionsFile.empty()) {
+  if (ownUnplannedArena <= budgetBytes && decisionsFile.empty() && savedBudgetBytes < 0) {
     if (report)
       *report << llvm::format("plan-memory @%s: the step fits unplanned: device arena %lld "
                               "bytes (%s) <= budget %lld bytes (%s) on %s; nothing changed\n",
@@ -751,6 +812,8 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                     checkpoints},
       candidates);
   problem.unplannedStepSeconds = unplannedTime.stepSeconds;
+  if (savedBudgetBytes >= 0)
+    ::offload::planner::withSavedBudget(problem, savedBudgetBytes);
   StepConeModel cones(candidates, model, options.maxConeOps);
   if (!problemFile.empty())
     addStandaloneCones(problem, cones);
@@ -781,6 +844,10 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
     noPlanFit = true;
     if (failed(checker.ensureStep(static_cast<StepPlan &>(*result->smallest))))
       return failure();
+    if (savedBudgetBytes >= 0)
+      return noPlanKeepsSaved(fn, problem, keptSavedBytes(*result->smallestState),
+                              result->smallest->arenaBytes, spec,
+                              jsonSteps ? &*jsonSteps : nullptr);
     return noPlanFits(fn, static_cast<StepPlan &>(*result->smallest).step(),
                       result->smallest->arenaBytes, budgetBytes, spec, attempt.errorNote,
                       jsonSteps ? &*jsonSteps : nullptr);

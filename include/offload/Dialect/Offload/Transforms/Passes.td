@@ -739,6 +739,14 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
            "Device memory for the step: bytes, or a number with KiB, MiB, GiB, TiB "
            "(powers of 1024) or kB, MB, GB, TB (powers of 1000); default: the "
            "target's memory">,
+    Option<"savedBudget", "saved-budget", "std::string", /*default=*/"\"\"",
+           "Also bound the saved bytes: the saved values left on the device "
+           "(neither recomputed nor offloaded) plus the checkpoints saved, at "
+           "most these bytes (units as for budget; 0 allowed), as PyTorch's "
+           "activation_memory_budget bounds them (times the saved bytes); the "
+           "device arena must still fit budget. Recompute regions' "
+           "intermediates and values held by shared regions are not saved "
+           "bytes. Default: no saved budget">,
     Option<"target", "target", "std::string", /*default=*/"\"h100-sxm\"",
            "The GPU planned for: h100-sxm, h100-pcie, a100-80g, a100-40g, l4, "
            "rtx-4090, host (this machine: the file offload-run --calibrate wrote, $OFFLOAD_HOST_TARGET or ~/.cache/offload/host-target.json) or FILE.json (docs/planner.md)">,
