@@ -246,6 +246,12 @@ void take(Planner &p, PlanState &s, Choice &best, const std::string &why) {
 
 } // namespace
 
+void offload::planner::takeSaved(Planner &p, PlanState &s, unsigned i, Decision decision,
+                                 double seconds, const Cone *cone, const std::string &why) {
+  Choice c{0, i, decision, 0, seconds, p.problem.saved[i].bytes, cone ? *cone : Cone()};
+  take(p, s, c, why);
+}
+
 // One round resolves the current peak point: every candidate that frees
 // bytes there is priced in added seconds per over-budget byte-point it
 // removes -- the sum, over every point above `aimBytes`, of the bytes it
@@ -406,7 +412,7 @@ const char *offload::planner::hostMovesName(HostMoves m) {
 bool offload::planner::decide(Planner &p, PlanState &s, int64_t aimBytes, HostMoves moves) {
   unshareAll(s);
   uncheckpointAll(p, s);
-  bool reached = greedy(p, s, aimBytes);
+  bool reached = p.useKnapsack ? knapsack(p, s, aimBytes) : greedy(p, s, aimBytes);
   int64_t at = reached ? aimBytes : std::max(aimBytes, s.profile.max().first);
   giveBack(p, s, at);
   if (moves != HostMoves::None) {

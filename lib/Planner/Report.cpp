@@ -139,6 +139,8 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
     os << "  run " << hostMovesName(run.moves);
     if (run.checkpoints)
       os << "+checkpoints";
+    if (run.knapsack)
+      os << "+knapsack";
     if (run.perturbSeed)
       os << "+perturbed " << run.perturbSeed;
     if (run.linkWeight != 1)
@@ -207,6 +209,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
         {"link_weight", run.linkWeight},
         {"checkpoints", run.checkpoints},
         {"perturb_seed", int64_t(run.perturbSeed)},
+        {"knapsack", run.knapsack},
         {"checks", std::move(checks)},
         {"step_seconds", run.seconds < 0 ? llvm::json::Value(nullptr) : run.seconds},
         {"arena_bytes", run.arena},

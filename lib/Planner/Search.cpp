@@ -130,6 +130,7 @@ llvm::FailureOr<std::optional<Plan>> Searcher::runRounds(HostMoves moves) {
   std::optional<Plan> fit;
   out.runs.push_back(RunLog{moves, p.linkWeight, p.checkpointReplan, {}, -1, 0, false});
   out.runs.back().perturbSeed = p.perturbSeed;
+  out.runs.back().knapsack = p.useKnapsack;
   for (int round = 1; round <= p.options.maxRounds; ++round) {
     ++out.checks;
     bool reached = decideJudged(roundAim, moves);
@@ -576,6 +577,25 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
       p.checkpointReplan = false;
       p.linkWeight = 1;
     }
+  }
+  // Under a saved budget, the knapsack's runs (Knapsack.cpp): the first
+  // decisions by the knapsack's dynamic program instead of the greedy, with
+  // and without the checkpoint re-plan; a plan kept where it simulates
+  // faster. The transformer and gpt examples and resnet18 at PyTorch's saved
+  // bytes on the FLOPs-priced target (bench/planner/pytorch_partitioner.py,
+  // 44 points): see docs/planner.md, "A saved budget".
+  if (start && out.chosen && p.problem.savedBudgetBytes >= 0) {
+    p.useKnapsack = true;
+    for (bool replan : {false, true}) {
+      if (replan && p.problem.checkpoints.empty())
+        continue;
+      p.checkpointReplan = replan;
+      if (llvm::failed(s.runAgain(HostMoves::None, *start, chosenTime, keptRun))) {
+        p.useKnapsack = p.checkpointReplan = false;
+        return llvm::failure();
+      }
+    }
+    p.useKnapsack = p.checkpointReplan = false;
   }
   if (out.chosen) {
     out.runs[keptRun].kept = true;

@@ -170,11 +170,12 @@ _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 
 
-def parse_bytes(value, what="budget"):
+def parse_bytes(value, what="budget", minimum=1):
     """Bytes as an int from an int or a string such as "12GiB", "1.5GiB",
     "512MB" (KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB of 1000), the
     planner's syntax. InputError (naming `what`) for anything else, zero,
-    negative, or more than 2^48 (the largest buffer a plan holds)."""
+    negative, or more than 2^48 (the largest buffer a plan holds); zero is
+    allowed with minimum=0 (the saved budget)."""
     if isinstance(value, bool):
         raise InputError(f"{what}: expected bytes (an int or a string like '12GiB'), got {value!r}")
     if isinstance(value, int):
@@ -189,8 +190,9 @@ def parse_bytes(value, what="budget"):
         n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
     else:
         raise InputError(f"{what}: expected bytes (an int or a string like '12GiB'), got {value!r}")
-    if n <= 0:
-        raise InputError(f"{what}: must be positive, got {value!r}")
+    if n < minimum:
+        raise InputError(f"{what}: must be " + ("positive" if minimum == 1 else f">= {minimum}")
+                         + f", got {value!r}")
     if n > MAX_BYTES:
         raise InputError(f"{what}: {value!r} is more than 2^48 bytes, the largest a plan holds")
     return n
@@ -535,7 +537,7 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
             target="h100-sxm", backend="host", device_bytes=None, threads=None,
             seed=0, exporter="auto", workdir=None, verbose=True, return_gradients=False,
             precision="fp32", attention_layout="blhd", fuse_attention=True, micro_batches=1,
-            data_parallel=False, bucket_bytes=25 * 2**20, zero=0):
+            data_parallel=False, bucket_bytes=25 * 2**20, zero=0, saved_budget=None):
     """Compiles one training step of `model` for the runtime.
 
     model           a torch.nn.Module (trained in train mode).
@@ -562,6 +564,14 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     optimizer       offload.SGD(...) or offload.AdamW(...) (default SGD(lr=0.01)).
     budget          device-memory budget in bytes (int or "12GiB"); None = no
                     planning (the step as autodiff builds it).
+    saved_budget    also bound the saved activations (bytes, int or "200MiB"; 0
+                    allowed): the saved values left on the device, neither
+                    recomputed nor offloaded, at most this many, as PyTorch's
+                    activation_memory_budget bounds them (there a fraction of
+                    the saved bytes); the arena must still fit `budget`
+                    (default: the target's memory). Plans even without a
+                    budget. None (default): no saved budget (docs/planner.md,
+                    "A saved budget"). BudgetError when no plan keeps that few.
     target          the planner's cost model: h100-sxm, h100-pcie, a100-80g,
                     a100-40g, l4, rtx-4090, host, or a target .json (docs/planner.md).
                     host reads this machine's calibrated host target file
@@ -677,6 +687,9 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
         raise InputError("example_inputs: keyword inputs need exporter='export' (torch.export, "
                          "PyTorch 2.x); a TorchScript trace takes positional inputs")
     budget_bytes = parse_bytes(budget) if budget is not None else None
+    saved_budget_bytes = None
+    if saved_budget is not None:
+        saved_budget_bytes = parse_bytes(saved_budget, "saved_budget", minimum=0)
     if device_bytes is not None:
         device_bytes = parse_bytes(device_bytes, "device_bytes")
     if data_parallel and (isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int)
@@ -815,7 +828,11 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     report = memory.get("text", "")
 
     lower_input = step_mlir
-    if budget_bytes is not None:
+    if budget_bytes is not None or saved_budget_bytes is not None:
+        budget_option = "" if budget_bytes is None else f"budget={budget_bytes} "
+        if saved_budget_bytes is not None:
+            budget_option += f"saved-budget={saved_budget_bytes} "
+
         def plan():
             if target == "host":
                 ensure_host_target(threads, log)
@@ -823,7 +840,7 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
                 # Each value quoted (_option_value): a user string never adds
                 # an option of its own.
                 _run("plan", [opt, step_mlir,
-                              f"--offload-plan-memory=budget={budget_bytes} "
+                              f"--offload-plan-memory={budget_option}"
                               f"target={_option_value('target', target)} "
                               f"report={_option_value('workdir', 'json:' + plan_report)}",
                               "--mlir-print-debuginfo", "-o", planned], log)

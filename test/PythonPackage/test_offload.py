@@ -20,6 +20,7 @@ larger (offload.testing; issue 27).
 """
 import copy
 import os
+import re
 
 import numpy as np
 import pytest
@@ -275,6 +276,28 @@ def test_budget_error_names_smallest_reachable(exporter):
                            verbose=False)
     step(x, y)
     assert step.measured_peak_device_bytes <= e.smallest_reachable_bytes
+
+
+def test_saved_budget_bounds_saved_bytes_and_is_bit_identical():
+    """saved_budget= (PyTorch's activation_memory_budget in bytes): with 0 the
+    planner keeps no saved activation on the device (it recomputes or offloads
+    each), plans without a `budget` (the target's memory), and the losses and
+    parameters stay bit-identical to the unplanned step's; bad values are
+    InputErrors naming saved_budget."""
+    x, y = batch(0)
+    free = offload.compile(mlp(), (x, y), verbose=False)
+    planned = offload.compile(mlp(), (x, y), saved_budget=0, verbose=False)
+    assert "saved budget 0 bytes (0 B): kept saved bytes" in planned.report
+    assert re.search(r"kept saved bytes \d+ -> 0 ", planned.report), planned.report
+    batches = [batch(k) for k in range(3)]
+    assert [free(a, b) for a, b in batches] == [planned(a, b) for a, b in batches]
+    for k, v in free.state_dict().items():
+        assert torch.equal(v, planned.state_dict()[k]), k
+    assert planned.measured_peak_device_bytes == planned.planned_peak_device_bytes
+    for bad, match in ((-1, "saved_budget: must be >= 0"),
+                       ("lots", "saved_budget: cannot read 'lots'"), (True, "saved_budget")):
+        with pytest.raises(offload.InputError, match=match):
+            offload.compile(mlp(), (x, y), saved_budget=bad, verbose=False)
 
 
 class WithLoss(nn.Module):

@@ -846,3 +846,50 @@ TEST(Search, SavedBudgetZeroTakesTheFallback) {
   ASSERT_TRUE(r->smallest);
   EXPECT_GT(r->smallest->arenaBytes, f.problem.budgetBytes);
 }
+
+// Under a saved budget the greedy's cheapest-per-byte order misses the
+// cover a knapsack finds: 20 bytes to free from a (20 bytes, 2.0 s), b (15
+// bytes, 1.4 s) and c (5 bytes, 1.0 s); the greedy takes b then c (2.4 s),
+// the knapsack a alone (2.0 s). The search keeps the knapsack's run. (The
+// copies take 100 s: no offload.)
+TEST(Knapsack, CoversWithTheFewestSeconds) {
+  Fixture f;
+  f.problem = flatProblem(10, 100, 1000);
+  f.problem.saved.push_back(savedValue("a", 20, -1, 10, true, 100));
+  f.problem.saved.push_back(savedValue("b", 15, -1, 10, true, 100));
+  f.problem.saved.push_back(savedValue("c", 5, -1, 10, true, 100));
+  withSavedBudget(f.problem, 20);
+  f.start();
+  f.cones.cones[0] = cone(2.0);
+  f.cones.cones[1] = cone(1.4);
+  f.cones.cones[2] = cone(1.0);
+  f.options.perturbedRuns = 0;
+  Planner p = f.planner();
+  {
+    PlanState s(f.problem);
+    ASSERT_TRUE(greedy(p, s, 20));
+    EXPECT_EQ(s.saved[0].decision, Decision::Keep);
+    EXPECT_EQ(s.saved[1].decision, Decision::Recompute);
+    EXPECT_EQ(s.saved[2].decision, Decision::Recompute);
+  }
+  {
+    PlanState s(f.problem);
+    f.cones.sync(s);
+    ASSERT_TRUE(knapsack(p, s, 20));
+    EXPECT_EQ(s.saved[0].decision, Decision::Recompute);
+    EXPECT_EQ(s.saved[1].decision, Decision::Keep);
+    EXPECT_EQ(s.saved[2].decision, Decision::Keep);
+    EXPECT_EQ(keptSavedBytes(s), 20);
+  }
+  f.cones.sync(PlanState(f.problem));
+  FakeChecker checker(p, 0);
+  llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+  ASSERT_TRUE(llvm::succeeded(r));
+  ASSERT_TRUE(r->chosen);
+  EXPECT_EQ(r->state.saved[0].decision, Decision::Recompute);
+  EXPECT_EQ(r->state.saved[1].decision, Decision::Keep);
+  bool knapsackKept = false;
+  for (const RunLog &run : r->runs)
+    knapsackKept |= run.knapsack && run.kept;
+  EXPECT_TRUE(knapsackKept);
+}

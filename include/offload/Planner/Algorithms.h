@@ -48,6 +48,9 @@ struct Planner {
   /// The checkpoint re-plan runs in `decide` (a run of its own in the
   /// search, Search.cpp).
   bool checkpointReplan = false;
+  /// The knapsack (Knapsack.cpp) takes the first decisions of `decide`
+  /// instead of the greedy (the search's knapsack run under a saved budget).
+  bool useKnapsack = false;
   /// Non-zero: the greedy's prices are perturbed, per candidate, by a
   /// factor drawn from this seed (the search's randomised restarts,
   /// Search.cpp); 0: the prices as they are.
@@ -81,6 +84,16 @@ struct Planner {
 /// The greedy at the peak (Chvatal's cost-effectiveness rule, over the
 /// excess above `aimBytes`): true when the profile reaches the aim.
 bool greedy(Planner &p, PlanState &s, int64_t aimBytes);
+/// Under a saved budget: the candidates live at the peak that free at least
+/// (peak - aimBytes) bytes at the least price, by the knapsack's dynamic
+/// program (Knapsack.cpp), then the greedy for what is left; true when the
+/// profile reaches the aim. Any profile works; it is exact only where the
+/// peak is one point all candidates span (the saved bytes').
+bool knapsack(Planner &p, PlanState &s, int64_t aimBytes);
+/// Takes `decision` (Recompute with `cone`, or Offload) for kept saved
+/// candidate i at `seconds`, with `why`, as the greedy takes it.
+void takeSaved(Planner &p, PlanState &s, unsigned i, Decision decision, double seconds,
+               const Cone *cone, const std::string &why);
 /// Reverse delete: decisions, most expensive first, given back while the
 /// profile stays at or below `aimBytes`.
 void giveBack(Planner &p, PlanState &s, int64_t aimBytes);

@@ -74,6 +74,8 @@ struct RunLog {
   double stallRatio = 0;
   /// The randomised restart's seed (Planner::perturbSeed); 0: none.
   uint64_t perturbSeed = 0;
+  /// The knapsack took the first decisions (Planner::useKnapsack).
+  bool knapsack = false;
 };
 
 struct SearchResult {
