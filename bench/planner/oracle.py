@@ -85,6 +85,13 @@ def options_of(problem):
     return [(ci, o) for ci, c in enumerate(problem["candidates"]) for o in c["options"]]
 
 
+# Memory rows and the chains' T variables in MB, not bytes: with byte-sized
+# coefficients (up to 1e9) next to objective terms of 1e-2, HiGHS returned
+# "optimal" LP objectives above a feasible point's (ResNet-50 bf16-mixed at
+# 8.53 GB: 1.651e-3 s, or 1.735e-3 s without presolve, where the planner's
+# own decisions are feasible at 1.545e-3 s), which no bound may do.
+BYTE_SCALE = 1e-6
+
 WINDOWS = ("to_host_forward", "to_host_backward", "to_device_forward", "to_device_backward")
 
 
@@ -220,11 +227,28 @@ def planner_choice(problem):
     return chosen
 
 
-def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
+def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=False):
     """Returns (status, objective, chosen option indices, seconds). With
     `relax`, the LP relaxation (every x in [0, 1]) with shared regions (y
     below; `shared`: planner_held's pairs, offered too): its objective is a
-    lower bound on the MILP's, and no options are chosen."""
+    lower bound on the MILP's, and no options are chosen.
+
+    `valid` (with `relax`): the copies priced as a relaxation of every real
+    schedule rather than with the planner's per-phase windows, so that the
+    objective bounds the simulated step of any plan at that peak, not only
+    the model's optimum (the realistic table's bound): compute stalls for
+    copies at least as long as the largest of (i) each link's copy seconds
+    less all the step's compute (the unplanned step's, the recomputes' and
+    the host updates': a link carries its copies one at a time within the
+    step, whatever compute they overlap), and (ii) the sum of the offloads'
+    own unhidden parts (each a wait at its own program point: the copy to
+    the host before its release, and the prefetch between the start of
+    backward, where the prefetch tuning keeps it, and its first use); the
+    planner's tie-break share of copy seconds (not a cost) is left out. The
+    per-phase windows summed over phases and directions are not a
+    relaxation: the prefetch tuning hides copies they count (GPT-2 124M
+    bf16-mixed at 9.01 GB on h100-sxm: the model's bound 3.4% above the
+    simulated plan)."""
     opts = options_of(problem)
     n_opt = len(opts)
     rec = recompute_options(problem)
@@ -260,6 +284,25 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
                     (v, w) in direct or (shared is not None and shared.get(w, (None,))[0] == v)):
                 y_index[(v, w)] = n + len(y_index)
         n += len(y_index)
+    # The valid bound's op variables: u[o] >= x[k] for every recompute option
+    # k whose cone runs op o even with every checkpoint candidate saved
+    # (`min_ops` in the problem file: the fewest ops any region recomputing
+    # it runs); each op's seconds counted once (options without it keep
+    # their seconds).
+    u_index, u_seconds, u_of = {}, {}, {}
+    if valid and relax:
+        for k, (_, o) in enumerate(opts):
+            if o["decision"] != "recompute" or "min_ops" not in o:
+                continue
+            mine = {}
+            for op, sec in o["min_ops"]:
+                mine[op] = mine.get(op, 0.0) + sec
+            u_of[k] = list(mine)
+            for op, sec in mine.items():
+                if op not in u_index:
+                    u_index[op] = n + len(u_index)
+                u_seconds[op] = max(u_seconds.get(op, 0.0), sec)
+        n += len(u_index)
     base = np.array(problem["base_live_bytes"], dtype=np.float64)
     points = len(base)
     # The objective in percent of the unplanned step (HiGHS's absolute
@@ -268,10 +311,37 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
     cost = np.zeros(n)
     cost[:n_opt] = [o["seconds"] * scale for _, o in opts]
     cost[n_opt:base_z] = 1.0  # e_w, in percent of the step too
+    valid = valid and relax
+    tie = problem.get("tie_break", 0.01)
+    if valid:
+        # Offloads' own unhidden parts go to the stall (row (ii) below); host
+        # parameters pay their update (compute) without the tie-break share.
+        for k, (_, o) in enumerate(opts):
+            if o["decision"] == "offload":
+                cost[k] = 0.0
+            elif o["decision"] == "host":
+                cost[k] = max(0.0, o["seconds"] - tie * (o.get("to_host_seconds", 0.0)
+                                                         + o.get("to_device_seconds", 0.0))) * scale
+        # The stall S (the first exposure variable) is the objective's; the
+        # second and third are the two links' exposures, the fourth unused.
+        cost[n_opt + 1:base_z] = 0.0
+        # Recomputes: each op of the union of the recomputed cones once (a
+        # region reruns at least its standalone cone, and chains and shared
+        # regions only add ops to it or hold what it computed), so the
+        # chains' z and the sharing's y cost nothing here.
+        for k in u_of:
+            cost[k] = 0.0
+        for op, j in u_index.items():
+            cost[j] = u_seconds[op] * scale
     for (v, w), j in z_index.items():
         cost[j] = opts[rec[w]][1]["seconds"] * scale
     for (v, w), j in y_index.items():
         cost[j] = -opts[rec[w]][1]["seconds"] * scale
+    if u_index:
+        for (v, w), j in z_index.items():
+            cost[j] = 0.0
+        for j in y_index.values():
+            cost[j] = 0.0
     rows, cols, vals = [], [], []
     # Memory rows: only points that can exceed the limit.
     added = np.zeros(points)
@@ -304,7 +374,7 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
             if v:
                 rows.append(row_of[p])
                 cols.append(k)
-                vals.append(v)
+                vals.append(v * BYTE_SCALE)
     for v, j in t_index.items():
         at = opts[rec[v]][1]["at"]
         if at in row_of:
@@ -317,7 +387,7 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
             if p in row_of:
                 rows.append(row_of[p])
                 cols.append(j)
-                vals.append(float(b))
+                vals.append(float(b) * BYTE_SCALE)
     constraints = []
     # Chains: z >= (both ends and the path recomputed) - ..., T_v >= m_w z.
     cr, cc, cv, hi_ = [], [], [], []
@@ -332,7 +402,7 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
         r = len(hi_)
         cr += [r, r]
         cc += [j, t_index[v]]
-        cv += [float(m[w]), -1.0]
+        cv += [float(m[w]) * BYTE_SCALE, -1.0]
         hi_.append(0.0)
     # y <= z (the sharing region reruns w's cone); each w shared at most
     # once, and only when recomputed.
@@ -350,12 +420,19 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
         cc += js + [rec[w]]
         cv += [1.0] * len(js) + [-1.0]
         hi_.append(0.0)
+    for k, ops_k in u_of.items():
+        for op in ops_k:
+            r = len(hi_)
+            cr += [r, r]
+            cc += [k, u_index[op]]
+            cv += [1.0, -1.0]
+            hi_.append(0.0)
     if hi_:
         constraints.append(LinearConstraint(coo_matrix((cv, (cr, cc)), shape=(len(hi_), n)),
                                             -np.inf, np.array(hi_)))
     if len(hot):
         a = coo_matrix((vals, (rows, cols)), shape=(len(hot), n))
-        constraints.append(LinearConstraint(a, -np.inf, limit_bytes - base[hot]))
+        constraints.append(LinearConstraint(a, -np.inf, (limit_bytes - base[hot]) * BYTE_SCALE))
     # At most one option per candidate.
     cand = sorted({ci for ci, _ in opts})
     r2, c2 = [], []
@@ -370,12 +447,46 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
     # e_w >= sum x * link_w - window_w, in percent of the step
     # (in seconds, 1e-6-sized coefficients fall under HiGHS's feasibility
     # tolerance).
-    for j, key in enumerate(WINDOWS):
+    if not valid:
+        for j, key in enumerate(WINDOWS):
+            row = np.zeros(n)
+            row[:n_opt] = [o["link"].get(key, 0.0) * scale for _, o in opts]
+            row[n_opt + j] = -1.0
+            constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf,
+                                                problem["link_windows"][key] * scale))
+    else:
+        # Compute that hides copies beyond the unplanned step's: the
+        # recomputes (their own cones and the chains' z) and host updates.
+        hide = np.zeros(n)
+        for k, (_, o) in enumerate(opts):
+            if o["decision"] == "recompute" and k not in u_of:
+                hide[k] = o["seconds"] * scale
+            elif o["decision"] == "host":
+                hide[k] = cost[k]
+        for op, j in u_index.items():
+            hide[j] = cost[j]
+        if not u_index:
+            for (v, w), j in z_index.items():
+                hide[j] = opts[rec[w]][1]["seconds"] * scale
+        compute = problem.get("compute_seconds", 0.0) * scale
+        for j, keys in ((1, ("to_host_forward", "to_host_backward")),
+                        (2, ("to_device_forward", "to_device_backward"))):
+            row = -hide.copy()
+            row[:n_opt] += [sum(o["link"].get(key, 0.0) for key in keys) * scale
+                            for _, o in opts]
+            row[n_opt + j] = -1.0
+            constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, compute))
+            row = np.zeros(n)
+            row[n_opt + j] = 1.0
+            row[n_opt] = -1.0
+            constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, 0.0))
         row = np.zeros(n)
-        row[:n_opt] = [o["link"].get(key, 0.0) * scale for _, o in opts]
-        row[n_opt + j] = -1.0
-        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf,
-                                            problem["link_windows"][key] * scale))
+        for k, (_, o) in enumerate(opts):
+            if o["decision"] == "offload":
+                row[k] = max(0.0, o["seconds"] - tie * (o.get("to_host_seconds", 0.0)
+                                                        + o.get("to_device_seconds", 0.0))) * scale
+        row[n_opt] = -1.0
+        constraints.append(LinearConstraint(row.reshape(1, -1), -np.inf, 0.0))
     integrality = np.zeros(n)
     if not relax:
         integrality[:n_opt] = 1
@@ -384,6 +495,8 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None):
     ub[n_opt:base_z] = np.inf
     ub[base_t:] = np.inf
     for j in y_index.values():
+        ub[j] = 1.0
+    for j in u_index.values():
         ub[j] = 1.0
     t0 = time.perf_counter()
     options = {"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9}

@@ -101,16 +101,20 @@ its device arena is at most the budget.
 The lower bound: the LP relaxation of the planner's exported decision problem
 (bench/planner/oracle.py's solve(relax=True), HiGHS through scipy), at the
 peak the planner's own decisions reach in that model (with its shared
-recompute regions: oracle.planner_held; the LP may share too); the bound on
-the step time is the unplanned simulated step plus the LP's optimum. It is the model's
-bound: it holds for real plans where the model is a relaxation of the
-mechanisms (docs/planner.md). gap = (ours - bound) / bound, ours simulated;
-`priced` is the unplanned step plus ours priced in that model (the LP's
-objective at our decisions), so priced - bound is the gap in the model and
-never negative, while the simulated gap is negative where the model prices
-our plan above what the simulator finds.
+recompute regions: oracle.planner_held; the LP may share too), with the
+copies priced as a relaxation of every real schedule (solve(valid=True):
+the stall at least each link's copy seconds less all the step's compute, and
+at least the offloads' own unhidden parts; not the planner's per-phase
+windows, which the prefetch tuning beats); the bound on the step time is the
+unplanned simulated step plus the LP's optimum. gap = (ours - bound) /
+bound, ours simulated; `priced` is the unplanned step plus ours priced in
+the planner's model (the per-phase windows), so it may lie above ours and
+below or above the bound. (Until 7 December 2026 the bound used the
+per-phase windows too, and fell above the simulated plan on three rows:
+GPT-2 124M bf16-mixed at 9.01 GB by 3.4%.)
 
---check exits 1 when a row where ours is planned has no bound, or ours does
+--check exits 1 when a row where ours is planned has no bound or a bound
+above ours (by more than 0.1%: the step times are read to 4 digits), or ours does
 not fit a budget that a baseline fits, or ours is slower than the fastest
 baseline that fits (by more than 0.1%), unless the row is in the known-losses
 list (--known-losses FILE: lines "workload target budget-index [precision]",
@@ -768,7 +772,8 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
     # which the LP relaxation may take too; the MILP below without them.
     held = oracle.planner_held(problem)
     lp_limit = int(oracle.live_after(problem, mine, held).max()) if mine else limit
-    status, lp, _, secs = oracle.solve(problem, lp_limit, 600.0, relax=True, shared=held)
+    status, lp, _, secs = oracle.solve(problem, lp_limit, 600.0, relax=True, shared=held,
+                                       valid=True)
     res["lp_s"] = secs
     if status == "optimal":
         res["bound"] = r["t0"] + lp
@@ -796,6 +801,10 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
 
 
 # --- The table --------------------------------------------------------------------
+
+# The bound may lie above ours by this much before --check calls it broken:
+# the report states step times to 4 significant digits.
+BOUND_TOLERANCE = 1e-3
 
 # The issue's "within 3% of the MILP where it solves": ours against the
 # MILP optimum's plan built with the same passes and simulated the same way.
@@ -1050,6 +1059,11 @@ def main():
                     why.append(f"{best[0]} faster by {100 * (ours / best[1] - 1):.1f}%")
                 if r["fits"] and bound is None:
                     why.append("no bound")
+                elif ours is not None and bound is not None and \
+                        bound > ours * (1 + BOUND_TOLERANCE):
+                    # The bound is a relaxation of every plan (solve(valid=True)):
+                    # above a simulated plan, a term of it is not.
+                    why.append(f"bound {100 * (bound / ours - 1):.1f}% above ours")
                 if ours is not None and r.get("milp") is not None and \
                         ours > r["milp"] * (1 + MILP_TOLERANCE):
                     why.append(f"{100 * (ours / r['milp'] - 1):.1f}% over the MILP's plan")
@@ -1108,7 +1122,8 @@ def main():
             print("CHECK FAILED:", f)
         if failures:
             return 1
-        print("check ok: no row loses to a baseline that fits or lacks its bound"
+        print("check ok: no row loses to a baseline that fits, lacks its bound or has a bound "
+              "above ours"
               + (f" ({len(expected)} known losses)" if expected else ""))
     return 0
 

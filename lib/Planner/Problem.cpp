@@ -126,6 +126,23 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
           j.value(int64_t(r));
       });
       j.attribute("at", c.firstBackward);
+      // The cone's ops ([id, seconds], an id per op of the step): the
+      // oracle's valid bound counts an op several recomputed cones share
+      // once, as one region holding them all would run it.
+      auto opList = [&](const char *key, llvm::ArrayRef<std::pair<int64_t, double>> ops) {
+        if (!ops.empty())
+          j.attributeArray(key, [&] {
+            for (auto [id, seconds] : ops)
+              j.array([&] {
+                j.value(id);
+                j.value(seconds);
+              });
+          });
+      };
+      opList("ops", cone.ops);
+      // With every checkpoint candidate saved (the fewest a region runs).
+      opList("min_ops", c.minimalConeOps.empty() ? llvm::ArrayRef(cone.ops)
+                                                 : llvm::ArrayRef(c.minimalConeOps));
     });
   };
   j.object([&] {
@@ -140,6 +157,9 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
     j.attribute("achieved_bytes", state.profile.max().first);
     j.attribute("fallback", fallback);
     j.attribute("compute_seconds", problem.computeSeconds);
+    // The share of copy seconds the options' seconds carry as a tie-break
+    // (not a cost: the oracle's valid bound takes it out).
+    j.attribute("tie_break", tieBreak);
     // Link windows (seconds of compute that hide copies), per direction
     // and phase; each option's "link" gives its copy seconds in each.
     j.attributeObject("link_windows", [&] {

@@ -69,6 +69,11 @@ struct Cone {
   /// the cone's inputs (saved: the cone stops there), and among the
   /// results of its ops (not saved: the cone reruns their producers).
   llvm::SmallVector<unsigned> checkpointsRead, checkpointsThrough;
+  /// Each op of the cone (an id unique in the step: its position in the
+  /// step's body) with its seconds; only for the standalone cones the
+  /// problem= file states (the oracle's bound counts an op that several
+  /// cones share once).
+  std::vector<std::pair<int64_t, double>> ops;
 };
 
 /// The static facts of one saved device buffer: the saves of a forward
@@ -104,6 +109,11 @@ struct SavedFacts {
   /// The recompute option's cone with every other saved value kept (only
   /// when the builder was asked for it: the problem= file states it).
   std::optional<Cone> standaloneCone;
+  /// The ops of the recompute option's cone with every checkpoint candidate
+  /// saved as well (the fewest ops any region that recomputes this value
+  /// runs; the problem= file states it as `min_ops`, the oracle's valid
+  /// bound counts them).
+  std::vector<std::pair<int64_t, double>> minimalConeOps;
 };
 
 /// The static facts of one parameter that may live on the host (its update

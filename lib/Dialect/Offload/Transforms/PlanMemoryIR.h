@@ -70,11 +70,14 @@ class StepConeModel : public ::offload::planner::ConeModel {
 public:
   StepConeModel(const StepCandidates &candidates, const TargetModel &model, size_t maxConeOps);
   std::optional<Cone> coneOf(unsigned i) override;
+  /// Candidate i's cone against the current availability, not memoized,
+  /// with its ops (Cone::ops).
+  std::optional<Cone> coneWithOps(unsigned i);
   void setRecomputed(unsigned i, bool recomputed) override;
   void setCheckpoint(unsigned k, bool saved) override;
 
 private:
-  std::optional<Cone> walk(unsigned i);
+  std::optional<Cone> walk(unsigned i, bool withOps = false);
   void drop(SmallVectorImpl<unsigned> &dependents);
 
   const StepCandidates &candidates;
@@ -97,6 +100,8 @@ private:
   llvm::DenseMap<Value, unsigned> checkpointOf;
   std::vector<SmallVector<unsigned, 4>> readByCheckpoint, passedByCheckpoint;
   std::vector<char> checkpointSaved;
+  /// Position of each op in the step's body (coneWithOps), built once.
+  llvm::DenseMap<Operation *, int64_t> opIndex;
 };
 
 /// Builds the problem of `in.base` (its candidates into `candidates`).

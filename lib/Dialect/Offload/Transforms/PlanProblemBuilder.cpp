@@ -146,7 +146,16 @@ static int64_t coneTransientPeak(const llvm::SetVector<Operation *> &cone, Array
   return peak;
 }
 
-std::optional<Cone> StepConeModel::walk(unsigned i) {
+std::optional<Cone> StepConeModel::coneWithOps(unsigned i) {
+  if (opIndex.empty() && !candidates.saves.empty()) {
+    int64_t k = 0;
+    for (Operation &op : *candidates.saves.front()->getBlock())
+      opIndex[&op] = k++;
+  }
+  return walk(i, /*withOps=*/true);
+}
+
+std::optional<Cone> StepConeModel::walk(unsigned i, bool withOps) {
   ArrayRef<Value> values = candidates.valuesOf[i];
   // The candidate's own values are what the cone produces, not inputs.
   SmallVector<Value> own;
@@ -161,8 +170,16 @@ std::optional<Cone> StepConeModel::walk(unsigned i) {
     return std::nullopt;
   Cone r;
   r.numOps = cone.size();
-  for (Operation *op : cone)
-    r.seconds += model.opSeconds(op);
+  for (Operation *op : cone) {
+    double seconds = model.opSeconds(op);
+    r.seconds += seconds;
+    if (withOps) {
+      Operation *top = op;
+      while (top && !opIndex.count(top))
+        top = top->getParentOp();
+      r.ops.push_back({top ? opIndex.lookup(top) : -1 - int64_t(r.ops.size()), seconds});
+    }
+  }
   r.transientBytes = coneTransientPeak(cone, values);
   for (Value in : inputs)
     if (auto it = candidateOf.find(in);
@@ -575,5 +592,14 @@ PlanProblem mlir::offload::planning::buildPlanProblem(const ProblemInputs &in,
 void mlir::offload::planning::addStandaloneCones(PlanProblem &problem, StepConeModel &cones) {
   for (auto [i, c] : llvm::enumerate(problem.saved))
     if (c.recomputable)
-      c.standaloneCone = cones.coneOf(unsigned(i));
+      c.standaloneCone = cones.coneWithOps(unsigned(i));
+  // With every checkpoint candidate saved: the fewest ops a region runs.
+  for (unsigned k = 0; k < problem.checkpoints.size(); ++k)
+    cones.setCheckpoint(k, true);
+  for (auto [i, c] : llvm::enumerate(problem.saved))
+    if (c.recomputable && c.standaloneCone)
+      if (std::optional<Cone> minimal = cones.coneWithOps(unsigned(i)))
+        c.minimalConeOps = std::move(minimal->ops);
+  for (unsigned k = 0; k < problem.checkpoints.size(); ++k)
+    cones.setCheckpoint(k, false);
 }
