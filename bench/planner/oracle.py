@@ -285,24 +285,41 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
                 y_index[(v, w)] = n + len(y_index)
         n += len(y_index)
     # The valid bound's op variables: u[o] >= x[k] for every recompute option
-    # k whose cone runs op o even with every checkpoint candidate saved
-    # (`min_ops` in the problem file: the fewest ops any region recomputing
-    # it runs); each op's seconds counted once (options without it keep
-    # their seconds).
-    u_index, u_seconds, u_of = {}, {}, {}
+    # k whose standalone cone runs op o (`ops` in the problem file), less the
+    # checkpoint candidates downstream of o in that cone, s[c] (a region
+    # skips o only where one of them is saved; ops in `min_ops`, which run
+    # whatever is saved, have none): u[o] >= x[k] - sum s[c]. Each op's
+    # seconds counted once; each s[c] holds its bytes from its last forward
+    # use to the first region that could read it (at least that long in any
+    # plan that saves it). Options without `ops` keep their seconds.
+    u_index, u_seconds, u_of, s_index, s_until = {}, {}, {}, {}, {}
     if valid and relax:
+        # A file without the checkpoint candidates (before 7 December 2026's
+        # last change) counts `min_ops` alone: checkpoints then cost nothing.
+        key = "ops" if "checkpoints" in problem else "min_ops"
         for k, (_, o) in enumerate(opts):
-            if o["decision"] != "recompute" or "min_ops" not in o:
+            if o["decision"] != "recompute" or key not in o:
                 continue
+            must = {e[0] for e in o.get("min_ops", [])}
             mine = {}
-            for op, sec in o["min_ops"]:
-                mine[op] = mine.get(op, 0.0) + sec
-            u_of[k] = list(mine)
-            for op, sec in mine.items():
+            for e in o[key]:
+                sec_cps = mine.setdefault(e[0], [0.0, set()])
+                sec_cps[0] += e[1]
+                if len(e) > 2:
+                    sec_cps[1].update(e[2])
+            u_of[k] = []
+            for op, (sec, cps) in mine.items():
                 if op not in u_index:
                     u_index[op] = n + len(u_index)
                 u_seconds[op] = max(u_seconds.get(op, 0.0), sec)
+                cps = [] if op in must else sorted(cps)
+                u_of[k].append((op, cps))
+                for c in cps:
+                    s_until[c] = min(s_until.get(c, o["at"]), o["at"])
         n += len(u_index)
+        for c in sorted(s_until):
+            s_index[c] = n + len(s_index)
+        n += len(s_index)
     base = np.array(problem["base_live_bytes"], dtype=np.float64)
     points = len(base)
     # The objective in percent of the unplanned step (HiGHS's absolute
@@ -358,6 +375,10 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
                         problem["candidates"][key[1]]["bytes"]) for key in y_index}
     for lo, hi, b in held_range.values():
         added[lo:hi + 1] += b
+    checkpoint_range = {c: (problem["checkpoints"][c]["last_forward"] + 1, s_until[c] - 1,
+                            problem["checkpoints"][c]["bytes"]) for c in s_index}
+    for lo, hi, b in checkpoint_range.values():
+        added[lo:hi + 1] += b
     hot = np.nonzero(base + added > limit_bytes)[0]
     row_of = {int(p): r for r, p in enumerate(hot)}
     for k, (_, o) in enumerate(opts):
@@ -383,6 +404,13 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
             vals.append(1.0)
     for key, j in y_index.items():
         lo, hi, b = held_range[key]
+        for p in range(lo, hi + 1):
+            if p in row_of:
+                rows.append(row_of[p])
+                cols.append(j)
+                vals.append(float(b) * BYTE_SCALE)
+    for c, j in s_index.items():
+        lo, hi, b = checkpoint_range[c]
         for p in range(lo, hi + 1):
             if p in row_of:
                 rows.append(row_of[p])
@@ -421,11 +449,11 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
         cv += [1.0] * len(js) + [-1.0]
         hi_.append(0.0)
     for k, ops_k in u_of.items():
-        for op in ops_k:
+        for op, cps in ops_k:
             r = len(hi_)
-            cr += [r, r]
-            cc += [k, u_index[op]]
-            cv += [1.0, -1.0]
+            cr += [r, r] + [r] * len(cps)
+            cc += [k, u_index[op]] + [s_index[c] for c in cps]
+            cv += [1.0, -1.0] + [-1.0] * len(cps)
             hi_.append(0.0)
     if hi_:
         constraints.append(LinearConstraint(coo_matrix((cv, (cr, cc)), shape=(len(hi_), n)),
@@ -496,7 +524,7 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
     ub[base_t:] = np.inf
     for j in y_index.values():
         ub[j] = 1.0
-    for j in u_index.values():
+    for j in list(u_index.values()) + list(s_index.values()):
         ub[j] = 1.0
     t0 = time.perf_counter()
     options = {"time_limit": time_limit, "disp": False, "mip_rel_gap": 1e-9}

@@ -129,20 +129,28 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
       // The cone's ops ([id, seconds], an id per op of the step): the
       // oracle's valid bound counts an op several recomputed cones share
       // once, as one region holding them all would run it.
-      auto opList = [&](const char *key, llvm::ArrayRef<std::pair<int64_t, double>> ops) {
+      // `ops` also states, per op, the checkpoint candidates downstream of
+      // it in the cone (a region skips the op only where one is saved).
+      auto opList = [&](const char *key, llvm::ArrayRef<ConeOp> ops, bool withCheckpoints) {
         if (!ops.empty())
           j.attributeArray(key, [&] {
-            for (auto [id, seconds] : ops)
+            for (const ConeOp &op : ops)
               j.array([&] {
-                j.value(id);
-                j.value(seconds);
+                j.value(op.id);
+                j.value(op.seconds);
+                if (withCheckpoints)
+                  j.array([&] {
+                    for (unsigned k : op.checkpoints)
+                      j.value(int64_t(k));
+                  });
               });
           });
       };
-      opList("ops", cone.ops);
+      opList("ops", cone.ops, true);
       // With every checkpoint candidate saved (the fewest a region runs).
-      opList("min_ops", c.minimalConeOps.empty() ? llvm::ArrayRef(cone.ops)
-                                                 : llvm::ArrayRef(c.minimalConeOps));
+      opList("min_ops",
+             c.minimalConeOps.empty() ? llvm::ArrayRef(cone.ops) : llvm::ArrayRef(c.minimalConeOps),
+             false);
     });
   };
   j.object([&] {
@@ -179,6 +187,16 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
     });
     j.attribute("decisions_seconds", state.priceOfDecisions(tieBreak, 1.0));
     j.attribute("timed_links", state.timedLinks);
+    // The checkpoint candidates (the cones' `ops` name them by index):
+    // bytes and last forward use.
+    j.attributeArray("checkpoints", [&] {
+      for (const CheckpointFacts &k : problem.checkpoints)
+        j.object([&] {
+          j.attribute("name", k.name);
+          j.attribute("bytes", k.bytes);
+          j.attribute("last_forward", k.lastForward);
+        });
+    });
     j.attributeArray("base_live_bytes", [&] {
       for (int64_t v : problem.baseLive)
         j.value(v);

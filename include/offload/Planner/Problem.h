@@ -48,6 +48,17 @@ struct Freed {
 /// Bytes the ranges free at program point `point`.
 int64_t bytesFreedAt(llvm::ArrayRef<Freed> freed, int64_t point);
 
+/// One op of a standalone cone (the problem= file's `ops`): an id unique in
+/// the step (its position in the step's body), its seconds, and the
+/// checkpoint candidates (indices into PlanProblem::checkpoints) among the
+/// results of the cone's ops downstream of it (its own included): a region
+/// can skip the op only where one of them is saved.
+struct ConeOp {
+  int64_t id = 0;
+  double seconds = 0;
+  llvm::SmallVector<unsigned, 2> checkpoints;
+};
+
 /// A recompute region's cone against some decisions: what rerunning it
 /// costs and which candidates it touches (candidate indices into
 /// PlanProblem::saved).
@@ -69,11 +80,10 @@ struct Cone {
   /// the cone's inputs (saved: the cone stops there), and among the
   /// results of its ops (not saved: the cone reruns their producers).
   llvm::SmallVector<unsigned> checkpointsRead, checkpointsThrough;
-  /// Each op of the cone (an id unique in the step: its position in the
-  /// step's body) with its seconds; only for the standalone cones the
+  /// Each op of the cone (ConeOp); only for the standalone cones the
   /// problem= file states (the oracle's bound counts an op that several
-  /// cones share once).
-  std::vector<std::pair<int64_t, double>> ops;
+  /// cones share once, and lets a saved checkpoint skip the ops behind it).
+  std::vector<ConeOp> ops;
 };
 
 /// The static facts of one saved device buffer: the saves of a forward
@@ -113,7 +123,7 @@ struct SavedFacts {
   /// saved as well (the fewest ops any region that recomputes this value
   /// runs; the problem= file states it as `min_ops`, the oracle's valid
   /// bound counts them).
-  std::vector<std::pair<int64_t, double>> minimalConeOps;
+  std::vector<ConeOp> minimalConeOps;
 };
 
 /// The static facts of one parameter that may live on the host (its update

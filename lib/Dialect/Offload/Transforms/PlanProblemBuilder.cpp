@@ -177,7 +177,27 @@ std::optional<Cone> StepConeModel::walk(unsigned i, bool withOps) {
       Operation *top = op;
       while (top && !opIndex.count(top))
         top = top->getParentOp();
-      r.ops.push_back({top ? opIndex.lookup(top) : -1 - int64_t(r.ops.size()), seconds});
+      r.ops.push_back({top ? opIndex.lookup(top) : -1 - int64_t(r.ops.size()), seconds, {}});
+    }
+  }
+  if (withOps && !checkpointOf.empty()) {
+    // The checkpoint candidates downstream of each op (the cone is in
+    // post-order: an op's users in the cone come after it).
+    llvm::DenseMap<Operation *, size_t> at;
+    for (auto [k, op] : llvm::enumerate(cone))
+      at[op] = k;
+    for (size_t k = cone.size(); k-- > 0;) {
+      Operation *op = cone[k];
+      llvm::SmallVector<unsigned, 2> &set = r.ops[k].checkpoints;
+      for (Value res : op->getResults()) {
+        if (auto it = checkpointOf.find(res); it != checkpointOf.end())
+          set.push_back(it->second);
+        for (Operation *user : res.getUsers())
+          if (auto u = at.find(user); u != at.end() && u->second > k)
+            llvm::append_range(set, r.ops[u->second].checkpoints);
+      }
+      llvm::sort(set);
+      set.erase(std::unique(set.begin(), set.end()), set.end());
     }
   }
   r.transientBytes = coneTransientPeak(cone, values);
