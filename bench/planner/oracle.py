@@ -402,15 +402,9 @@ def solve(problem, limit_bytes, time_limit, relax=False, shared=None, valid=Fals
             rows.append(row_of[at])
             cols.append(j)
             vals.append(1.0)
-    for key, j in y_index.items():
-        lo, hi, b = held_range[key]
-        for p in range(lo, hi + 1):
-            if p in row_of:
-                rows.append(row_of[p])
-                cols.append(j)
-                vals.append(float(b) * BYTE_SCALE)
-    for c, j in s_index.items():
-        lo, hi, b = checkpoint_range[c]
+    # Held values (y) and saved checkpoints (s): their bytes over their ranges.
+    for j, (lo, hi, b) in [(j, held_range[key]) for key, j in y_index.items()] + \
+            [(j, checkpoint_range[c]) for c, j in s_index.items()]:
         for p in range(lo, hi + 1):
             if p in row_of:
                 rows.append(row_of[p])
