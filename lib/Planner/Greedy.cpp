@@ -143,13 +143,13 @@ std::optional<Choice> recomputeChoice(Planner &p, const PlanState &s, const Exce
   // Each recomputed region that reads i reruns its cone too; under a saved
   // budget, where holding values costs no saved bytes, shared regions run
   // the chain once (shareRecomputes), so the cone is paid once.
-  double reruns = p.problem.savedBudgetBytes >= 0 ? 1.0 : double(1 + deps.size());
+  double reruns = p.problem.hasSavedBudget() ? 1.0 : double(1 + deps.size());
   Choice r{0, i, Decision::Recompute, 0,
            cone->seconds * reruns - (switching ? now.seconds : 0.0), c.bytes, *cone};
   r.benefit = switching ? ex.coverage(c.lastForward + 1, c.offloadFreed.lo - 1, c.bytes) +
                               ex.coverage(c.offloadFreed.hi + 1, c.firstBackward - 1, c.bytes)
                         : ex.coverage(c.lastForward + 1, c.firstBackward - 1, c.bytes);
-  if (p.problem.savedBudgetBytes >= 0)
+  if (p.problem.hasSavedBudget())
     return r; // saved bytes only: a region's intermediates are not saved
   r.benefit -= ex.transientCost(c.firstBackward, cone->transientBytes, aimBytes);
   for (unsigned j : deps)

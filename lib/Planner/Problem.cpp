@@ -126,11 +126,10 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
           j.value(int64_t(r));
       });
       j.attribute("at", c.firstBackward);
-      // The cone's ops ([id, seconds], an id per op of the step): the
-      // oracle's valid bound counts an op several recomputed cones share
-      // once, as one region holding them all would run it.
-      // `ops` also states, per op, the checkpoint candidates downstream of
-      // it in the cone (a region skips the op only where one is saved).
+      // The cone's ops ([id, seconds, checkpoint candidates downstream of
+      // it in the cone], an id per op of the step): the oracle's valid bound
+      // counts an op several recomputed cones share once, and lets a saved
+      // checkpoint downstream of an op skip it.
       auto opList = [&](const char *key, llvm::ArrayRef<ConeOp> ops, bool withCheckpoints) {
         if (!ops.empty())
           j.attributeArray(key, [&] {
@@ -159,7 +158,7 @@ void offload::planner::writeProblemJson(llvm::raw_ostream &os, const PlanProblem
     j.attribute("step", problem.step);
     j.attribute("target", problem.target);
     j.attribute("budget_bytes", problem.budgetBytes);
-    if (problem.savedBudgetBytes >= 0)
+    if (problem.hasSavedBudget())
       j.attribute("saved_budget_bytes", problem.savedBudgetBytes);
     j.attribute("aim_bytes", problem.aimBytes);
     j.attribute("achieved_bytes", state.profile.max().first);

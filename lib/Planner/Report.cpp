@@ -49,7 +49,7 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
   int64_t budget = problem.budgetBytes;
   os << llvm::format("plan-memory @%s: budget %lld bytes (%s) on %s\n", problem.step.c_str(),
                      (long long)budget, humanBytes(budget).c_str(), problem.target.c_str());
-  if (problem.savedBudgetBytes >= 0)
+  if (problem.hasSavedBudget())
     os << llvm::format("  saved budget %lld bytes (%s): kept saved bytes %lld -> %lld (saved "
                        "values left on the device and checkpoints)\n",
                        (long long)problem.savedBudgetBytes,
@@ -134,7 +134,7 @@ void offload::planner::writePlanReport(llvm::raw_ostream &os, const PlanProblem 
   // The runs of the search: each aim checked ("over" past the budget: with
   // a saved budget, the kept saved bytes past it) and the simulated step of
   // the plan the run returned; the fastest that fits is kept.
-  int64_t checkedBudget = problem.savedBudgetBytes >= 0 ? problem.savedBudgetBytes : budget;
+  int64_t checkedBudget = problem.checkedBudgetBytes();
   for (const RunLog &run : result.runs) {
     os << "  run " << hostMovesName(run.moves);
     if (run.checkpoints)
@@ -220,7 +220,7 @@ llvm::json::Object offload::planner::planReportJson(const PlanProblem &problem,
       {"target", problem.target},
       {"budget_bytes", problem.budgetBytes},
       {"saved_budget_bytes",
-       problem.savedBudgetBytes >= 0 ? llvm::json::Value(problem.savedBudgetBytes) : nullptr},
+       problem.hasSavedBudget() ? llvm::json::Value(problem.savedBudgetBytes) : nullptr},
       {"saved_bytes", totalSavedBytes(problem)},
       {"kept_saved_bytes", keptSavedBytes(s)},
       {"status", "planned"},

@@ -29,20 +29,17 @@ struct Searcher {
   PlanState state;
   SearchResult &out;
 
-  /// What the search holds against its budget (budget()): the plan's
+  /// What the search holds against PlanProblem::checkedBudgetBytes: the plan's
   /// device arena, or with a saved budget its decisions' kept saved bytes.
   int64_t measure(const CheckedPlan &plan, const PlanState &decisions) const {
-    return p.problem.savedBudgetBytes < 0 ? plan.arenaBytes : keptSavedBytes(decisions);
-  }
-  int64_t budget() const {
-    return p.problem.savedBudgetBytes < 0 ? p.problem.budgetBytes : p.problem.savedBudgetBytes;
+    return p.problem.hasSavedBudget() ? keptSavedBytes(decisions) : plan.arenaBytes;
   }
   /// Bytes over the budget (fits at <= 0): the arena over the budget, and
   /// with a saved budget the kept saved bytes over it too (the arena must
   /// still fit).
   int64_t over(const CheckedPlan &plan, const PlanState &decisions) const {
     int64_t arenaOver = plan.arenaBytes - p.problem.budgetBytes;
-    if (p.problem.savedBudgetBytes < 0)
+    if (!p.problem.hasSavedBudget())
       return arenaOver;
     return std::max(arenaOver, keptSavedBytes(decisions) - p.problem.savedBudgetBytes);
   }
@@ -175,7 +172,7 @@ llvm::FailureOr<bool> Searcher::bisect(HostMoves moves, Plan &fit, int64_t lo, i
   double fitSeconds = checker.simulate(*fit).stepSeconds;
   PlanState fitState = state, lastFit = fitState;
   int64_t resolution =
-      std::max<int64_t>(2 * p.problem.arenaAlignment, budget() / p.options.aimResolutionDivisor);
+      std::max<int64_t>(2 * p.problem.arenaAlignment, p.problem.checkedBudgetBytes() / p.options.aimResolutionDivisor);
   int64_t lastSlack = -over(*fit, state);
   for (int k = 0; k < p.options.reclaimChecks; ++k) {
     int64_t mid;
@@ -420,7 +417,7 @@ llvm::LogicalResult Searcher::giveBack() {
 // nothing: plans at budgets that fit before are unchanged.
 llvm::LogicalResult Searcher::reach() {
   PlanProblem reachProblem = p.problem;
-  if (reachProblem.savedBudgetBytes >= 0) {
+  if (reachProblem.hasSavedBudget()) {
     // The fewest kept saved bytes, in a device arena that fits.
     reachProblem.savedBudgetBytes = reachProblem.aimBytes = 0;
   } else {
@@ -464,7 +461,7 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
   SearchResult out(p.problem);
   Searcher s{p, checker, std::move(initial), out};
   if (p.problem.baseArenaBytes <= p.problem.budgetBytes &&
-      (p.problem.savedBudgetBytes < 0 ||
+      (!p.problem.hasSavedBudget() ||
        totalSavedBytes(p.problem) <= p.problem.savedBudgetBytes)) {
     // Early updates alone fit.
     llvm::FailureOr<Plan> plan = checker.build(s.state, Refetch::Auto);
@@ -584,7 +581,7 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
   // faster. The transformer and gpt examples and resnet18 at PyTorch's saved
   // bytes on the FLOPs-priced target (bench/planner/pytorch_partitioner.py,
   // 44 points): see docs/planner.md, "A saved budget".
-  if (start && out.chosen && p.problem.savedBudgetBytes >= 0) {
+  if (start && out.chosen && p.problem.hasSavedBudget()) {
     p.useKnapsack = true;
     for (bool replan : {false, true}) {
       if (replan && p.problem.checkpoints.empty())
@@ -605,8 +602,8 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
   }
   if (llvm::failed(s.fallback()))
     return llvm::failure();
-  bool reachSearch = p.problem.savedBudgetBytes < 0 ? p.problem.budgetBytes <= kReachBudgetBytes
-                                                   : p.problem.savedBudgetBytes == 0;
+  bool reachSearch = p.problem.hasSavedBudget() ? p.problem.savedBudgetBytes == 0
+                                                : p.problem.budgetBytes <= kReachBudgetBytes;
   if (!out.chosen && !reachSearch && llvm::failed(s.reach()))
     return llvm::failure();
   if (out.chosen) {

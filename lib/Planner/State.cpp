@@ -325,7 +325,7 @@ void PlanState::profileOfSaved(unsigned i, int64_t sign) {
   const SavedChoice &d = saved[i];
   if (d.decision == Decision::Offload) {
     profile.add(c.offloadFreed.lo, c.offloadFreed.hi, sign * c.bytes);
-  } else if (d.decision == Decision::Recompute && problem->savedBudgetBytes >= 0) {
+  } else if (d.decision == Decision::Recompute && problem->hasSavedBudget()) {
     // Saved bytes only (withSavedBudget): not saved from its last forward
     // use to its first backward use, whatever the region holds.
     profile.add(c.lastForward + 1, c.firstBackward - 1, sign * c.bytes);

@@ -209,6 +209,11 @@ struct PlanProblem {
   std::vector<CheckpointFacts> checkpoints;
 
   int64_t numPoints() const { return int64_t(baseLive.size()); }
+  /// A saved budget is set (savedBudgetBytes).
+  bool hasSavedBudget() const { return savedBudgetBytes >= 0; }
+  /// What the search holds its measure against: the saved budget where one
+  /// is set (kept saved bytes), else the budget (the device arena).
+  int64_t checkedBudgetBytes() const { return hasSavedBudget() ? savedBudgetBytes : budgetBytes; }
   llvm::StringRef opName(int64_t point) const {
     return point >= 0 && size_t(point) < opNames.size() ? llvm::StringRef(opNames[point])
                                                         : llvm::StringRef("-");

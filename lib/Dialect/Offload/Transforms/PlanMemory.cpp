@@ -672,7 +672,7 @@ FailureOr<SearchResult> PlanMemoryPass::replayDecisions(func::FuncOp fn,
            << "offload-plan-memory: the decisions in " << decisionsFile
            << " need a device arena of " << (*plan)->arenaBytes << " bytes, over the budget of "
            << budgetBytes << " bytes";
-  if (problem.savedBudgetBytes >= 0 &&
+  if (problem.hasSavedBudget() &&
       keptSavedBytes(result.state) > problem.savedBudgetBytes)
     return mlir::emitError(fn.getLoc())
            << "offload-plan-memory: the decisions in " << decisionsFile << " keep "
