@@ -10,14 +10,19 @@
 // saved while the profile stays at or below the aim; `decide` undoes them
 // (unshareAll) before each greedy, which prices regions on their own.
 //
-// Then regions whose cones rerun a common recomputed value (neither region
+// Then, under a saved budget (where holding a value costs no saved bytes),
+// regions whose cones rerun a common recomputed value (neither region
 // reruns the other's values, so the merges above do not join them) become
 // one region at the earlier one's point, its values held from there: the
 // common chain runs once. resnet18 at PyTorch's saved bytes of fraction 0.2
 // on the FLOPs-priced target: the knapsack's five convolutions (540 MFLOP,
 // PyTorch's own) reran the stem and two convolutions of the first stage in
 // two regions (the downsample's and the second stage's first convolution's,
-// both fed by the first stage's output), 1006 MFLOP in all.
+// both fed by the first stage's output), 1006 MFLOP in all. Under an arena
+// budget alone the holds cost arena bytes the model prices only at the
+// aim: on the 44-row reference set (bench/planner/refset.py) 10 rows ran
+// 0.05-1.1% faster and gpt at 45% of its arena 6.5% slower, so it is not
+// done there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +121,8 @@ void offload::planner::shareRecomputes(Planner &p, PlanState &s, int64_t aimByte
 }
 
 void offload::planner::mergeOverlappingRegions(Planner &p, PlanState &s, int64_t aimBytes) {
+  if (!p.problem.hasSavedBudget())
+    return;
   const std::vector<SavedFacts> &facts = p.problem.saved;
   // Each region: the recomputed value it is built for (a group's anchor,
   // or a value with a region of its own), by that value's index.

@@ -421,48 +421,51 @@ TEST(SharedRegions, AnAnchorJoinsTheRegionThatRerunsIt) {
     EXPECT_EQ(s.saved[i].group, -1) << i;
 }
 
-// Two regions that rerun a common recomputed value, neither rerunning the
-// other's values (the merges by reader do not join them), become one
-// region at the earlier one's point: w (region at 9) is in the cones of x
-// (region at 5) and y (region at 7). By reader, w joins y's region, the
-// last before its use; then y's region, which reruns w again, joins x's,
-// and the chain through w runs once.
+// Under a saved budget, two regions that rerun a common recomputed value,
+// neither rerunning the other's values (the merges by reader do not join
+// them), become one region at the earlier one's point: w (region at 9) is
+// in the cones of x (region at 5) and y (region at 7). By reader, w joins
+// y's region, the last before its use; then y's region, which reruns w
+// again, joins x's, and the chain through w runs once. Under an arena
+// budget alone the second merge is not made.
 TEST(SharedRegions, RegionsRerunningACommonValueMerge) {
-  Fixture f;
-  f.problem = flatProblem(12, 100, 100);
-  f.problem.saved.push_back(savedValue("w", 10, 1, 9, true, 1));
-  f.problem.saved.push_back(savedValue("x", 10, 2, 5, true, 1));
-  f.problem.saved.push_back(savedValue("y", 10, 3, 7, true, 1));
-  f.start();
-  for (unsigned i : {0u, 1u, 2u})
-    f.cones.cones[i] = cone(1e-6);
-  Planner p = f.planner();
-  PlanState s(f.problem);
-  for (unsigned i : {0u, 1u, 2u}) {
-    s.saved[i].decision = Decision::Recompute;
-    s.saved[i].seconds = 1e-6;
-    s.profileOfSaved(i, -1);
+  for (bool saved : {true, false}) {
+    Fixture f;
+    f.problem = flatProblem(12, 100, 100);
+    f.problem.saved.push_back(savedValue("w", 10, 1, 9, true, 1));
+    f.problem.saved.push_back(savedValue("x", 10, 2, 5, true, 1));
+    f.problem.saved.push_back(savedValue("y", 10, 3, 7, true, 1));
+    if (saved)
+      withSavedBudget(f.problem, 0);
+    f.start();
+    for (unsigned i : {0u, 1u, 2u})
+      f.cones.cones[i] = cone(1e-6);
+    Planner p = f.planner();
+    PlanState s(f.problem);
+    for (unsigned i : {0u, 1u, 2u}) {
+      s.saved[i].decision = Decision::Recompute;
+      s.saved[i].seconds = 1e-6;
+      s.profileOfSaved(i, -1);
+    }
+    s.saved[1].through = {0}; // x's region reruns w
+    s.saved[2].through = {0}; // so does y's
+    s.registerReader(1);
+    s.registerReader(2);
+    shareRecomputes(p, s, 100);
+    if (saved) {
+      for (unsigned i : {0u, 1u, 2u})
+        EXPECT_EQ(s.saved[i].group, 1) << i;
+      EXPECT_EQ(s.saved[0].holdFrom, 5);
+      EXPECT_EQ(s.saved[1].holdFrom, -1);
+      EXPECT_EQ(s.saved[2].holdFrom, 5);
+    } else {
+      EXPECT_EQ(s.saved[0].group, 2);
+      EXPECT_EQ(s.saved[0].holdFrom, 7);
+      EXPECT_EQ(s.saved[1].group, -1);
+      EXPECT_EQ(s.saved[2].group, 2);
+      EXPECT_EQ(s.saved[2].holdFrom, -1);
+    }
   }
-  s.saved[1].through = {0}; // x's region reruns w
-  s.saved[2].through = {0}; // so does y's
-  s.registerReader(1);
-  s.registerReader(2);
-  shareRecomputes(p, s, 100);
-  for (unsigned i : {0u, 1u, 2u})
-    EXPECT_EQ(s.saved[i].group, 1) << i;
-  EXPECT_EQ(s.saved[0].holdFrom, 5);
-  EXPECT_EQ(s.saved[1].holdFrom, -1);
-  EXPECT_EQ(s.saved[2].holdFrom, 5);
-  // Held from x's region at 5: w and y are live again from 5 on.
-  std::vector<int64_t> live;
-  s.profile.values(live);
-  EXPECT_EQ(live[4], 70);
-  EXPECT_EQ(live[5], 100);
-  // Where the aim allows no hold, each region stays on its own.
-  unshareAll(s);
-  shareRecomputes(p, s, 95);
-  for (unsigned i : {0u, 1u, 2u})
-    EXPECT_EQ(s.saved[i].group, -1) << i;
 }
 
 namespace {

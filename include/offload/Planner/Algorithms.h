@@ -107,9 +107,10 @@ void replanHostParameters(Planner &p, PlanState &s, int64_t aimBytes);
 /// Shared recompute regions (Chen et al.'s segments) while the profile
 /// stays at or below `aimBytes`; `unshareAll` undoes them.
 void shareRecomputes(Planner &p, PlanState &s, int64_t aimBytes);
-/// Recompute regions that rerun a common recomputed value made one, at the
-/// earlier region's point (the later's values held from there), while the
-/// profile stays at or below `aimBytes` (shareRecomputes calls it last).
+/// Under a saved budget, recompute regions that rerun a common recomputed
+/// value made one, at the earlier region's point (the later's values held
+/// from there), while the profile stays at or below `aimBytes`
+/// (shareRecomputes calls it last).
 void mergeOverlappingRegions(Planner &p, PlanState &s, int64_t aimBytes);
 void unshareAll(PlanState &s);
 
