@@ -198,6 +198,20 @@ def parse_bytes(value, what="budget", minimum=1):
     return n
 
 
+def parse_saved_budget(value):
+    """The saved budget as the planner's saved-budget= text: bytes (as
+    parse_bytes, 0 allowed), or a string "P%" with P in [0, 100], a
+    percentage of the step's saved bytes (PyTorch's
+    activation_memory_budget=0.5 is "50%"). InputError otherwise."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*%\s*", value)
+        if not m or not 0.0 <= float(m.group(1)) <= 100.0:
+            raise InputError(f"saved_budget: cannot read {value!r} as a percentage of the saved "
+                             "bytes (expected 0% to 100%, e.g. '50%')")
+        return f"{float(m.group(1)):g}%"
+    return str(parse_bytes(value, "saved_budget", minimum=0))
+
+
 # torch dtype name -> the importer's element type
 _DTYPES = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16",
            "int64": "i64", "int32": "i32", "bool": "i1"}
@@ -565,10 +579,10 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     budget          device-memory budget in bytes (int or "12GiB"); None = no
                     planning (the step as autodiff builds it).
     saved_budget    also bound the saved activations (bytes, int or "200MiB"; 0
-                    allowed): the saved values left on the device, neither
-                    recomputed nor offloaded, at most this many, as PyTorch's
-                    activation_memory_budget bounds them (there a fraction of
-                    the saved bytes); the arena must still fit `budget`
+                    allowed; or "P%" of the step's saved bytes, as PyTorch's
+                    activation_memory_budget=P/100): the saved values left on
+                    the device, neither recomputed nor offloaded, at most this
+                    many; the arena must still fit `budget`
                     (default: the target's memory). Plans even without a
                     budget. None (default): no saved budget (docs/planner.md,
                     "A saved budget"). BudgetError when no plan keeps that few.
@@ -687,9 +701,9 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
         raise InputError("example_inputs: keyword inputs need exporter='export' (torch.export, "
                          "PyTorch 2.x); a TorchScript trace takes positional inputs")
     budget_bytes = parse_bytes(budget) if budget is not None else None
-    saved_budget_bytes = None
+    saved_budget_text = None
     if saved_budget is not None:
-        saved_budget_bytes = parse_bytes(saved_budget, "saved_budget", minimum=0)
+        saved_budget_text = parse_saved_budget(saved_budget)
     if device_bytes is not None:
         device_bytes = parse_bytes(device_bytes, "device_bytes")
     if data_parallel and (isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int)
@@ -828,10 +842,10 @@ def compile(model, example_inputs, loss=AUTO_LOSS, optimizer=None, budget=None,
     report = memory.get("text", "")
 
     lower_input = step_mlir
-    if budget_bytes is not None or saved_budget_bytes is not None:
+    if budget_bytes is not None or saved_budget_text is not None:
         budget_option = "" if budget_bytes is None else f"budget={budget_bytes} "
-        if saved_budget_bytes is not None:
-            budget_option += f"saved-budget={saved_budget_bytes} "
+        if saved_budget_text is not None:
+            budget_option += f"saved-budget={saved_budget_text} "
 
         def plan():
             if target == "host":

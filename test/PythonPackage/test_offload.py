@@ -279,7 +279,7 @@ def test_budget_error_names_smallest_reachable(exporter):
 
 
 def test_saved_budget_bounds_saved_bytes_and_is_bit_identical():
-    """saved_budget= (PyTorch's activation_memory_budget in bytes): with 0 the
+    """saved_budget= (PyTorch's activation_memory_budget in bytes, or "P%"): with 0 the
     planner keeps no saved activation on the device (it recomputes or offloads
     each), plans without a `budget` (the target's memory), and the losses and
     parameters stay bit-identical to the unplanned step's; bad values are
@@ -294,8 +294,17 @@ def test_saved_budget_bounds_saved_bytes_and_is_bit_identical():
     for k, v in free.state_dict().items():
         assert torch.equal(v, planned.state_dict()[k]), k
     assert planned.measured_peak_device_bytes == planned.planned_peak_device_bytes
+    # A percentage of the step's saved bytes (PyTorch's activation_memory_budget=0.5).
+    half = offload.compile(mlp(), (x, y), saved_budget="50%", verbose=False)
+    m = re.search(r"saved budget (\d+) bytes .*kept saved bytes (\d+) -> (\d+) ", half.report)
+    assert m, half.report
+    budget, total, kept = (int(g) for g in m.groups())
+    assert budget == total // 2 and kept <= budget, half.report
+    again = offload.compile(mlp(), (x, y), verbose=False)
+    assert [again(a, b) for a, b in batches] == [half(a, b) for a, b in batches]
     for bad, match in ((-1, "saved_budget: must be >= 0"),
-                       ("lots", "saved_budget: cannot read 'lots'"), (True, "saved_budget")):
+                       ("lots", "saved_budget: cannot read 'lots'"), (True, "saved_budget"),
+                       ("150%", "saved_budget: cannot read '150%' as a percentage")):
         with pytest.raises(offload.InputError, match=match):
             offload.compile(mlp(), (x, y), saved_budget=bad, verbose=False)
 

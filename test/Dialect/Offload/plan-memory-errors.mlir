@@ -42,6 +42,8 @@
 // SAVED-NEG: error: offload-plan-memory: the saved budget must be at least 0 bytes, got '-1'
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=half" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-PARSE
 // SAVED-PARSE: error: offload-plan-memory: cannot parse the saved budget 'half'
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=150%" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-PERCENT
+// SAVED-PERCENT: error: offload-plan-memory: cannot parse the saved budget '150%'; expected bytes, or a percentage of the step's saved bytes from 0% to 100%
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=2kb" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-UNIT
 // SAVED-UNIT: error: offload-plan-memory: unknown unit 'kb' in the saved budget '2kb'
 // A saved budget whose plan's arena cannot fit the budget: the error names

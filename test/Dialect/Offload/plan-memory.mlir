@@ -136,6 +136,13 @@
 // SAVED3K: saved budget 3000 bytes (2.93 KiB): kept saved bytes 8832 -> 2688
 // SAVED3K: decisions: 3 saved values recomputed, 0 offloaded, 4 kept; 0 parameters on the host
 // SAVED3K: run greedy: aims 3000;
+// As a percentage of the step's saved bytes (PyTorch's
+// activation_memory_budget=0.34): 34% of 8832 is 3002 bytes, rounded down.
+// RUN: offload-opt %S/../../Inputs/chain-forward.mlir --offload-autodiff="optimizer=sgd momentum=0.9" \
+// RUN:   --offload-plan-memory="saved-budget=34% report=-" 2>%t.saved34 | FileCheck %s --check-prefix=SAVED34
+// RUN: FileCheck %s --check-prefix=SAVED34-REPORT < %t.saved34
+// SAVED34: offload.planned = "budget=80000000000 saved-budget=3002 target=h100-sxm"
+// SAVED34-REPORT: saved budget 3002 bytes (2.93 KiB): kept saved bytes 8832 -> 2688
 //
 // A target that reserves library workspace: the planner counts it in the
 // budget, the lowering puts it above the arena as the plan's workspace

@@ -178,8 +178,11 @@ private:
   /// Set when a step failed because no plan fits its budget (not an error
   /// of the input): the tool exits with kExitNoPlanFits.
   bool noPlanFit = false;
-  /// saved-budget= in bytes, or -1 (none).
+  /// saved-budget= in bytes, or -1 (none); for a percentage, the step's
+  /// bytes once its problem is built.
   int64_t savedBudgetBytes = -1;
+  /// saved-budget=P% as a fraction of each step's saved bytes, or -1.
+  double savedBudgetFraction = -1;
 };
 } // namespace
 
@@ -301,7 +304,21 @@ void PlanMemoryPass::runOnOperation() {
     budgetBytes = *parsed;
   }
   savedBudgetBytes = -1;
-  if (!savedBudget.empty()) {
+  savedBudgetFraction = -1;
+  if (StringRef percent = StringRef(savedBudget).trim(); percent.ends_with("%")) {
+    // PyTorch's activation_memory_budget as a percentage of the step's
+    // saved bytes (as device buffers: totalSavedBytes), resolved per step.
+    double value = 0;
+    if (percent.drop_back().trim().getAsDouble(value) || !(value >= 0 && value <= 100)) {
+      mlir::emitError(m.getLoc()) << "offload-plan-memory: cannot parse the saved budget '"
+                                  << savedBudget
+                                  << "'; expected bytes, or a percentage of the step's saved "
+                                     "bytes from 0% to 100%";
+      return signalPassFailure();
+    }
+    savedBudgetFraction = value / 100;
+    savedBudgetBytes = 0; // set per step (planStep)
+  } else if (!savedBudget.empty()) {
     FailureOr<int64_t> parsed = parseBytes(savedBudget, error, "saved budget", 0);
     if (failed(parsed)) {
       mlir::emitError(m.getLoc()) << "offload-plan-memory: " << error;
@@ -812,6 +829,9 @@ LogicalResult PlanMemoryPass::planStep(func::FuncOp fn, int64_t budgetBytes,
                     checkpoints},
       candidates);
   problem.unplannedStepSeconds = unplannedTime.stepSeconds;
+  if (savedBudgetFraction >= 0)
+    savedBudgetBytes =
+        int64_t(std::floor(savedBudgetFraction * double(totalSavedBytes(problem))));
   if (savedBudgetBytes >= 0)
     ::offload::planner::withSavedBudget(problem, savedBudgetBytes);
   StepConeModel cones(candidates, model, options.maxConeOps);

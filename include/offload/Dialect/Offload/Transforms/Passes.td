@@ -742,8 +742,8 @@ def PlanMemory : Pass<"offload-plan-memory", "::mlir::ModuleOp"> {
     Option<"savedBudget", "saved-budget", "std::string", /*default=*/"\"\"",
            "Also bound the saved bytes: the saved values left on the device "
            "(neither recomputed nor offloaded) plus the checkpoints saved, at "
-           "most these bytes (units as for budget; 0 allowed), as PyTorch's "
-           "activation_memory_budget bounds them (times the saved bytes); the "
+           "most these bytes (units as for budget; 0 allowed), or P% of the "
+           "step's saved bytes (PyTorch's activation_memory_budget=0.5 is 50%); the "
            "device arena must still fit budget. Recompute regions' "
            "intermediates and values held by shared regions are not saved "
            "bytes. Default: no saved budget">,
