@@ -11,8 +11,8 @@
 // dynamic program over the candidates live at the peak, each priced on its
 // own against the decisions as they stand (its cone once, or its offload).
 // Bytes are counted in units of the greatest common divisor of the
-// candidates' bytes, exact, where that needs at most kMaxUnits for the
-// demand (peak - aim); otherwise in units of demand / kMaxUnits, each
+// candidates' bytes, exact, where that needs few enough units for the
+// demand (peak - aim; below); otherwise in units of demand / that many, each
 // candidate's bytes rounded down and the demand up, so that a cover in units
 // frees at least the bytes asked for. (With units of demand / 1024, resnet18
 // at PyTorch's saved bytes of fraction 0.2 lost a unit on each of its 24
@@ -35,9 +35,13 @@
 using namespace offload::planner;
 
 namespace {
-/// The most units the demand is cut into (time: candidates x kMaxUnits
-/// steps; memory: one bit per candidate and unit).
+/// The most units the demand is cut into, and the most cells (candidates x
+/// units: the time, and one bit each of memory) of one program: with many
+/// candidates fewer units, down to kMinUnits (ViT-B/16's 247 candidates:
+/// 16,981 units, 4.2 M cells, a few milliseconds per program).
 constexpr int64_t kMaxUnits = int64_t(1) << 16;
+constexpr int64_t kMinUnits = 1024;
+constexpr int64_t kMaxCells = int64_t(1) << 22;
 
 struct Item {
   unsigned index;
@@ -79,9 +83,11 @@ bool offload::planner::knapsack(Planner &p, PlanState &s, int64_t aimBytes) {
   }
   if (priced.empty())
     return greedy(p, s, aimBytes);
+  int64_t maxUnits =
+      std::clamp<int64_t>(kMaxCells / int64_t(priced.size()), kMinUnits, kMaxUnits);
   int64_t unit = common;
-  if ((demand + unit - 1) / unit > kMaxUnits)
-    unit = (demand + kMaxUnits - 1) / kMaxUnits;
+  if ((demand + unit - 1) / unit > maxUnits)
+    unit = (demand + maxUnits - 1) / maxUnits;
   int64_t need = (demand + unit - 1) / unit;
   llvm::SmallVector<Item, 0> items;
   for (const Priced &c : priced)
