@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -61,6 +62,34 @@ int main(int argc, char **argv) {
       "offload optimizer: memory planning passes for training steps\n"
       "(recompute, host offload, weight-gradient split). See docs/.\n",
       registry);
+  // A pass option that does not parse is named with its pass here, before
+  // MLIR builds the pipeline and reports it without a location
+  // ("<unknown>:0: error: <Pass-Options-Parser>: no such option ...").
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (!arg.consume_front("--") && !arg.consume_front("-"))
+      continue;
+    auto [name, passOptions] = arg.split('=');
+    const mlir::PassInfo *info = mlir::PassInfo::lookup(name);
+    if (!info || passOptions.empty())
+      continue;
+    mlir::OpPassManager pm("builtin.module");
+    std::string why;
+    if (mlir::succeeded(info->addToPipeline(pm, passOptions, [&](const llvm::Twine &msg) {
+          why = msg.str();
+          return mlir::failure();
+        })))
+      continue;
+    // An unknown option comes here as "<Pass-Options-Parser>: ..."; a value
+    // an enum option does not take is printed by the option parser itself.
+    llvm::StringRef text = llvm::StringRef(why).trim();
+    text.consume_front("<Pass-Options-Parser>:");
+    text = text.trim();
+    return fail("--" + name.str() + "=" + passOptions.str() + ": " +
+                (text.empty() ? std::string("an option value it does not take (above)")
+                              : text.str()) +
+                "; offload-opt --help lists the pass's options");
+  }
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
   if (config.shouldShowDialects()) {
     llvm::outs() << "Available Dialects: ";

@@ -42,6 +42,11 @@
 // SAVED-NEG: error: offload-plan-memory: the saved budget must be at least 0 bytes, got '-1'
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=half" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-PARSE
 // SAVED-PARSE: error: offload-plan-memory: cannot parse the saved budget 'half'
+// An option the pass does not have is named with the pass, before MLIR's
+// pipeline parser would report it without a location.
+// RUN: not offload-opt %t.step.mlir --offload-plan-memory="bugdet=1GB" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNKNOWN-OPTION
+// UNKNOWN-OPTION: offload-opt: error: --offload-plan-memory=bugdet=1GB: no such option bugdet; offload-opt --help lists the pass's options
+// UNKNOWN-OPTION-NOT: <unknown>
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=150%" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-PERCENT
 // SAVED-PERCENT: error: offload-plan-memory: cannot parse the saved budget '150%'; expected bytes, or a percentage of the step's saved bytes from 0% to 100%
 // RUN: not offload-opt %t.step.mlir --offload-plan-memory="saved-budget=2kb" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SAVED-UNIT
