@@ -83,6 +83,7 @@ struct Searcher {
   llvm::FailureOr<bool> bisect(HostMoves moves, Plan &fit, int64_t lo, int64_t hi);
   llvm::LogicalResult runAgain(HostMoves moves, const PlanState &initial, SimulatedTime &chosenTime,
                                size_t &keptRun);
+  llvm::LogicalResult replanChosen(SimulatedTime &chosenTime, size_t &keptRun);
   llvm::LogicalResult fallback();
   llvm::LogicalResult giveBack();
   llvm::LogicalResult reach();
@@ -234,6 +235,48 @@ llvm::LogicalResult Searcher::runAgain(HostMoves moves, const PlanState &initial
   if (*other && time.stepSeconds < chosenTime.stepSeconds &&
       checker.tuned(***other).stepSeconds < checker.tuned(*out.chosen).stepSeconds) {
     out.chosen = std::move(**other);
+    chosenTime = time;
+    keptRun = out.runs.size() - 1;
+  } else {
+    p.restore(state, std::move(keptState));
+  }
+  return llvm::success();
+}
+
+// On a larger step the rounds run once, so the host-parameter moves that a
+// small step's search runs again from the start are tried from the chosen
+// plan instead: `decide` with the re-plan at the aim that plan fit at,
+// starting from its decisions (the greedy then has nothing to take, the
+// re-plan covers each host parameter it puts back with a few takes), one
+// more plan built, kept where it fits and simulates faster. GPT-2 1.5B at
+// 23.0 GB on h100-sxm: 4 host parameters (0.49 GB, 0.072 s of host AdamW)
+// where the exact oracle's plan, built with the real passes, offloads
+// 0.44 GB more instead, 2.724 s against our 2.823 s; re-planned, 2.760 s.
+llvm::LogicalResult Searcher::replanChosen(SimulatedTime &chosenTime, size_t &keptRun) {
+  if (out.runs[keptRun].checks.empty())
+    return llvm::success();
+  int64_t aim = out.runs[keptRun].checks.back().first;
+  PlanState keptState = state;
+  out.runs.push_back(RunLog{HostMoves::ExchangeAndReplan, p.linkWeight, p.checkpointReplan, {},
+                            -1, 0, false});
+  ++out.checks;
+  decide(p, state, aim, HostMoves::ExchangeAndReplan);
+  llvm::FailureOr<Plan> plan = checker.build(state, Refetch::Auto);
+  if (llvm::failed(plan))
+    return llvm::failure();
+  out.runs.back().checks.push_back({aim, measure(**plan, state)});
+  if (over(**plan, state) > 0) {
+    p.restore(state, std::move(keptState));
+    return llvm::success();
+  }
+  SimulatedTime time = checker.simulate(**plan);
+  RunLog &run = out.runs.back();
+  run.seconds = time.stepSeconds;
+  run.arena = (*plan)->arenaBytes;
+  run.stallRatio = stallRatio(time);
+  if (time.stepSeconds < chosenTime.stepSeconds &&
+      checker.tuned(**plan).stepSeconds < checker.tuned(*out.chosen).stepSeconds) {
+    out.chosen = std::move(*plan);
     chosenTime = time;
     keptRun = out.runs.size() - 1;
   } else {
@@ -487,6 +530,15 @@ llvm::FailureOr<SearchResult> offload::planner::search(Planner &p, PlanChecker &
     run.arena = out.chosen->arenaBytes;
     run.stallRatio = s.stallRatio(chosenTime);
   }
+  // A larger step runs the rounds once; where its plan keeps host
+  // parameters, the re-plan (replanHostParameters: each host parameter,
+  // the costliest first, put back and the greedy run again around it) from
+  // that plan's decisions at its aim, the faster plan kept (replanChosen),
+  // on steps of up to options.replanChosenPoints points.
+  if (!start && out.chosen && s.state.anyHost() &&
+      p.problem.numPoints() <= p.options.replanChosenPoints)
+    if (llvm::failed(s.replanChosen(chosenTime, keptRun)))
+      return llvm::failure();
   // The rounds again from the same start with more host-parameter moves
   // (the exchange, then the exchange and the re-plan), when the first plan
   // has host parameters; the plan with the shortest simulated step is kept.

@@ -770,6 +770,41 @@ TEST(Search, LargeStepAimsBelowTheFragmentation) {
   EXPECT_EQ(r2->runs[0].checks.front().first, 70);
 }
 
+// A large step runs the rounds once; where its plan keeps a host parameter,
+// the re-plan runs once more from that plan at its aim (replanChosen), up
+// to options.replanChosenPoints points. Here the parameter is the cheapest
+// cover (40 bytes at every point for 1 ms of host update, against a
+// recompute of 2 ms), so the re-plan's plan is not kept.
+TEST(Search, LargeStepReplansItsHostParameters) {
+  auto runs = [](int64_t replanPoints) {
+    Fixture f;
+    f.options.finePoints = 4;
+    f.options.predictFragmentation = false;
+    f.options.replanChosenPoints = replanPoints;
+    f.problem = flatProblem(10, 100, 60);
+    f.problem.params.push_back(parameter("w", 40, 0, 9, 1e-3));
+    f.problem.saved.push_back(savedValue("act", 40, -1, 10, true, 100));
+    f.start();
+    f.cones.cones[0] = cone(2e-3);
+    Planner p = f.planner();
+    FakeChecker checker(p, 0);
+    llvm::FailureOr<SearchResult> r = search(p, checker, PlanState(f.problem));
+    EXPECT_TRUE(llvm::succeeded(r));
+    EXPECT_TRUE(r->chosen);
+    EXPECT_EQ(r->state.params[0].decision, Decision::Host);
+    EXPECT_EQ(checker.builds, r->checks);
+    return r->runs;
+  };
+  llvm::SmallVector<RunLog> with = runs(8192);
+  ASSERT_EQ(with.size(), 2u);
+  EXPECT_EQ(with[0].moves, HostMoves::None);
+  EXPECT_TRUE(with[0].kept);
+  EXPECT_EQ(with[1].moves, HostMoves::ExchangeAndReplan);
+  EXPECT_FALSE(with[1].kept);
+  // Past replanChosenPoints (the 10k-op planning-time target), one run.
+  EXPECT_EQ(runs(9).size(), 1u);
+}
+
 namespace {
 /// A checker whose real arena is `base` less `freesEach` per decision that
 /// is not keep, whatever the model says; its step is 1 s plus each

@@ -49,6 +49,13 @@ struct PlannerOptions {
   double perturbation = 0.25;
   /// Host-parameter re-plan: at most this many parameters tried.
   size_t replanTries = 16;
+  /// On a step larger than finePoints, the re-plan runs once from the
+  /// chosen plan (Search.cpp, replanChosen) where the step has at most this
+  /// many points: it costs a decide and a plan built (the 96-layer encoder,
+  /// 9.3k ops at 40% of its arena: +0.25 s decide and build, +0.4 s in all,
+  /// for a 10% faster step), which would take the 10k-op steps past 1 s of
+  /// planning. GPT-2 1.5B has 7,345 points, Llama-2-7B 8,034.
+  int64_t replanChosenPoints = 8192;
   /// Host-parameter exchange: passes, and exchanges evaluated per point.
   int exchangePasses = 4;
   int64_t exchangeTriesPerPoint = 4;
