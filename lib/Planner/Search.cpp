@@ -84,6 +84,8 @@ struct Searcher {
   llvm::LogicalResult runAgain(HostMoves moves, const PlanState &initial, SimulatedTime &chosenTime,
                                size_t &keptRun);
   llvm::LogicalResult replanChosen(SimulatedTime &chosenTime, size_t &keptRun);
+  void keepFaster(std::optional<Plan> other, PlanState keptState, SimulatedTime &chosenTime,
+                  size_t &keptRun);
   llvm::LogicalResult fallback();
   llvm::LogicalResult giveBack();
   llvm::LogicalResult reach();
@@ -221,26 +223,34 @@ llvm::LogicalResult Searcher::runAgain(HostMoves moves, const PlanState &initial
   llvm::FailureOr<std::optional<Plan>> other = runRounds(moves);
   if (llvm::failed(other))
     return llvm::failure();
-  SimulatedTime time = *other ? checker.simulate(***other) : SimulatedTime();
-  if (*other) {
+  keepFaster(std::move(*other), std::move(keptState), chosenTime, keptRun);
+  return llvm::success();
+}
+
+// The last run's plan (none: nothing fit) against the chosen one: logged,
+// and kept, with `state` at its decisions, where it simulates faster both
+// untuned and tuned; otherwise `state` goes back to `keptState`. A plan
+// faster untuned can tune slower: ViT-B/16 bf16-mixed at 1.99 GB on
+// h100-sxm, a restart's plan 0.1543 s untuned against 0.1598 s, tuned
+// 0.1534 s against 0.1442 s. (The chosen plan is tuned after the search in
+// any case.)
+void Searcher::keepFaster(std::optional<Plan> other, PlanState keptState,
+                          SimulatedTime &chosenTime, size_t &keptRun) {
+  SimulatedTime time = other ? checker.simulate(**other) : SimulatedTime();
+  if (other) {
     RunLog &run = out.runs.back();
     run.seconds = time.stepSeconds;
-    run.arena = (**other)->arenaBytes;
+    run.arena = (*other)->arenaBytes;
     run.stallRatio = stallRatio(time);
   }
-  // Faster untuned: both plans tuned (the chosen plan is, after the
-  // search), and the faster tuned kept. A plan faster untuned can tune
-  // slower: ViT-B/16 bf16-mixed at 1.99 GB on h100-sxm, a restart's plan
-  // 0.1543 s untuned against 0.1598 s, tuned 0.1534 s against 0.1442 s.
-  if (*other && time.stepSeconds < chosenTime.stepSeconds &&
-      checker.tuned(***other).stepSeconds < checker.tuned(*out.chosen).stepSeconds) {
-    out.chosen = std::move(**other);
+  if (other && time.stepSeconds < chosenTime.stepSeconds &&
+      checker.tuned(**other).stepSeconds < checker.tuned(*out.chosen).stepSeconds) {
+    out.chosen = std::move(*other);
     chosenTime = time;
     keptRun = out.runs.size() - 1;
   } else {
     p.restore(state, std::move(keptState));
   }
-  return llvm::success();
 }
 
 // On a larger step the rounds run once, so the host-parameter moves that a
@@ -265,23 +275,10 @@ llvm::LogicalResult Searcher::replanChosen(SimulatedTime &chosenTime, size_t &ke
   if (llvm::failed(plan))
     return llvm::failure();
   out.runs.back().checks.push_back({aim, measure(**plan, state)});
-  if (over(**plan, state) > 0) {
-    p.restore(state, std::move(keptState));
-    return llvm::success();
-  }
-  SimulatedTime time = checker.simulate(**plan);
-  RunLog &run = out.runs.back();
-  run.seconds = time.stepSeconds;
-  run.arena = (*plan)->arenaBytes;
-  run.stallRatio = stallRatio(time);
-  if (time.stepSeconds < chosenTime.stepSeconds &&
-      checker.tuned(**plan).stepSeconds < checker.tuned(*out.chosen).stepSeconds) {
-    out.chosen = std::move(*plan);
-    chosenTime = time;
-    keptRun = out.runs.size() - 1;
-  } else {
-    p.restore(state, std::move(keptState));
-  }
+  std::optional<Plan> fit;
+  if (over(**plan, state) <= 0)
+    fit = std::move(*plan);
+  keepFaster(std::move(fit), std::move(keptState), chosenTime, keptRun);
   return llvm::success();
 }
 
