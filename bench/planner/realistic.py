@@ -717,12 +717,27 @@ BASELINE_NAMES = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload
                   "zero-offload+ac", "fsdp2-offload+ac"]
 
 
-def run_baseline(bin_dir, step, passes, tfile):
+def is_no_fit(output):
+    """Whether offload-opt's failed output is the planner's answer that no
+    plan fits the budget (PlanMemory.cpp's noPlanFits / noPlanKeepsSaved),
+    as opposed to a run that broke (a full disk, a crash, a bad option)."""
+    return ("offload-plan-memory: no plan fits the budget" in output
+            or "offload-plan-memory: no plan keeps at most" in output)
+
+
+def run_baseline(bin_dir, step, passes, tfile, strict=True):
+    """A baseline's (device arena bytes, simulated step seconds, None), or
+    with `strict` off (PyTorch's partitioner's mapped saved sets, which a
+    fraction may fail to build) (None, None, the error's last line)."""
     r = run([os.path.join(bin_dir, "offload-opt"), step] + passes +
             ["--offload-memory-report", f"--offload-cost-report=per-op=false target={tfile}",
              "-o", os.devnull], ok=False)
     if r.returncode != 0:
-        return None, None, r.stdout.strip().splitlines()[-1][:160] if r.stdout.strip() else "failed"
+        if not strict:
+            return None, None, (r.stdout.strip().splitlines()[-1][:160] if r.stdout.strip()
+                                else "failed")
+        # A baseline has no budget to miss: any failure is a broken run.
+        sys.exit(f"baseline {' '.join(passes)} on {step} failed:\n{r.stdout[-2000:]}")
     arena = int(re.search(r"device arena bytes: (\d+)", r.stdout).group(1))
     t = float(re.search(r"simulated step time on \S+: ([0-9.e+-]+) s", r.stdout).group(1))
     return arena, t, None
@@ -759,6 +774,11 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
         return {"fits": False, "timeout": True, "plan_s": time.perf_counter() - t0}
     wall = time.perf_counter() - t0
     if "error" in r:
+        if not is_no_fit(r["error"]):
+            # Not the planner's answer about the budget (a crash, a full disk,
+            # a bad option): the row would read "no fit" and be wrong.
+            sys.exit(f"planning {step} at budget={budget} on {tfile} failed:\n"
+                     f"{r['error'][-2000:]}")
         return {"fits": False, "plan_s": wall}
     res = {"fits": True, "arena": r["arena"], "plan_s": wall, "t": r.get("t")}
     if not r.get("problem"):  # fits unplanned: the bound is the unplanned step itself
@@ -998,7 +1018,7 @@ def main():
             for frac, layout, path, st in (pt or []):
                 a, t, e = run_baseline(args.bin, path or step,
                                        (["--offload-recompute=policy=marked"] if path else [])
-                                       + ["--offload-early-update"], tfile)
+                                       + ["--offload-early-update"], tfile, strict=False)
                 sweep.append({"fraction": float(frac), "layout": layout, "arena": a,
                               "seconds": t, "error": e, "mapping": st})
             pt_arenas = [x["arena"] for x in sweep if x["arena"]]
