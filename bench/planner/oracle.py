@@ -591,9 +591,20 @@ def planned_figures(out):
     return res
 
 
+def no_plan_fits(output):
+    """Whether offload-opt's failed output is the planner's answer that no
+    plan fits the budget (PlanMemory.cpp's noPlanFits / noPlanKeepsSaved),
+    as opposed to a run that broke (a full disk, a crash, a bad option)."""
+    return ("offload-plan-memory: no plan fits the budget" in output
+            or "offload-plan-memory: no plan keeps at most" in output)
+
+
 def plan(bin_dir, step, budget, target, work, tag, extra="", timeout=None):
     """Plans `step` at `budget`; `extra`: more --offload-plan-memory options
-    (e.g. "slice=never"); `timeout`: seconds (subprocess.TimeoutExpired)."""
+    (e.g. "slice=never"); `timeout`: seconds (subprocess.TimeoutExpired).
+    On failure {"error": the output, "ask": the smallest budget the planner
+    asks for or None, "no_fit": whether the failure is the planner's answer
+    about the budget (no_plan_fits) rather than a broken run}."""
     problem = os.path.join(work, tag + ".problem.json")
     r = run([os.path.join(bin_dir, "offload-opt"), step,
              f"--offload-plan-memory=budget={budget} target={target} report=- problem={problem}"
@@ -601,7 +612,8 @@ def plan(bin_dir, step, budget, target, work, tag, extra="", timeout=None):
              "-o", os.path.join(work, tag + ".planned.mlir")], ok=False, timeout=timeout)
     if r.returncode != 0:
         m = re.search(r"Ask for budget=(\d+)", r.stdout)
-        return {"error": r.stdout, "ask": int(m.group(1)) if m else None}
+        return {"error": r.stdout, "ask": int(m.group(1)) if m else None,
+                "no_fit": no_plan_fits(r.stdout)}
     out = r.stdout
     res = {"problem": problem}
     res.update(planned_figures(out))

@@ -717,14 +717,6 @@ BASELINE_NAMES = ["none", "full-ac", "selective", "zero-offload", "fsdp2-offload
                   "zero-offload+ac", "fsdp2-offload+ac"]
 
 
-def is_no_fit(output):
-    """Whether offload-opt's failed output is the planner's answer that no
-    plan fits the budget (PlanMemory.cpp's noPlanFits / noPlanKeepsSaved),
-    as opposed to a run that broke (a full disk, a crash, a bad option)."""
-    return ("offload-plan-memory: no plan fits the budget" in output
-            or "offload-plan-memory: no plan keeps at most" in output)
-
-
 def run_baseline(bin_dir, step, passes, tfile, strict=True):
     """A baseline's (device arena bytes, simulated step seconds, None), or
     with `strict` off (PyTorch's partitioner's mapped saved sets, which a
@@ -744,8 +736,9 @@ def run_baseline(bin_dir, step, passes, tfile, strict=True):
 
 
 def smallest_reachable(bin_dir, step, tfile, timeout):
-    """The planner's smallest reachable arena (its error at budget=1), or
-    None; "timeout" when the search ran past `timeout` seconds."""
+    """The planner's smallest reachable arena (its error at budget=1);
+    "timeout" when the search ran past `timeout` seconds. Exits with
+    offload-opt's output when the run fails otherwise."""
     try:
         r = run([os.path.join(bin_dir, "offload-opt"), step,
                  f"--offload-plan-memory=budget=1 target={tfile} slice=never", "-o", os.devnull],
@@ -753,7 +746,12 @@ def smallest_reachable(bin_dir, step, tfile, timeout):
     except subprocess.TimeoutExpired:
         return "timeout"
     m = re.search(r"Ask for budget=(\d+)", r.stdout)
-    return int(m.group(1)) if m else None
+    if not m:
+        # budget=1 never fits: without the planner's answer the run broke,
+        # and the table would lose its smallest point without a word.
+        sys.exit(f"the smallest reachable arena of {step} on {tfile}: offload-opt failed:\n"
+                 f"{r.stdout[-2000:]}")
+    return int(m.group(1))
 
 
 def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0):
@@ -774,7 +772,7 @@ def plan_row(bin_dir, step, budget, tfile, work, tag, timeout, milp_seconds=0.0)
         return {"fits": False, "timeout": True, "plan_s": time.perf_counter() - t0}
     wall = time.perf_counter() - t0
     if "error" in r:
-        if not is_no_fit(r["error"]):
+        if not r["no_fit"]:
             # Not the planner's answer about the budget (a crash, a full disk,
             # a bad option): the row would read "no fit" and be wrong.
             sys.exit(f"planning {step} at budget={budget} on {tfile} failed:\n"
@@ -1023,7 +1021,7 @@ def main():
                               "seconds": t, "error": e, "mapping": st})
             pt_arenas = [x["arena"] for x in sweep if x["arena"]]
             smallest = smallest_reachable(args.bin, step, tfile, args.timeout)
-            reach = [a for a, _, _ in base.values() if a] + pt_arenas + (
+            reach = [a for a, _, _ in base.values()] + pt_arenas + (
                 [smallest] if isinstance(smallest, int) else [])
             low = min(reach)
             mem = int(TARGET_MEMORY[target])
@@ -1036,15 +1034,14 @@ def main():
                                if low < top else [])
             # And the smallest arena a baseline reaches, where the strongest
             # fixed policy just fits.
-            base_low = min([a for a, _, _ in base.values() if a] + pt_arenas, default=None)
+            base_low = min([a for a, _, _ in base.values()] + pt_arenas)
             if base_low and base_low < mem and base_low not in budgets:
                 budgets = sorted(budgets + [base_low], reverse=True)
             budgets = sorted(set(budgets), reverse=True)
             ours_low = (f"{gb(smallest)} GB" if isinstance(smallest, int) else
-                        f"search past {args.timeout:g} s" if smallest else "-")
+                        f"search past {args.timeout:g} s")
             print(f"  {target} (memory {gb(mem)} GB): smallest reachable: ours {ours_low}; baselines: "
-                  + ", ".join(f"{b} {gb(a)} GB / {t:.3f} s" if a else f"{b} failed ({e})"
-                              for b, (a, t, e) in base.items())
+                  + ", ".join(f"{b} {gb(a)} GB / {t:.3f} s" for b, (a, t, _) in base.items())
                   + ("; pt-partitioner " + ", ".join(
                       f"{pt_tag(x)}: {gb(x['arena'])} GB / {x['seconds']:.3f} s" if x["arena"]
                       else f"{pt_tag(x)}: failed ({x['error']})" for x in sweep)
@@ -1057,7 +1054,7 @@ def main():
             for k, budget in enumerate(budgets):
                 r = plan_row(args.bin, step, budget, tfile, args.work, f"{tag}.{target}.{k}",
                              args.timeout, args.milp)
-                fit = {b: t for b, (a, t, _) in base.items() if a is not None and a <= budget}
+                fit = {b: t for b, (a, t, _) in base.items() if a <= budget}
                 pt_fit = min((x for x in sweep if x["arena"] is not None and x["arena"] <= budget),
                              key=lambda x: x["seconds"], default=None)
                 if pt_fit:
@@ -1065,7 +1062,7 @@ def main():
                 best = min(fit.items(), key=lambda kv: kv[1]) if fit else None
                 ours = r.get("t") if r["fits"] else None
                 if r["fits"] and r.get("fits_unplanned"):
-                    ours = base["none"][1] if base["none"][0] is not None else None
+                    ours = base["none"][1]
                     bound = ours
                 else:
                     bound = r.get("bound")
@@ -1098,7 +1095,7 @@ def main():
                     unknown_wins.append(f"{name} {target} {k} {precision} ({gb(budget)} GB)")
                 cells = []
                 for b, (a, t, _) in base.items():
-                    cells.append(f"{t:>16.3f}" if a is not None and a <= budget
+                    cells.append(f"{t:>16.3f}" if a <= budget
                                  else f"{'does not fit':>16}")
                 if sweep:
                     cells.append(f"{pt_fit['seconds']:.3f} ({pt_tag(pt_fit)})".rjust(16) if pt_fit
