@@ -22,12 +22,9 @@ import argparse
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import oracle  # noqa: E402
-import realistic  # noqa: E402
-from example_steps import ROOT, run  # noqa: E402
+import oracle
+import realistic
+from example_steps import ROOT, run
 
 
 def expect_exit(what, fn, *args):
